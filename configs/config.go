@@ -1,0 +1,161 @@
+// Package configs owns icekeeper's configuration file: its schema, defaults,
+// ${ENV} interpolation, strict validation with key paths, the embedded
+// default used when no file is given, and the example files beside it.
+//
+// Like Prometheus' config package, Load returns either a fully valid value
+// with defaults applied or an error naming the file, the key path and the
+// reason; no consumer ever sees a half-valid configuration.
+package configs
+
+import (
+	"github.com/icekeeper/icekeeper/internal/arn"
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+)
+
+// DefaultListen is the API address when the file does not set `listen`.
+const DefaultListen = "127.0.0.1:8080"
+
+// Config is the whole configuration file.
+type Config struct {
+	// Listen is the API's host:port.
+	Listen string `yaml:"listen"`
+	// State is the state store's DSN: sqlite://PATH or postgres://….
+	State string `yaml:"state"`
+	// Buckets are the table buckets icekeeper maintains.
+	Buckets []Bucket `yaml:"buckets"`
+	// Schedules are the daemon's cron expressions per job type.
+	Schedules Schedules `yaml:"schedules"`
+
+	// File is the path the configuration was loaded from ("" for the
+	// embedded default); error messages and relative paths use it.
+	File string `yaml:"-"`
+}
+
+// Schedules holds one cron expression per job type (robfig/cron standard
+// five-field syntax or descriptors such as @hourly).
+type Schedules struct {
+	Compaction              string `yaml:"icebergCompaction"`
+	SnapshotManagement      string `yaml:"icebergSnapshotManagement"`
+	UnreferencedFileRemoval string `yaml:"icebergUnreferencedFileRemoval"`
+}
+
+// Default schedules: compaction hourly, snapshot management every six hours,
+// unreferenced file removal daily.
+const (
+	DefaultCompactionSchedule         = "@hourly"
+	DefaultSnapshotManagementSchedule = "0 */6 * * *"
+	DefaultRemovalSchedule            = "@daily"
+)
+
+// For returns the cron expression of job type t.
+func (s Schedules) For(t maintenance.JobType) string {
+	switch t {
+	case maintenance.Compaction:
+		return s.Compaction
+	case maintenance.SnapshotManagement:
+		return s.SnapshotManagement
+	default:
+		return s.UnreferencedFileRemoval
+	}
+}
+
+// Bucket is one table bucket: the catalog that lists its tables and the
+// maintenance defaults that apply to them.
+type Bucket struct {
+	// ARN is the table bucket's ARN (S3 Tables or OSS Tables form).
+	ARN string `yaml:"arn"`
+	// CatalogName is the name the catalog is opened under. The SQL catalog
+	// keeps tables per catalog name, so it must match what writers used.
+	// Default: the bucket's name from the ARN.
+	CatalogName string `yaml:"catalogName"`
+	// Catalog holds iceberg-go catalog properties, passed to catalog.Load
+	// verbatim (type, uri, warehouse, s3.endpoint, rest.sigv4-enabled, …).
+	Catalog map[string]string `yaml:"catalog"`
+	// Maintenance holds this bucket's defaults for the three job types.
+	Maintenance Maintenance `yaml:"maintenance"`
+	// Namespaces and Tables filter what icekeeper maintains, by glob.
+	Namespaces Filter `yaml:"namespaces"`
+	Tables     Filter `yaml:"tables"`
+
+	// Parsed is ARN, parsed; set by Load.
+	Parsed arn.BucketARN `yaml:"-"`
+}
+
+// Name is the bucket's name, the last part of its ARN.
+func (b Bucket) Name() string { return b.Parsed.Name }
+
+// Filter selects names by glob patterns (path.Match syntax). A name is
+// selected when Include is empty or one of its patterns matches, and no
+// Exclude pattern matches.
+type Filter struct {
+	Include []string `yaml:"include"`
+	Exclude []string `yaml:"exclude"`
+}
+
+// Match reports whether name passes the filter. Patterns were validated at
+// load, so match errors cannot occur here.
+func (f Filter) Match(name string) bool {
+	ok := len(f.Include) == 0
+	for _, p := range f.Include {
+		if globMatch(p, name) {
+			ok = true
+			break
+		}
+	}
+	for _, p := range f.Exclude {
+		if globMatch(p, name) {
+			return false
+		}
+	}
+	return ok
+}
+
+// Maintenance holds a bucket's defaults for each job type, flat in the file:
+//
+//	maintenance:
+//	  icebergCompaction: {status: enabled, targetFileSizeMB: 256, strategy: auto}
+type Maintenance struct {
+	Compaction              *CompactionConfig `yaml:"icebergCompaction"`
+	SnapshotManagement      *SnapshotConfig   `yaml:"icebergSnapshotManagement"`
+	UnreferencedFileRemoval *RemovalConfig    `yaml:"icebergUnreferencedFileRemoval"`
+}
+
+// CompactionConfig is icebergCompaction's status and settings in the file.
+type CompactionConfig struct {
+	Status                         maintenance.Status `yaml:"status"`
+	maintenance.CompactionSettings `yaml:",inline"`
+}
+
+// SnapshotConfig is icebergSnapshotManagement's status and settings in the file.
+type SnapshotConfig struct {
+	Status                       maintenance.Status `yaml:"status"`
+	maintenance.SnapshotSettings `yaml:",inline"`
+}
+
+// RemovalConfig is icebergUnreferencedFileRemoval's status and settings in the file.
+type RemovalConfig struct {
+	Status                      maintenance.Status `yaml:"status"`
+	maintenance.RemovalSettings `yaml:",inline"`
+}
+
+// For returns the bucket's layer for job type t (zero when unset).
+func (m Maintenance) For(t maintenance.JobType) maintenance.Config {
+	switch t {
+	case maintenance.Compaction:
+		if c := m.Compaction; c != nil {
+			s := c.CompactionSettings
+			return maintenance.Config{Status: c.Status, Compaction: &s}
+		}
+	case maintenance.SnapshotManagement:
+		if c := m.SnapshotManagement; c != nil {
+			s := c.SnapshotSettings
+			return maintenance.Config{Status: c.Status, SnapshotManagement: &s}
+		}
+	case maintenance.UnreferencedFileRemoval:
+		if c := m.UnreferencedFileRemoval; c != nil {
+			s := c.RemovalSettings
+			return maintenance.Config{Status: c.Status, Removal: &s}
+		}
+	}
+	return maintenance.Config{}
+}

@@ -1,0 +1,203 @@
+package configs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+)
+
+// The examples are loaded with every variable they mention set, so they
+// cannot rot without this failing.
+func TestExamplesLoad(t *testing.T) {
+	env := func(name string) (string, bool) { return "x-" + name, true }
+	files, err := filepath.Glob("*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"local.yaml", "oss-tables.yaml", "postgres-s3.yaml", "s3tables.yaml"}
+	if strings.Join(files, ",") != strings.Join(want, ",") {
+		t.Fatalf("example files = %v, want %v", files, want)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Parse(f, data, env)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if len(cfg.Buckets) == 0 || cfg.Buckets[0].CatalogName == "" {
+			t.Errorf("%s: bucket not resolved: %+v", f, cfg.Buckets)
+		}
+	}
+}
+
+func TestExampleValues(t *testing.T) {
+	cfg, err := Parse("oss-tables.yaml", mustRead(t, "oss-tables.yaml"), func(n string) (string, bool) { return "secret-" + n, true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cfg.Buckets[0]
+	if b.Parsed.Service != "osstables" || b.Name() != "lakehouse" || b.CatalogName != "lakehouse" {
+		t.Errorf("bucket = %+v", b)
+	}
+	if got := b.Catalog["rest.signing-name"]; got != "osstables" {
+		t.Errorf("signing name = %q", got)
+	}
+	if got := b.Catalog["s3.access-key-id"]; got != "secret-ALIBABA_CLOUD_ACCESS_KEY_ID" {
+		t.Errorf("interpolated key = %q", got)
+	}
+	if cfg.Schedules.Compaction != DefaultCompactionSchedule {
+		t.Errorf("default schedule = %q", cfg.Schedules.Compaction)
+	}
+}
+
+func TestEmbedded(t *testing.T) {
+	cfg := Embedded("/data")
+	if cfg.Buckets[0].Name() != "local" || cfg.State != "sqlite:///data/state.db" {
+		t.Fatalf("embedded = %+v", cfg)
+	}
+	// The embedded config must pass the same validation as a file.
+	cfg.File = "embedded"
+	if err := cfg.finish(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	base := `
+state: sqlite://s.db
+buckets:
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/one
+    catalog: {type: sql, uri: "file:x.db"}
+`
+	cases := []struct {
+		name, yaml, want string
+	}{
+		{"below minimum", base + `  - arn: arn:aws:s3tables:us-east-1:1:bucket/two
+    catalog: {type: sql, uri: "file:x.db"}
+    maintenance:
+      icebergCompaction:
+        targetFileSizeMB: 0
+`, "icekeeper.yaml: buckets[1].maintenance.icebergCompaction.targetFileSizeMB: 0 is below the minimum 1"},
+		{"above maximum", base + `    maintenance: {icebergCompaction: {targetFileSizeMB: 513}}`, "buckets[0].maintenance.icebergCompaction.targetFileSizeMB: 513 is above the maximum 512"},
+		{"bad strategy", base + `    maintenance: {icebergCompaction: {strategy: hilbert}}`, `buckets[0].maintenance.icebergCompaction.strategy: "hilbert" is not one of auto, binpack, sort, z-order`},
+		{"bad status", base + `    maintenance: {icebergSnapshotManagement: {status: on}}`, `buckets[0].maintenance.icebergSnapshotManagement.status: "on" is not one of enabled, disabled`},
+		{"snapshots", base + `    maintenance: {icebergSnapshotManagement: {minSnapshotsToKeep: -1}}`, `icebergSnapshotManagement.minSnapshotsToKeep: -1 is below the minimum 1`},
+		{"removal days", base + `    maintenance: {icebergUnreferencedFileRemoval: {nonCurrentDays: 0}}`, `icebergUnreferencedFileRemoval.nonCurrentDays: 0 is below the minimum 1`},
+		{"unknown top key", base + "lisen: x\n", "icekeeper.yaml: lisen: unknown key"},
+		{"unknown nested key", base + `    maintenance: {icebergCompaction: {targetFileSize: 5}}`, "buckets[0].maintenance.icebergCompaction.targetFileSize: unknown key"},
+		{"unknown job type", base + `    maintenance: {compaction: {}}`, "buckets[0].maintenance.compaction: unknown key"},
+		{"not a number", base + `    maintenance: {icebergCompaction: {targetFileSizeMB: big}}`, `targetFileSizeMB: "big" is not a whole number`},
+		{"bad arn", "state: sqlite://s.db\nbuckets:\n  - arn: arn:aws:s3:x:1:bucket/abc\n    catalog: {type: sql, uri: u}\n", `buckets[0].arn: "arn:aws:s3:x:1:bucket/abc": service "s3" is not s3tables or osstables`},
+		{"missing arn", "state: sqlite://s.db\nbuckets:\n  - catalog: {type: sql}\n", "buckets[0].arn: is required"},
+		{"duplicate bucket", base + "  - arn: arn:aws:s3tables:eu-west-1:2:bucket/one\n    catalog: {type: sql, uri: u}\n", `buckets[1].arn: bucket name "one" is already used by buckets[0]`},
+		{"no catalog type", "state: sqlite://s.db\nbuckets:\n  - arn: arn:aws:s3tables:us-east-1:1:bucket/one\n", "buckets[0].catalog.type: is required"},
+		{"bad catalog type", "state: sqlite://s.db\nbuckets:\n  - arn: arn:aws:s3tables:us-east-1:1:bucket/one\n    catalog: {type: jdbc}\n", `buckets[0].catalog.type: "jdbc" is not one of sql, rest, glue, hive`},
+		{"no uri", "state: sqlite://s.db\nbuckets:\n  - arn: arn:aws:s3tables:us-east-1:1:bucket/one\n    catalog: {type: rest}\n", "buckets[0].catalog.uri: is required for a rest catalog"},
+		{"no buckets", "state: sqlite://s.db\n", "buckets: at least one bucket is required"},
+		{"no state", "buckets: []\n", "state: is required"},
+		{"bad state", "state: mysql://x\n", `state: scheme "mysql" is not sqlite or postgres`},
+		{"bad listen", base + "listen: 8080\n", `listen: "8080" is not a host:port address`},
+		{"bad schedule", base + "schedules: {icebergCompaction: every hour}\n", `schedules.icebergCompaction: "every hour" is not a cron expression`},
+		{"bad filter", base + "    tables: {include: ['[']}\n", `buckets[0].tables: pattern "["`},
+		{"unset env", base + "    catalog: {type: sql, uri: '${NOPE}'}\n", "environment variable NOPE is not set"},
+		{"list expected", "state: sqlite://s.db\nbuckets: {a: b}\n", "buckets: must be a list, found a mapping"},
+		{"yaml syntax", "state: [\n", "icekeeper.yaml: "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("icekeeper.yaml", []byte(tc.yaml), func(string) (string, bool) { return "", false })
+			if err == nil {
+				t.Fatalf("no error, want %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not contain %q", err, tc.want)
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error is not one line: %q", err)
+			}
+		})
+	}
+}
+
+func TestInterpolation(t *testing.T) {
+	env := map[string]string{"KEY": "abc", "EMPTY": ""}
+	lookup := func(n string) (string, bool) { v, ok := env[n]; return v, ok }
+	d := decoder{file: "f", env: lookup}
+	for in, want := range map[string]string{
+		"${KEY}":       "abc",
+		"a-${KEY}-b":   "a-abc-b",
+		"$${KEY}":      "${KEY}",
+		"${EMPTY}x":    "x",
+		"cost: $5":     "cost: $5",
+		"trailing $":   "trailing $",
+		"${KEY}${KEY}": "abcabc",
+	} {
+		got, err := d.interpolate(in, "k")
+		if err != nil || got != want {
+			t.Errorf("interpolate(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := d.interpolate("${KEY", "k"); err == nil {
+		t.Error("unterminated ${ accepted")
+	}
+}
+
+func TestResolveLayers(t *testing.T) {
+	cfg, err := Parse("f.yaml", []byte(`
+state: sqlite:///abs/state.db
+buckets:
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/one
+    catalog: {type: sql, uri: "file:x.db"}
+    maintenance:
+      icebergCompaction: {targetFileSizeMB: 128}
+      icebergSnapshotManagement: {status: disabled}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cfg.Buckets[0].Maintenance
+	api := maintenance.Config{Compaction: &maintenance.CompactionSettings{Strategy: maintenance.StrategyBinpack}}
+	got := maintenance.Resolve(maintenance.Compaction, api, m.For(maintenance.Compaction))
+	if *got.Compaction.TargetFileSizeMB != 128 || got.Compaction.Strategy != maintenance.StrategyBinpack || got.Status != maintenance.Enabled {
+		t.Errorf("resolved compaction = %+v %+v", got, *got.Compaction)
+	}
+	snap := maintenance.Resolve(maintenance.SnapshotManagement, m.For(maintenance.SnapshotManagement))
+	if snap.Status != maintenance.Disabled || *snap.SnapshotManagement.MinSnapshotsToKeep != 1 {
+		t.Errorf("resolved snapshots = %+v", snap)
+	}
+	if cfg.State != "sqlite:///abs/state.db" {
+		t.Errorf("absolute state path changed: %s", cfg.State)
+	}
+}
+
+func TestFilter(t *testing.T) {
+	f := Filter{Include: []string{"prod_*", "events"}, Exclude: []string{"prod_tmp*"}}
+	for name, want := range map[string]bool{"prod_a": true, "events": true, "prod_tmp1": false, "dev": false} {
+		if got := f.Match(name); got != want {
+			t.Errorf("Match(%q) = %v, want %v", name, got, want)
+		}
+	}
+	if !(Filter{}).Match("anything") {
+		t.Error("empty filter must match everything")
+	}
+}
+
+func mustRead(t *testing.T, f string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}

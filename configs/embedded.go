@@ -1,0 +1,59 @@
+package configs
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/icekeeper/icekeeper/internal/arn"
+)
+
+// Environment variables icekeeper reads.
+const (
+	EnvConfig = "ICEKEEPER_CONFIG" // configuration file, like --config
+	EnvHome   = "ICEKEEPER_HOME"   // data directory of the embedded default
+)
+
+// LocalBucketARN is the embedded default's single bucket.
+const LocalBucketARN = "arn:aws:s3tables:local:000000000000:bucket/local"
+
+// Home returns the embedded default's data directory: $ICEKEEPER_HOME, or
+// ./icekeeper-data, as an absolute path.
+func Home() (string, error) {
+	dir := os.Getenv(EnvHome)
+	if dir == "" {
+		dir = "icekeeper-data"
+	}
+	return filepath.Abs(dir)
+}
+
+// Embedded returns the configuration used when no file is given: a SQLite
+// catalog and a local-filesystem warehouse under home, a SQLite state store,
+// and one bucket named "local". Nothing is created on disk here.
+func Embedded(home string) *Config {
+	parsed, err := arn.Parse(LocalBucketARN)
+	if err != nil {
+		panic(err) // a constant; covered by tests
+	}
+	cfg := &Config{
+		Listen: DefaultListen,
+		State:  "sqlite://" + filepath.Join(home, "state.db"),
+		Buckets: []Bucket{{
+			ARN:         LocalBucketARN,
+			CatalogName: parsed.Name,
+			Catalog: map[string]string{
+				"type":        "sql",
+				"uri":         "file:" + filepath.Join(home, "catalog.db"),
+				"sql.driver":  "sqlite",
+				"sql.dialect": "sqlite",
+				"warehouse":   "file://" + filepath.Join(home, "warehouse"),
+			},
+			Parsed: parsed,
+		}},
+		Schedules: Schedules{
+			Compaction:              DefaultCompactionSchedule,
+			SnapshotManagement:      DefaultSnapshotManagementSchedule,
+			UnreferencedFileRemoval: DefaultRemovalSchedule,
+		},
+	}
+	return cfg
+}

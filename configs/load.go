@@ -1,0 +1,250 @@
+package configs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ErrInvalid is wrapped by every error Load returns for a file that exists
+// but is not a valid configuration, so the CLI can exit with code 2.
+var ErrInvalid = errors.New("invalid configuration")
+
+// Error is one problem in a configuration file.
+type Error struct {
+	File string // as given by the user
+	Path string // key path, e.g. buckets[1].maintenance.icebergCompaction.targetFileSizeMB
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return e.File + ": " + e.Msg
+	}
+	return e.File + ": " + e.Path + ": " + e.Msg
+}
+
+func (e *Error) Unwrap() error { return ErrInvalid }
+
+// Load reads, interpolates, decodes, defaults and validates the file.
+func Load(file string) (*Config, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(file, data, os.LookupEnv)
+}
+
+// Parse is Load on bytes already read; lookupEnv resolves ${NAME}.
+func Parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, &Error{File: file, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	cfg := &Config{File: file}
+	if len(doc.Content) > 0 {
+		d := decoder{file: file, env: lookupEnv}
+		if err := d.decode(doc.Content[0], reflect.ValueOf(cfg).Elem(), ""); err != nil {
+			return nil, err
+		}
+	}
+	if err := cfg.finish(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// decoder walks the YAML tree against the Go types so that unknown keys,
+// wrong types and unset environment variables are reported with the key
+// path where they occur; yaml.v3's own errors carry only line numbers.
+type decoder struct {
+	file string
+	env  func(string) (string, bool)
+}
+
+func (d decoder) errorf(path, format string, args ...any) error {
+	return &Error{File: d.file, Path: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil // an empty key leaves the default
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		return d.decode(n, v.Elem(), path)
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return d.errorf(path, "must be a mapping, found %s", kindName(n))
+		}
+		fields := structFields(v)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i].Value
+			f, ok := fields[key]
+			if !ok {
+				return d.errorf(join(path, key), "unknown key (valid keys: %s)", strings.Join(sortedKeys(fields), ", "))
+			}
+			if err := d.decode(n.Content[i+1], f, join(path, key)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return d.errorf(path, "must be a list, found %s", kindName(n))
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, item := range n.Content {
+			if err := d.decode(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		v.Set(s)
+		return nil
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return d.errorf(path, "must be a mapping, found %s", kindName(n))
+		}
+		m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i].Value
+			val := reflect.New(v.Type().Elem()).Elem()
+			if err := d.decode(n.Content[i+1], val, join(path, key)); err != nil {
+				return err
+			}
+			m.SetMapIndex(reflect.ValueOf(key), val)
+		}
+		v.Set(m)
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode {
+		return d.errorf(path, "must be a single value, found %s", kindName(n))
+	}
+	s, err := d.interpolate(n.Value, path)
+	if err != nil {
+		return err
+	}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(s)
+	case reflect.Int:
+		i, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return d.errorf(path, "%q is not a whole number", s)
+		}
+		v.SetInt(int64(i))
+	case reflect.Bool:
+		b, err := strconv.ParseBool(strings.TrimSpace(s))
+		if err != nil {
+			return d.errorf(path, "%q is not true or false", s)
+		}
+		v.SetBool(b)
+	default:
+		return d.errorf(path, "unsupported type %s", v.Type())
+	}
+	return nil
+}
+
+// interpolate replaces ${NAME} with the environment variable NAME; $$ is a
+// literal $. An unset variable is an error so that a missing secret is
+// never silently an empty string.
+func (d decoder) interpolate(s, path string) (string, error) {
+	if !strings.Contains(s, "$") {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '$' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '{':
+			end := strings.IndexByte(s[i+2:], '}')
+			if end < 0 {
+				return "", d.errorf(path, "unterminated ${ in %q", s)
+			}
+			name := s[i+2 : i+2+end]
+			if name == "" {
+				return "", d.errorf(path, "empty ${} in %q", s)
+			}
+			val, ok := d.env(name)
+			if !ok {
+				return "", d.errorf(path, "environment variable %s is not set", name)
+			}
+			b.WriteString(val)
+			i += 2 + end
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), nil
+}
+
+// structFields maps yaml key → settable field, flattening ",inline" fields.
+func structFields(v reflect.Value) map[string]reflect.Value {
+	out := map[string]reflect.Value{}
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		tag := sf.Tag.Get("yaml")
+		if tag == "-" || !sf.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if opts == "inline" {
+			for k, f := range structFields(v.Field(i)) {
+				out[k] = f
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(sf.Name)
+		}
+		out[name] = v.Field(i)
+	}
+	return out
+}
+
+func sortedKeys(m map[string]reflect.Value) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	return keys
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "an alias"
+}

@@ -1,0 +1,149 @@
+package configs
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/icekeeper/icekeeper/internal/arn"
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+)
+
+// CatalogTypes are the catalog implementations icekeeper links in.
+var CatalogTypes = []string{"sql", "rest", "glue", "hive"}
+
+// finish applies defaults and validates; the first problem is returned.
+func (c *Config) finish() error {
+	errf := func(p, format string, args ...any) error {
+		return &Error{File: c.File, Path: p, Msg: fmt.Sprintf(format, args...)}
+	}
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if _, port, err := net.SplitHostPort(c.Listen); err != nil || port == "" {
+		return errf("listen", "%q is not a host:port address", c.Listen)
+	}
+	if c.State == "" {
+		return errf("state", "is required (sqlite://PATH or postgres://USER@HOST:PORT/DB)")
+	}
+	state, err := c.resolveState(c.State)
+	if err != nil {
+		return errf("state", "%v", err)
+	}
+	c.State = state
+
+	if len(c.Buckets) == 0 {
+		return errf("buckets", "at least one bucket is required")
+	}
+	seen := map[string]int{}
+	for i := range c.Buckets {
+		b := &c.Buckets[i]
+		p := fmt.Sprintf("buckets[%d]", i)
+		if b.ARN == "" {
+			return errf(p+".arn", "is required")
+		}
+		parsed, err := arn.Parse(b.ARN)
+		if err != nil {
+			return errf(p+".arn", "%v", err)
+		}
+		b.Parsed = parsed
+		if j, dup := seen[parsed.Name]; dup {
+			return errf(p+".arn", "bucket name %q is already used by buckets[%d]", parsed.Name, j)
+		}
+		seen[parsed.Name] = i
+		if b.CatalogName == "" {
+			b.CatalogName = parsed.Name
+		}
+		typ := b.Catalog["type"]
+		if typ == "" {
+			return errf(p+".catalog.type", "is required (one of %s)", strings.Join(CatalogTypes, ", "))
+		}
+		if !slices.Contains(CatalogTypes, typ) {
+			return errf(p+".catalog.type", "%q is not one of %s", typ, strings.Join(CatalogTypes, ", "))
+		}
+		if (typ == "sql" || typ == "rest") && b.Catalog["uri"] == "" {
+			return errf(p+".catalog.uri", "is required for a %s catalog", typ)
+		}
+		for _, t := range maintenance.JobTypes {
+			if err := b.Maintenance.For(t).Validate(t); err != nil {
+				fes := maintenance.FieldErrors(err)
+				if len(fes) == 0 {
+					return errf(fmt.Sprintf("%s.maintenance.%s", p, t), "%v", err)
+				}
+				key := strings.TrimPrefix(fes[0].Key, "settings.")
+				return errf(fmt.Sprintf("%s.maintenance.%s.%s", p, t, key), "%s", fes[0].Reason)
+			}
+		}
+		for name, f := range map[string]Filter{"namespaces": b.Namespaces, "tables": b.Tables} {
+			for _, pat := range slices.Concat(f.Include, f.Exclude) {
+				if _, err := path.Match(pat, ""); err != nil {
+					return errf(fmt.Sprintf("%s.%s", p, name), "pattern %q: %v", pat, err)
+				}
+			}
+		}
+	}
+
+	defaults := map[*string]string{
+		&c.Schedules.Compaction:              DefaultCompactionSchedule,
+		&c.Schedules.SnapshotManagement:      DefaultSnapshotManagementSchedule,
+		&c.Schedules.UnreferencedFileRemoval: DefaultRemovalSchedule,
+	}
+	for ptr, def := range defaults {
+		if *ptr == "" {
+			*ptr = def
+		}
+	}
+	for _, t := range maintenance.JobTypes {
+		if _, err := cron.ParseStandard(c.Schedules.For(t)); err != nil {
+			return errf("schedules."+string(t), "%q is not a cron expression: %v", c.Schedules.For(t), err)
+		}
+	}
+	return nil
+}
+
+// resolveState checks the DSN scheme and makes a relative SQLite path
+// relative to the configuration file, which is what a user reading the file
+// expects regardless of the directory icekeeper was started from.
+func (c *Config) resolveState(dsn string) (string, error) {
+	scheme, rest, ok := strings.Cut(dsn, "://")
+	if !ok {
+		return "", fmt.Errorf("%q has no scheme (want sqlite://PATH or postgres://…)", dsn)
+	}
+	switch scheme {
+	case "postgres", "postgresql":
+		return dsn, nil
+	case "sqlite":
+		if rest == "" {
+			return "", errors.New("sqlite:// needs a file path")
+		}
+		if !filepath.IsAbs(rest) && c.File != "" {
+			rest = filepath.Join(filepath.Dir(c.File), rest)
+		}
+		return "sqlite://" + rest, nil
+	}
+	return "", fmt.Errorf("scheme %q is not sqlite or postgres", scheme)
+}
+
+// Bucket returns the bucket whose name or full ARN is ref.
+func (c *Config) Bucket(ref string) (*Bucket, bool) {
+	for i := range c.Buckets {
+		b := &c.Buckets[i]
+		if b.ARN == ref || b.Name() == ref {
+			return b, true
+		}
+	}
+	return nil, false
+}
+
+func globMatch(pattern, name string) bool {
+	ok, _ := path.Match(pattern, name)
+	return ok
+}
+
+func sortStrings(s []string) { slices.Sort(s) }

@@ -1,0 +1,253 @@
+// Package maintenance defines the three S3 Tables maintenance job types, their
+// settings, defaults and valid ranges, and how settings from several layers
+// (API override, config-file bucket default, built-in default) combine.
+//
+// It is shared by the config loader, the state store, the API and the jobs,
+// so it holds values and validation only: no I/O.
+package maintenance
+
+import (
+	"errors"
+	"fmt"
+)
+
+// JobType names a maintenance job exactly as S3 Tables does on the wire.
+type JobType string
+
+// The three job types S3 Tables defines.
+const (
+	Compaction              JobType = "icebergCompaction"
+	SnapshotManagement      JobType = "icebergSnapshotManagement"
+	UnreferencedFileRemoval JobType = "icebergUnreferencedFileRemoval"
+)
+
+// JobTypes lists every job type in the order icekeeper runs them for
+// `--job all`: compaction first (it creates garbage), then expiration (it
+// makes garbage unreferenced), then removal (it collects it).
+var JobTypes = []JobType{Compaction, SnapshotManagement, UnreferencedFileRemoval}
+
+// ParseJobType returns the job type named s, or an error listing the valid names.
+func ParseJobType(s string) (JobType, error) {
+	for _, t := range JobTypes {
+		if string(t) == s {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("unknown job type %q (want %s, %s or %s)", s, Compaction, SnapshotManagement, UnreferencedFileRemoval)
+}
+
+// Status is the enabled/disabled switch of a job type's configuration.
+type Status string
+
+// Values of Status.
+const (
+	Enabled  Status = "enabled"
+	Disabled Status = "disabled"
+)
+
+// Strategy selects how compaction orders rows in its output.
+type Strategy string
+
+// Compaction strategies as S3 Tables names them.
+const (
+	StrategyAuto    Strategy = "auto"
+	StrategyBinpack Strategy = "binpack"
+	StrategySort    Strategy = "sort"
+	StrategyZOrder  Strategy = "z-order"
+)
+
+// Range limits, as S3 Tables documents them where it documents them.
+const (
+	// MinTargetFileSizeMB and MaxTargetFileSizeMB bound targetFileSizeMB.
+	// AWS documents 64–512; icekeeper accepts down to 1 MB so that small
+	// test and demo tables can be compacted meaningfully.
+	MinTargetFileSizeMB = 1
+	MaxTargetFileSizeMB = 512
+	// MaxSnapshotAgeHoursLimit caps maxSnapshotAgeHours at about 100 years so
+	// that the conversion to milliseconds can never overflow.
+	MaxSnapshotAgeHoursLimit = 876000
+	// MaxDays caps unreferencedDays and nonCurrentDays for the same reason.
+	MaxDays = 36500
+)
+
+// CompactionSettings are the settings of icebergCompaction.
+type CompactionSettings struct {
+	TargetFileSizeMB *int     `json:"targetFileSizeMB,omitempty" yaml:"targetFileSizeMB"`
+	Strategy         Strategy `json:"strategy,omitempty" yaml:"strategy"`
+}
+
+// SnapshotSettings are the settings of icebergSnapshotManagement.
+type SnapshotSettings struct {
+	MinSnapshotsToKeep  *int `json:"minSnapshotsToKeep,omitempty" yaml:"minSnapshotsToKeep"`
+	MaxSnapshotAgeHours *int `json:"maxSnapshotAgeHours,omitempty" yaml:"maxSnapshotAgeHours"`
+}
+
+// RemovalSettings are the settings of icebergUnreferencedFileRemoval.
+type RemovalSettings struct {
+	UnreferencedDays *int `json:"unreferencedDays,omitempty" yaml:"unreferencedDays"`
+	NonCurrentDays   *int `json:"nonCurrentDays,omitempty" yaml:"nonCurrentDays"`
+}
+
+// Config is one job type's configuration: its status and, for the one type
+// it belongs to, its settings. Zero fields mean "not set at this layer".
+type Config struct {
+	Status             Status              `json:"status,omitempty" yaml:"status"`
+	Compaction         *CompactionSettings `json:"-" yaml:"-"`
+	SnapshotManagement *SnapshotSettings   `json:"-" yaml:"-"`
+	Removal            *RemovalSettings    `json:"-" yaml:"-"`
+}
+
+// Defaults returns the built-in configuration of t, with every field set.
+func Defaults(t JobType) Config {
+	c := Config{Status: Enabled}
+	switch t {
+	case Compaction:
+		c.Compaction = &CompactionSettings{TargetFileSizeMB: Int(512), Strategy: StrategyAuto}
+	case SnapshotManagement:
+		c.SnapshotManagement = &SnapshotSettings{MinSnapshotsToKeep: Int(1), MaxSnapshotAgeHours: Int(120)}
+	case UnreferencedFileRemoval:
+		c.Removal = &RemovalSettings{UnreferencedDays: Int(3), NonCurrentDays: Int(10)}
+	}
+	return c
+}
+
+// FieldError is a validation failure of one setting. Key is the setting's
+// name relative to the job type (for example "targetFileSizeMB"), so callers
+// can prefix it with where the value came from.
+type FieldError struct {
+	Key    string
+	Reason string
+}
+
+func (e *FieldError) Error() string { return e.Key + ": " + e.Reason }
+
+// ErrInvalid is wrapped by every validation error, for callers that must
+// tell bad input from other failures (the API maps it to BadRequestException).
+var ErrInvalid = errors.New("invalid maintenance configuration")
+
+// Validate checks the fields that are set. It does not require any field:
+// a layer may set only some of them.
+func (c Config) Validate(t JobType) error {
+	var errs []error
+	add := func(key, format string, args ...any) {
+		errs = append(errs, &FieldError{Key: key, Reason: fmt.Sprintf(format, args...)})
+	}
+	switch c.Status {
+	case "", Enabled, Disabled:
+	default:
+		add("status", "%q is not one of enabled, disabled", c.Status)
+	}
+	if t != Compaction && c.Compaction != nil {
+		add("settings.icebergCompaction", "does not belong to %s", t)
+	}
+	if t != SnapshotManagement && c.SnapshotManagement != nil {
+		add("settings.icebergSnapshotManagement", "does not belong to %s", t)
+	}
+	if t != UnreferencedFileRemoval && c.Removal != nil {
+		add("settings.icebergUnreferencedFileRemoval", "does not belong to %s", t)
+	}
+	if s := c.Compaction; s != nil {
+		checkRange(add, "targetFileSizeMB", s.TargetFileSizeMB, MinTargetFileSizeMB, MaxTargetFileSizeMB)
+		switch s.Strategy {
+		case "", StrategyAuto, StrategyBinpack, StrategySort, StrategyZOrder:
+		default:
+			add("strategy", "%q is not one of auto, binpack, sort, z-order", s.Strategy)
+		}
+	}
+	if s := c.SnapshotManagement; s != nil {
+		checkRange(add, "minSnapshotsToKeep", s.MinSnapshotsToKeep, 1, 1<<31-1)
+		checkRange(add, "maxSnapshotAgeHours", s.MaxSnapshotAgeHours, 1, MaxSnapshotAgeHoursLimit)
+	}
+	if s := c.Removal; s != nil {
+		checkRange(add, "unreferencedDays", s.UnreferencedDays, 1, MaxDays)
+		checkRange(add, "nonCurrentDays", s.NonCurrentDays, 1, MaxDays)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errors.Join(append([]error{ErrInvalid}, errs...)...)
+}
+
+// FieldErrors returns the FieldErrors inside an error returned by Validate.
+func FieldErrors(err error) []*FieldError {
+	var out []*FieldError
+	var multi interface{ Unwrap() []error }
+	if errors.As(err, &multi) {
+		for _, e := range multi.Unwrap() {
+			var fe *FieldError
+			if errors.As(e, &fe) {
+				out = append(out, fe)
+			}
+		}
+	}
+	return out
+}
+
+// checkRange reports v when it is set and out of range.
+func checkRange(add func(string, string, ...any), key string, v *int, lo, hi int) {
+	switch {
+	case v == nil:
+	case *v < lo:
+		add(key, "%d is below the minimum %d", *v, lo)
+	case *v > hi:
+		add(key, "%d is above the maximum %d", *v, hi)
+	}
+}
+
+// Int returns a pointer to v, for building settings literals.
+func Int(v int) *int { return &v }
+
+func firstInt(a, b *int) *int {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// Merge lays the layers over each other: for each field the first layer that
+// sets it wins. Pass the most specific layer first and Defaults last.
+func Merge(t JobType, layers ...Config) Config {
+	out := Config{}
+	for _, l := range layers {
+		if out.Status == "" {
+			out.Status = l.Status
+		}
+		switch t {
+		case Compaction:
+			if l.Compaction == nil {
+				continue
+			}
+			if out.Compaction == nil {
+				out.Compaction = &CompactionSettings{}
+			}
+			out.Compaction.TargetFileSizeMB = firstInt(out.Compaction.TargetFileSizeMB, l.Compaction.TargetFileSizeMB)
+			if out.Compaction.Strategy == "" {
+				out.Compaction.Strategy = l.Compaction.Strategy
+			}
+		case SnapshotManagement:
+			if l.SnapshotManagement == nil {
+				continue
+			}
+			if out.SnapshotManagement == nil {
+				out.SnapshotManagement = &SnapshotSettings{}
+			}
+			out.SnapshotManagement.MinSnapshotsToKeep = firstInt(out.SnapshotManagement.MinSnapshotsToKeep, l.SnapshotManagement.MinSnapshotsToKeep)
+			out.SnapshotManagement.MaxSnapshotAgeHours = firstInt(out.SnapshotManagement.MaxSnapshotAgeHours, l.SnapshotManagement.MaxSnapshotAgeHours)
+		case UnreferencedFileRemoval:
+			if l.Removal == nil {
+				continue
+			}
+			if out.Removal == nil {
+				out.Removal = &RemovalSettings{}
+			}
+			out.Removal.UnreferencedDays = firstInt(out.Removal.UnreferencedDays, l.Removal.UnreferencedDays)
+			out.Removal.NonCurrentDays = firstInt(out.Removal.NonCurrentDays, l.Removal.NonCurrentDays)
+		}
+	}
+	return out
+}
+
+// Resolve merges layers over the built-in defaults, so every field is set.
+func Resolve(t JobType, layers ...Config) Config {
+	return Merge(t, append(layers, Defaults(t))...)
+}
