@@ -1,0 +1,92 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// migrations are applied in order, each once, each in its own transaction.
+// Never edit a released migration: append a new one. {{id}} becomes the
+// dialect's auto-increment primary key.
+var migrations = []string{
+	// 1: configuration overrides, run history, noncurrent marks, leases.
+	`CREATE TABLE table_config (
+		bucket TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL, job_type TEXT NOT NULL,
+		value TEXT NOT NULL, updated_at BIGINT NOT NULL,
+		PRIMARY KEY (bucket, namespace, name, job_type));
+	CREATE TABLE bucket_config (
+		bucket TEXT NOT NULL, job_type TEXT NOT NULL, value TEXT NOT NULL, updated_at BIGINT NOT NULL,
+		PRIMARY KEY (bucket, job_type));
+	CREATE TABLE runs (
+		id {{id}}, bucket TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL, job_type TEXT NOT NULL,
+		trigger_kind TEXT NOT NULL, started_at BIGINT NOT NULL, finished_at BIGINT NOT NULL,
+		status TEXT NOT NULL, failure_message TEXT NOT NULL, metrics TEXT NOT NULL);
+	CREATE INDEX runs_by_table ON runs (bucket, namespace, name, job_type, id);
+	CREATE TABLE noncurrent_marks (
+		bucket TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL, path TEXT NOT NULL,
+		size BIGINT NOT NULL, last_modified BIGINT NOT NULL, marked_at BIGINT NOT NULL, run_id BIGINT NOT NULL,
+		PRIMARY KEY (bucket, namespace, name, path));
+	CREATE TABLE leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at BIGINT NOT NULL);`,
+}
+
+// migrationLockID is an arbitrary constant key for pg_advisory_lock, so that
+// replicas starting together migrate one at a time.
+const migrationLockID = 0x1ce6ee9e
+
+func (s *sqlStore) migrate(ctx context.Context) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if s.dialect == postgres {
+		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrationLockID); err != nil {
+			return err
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLockID)
+	}
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+		return err
+	}
+	var current int
+	if err := conn.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return err
+	}
+	if current > len(migrations) {
+		return fmt.Errorf("state store is at schema version %d, newer than this icekeeper (%d): upgrade icekeeper", current, len(migrations))
+	}
+	for v := current + 1; v <= len(migrations); v++ {
+		if err := s.apply(ctx, conn, v, migrations[v-1]); err != nil {
+			return fmt.Errorf("migration %d: %w", v, err)
+		}
+	}
+	return nil
+}
+
+func (s *sqlStore) apply(ctx context.Context, conn *sql.Conn, version int, script string) error {
+	id := "INTEGER PRIMARY KEY AUTOINCREMENT"
+	if s.dialect == postgres {
+		id = "BIGSERIAL PRIMARY KEY"
+	}
+	script = strings.ReplaceAll(script, "{{id}}", id)
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, stmt := range strings.Split(script, ";") {
+		if strings.TrimSpace(stmt) == "" {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`), version, time.Now().UnixMilli()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

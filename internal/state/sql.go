@@ -1,0 +1,358 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers driver "pgx"
+	_ "modernc.org/sqlite"             // registers driver "sqlite"
+
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+)
+
+type dialect int
+
+const (
+	sqlite dialect = iota
+	postgres
+)
+
+// sqlStore implements Store on database/sql for both dialects; the few
+// differences (placeholders, id columns, migration locking) are handled in
+// rebind and migrate.
+type sqlStore struct {
+	db      *sql.DB
+	dialect dialect
+}
+
+// Open opens (creating when needed) and migrates the store named by dsn:
+// sqlite://PATH or postgres://….
+func Open(ctx context.Context, dsn string) (Store, error) {
+	scheme, rest, _ := strings.Cut(dsn, "://")
+	var s *sqlStore
+	switch scheme {
+	case "sqlite":
+		if err := os.MkdirAll(filepath.Dir(rest), 0o755); err != nil {
+			return nil, fmt.Errorf("open state store: %w", err)
+		}
+		db, err := sql.Open("sqlite", "file:"+rest+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+		if err != nil {
+			return nil, fmt.Errorf("open state store %s: %w", rest, err)
+		}
+		s = &sqlStore{db: db, dialect: sqlite}
+	case "postgres", "postgresql":
+		db, err := sql.Open("pgx", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("open state store: %w", err)
+		}
+		db.SetMaxOpenConns(8)
+		s = &sqlStore{db: db, dialect: postgres}
+	default:
+		return nil, fmt.Errorf("open state store: scheme %q is not sqlite or postgres", scheme)
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("migrate state store %s: %w", redact(dsn), err)
+	}
+	return s, nil
+}
+
+// redact hides a password in a DSN for error messages.
+func redact(dsn string) string {
+	scheme, rest, ok := strings.Cut(dsn, "://")
+	if !ok {
+		return dsn
+	}
+	userinfo, host, ok := strings.Cut(rest, "@")
+	if !ok {
+		return dsn
+	}
+	if user, _, hasPw := strings.Cut(userinfo, ":"); hasPw {
+		return scheme + "://" + user + ":***@" + host
+	}
+	return dsn
+}
+
+func (s *sqlStore) Close() error { return s.db.Close() }
+
+// rebind turns ? placeholders into $n for PostgreSQL.
+func (s *sqlStore) rebind(q string) string {
+	if s.dialect != postgres {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, c := range q {
+		if c == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func (s *sqlStore) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return s.db.ExecContext(ctx, s.rebind(q), args...)
+}
+
+func (s *sqlStore) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return s.db.QueryContext(ctx, s.rebind(q), args...)
+}
+
+func millis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+func (s *sqlStore) TableConfig(ctx context.Context, t TableKey) (map[maintenance.JobType]maintenance.Config, error) {
+	return s.configs(ctx, `SELECT job_type, value FROM table_config WHERE bucket = ? AND namespace = ? AND name = ?`, t.Bucket, t.Namespace, t.Name)
+}
+
+func (s *sqlStore) BucketConfig(ctx context.Context, bucket string) (map[maintenance.JobType]maintenance.Config, error) {
+	return s.configs(ctx, `SELECT job_type, value FROM bucket_config WHERE bucket = ?`, bucket)
+}
+
+func (s *sqlStore) configs(ctx context.Context, q string, args ...any) (map[maintenance.JobType]maintenance.Config, error) {
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read maintenance configuration: %w", err)
+	}
+	defer rows.Close()
+	out := map[maintenance.JobType]maintenance.Config{}
+	for rows.Next() {
+		var typ, value string
+		if err := rows.Scan(&typ, &value); err != nil {
+			return nil, fmt.Errorf("read maintenance configuration: %w", err)
+		}
+		var c maintenance.Config
+		if err := json.Unmarshal([]byte(value), &c); err != nil {
+			return nil, fmt.Errorf("decode stored %s configuration: %w", typ, err)
+		}
+		out[maintenance.JobType(typ)] = c
+	}
+	return out, rows.Err()
+}
+
+func (s *sqlStore) PutTableConfig(ctx context.Context, t TableKey, typ maintenance.JobType, c maintenance.Config) error {
+	value, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	_, err = s.exec(ctx, `INSERT INTO table_config (bucket, namespace, name, job_type, value, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (bucket, namespace, name, job_type) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+		t.Bucket, t.Namespace, t.Name, string(typ), string(value), time.Now().UnixMilli())
+	if err != nil {
+		return fmt.Errorf("store %s configuration of %s: %w", typ, t, err)
+	}
+	return nil
+}
+
+func (s *sqlStore) PutBucketConfig(ctx context.Context, bucket string, typ maintenance.JobType, c maintenance.Config) error {
+	value, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	_, err = s.exec(ctx, `INSERT INTO bucket_config (bucket, job_type, value, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (bucket, job_type) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+		bucket, string(typ), string(value), time.Now().UnixMilli())
+	if err != nil {
+		return fmt.Errorf("store %s configuration of %s: %w", typ, bucket, err)
+	}
+	return nil
+}
+
+func (s *sqlStore) StartRun(ctx context.Context, r Run) (int64, error) {
+	var id int64
+	err := s.db.QueryRowContext(ctx, s.rebind(`INSERT INTO runs (bucket, namespace, name, job_type, trigger_kind, started_at, finished_at, status, failure_message, metrics)
+		VALUES (?, ?, ?, ?, ?, ?, 0, ?, '', '') RETURNING id`),
+		r.Table.Bucket, r.Table.Namespace, r.Table.Name, string(r.Type), r.Trigger, millis(r.Started), string(Running)).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("record start of %s on %s: %w", r.Type, r.Table, err)
+	}
+	return id, nil
+}
+
+func (s *sqlStore) FinishRun(ctx context.Context, r Run) error {
+	res, err := s.exec(ctx, `UPDATE runs SET finished_at = ?, status = ?, failure_message = ?, metrics = ? WHERE id = ?`,
+		millis(r.Finished), string(r.Status), r.FailureMessage, string(r.Metrics), r.ID)
+	if err != nil {
+		return fmt.Errorf("record end of run %d: %w", r.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("record end of run %d: %w", r.ID, ErrNotFound)
+	}
+	return nil
+}
+
+const runColumns = `id, bucket, namespace, name, job_type, trigger_kind, started_at, finished_at, status, failure_message, metrics`
+
+func scanRuns(rows *sql.Rows) ([]Run, error) {
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		var r Run
+		var typ, status, metrics string
+		var started, finished int64
+		if err := rows.Scan(&r.ID, &r.Table.Bucket, &r.Table.Namespace, &r.Table.Name, &typ, &r.Trigger, &started, &finished, &status, &r.FailureMessage, &metrics); err != nil {
+			return nil, err
+		}
+		r.Type, r.Status = maintenance.JobType(typ), RunStatus(status)
+		r.Started, r.Finished = fromMillis(started), fromMillis(finished)
+		if metrics != "" {
+			r.Metrics = json.RawMessage(metrics)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func (s *sqlStore) LastRuns(ctx context.Context, t TableKey) (map[maintenance.JobType]Run, error) {
+	rows, err := s.query(ctx, `SELECT `+runColumns+` FROM runs WHERE id IN (
+		SELECT MAX(id) FROM runs WHERE bucket = ? AND namespace = ? AND name = ? AND status <> ? GROUP BY job_type)`,
+		t.Bucket, t.Namespace, t.Name, string(Running))
+	if err != nil {
+		return nil, fmt.Errorf("read last runs of %s: %w", t, err)
+	}
+	runs, err := scanRuns(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read last runs of %s: %w", t, err)
+	}
+	out := make(map[maintenance.JobType]Run, len(runs))
+	for _, r := range runs {
+		out[r.Type] = r
+	}
+	return out, nil
+}
+
+func (s *sqlStore) Runs(ctx context.Context, t TableKey, typ maintenance.JobType, limit int) ([]Run, error) {
+	rows, err := s.query(ctx, `SELECT `+runColumns+` FROM runs WHERE bucket = ? AND namespace = ? AND name = ? AND job_type = ? ORDER BY id DESC LIMIT ?`,
+		t.Bucket, t.Namespace, t.Name, string(typ), limit)
+	if err != nil {
+		return nil, fmt.Errorf("read runs of %s: %w", t, err)
+	}
+	runs, err := scanRuns(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read runs of %s: %w", t, err)
+	}
+	return runs, nil
+}
+
+func (s *sqlStore) PutMarks(ctx context.Context, marks []Mark) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store noncurrent marks: %w", err)
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, s.rebind(`INSERT INTO noncurrent_marks (bucket, namespace, name, path, size, last_modified, marked_at, run_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (bucket, namespace, name, path) DO UPDATE SET
+		size = excluded.size, last_modified = excluded.last_modified, marked_at = excluded.marked_at, run_id = excluded.run_id`))
+	if err != nil {
+		return fmt.Errorf("store noncurrent marks: %w", err)
+	}
+	defer stmt.Close()
+	for _, m := range marks {
+		if _, err := stmt.ExecContext(ctx, m.Table.Bucket, m.Table.Namespace, m.Table.Name, m.Path, m.Size, millis(m.LastModified), millis(m.MarkedAt), m.RunID); err != nil {
+			return fmt.Errorf("store noncurrent mark of %s: %w", m.Path, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store noncurrent marks: %w", err)
+	}
+	return nil
+}
+
+func (s *sqlStore) Marks(ctx context.Context, t TableKey) ([]Mark, error) {
+	rows, err := s.query(ctx, `SELECT path, size, last_modified, marked_at, run_id FROM noncurrent_marks
+		WHERE bucket = ? AND namespace = ? AND name = ? ORDER BY path`, t.Bucket, t.Namespace, t.Name)
+	if err != nil {
+		return nil, fmt.Errorf("read noncurrent marks of %s: %w", t, err)
+	}
+	defer rows.Close()
+	var out []Mark
+	for rows.Next() {
+		m := Mark{Table: t}
+		var lm, at int64
+		if err := rows.Scan(&m.Path, &m.Size, &lm, &at, &m.RunID); err != nil {
+			return nil, fmt.Errorf("read noncurrent marks of %s: %w", t, err)
+		}
+		m.LastModified, m.MarkedAt = fromMillis(lm), fromMillis(at)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+func (s *sqlStore) DeleteMarks(ctx context.Context, t TableKey, paths []string) (int, error) {
+	if paths == nil {
+		res, err := s.exec(ctx, `DELETE FROM noncurrent_marks WHERE bucket = ? AND namespace = ? AND name = ?`, t.Bucket, t.Namespace, t.Name)
+		if err != nil {
+			return 0, fmt.Errorf("clear noncurrent marks of %s: %w", t, err)
+		}
+		n, _ := res.RowsAffected()
+		return int(n), nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("clear noncurrent marks of %s: %w", t, err)
+	}
+	defer tx.Rollback()
+	total := 0
+	for _, p := range paths {
+		res, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM noncurrent_marks WHERE bucket = ? AND namespace = ? AND name = ? AND path = ?`), t.Bucket, t.Namespace, t.Name, p)
+		if err != nil {
+			return 0, fmt.Errorf("clear noncurrent mark of %s: %w", p, err)
+		}
+		n, _ := res.RowsAffected()
+		total += int(n)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("clear noncurrent marks of %s: %w", t, err)
+	}
+	return total, nil
+}
+
+func (s *sqlStore) AcquireLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error) {
+	if ttl <= 0 {
+		return false, errors.New("acquire lease: ttl must be positive")
+	}
+	// One statement, so two replicas racing for an expired lease cannot
+	// both win: the conflict branch updates only when the lease is ours or
+	// has expired, and zero affected rows means someone else holds it.
+	res, err := s.exec(ctx, `INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+		WHERE leases.holder = excluded.holder OR leases.expires_at <= ?`,
+		name, holder, now.Add(ttl).UnixMilli(), now.UnixMilli())
+	if err != nil {
+		return false, fmt.Errorf("acquire lease %s: %w", name, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("acquire lease %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+func (s *sqlStore) ReleaseLease(ctx context.Context, name, holder string) error {
+	if _, err := s.exec(ctx, `DELETE FROM leases WHERE name = ? AND holder = ?`, name, holder); err != nil {
+		return fmt.Errorf("release lease %s: %w", name, err)
+	}
+	return nil
+}

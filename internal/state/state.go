@@ -1,0 +1,102 @@
+// Package state is icekeeper's durable state: maintenance-configuration
+// overrides written through the API, the history of job runs, noncurrent-file
+// marks of unreferenced file removal, and job leases. One interface, Store,
+// has two real backends on database/sql: SQLite (pure Go, the embedded
+// default) and PostgreSQL (shared by several replicas). Both run the same
+// versioned migrations and the same test suite.
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+)
+
+// TableKey names a table: its bucket's ARN, its namespace (dot-joined when
+// nested) and its name.
+type TableKey struct {
+	Bucket    string `json:"bucket"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+func (k TableKey) String() string { return k.Bucket + "/" + k.Namespace + "/" + k.Name }
+
+// RunStatus is the outcome of a job run. The first four are S3 Tables' job
+// status values; Running and Skipped are icekeeper's.
+type RunStatus string
+
+// Run outcomes.
+const (
+	Successful RunStatus = "Successful"
+	Failed     RunStatus = "Failed"
+	Disabled   RunStatus = "Disabled"
+	Skipped    RunStatus = "Skipped" // the job had nothing it could do (e.g. not implemented for this table)
+	Running    RunStatus = "Running"
+)
+
+// Run is one execution of one job type on one table.
+type Run struct {
+	ID             int64               `json:"id"`
+	Table          TableKey            `json:"table"`
+	Type           maintenance.JobType `json:"type"`
+	Trigger        string              `json:"trigger"` // "cli", "schedule", "api"
+	Started        time.Time           `json:"started"`
+	Finished       time.Time           `json:"finished,omitzero"`
+	Status         RunStatus           `json:"status"`
+	FailureMessage string              `json:"failureMessage,omitempty"`
+	Metrics        json.RawMessage     `json:"metrics,omitempty"`
+}
+
+// Mark records that an unreferenced object was made noncurrent.
+type Mark struct {
+	Table        TableKey  `json:"-"`
+	Path         string    `json:"path"`
+	Size         int64     `json:"size"`
+	LastModified time.Time `json:"lastModified"`
+	MarkedAt     time.Time `json:"markedAt"`
+	RunID        int64     `json:"runId"`
+}
+
+// ErrNotFound is returned when a looked-up record does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Store is icekeeper's durable state. Implementations are safe for
+// concurrent use.
+type Store interface {
+	// TableConfig returns the per-table overrides set through the API.
+	TableConfig(ctx context.Context, t TableKey) (map[maintenance.JobType]maintenance.Config, error)
+	PutTableConfig(ctx context.Context, t TableKey, typ maintenance.JobType, c maintenance.Config) error
+	// BucketConfig returns the per-bucket overrides set through the API.
+	BucketConfig(ctx context.Context, bucketARN string) (map[maintenance.JobType]maintenance.Config, error)
+	PutBucketConfig(ctx context.Context, bucketARN string, typ maintenance.JobType, c maintenance.Config) error
+
+	// StartRun records a run in state Running and returns its ID.
+	StartRun(ctx context.Context, r Run) (int64, error)
+	// FinishRun records the outcome of the run r.ID.
+	FinishRun(ctx context.Context, r Run) error
+	// LastRuns returns the latest finished run of each job type of t.
+	LastRuns(ctx context.Context, t TableKey) (map[maintenance.JobType]Run, error)
+	// Runs returns up to limit runs of t and typ, newest first.
+	Runs(ctx context.Context, t TableKey, typ maintenance.JobType, limit int) ([]Run, error)
+
+	// PutMarks inserts or replaces noncurrent marks.
+	PutMarks(ctx context.Context, marks []Mark) error
+	// Marks returns t's noncurrent marks ordered by path.
+	Marks(ctx context.Context, t TableKey) ([]Mark, error)
+	// DeleteMarks removes t's marks of the given paths (all when paths is
+	// nil) and returns how many were removed.
+	DeleteMarks(ctx context.Context, t TableKey, paths []string) (int, error)
+
+	// AcquireLease takes or renews the named lease for holder until now+ttl.
+	// It fails (false, nil) while another holder's lease has not expired.
+	AcquireLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error)
+	// ReleaseLease gives up holder's lease; releasing a lease one does not
+	// hold is a no-op.
+	ReleaseLease(ctx context.Context, name, holder string) error
+
+	Close() error
+}

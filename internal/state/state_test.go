@@ -1,0 +1,251 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/testenv"
+)
+
+// Every backend runs the same suite.
+func TestSQLite(t *testing.T) {
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "nested", "state.db")
+	suite(t, func(t *testing.T) Store { return open(t, dsn) })
+}
+
+func TestPostgres(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	suite(t, func(t *testing.T) Store { return open(t, dsn) })
+}
+
+func open(t *testing.T, dsn string) Store {
+	t.Helper()
+	s, err := Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func suite(t *testing.T, newStore func(t *testing.T) Store) {
+	t.Run("Config", func(t *testing.T) { testConfig(t, newStore(t)) })
+	t.Run("Runs", func(t *testing.T) { testRuns(t, newStore(t)) })
+	t.Run("Marks", func(t *testing.T) { testMarks(t, newStore(t)) })
+	t.Run("Leases", func(t *testing.T) { testLeases(t, newStore(t)) })
+	t.Run("LeaseRace", func(t *testing.T) { testLeaseRace(t, newStore(t), newStore(t)) })
+	t.Run("Reopen", func(t *testing.T) {
+		// Migrations are idempotent: a second Open of the same store
+		// applies nothing and keeps the data.
+		s := newStore(t)
+		k := TableKey{"arn:b", "reopen", "t"}
+		if err := s.PutTableConfig(context.Background(), k, maintenance.Compaction, maintenance.Config{Status: maintenance.Disabled}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := newStore(t).TableConfig(context.Background(), k)
+		if err != nil || got[maintenance.Compaction].Status != maintenance.Disabled {
+			t.Fatalf("after reopen: %v %v", got, err)
+		}
+	})
+}
+
+var tbl = TableKey{Bucket: "arn:aws:s3tables:local:000000000000:bucket/local", Namespace: "demo", Name: "events"}
+
+func testConfig(t *testing.T, s Store) {
+	ctx := context.Background()
+	got, err := s.TableConfig(ctx, tbl)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("empty store: %v %v", got, err)
+	}
+	c := maintenance.Config{Status: maintenance.Enabled, Compaction: &maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(256)}}
+	if err := s.PutTableConfig(ctx, tbl, maintenance.Compaction, c); err != nil {
+		t.Fatal(err)
+	}
+	c.Compaction.TargetFileSizeMB = maintenance.Int(128) // overwrite
+	if err := s.PutTableConfig(ctx, tbl, maintenance.Compaction, c); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.TableConfig(ctx, tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := got[maintenance.Compaction]; g.Status != maintenance.Enabled || *g.Compaction.TargetFileSizeMB != 128 {
+		t.Fatalf("table config = %+v", g)
+	}
+	other := TableKey{tbl.Bucket, "demo", "other"}
+	if got, _ := s.TableConfig(ctx, other); len(got) != 0 {
+		t.Fatalf("config leaked to another table: %v", got)
+	}
+	b := maintenance.Config{Status: maintenance.Disabled, Removal: &maintenance.RemovalSettings{UnreferencedDays: maintenance.Int(5)}}
+	if err := s.PutBucketConfig(ctx, tbl.Bucket, maintenance.UnreferencedFileRemoval, b); err != nil {
+		t.Fatal(err)
+	}
+	bc, err := s.BucketConfig(ctx, tbl.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := bc[maintenance.UnreferencedFileRemoval]; g.Status != maintenance.Disabled || *g.Removal.UnreferencedDays != 5 || g.Removal.NonCurrentDays != nil {
+		t.Fatalf("bucket config = %+v", g)
+	}
+}
+
+func testRuns(t *testing.T, s Store) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if last, err := s.LastRuns(ctx, tbl); err != nil || len(last) != 0 {
+		t.Fatalf("no runs yet: %v %v", last, err)
+	}
+	var ids []int64
+	for i, st := range []RunStatus{Successful, Failed, Successful} {
+		r := Run{Table: tbl, Type: maintenance.Compaction, Trigger: "cli", Started: t0.Add(time.Duration(i) * time.Hour)}
+		id, err := s.StartRun(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.ID, r.Status, r.Finished = id, st, r.Started.Add(time.Minute)
+		if st == Failed {
+			r.FailureMessage = "boom"
+		}
+		r.Metrics = json.RawMessage(`{"filesIn":` + string(rune('1'+i)) + `}`)
+		if err := s.FinishRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	// A run still in progress is not the "last run".
+	if _, err := s.StartRun(ctx, Run{Table: tbl, Type: maintenance.Compaction, Trigger: "schedule", Started: t0.Add(10 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartRun(ctx, Run{Table: tbl, Type: maintenance.SnapshotManagement, Trigger: "schedule", Started: t0}); err != nil {
+		t.Fatal(err)
+	}
+	last, err := s.LastRuns(ctx, tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := last[maintenance.Compaction]
+	if !ok || c.ID != ids[2] || c.Status != Successful || !c.Started.Equal(t0.Add(2*time.Hour)) || !c.Finished.Equal(t0.Add(2*time.Hour+time.Minute)) || string(c.Metrics) != `{"filesIn":3}` {
+		t.Fatalf("last compaction = %+v", c)
+	}
+	if _, ok := last[maintenance.SnapshotManagement]; ok {
+		t.Fatal("a running run was reported as last run")
+	}
+	runs, err := s.Runs(ctx, tbl, maintenance.Compaction, 3)
+	if err != nil || len(runs) != 3 {
+		t.Fatalf("runs = %v %v", runs, err)
+	}
+	if runs[0].Status != Running || runs[2].FailureMessage != "boom" || runs[1].ID != ids[2] {
+		t.Fatalf("runs not newest first: %+v", runs)
+	}
+	if err := s.FinishRun(ctx, Run{ID: 1 << 40, Status: Failed}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("finishing an unknown run: %v", err)
+	}
+}
+
+func testMarks(t *testing.T, s Store) {
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	marks := []Mark{
+		{Table: tbl, Path: "s3://b/t/data/b.parquet", Size: 10, LastModified: now.Add(-96 * time.Hour), MarkedAt: now, RunID: 7},
+		{Table: tbl, Path: "s3://b/t/data/a.parquet", Size: 20, LastModified: now.Add(-80 * time.Hour), MarkedAt: now, RunID: 7},
+		{Table: TableKey{tbl.Bucket, "demo", "other"}, Path: "s3://b/o/x", Size: 1, MarkedAt: now, RunID: 7},
+	}
+	if err := s.PutMarks(ctx, marks); err != nil {
+		t.Fatal(err)
+	}
+	// Re-marking the same path replaces, not duplicates.
+	marks[0].RunID = 8
+	if err := s.PutMarks(ctx, marks[:1]); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Marks(ctx, tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Path != "s3://b/t/data/a.parquet" || got[1].RunID != 8 || got[0].Size != 20 || !got[0].LastModified.Equal(now.Add(-80*time.Hour)) {
+		t.Fatalf("marks = %+v", got)
+	}
+	n, err := s.DeleteMarks(ctx, tbl, []string{"s3://b/t/data/a.parquet", "s3://b/t/data/missing"})
+	if err != nil || n != 1 {
+		t.Fatalf("delete one = %d %v", n, err)
+	}
+	n, err = s.DeleteMarks(ctx, tbl, nil)
+	if err != nil || n != 1 {
+		t.Fatalf("delete all = %d %v", n, err)
+	}
+	if other, _ := s.Marks(ctx, TableKey{tbl.Bucket, "demo", "other"}); len(other) != 1 {
+		t.Fatalf("other table's marks were touched: %v", other)
+	}
+}
+
+func testLeases(t *testing.T, s Store) {
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	ok, err := s.AcquireLease(ctx, "t1", "a", now, time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("first acquire: %v %v", ok, err)
+	}
+	if ok, _ := s.AcquireLease(ctx, "t1", "b", now.Add(30*time.Second), time.Minute); ok {
+		t.Fatal("b took a live lease")
+	}
+	if ok, _ := s.AcquireLease(ctx, "t1", "a", now.Add(30*time.Second), time.Minute); !ok {
+		t.Fatal("a could not renew its lease")
+	}
+	if ok, _ := s.AcquireLease(ctx, "t1", "b", now.Add(80*time.Second), time.Minute); ok {
+		t.Fatal("b took a renewed lease")
+	}
+	if ok, _ := s.AcquireLease(ctx, "t1", "b", now.Add(91*time.Second), time.Minute); !ok {
+		t.Fatal("b could not take over an expired lease")
+	}
+	if err := s.ReleaseLease(ctx, "t1", "a"); err != nil { // not a's any more
+		t.Fatal(err)
+	}
+	if ok, _ := s.AcquireLease(ctx, "t1", "a", now.Add(92*time.Second), time.Minute); ok {
+		t.Fatal("a's stale release freed b's lease")
+	}
+	if err := s.ReleaseLease(ctx, "t1", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := s.AcquireLease(ctx, "t1", "a", now.Add(93*time.Second), time.Minute); !ok {
+		t.Fatal("a could not take a released lease")
+	}
+	if _, err := s.AcquireLease(ctx, "t1", "a", now, 0); err == nil {
+		t.Fatal("zero ttl accepted")
+	}
+}
+
+// Two store handles (as two replicas would have) race for one expired lease
+// many times; exactly one must win each round.
+func testLeaseRace(t *testing.T, a, b Store) {
+	ctx := context.Background()
+	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for round := 0; round < 30; round++ {
+		now := base.Add(time.Duration(round) * time.Hour) // every earlier lease has expired
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for i, s := range []Store{a, b, a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ok, err := s.AcquireLease(ctx, "race", string(rune('a'+i)), now, time.Minute)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					wins.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if wins.Load() != 1 {
+			t.Fatalf("round %d: %d holders won the lease", round, wins.Load())
+		}
+	}
+}

@@ -1,0 +1,144 @@
+// Package testenv gives tests the real servers that scripts/test.sh starts:
+// a PostgreSQL server and an S3 server (versitygw), both on 127.0.0.1. Each
+// test gets its own database or bucket and removes it afterwards.
+//
+// When the servers' variables are unset the tests that need them are
+// skipped, unless ICEKEEPER_REQUIRE_SERVERS=1 (set by scripts/test.sh and so
+// by CI), where a missing server fails the test instead: CI can never pass
+// by skipping the real-component tests.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	_ "github.com/jackc/pgx/v5/stdlib"
+)
+
+// Environment variables set by scripts/test.sh.
+const (
+	EnvPostgres = "ICEKEEPER_TEST_POSTGRES"   // DSN of a server where the test user may CREATE DATABASE
+	EnvS3       = "ICEKEEPER_TEST_S3"         // http://127.0.0.1:PORT
+	EnvS3Key    = "ICEKEEPER_TEST_S3_KEY"     // access key id
+	EnvS3Secret = "ICEKEEPER_TEST_S3_SECRET"  // secret access key
+	EnvRequire  = "ICEKEEPER_REQUIRE_SERVERS" // "1": missing servers fail tests
+)
+
+func need(t testing.TB, vars ...string) {
+	t.Helper()
+	for _, v := range vars {
+		if os.Getenv(v) == "" {
+			if os.Getenv(EnvRequire) == "1" {
+				t.Fatalf("%s is not set but %s=1: run the tests through scripts/test.sh", v, EnvRequire)
+			}
+			t.Skipf("%s is not set; scripts/test.sh starts the servers and sets it", v)
+		}
+	}
+}
+
+// RandomName returns prefix followed by 12 random hex digits.
+func RandomName(prefix string) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// Postgres creates a fresh database on the test server and returns its DSN;
+// the database is dropped when the test ends.
+func Postgres(t testing.TB) string {
+	t.Helper()
+	need(t, EnvPostgres)
+	base := os.Getenv(EnvPostgres)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	name := RandomName("icekeeper_test_")
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		db, err := sql.Open("pgx", base)
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		_, _ = db.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// S3Server describes the test S3 server and a bucket made for one test.
+type S3Server struct {
+	Endpoint, Key, Secret, Bucket string
+	Client                        *s3.Client
+}
+
+// Props returns the iceberg-go FileIO properties that reach this server.
+func (s S3Server) Props() map[string]string {
+	return map[string]string{
+		"s3.endpoint":          s.Endpoint,
+		"s3.region":            "us-east-1",
+		"s3.access-key-id":     s.Key,
+		"s3.secret-access-key": s.Secret,
+	}
+}
+
+// S3 creates a fresh bucket on the test S3 server; the bucket and its
+// objects are removed when the test ends.
+func S3(t testing.TB) S3Server {
+	t.Helper()
+	need(t, EnvS3, EnvS3Key, EnvS3Secret)
+	srv := S3Server{Endpoint: os.Getenv(EnvS3), Key: os.Getenv(EnvS3Key), Secret: os.Getenv(EnvS3Secret), Bucket: RandomName("icekeeper-test-")}
+	srv.Client = s3.New(s3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(srv.Endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(srv.Key, srv.Secret, ""),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := srv.Client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(srv.Bucket)}); err != nil {
+		t.Fatalf("create test bucket on %s: %v", srv.Endpoint, err)
+	}
+	t.Cleanup(func() { EmptyAndDeleteBucket(srv.Client, srv.Bucket) })
+	return srv
+}
+
+// EmptyAndDeleteBucket removes every object of bucket, then the bucket.
+func EmptyAndDeleteBucket(c *s3.Client, bucket string) {
+	ctx := context.Background()
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return
+		}
+		var ids []types.ObjectIdentifier
+		for _, o := range page.Contents {
+			ids = append(ids, types.ObjectIdentifier{Key: o.Key})
+		}
+		if len(ids) > 0 {
+			_, _ = c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String(bucket), Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
+		}
+	}
+	_, _ = c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)})
+}
