@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/icekeeper/icekeeper/internal/health"
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/jobs"
+)
+
+type tableHealth struct {
+	Bucket    string `json:"bucket"`
+	Namespace string `json:"namespace"`
+	Table     string `json:"table"`
+	health.Health
+	Error string `json:"error,omitempty"`
+}
+
+func cmdTables(ctx context.Context, env *cliEnv, args []string) error {
+	var c commonFlags
+	fs := newFlagSet(env, "tables", "[--json]", "Lists every table of every configured bucket with its health.")
+	c.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	w, err := c.open(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	runner := &jobs.Runner{Store: w.store}
+	now := time.Now()
+	var out []tableHealth
+	for _, b := range w.registry.Buckets() {
+		lctx, cancel := context.WithTimeoutCause(ctx, c.connectTimeout, fmt.Errorf("no answer within %v", c.connectTimeout))
+		ids, err := b.Tables(lctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			th := tableHealth{Bucket: b.Name(), Namespace: id.NamespaceString(), Table: id.Name}
+			// One table that cannot be read must not hide the others.
+			tbl, err := b.LoadTable(ctx, id)
+			if err == nil {
+				var settings maintenance.Config
+				settings, err = runner.Settings(ctx, jobs.Target{Bucket: b, Table: id}, maintenance.Compaction)
+				if err == nil {
+					th.Health, err = health.Of(ctx, tbl, *settings.Compaction.TargetFileSizeMB, now)
+				}
+			}
+			if err != nil {
+				th.Error = err.Error()
+			}
+			out = append(out, th)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		if out == nil {
+			out = []tableHealth{}
+		}
+		return enc.Encode(out)
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TABLE\tDATA FILES\tDELETE FILES\tSIZE\tSMALL FILES\tSNAPSHOTS\tOLDEST SNAPSHOT\tMETADATA")
+	for _, t := range out {
+		name := t.Bucket + "/" + t.Namespace + "/" + t.Table
+		if t.Error != "" {
+			fmt.Fprintf(tw, "%s\terror: %s\n", name, t.Error)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d (< %d%% of %d MB)\t%d\t%s\t%s\n", name, t.DataFiles, t.DeleteFiles, humanBytes(t.TotalBytes),
+			t.SmallFiles, int(health.SmallFileRatio*100), t.TargetFileSizeMB, t.Snapshots, humanAge(t.OldestAgeHours), humanBytes(t.MetadataBytes))
+	}
+	if len(out) == 0 {
+		fmt.Fprintln(tw, "(no tables)")
+	}
+	return tw.Flush()
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func humanAge(hours float64) string {
+	switch {
+	case hours <= 0:
+		return "-"
+	case hours < 48:
+		return fmt.Sprintf("%.0fh ago", hours)
+	default:
+		return fmt.Sprintf("%.0fd ago", hours/24)
+	}
+}

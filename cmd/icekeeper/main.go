@@ -1,0 +1,125 @@
+// Command icekeeper keeps Apache Iceberg tables healthy: compaction,
+// snapshot management and unreferenced file removal, as a daemon, as a
+// one-shot job per table, and through an S3 Tables–compatible API.
+//
+// This package parses flags and wires the packages together; the work is
+// done elsewhere.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/bucket"
+)
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFailed = 1 // a job failed, or a server or store could not be reached
+	exitUsage  = 2 // bad flags, configuration, bucket or table reference
+)
+
+// usageError marks an error that is the user's input (exit code 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, env *cliEnv, args []string) error
+}
+
+var commands = []command{
+	{"serve", "run the daemon: scheduler and API", cmdServe},
+	{"run", "run maintenance on one table now", cmdRun},
+	{"tables", "list every table with its health", cmdTables},
+	{"demo", "create the embedded default's demo table", cmdDemo},
+	{"version", "print the version", cmdVersion},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// cliEnv carries the process's streams to the commands.
+type cliEnv struct {
+	stdout, stderr io.Writer
+}
+
+// Main runs the command line args and returns the exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	env := &cliEnv{stdout: stdout, stderr: stderr}
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		printUsage(stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, env, args[1:])
+		switch {
+		case err == nil:
+			return exitOK
+		case errors.Is(err, flag.ErrHelp):
+			return exitOK
+		case errors.Is(err, errJobFailed):
+			return exitFailed
+		}
+		fmt.Fprintf(stderr, "icekeeper %s: %s\n", c.name, oneLine(err))
+		if isUsage(err) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	fmt.Fprintf(stderr, "icekeeper: unknown command %q\n\n", args[0])
+	printUsage(stderr)
+	return exitUsage
+}
+
+func isUsage(err error) bool {
+	var u usageError
+	return errors.As(err, &u) ||
+		errors.Is(err, configs.ErrInvalid) ||
+		errors.Is(err, bucket.ErrBadRef) ||
+		errors.Is(err, bucket.ErrUnknownBucket) ||
+		errors.Is(err, bucket.ErrNoSuchTable)
+}
+
+// oneLine folds a multi-line error (errors.Join, wrapped driver errors)
+// into one line, as the CLI promises.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "icekeeper keeps Apache Iceberg tables healthy.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: icekeeper COMMAND [flags]   (icekeeper COMMAND -h for a command's flags)")
+	fmt.Fprintln(w)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Configuration: --config FILE or $%s; without either, the embedded\n", configs.EnvConfig)
+	fmt.Fprintf(w, "default in $%s (default ./icekeeper-data) is used.\n", configs.EnvHome)
+	fmt.Fprintln(w, "Exit codes: 0 ok, 1 a job failed or a service was unreachable, 2 bad usage or configuration.")
+}

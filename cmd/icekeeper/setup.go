@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/state"
+)
+
+// commonFlags are accepted by every command that touches tables.
+type commonFlags struct {
+	config         string
+	connectTimeout time.Duration
+}
+
+func newFlagSet(env *cliEnv, name, args, summary string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.stderr, "Usage: icekeeper %s %s\n\n%s\n\nFlags:\n", name, args, summary)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func (c *commonFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.config, "config", "", "configuration file (default $"+configs.EnvConfig+", else the embedded default)")
+	fs.DurationVar(&c.connectTimeout, "connect-timeout", 30*time.Second, "how long to wait for a catalog or state store to answer")
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// loadConfig reads --config, $ICEKEEPER_CONFIG, or the embedded default.
+func (c *commonFlags) loadConfig() (*configs.Config, error) {
+	file := c.config
+	if file == "" {
+		file = os.Getenv(configs.EnvConfig)
+	}
+	if file == "" {
+		home, err := embeddedHome()
+		if err != nil {
+			return nil, err
+		}
+		return configs.Embedded(home), nil
+	}
+	cfg, err := configs.Load(file)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, usagef("configuration file %s does not exist", file)
+		}
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// world is what most commands need: configuration, buckets and the store.
+type world struct {
+	cfg      *configs.Config
+	registry *bucket.Registry
+	store    state.Store
+}
+
+func (w *world) Close() {
+	if w.registry != nil {
+		w.registry.Close()
+	}
+	if w.store != nil {
+		w.store.Close()
+	}
+}
+
+func (c *commonFlags) open(ctx context.Context, withStore bool) (*world, error) {
+	cfg, err := c.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	w := &world{cfg: cfg, registry: bucket.New(cfg)}
+	if withStore {
+		sctx, cancel := context.WithTimeout(ctx, c.connectTimeout)
+		defer cancel()
+		if w.store, err = state.Open(sctx, cfg.State); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// resolve finds the bucket and table of a --table reference, opening the
+// bucket's catalog within the connect timeout.
+func (c *commonFlags) resolve(ctx context.Context, w *world, ref string) (*bucket.Bucket, bucket.TableID, error) {
+	if ref == "" {
+		return nil, bucket.TableID{}, usagef("--table is required (BUCKET/NAMESPACE/TABLE, e.g. local/demo/events)")
+	}
+	r, err := bucket.ParseRef(ref)
+	if err != nil {
+		return nil, bucket.TableID{}, err
+	}
+	b, err := w.registry.Bucket(r.Bucket)
+	if err != nil {
+		return nil, bucket.TableID{}, err
+	}
+	cctx, cancel := context.WithTimeoutCause(ctx, c.connectTimeout, fmt.Errorf("no answer within %v", c.connectTimeout))
+	defer cancel()
+	if _, err := b.Catalog(cctx); err != nil {
+		return nil, bucket.TableID{}, err
+	}
+	if _, err := b.LoadTable(cctx, r.Table); err != nil {
+		return nil, bucket.TableID{}, err
+	}
+	return b, r.Table, nil
+}
+
+func writeln(w io.Writer, format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+
+// embeddedHome returns the embedded default's data directory, created if
+// missing so that its SQLite catalog and store can be opened.
+func embeddedHome() (string, error) {
+	home, err := configs.Home()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Join(home, "warehouse"), 0o755); err != nil {
+		return "", fmt.Errorf("create data directory: %w", err)
+	}
+	return home, nil
+}

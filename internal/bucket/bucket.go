@@ -1,0 +1,268 @@
+// Package bucket is the table-bucket registry: it resolves a bucket by name
+// or ARN, opens the bucket's Iceberg catalog lazily with the properties from
+// the configuration, lists namespaces (nested too) and tables, and loads
+// tables. It links in the catalogs (sql, rest, glue, hive) and file systems
+// (local, S3-compatible) that users need.
+package bucket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	_ "github.com/apache/iceberg-go/catalog/glue"  // registers catalog type "glue"
+	_ "github.com/apache/iceberg-go/catalog/hive"  // registers catalog type "hive"
+	_ "github.com/apache/iceberg-go/catalog/rest"  // registers catalog type "rest"
+	_ "github.com/apache/iceberg-go/catalog/sql"   // registers catalog type "sql"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3://, s3a://, s3n://, oss://
+	"github.com/apache/iceberg-go/table"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for SQL catalogs on PostgreSQL
+	_ "modernc.org/sqlite"             // database/sql driver "sqlite", pure Go
+
+	"github.com/icekeeper/icekeeper/configs"
+)
+
+// Sentinel errors callers branch on (the API maps them to NotFoundException).
+var (
+	ErrUnknownBucket = errors.New("unknown bucket")
+	ErrNoSuchTable   = errors.New("no such table")
+	ErrBadRef        = errors.New("malformed table reference")
+)
+
+// Registry holds the configured buckets.
+type Registry struct {
+	buckets []*Bucket
+}
+
+// New builds the registry of cfg's buckets. Nothing is opened yet.
+func New(cfg *configs.Config) *Registry {
+	r := &Registry{}
+	for _, b := range cfg.Buckets {
+		r.buckets = append(r.buckets, &Bucket{Config: b})
+	}
+	return r
+}
+
+// Buckets returns every bucket in configuration order.
+func (r *Registry) Buckets() []*Bucket { return slices.Clone(r.buckets) }
+
+// Bucket returns the bucket whose name or full ARN is ref.
+func (r *Registry) Bucket(ref string) (*Bucket, error) {
+	for _, b := range r.buckets {
+		if b.Config.ARN == ref || b.Config.Name() == ref {
+			return b, nil
+		}
+	}
+	names := make([]string, len(r.buckets))
+	for i, b := range r.buckets {
+		names[i] = b.Config.Name()
+	}
+	return nil, fmt.Errorf("%w %q (configured: %s)", ErrUnknownBucket, ref, strings.Join(names, ", "))
+}
+
+// Close closes every catalog that was opened.
+func (r *Registry) Close() {
+	for _, b := range r.buckets {
+		b.Close()
+	}
+}
+
+// Bucket is one configured table bucket with its lazily opened catalog.
+type Bucket struct {
+	Config configs.Bucket
+
+	mu  sync.Mutex
+	cat catalog.Catalog
+}
+
+// Name is the bucket's name.
+func (b *Bucket) Name() string { return b.Config.Name() }
+
+// ARN is the bucket's ARN as configured.
+func (b *Bucket) ARN() string { return b.Config.ARN }
+
+// Catalog opens the bucket's catalog on first use. A failed open is not
+// cached, so a catalog that was down is retried on the next call.
+func (b *Bucket) Catalog(ctx context.Context) (catalog.Catalog, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cat != nil {
+		return b.cat, nil
+	}
+	props := CatalogProperties(b.Config.Catalog)
+	// catalog.Load takes no deadline everywhere (the SQL catalog's first
+	// query does not see ctx), so wait for it here: a catalog that does not
+	// answer must fail within ctx's deadline, not hang the process.
+	type result struct {
+		cat catalog.Catalog
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := catalog.Load(ctx, b.Config.CatalogName, props)
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, fmt.Errorf("open %s catalog of bucket %s at %s: %w", props["type"], b.Name(), redactURI(props["uri"]), r.err)
+		}
+		b.cat = r.cat
+		return b.cat, nil
+	case <-ctx.Done():
+		go func() { // close it if it ever opens
+			if r := <-done; r.err == nil {
+				closeCatalog(r.cat)
+			}
+		}()
+		return nil, fmt.Errorf("open %s catalog of bucket %s at %s: %w", props["type"], b.Name(), redactURI(props["uri"]), context.Cause(ctx))
+	}
+}
+
+// Close closes the catalog if it was opened.
+func (b *Bucket) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cat != nil {
+		closeCatalog(b.cat)
+		b.cat = nil
+	}
+}
+
+func closeCatalog(c catalog.Catalog) {
+	if cl, ok := c.(interface{ Close() error }); ok {
+		_ = cl.Close()
+	}
+}
+
+// CatalogProperties returns the properties handed to catalog.Load: the
+// configured ones verbatim, plus two conveniences for SQL catalogs that the
+// configuration would otherwise have to spell out — the database/sql driver
+// and dialect inferred from the URI when unset, and a connect timeout for
+// PostgreSQL so that an unreachable server fails instead of hanging.
+func CatalogProperties(configured map[string]string) iceberg.Properties {
+	props := iceberg.Properties{}
+	for k, v := range configured {
+		props[k] = v
+	}
+	if props["type"] != "sql" {
+		return props
+	}
+	uri := props["uri"]
+	isPG := strings.HasPrefix(uri, "postgres://") || strings.HasPrefix(uri, "postgresql://")
+	if props["sql.driver"] == "" {
+		if isPG {
+			props["sql.driver"] = "pgx"
+		} else {
+			props["sql.driver"] = "sqlite"
+		}
+	}
+	if props["sql.dialect"] == "" {
+		if isPG {
+			props["sql.dialect"] = "postgres"
+		} else {
+			props["sql.dialect"] = "sqlite"
+		}
+	}
+	if isPG && !strings.Contains(uri, "connect_timeout=") {
+		sep := "?"
+		if strings.Contains(uri, "?") {
+			sep = "&"
+		}
+		props["uri"] = uri + sep + "connect_timeout=10"
+	}
+	return props
+}
+
+// redactURI hides a password in a URI for error messages.
+func redactURI(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "***")
+	}
+	return u.String()
+}
+
+// TableID names a table inside a bucket.
+type TableID struct {
+	Namespace []string
+	Name      string
+}
+
+// NamespaceString is the namespace dot-joined, as S3 Tables and the CLI write it.
+func (t TableID) NamespaceString() string { return strings.Join(t.Namespace, ".") }
+
+// Identifier is the iceberg-go identifier of the table.
+func (t TableID) Identifier() table.Identifier { return append(slices.Clone(t.Namespace), t.Name) }
+
+func (t TableID) String() string { return t.NamespaceString() + "." + t.Name }
+
+// Tables lists the bucket's tables that pass its namespace and table
+// filters, walking nested namespaces, sorted by namespace and name.
+func (b *Bucket) Tables(ctx context.Context) ([]TableID, error) {
+	cat, err := b.Catalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []TableID
+	var walk func(parent table.Identifier) error
+	walk = func(parent table.Identifier) error {
+		children, err := cat.ListNamespaces(ctx, parent)
+		if err != nil {
+			return fmt.Errorf("list namespaces of bucket %s under %q: %w", b.Name(), strings.Join(parent, "."), err)
+		}
+		for _, ns := range children {
+			if len(ns) <= len(parent) || !slices.Equal(ns[:len(parent)], parent) {
+				continue // catalogs without nesting return the same list again
+			}
+			name := strings.Join(ns, ".")
+			if b.Config.Namespaces.Match(name) {
+				for ident, err := range cat.ListTables(ctx, ns) {
+					if err != nil {
+						return fmt.Errorf("list tables of %s/%s: %w", b.Name(), name, err)
+					}
+					id := TableID{Namespace: catalog.NamespaceFromIdent(ident), Name: catalog.TableNameFromIdent(ident)}
+					if b.Config.Tables.Match(id.Name) {
+						out = append(out, id)
+					}
+				}
+			}
+			if err := walk(ns); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(nil); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(x, y TableID) int { return strings.Compare(x.String(), y.String()) })
+	return slices.CompactFunc(out, func(x, y TableID) bool { return x.String() == y.String() }), nil
+}
+
+// LoadTable loads the table fresh from the catalog. Callers must not keep
+// the result across runs: a long-lived process holding table objects keeps
+// every earlier metadata version alive.
+func (b *Bucket) LoadTable(ctx context.Context, id TableID) (*table.Table, error) {
+	cat, err := b.Catalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := cat.LoadTable(ctx, id.Identifier())
+	if err != nil {
+		if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
+			return nil, fmt.Errorf("%w %s/%s", ErrNoSuchTable, b.Name(), id)
+		}
+		return nil, fmt.Errorf("load table %s/%s: %w", b.Name(), id, err)
+	}
+	return tbl, nil
+}

@@ -1,0 +1,88 @@
+// Package health summarises how much a table needs maintenance: file
+// counts and sizes of the current snapshot, small files against the
+// compaction target, snapshot count and age, and metadata size.
+package health
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// SmallFileRatio is the fraction of the target size under which a data file
+// counts as small; the compaction planner uses the same threshold.
+const SmallFileRatio = 0.75
+
+// Health is one table's health report.
+type Health struct {
+	DataFiles        int     `json:"dataFiles"`
+	DeleteFiles      int     `json:"deleteFiles"`
+	TotalBytes       int64   `json:"totalBytes"`
+	DataRecords      int64   `json:"dataRecords"` // rows in data files, before deletes
+	SmallFiles       int     `json:"smallFiles"`
+	TargetFileSizeMB int     `json:"targetFileSizeMB"`
+	Snapshots        int     `json:"snapshots"`
+	OldestSnapshot   string  `json:"oldestSnapshot,omitempty"` // RFC 3339
+	OldestAgeHours   float64 `json:"oldestSnapshotAgeHours"`
+	MetadataBytes    int64   `json:"metadataBytes"`
+}
+
+// Of computes tbl's health; a data file is small when under SmallFileRatio
+// of targetMB.
+func Of(ctx context.Context, tbl *table.Table, targetMB int, now time.Time) (Health, error) {
+	h := Health{TargetFileSizeMB: targetMB}
+	meta := tbl.Metadata()
+	snaps := meta.Snapshots()
+	h.Snapshots = len(snaps)
+	for i, s := range snaps {
+		if i == 0 || s.TimestampMs < snaps[0].TimestampMs {
+			t := time.UnixMilli(s.TimestampMs).UTC()
+			h.OldestSnapshot = t.Format(time.RFC3339)
+			h.OldestAgeHours = float64(now.Sub(t).Round(time.Minute)) / float64(time.Hour)
+		}
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return h, fmt.Errorf("open file system of %s: %w", tbl.Location(), err)
+	}
+	if f, err := fs.Open(tbl.MetadataLocation()); err == nil {
+		if st, err := f.Stat(); err == nil {
+			h.MetadataBytes = st.Size()
+		}
+		f.Close()
+	} else {
+		return h, fmt.Errorf("open metadata %s: %w", tbl.MetadataLocation(), err)
+	}
+	cur := tbl.CurrentSnapshot()
+	if cur == nil {
+		return h, nil
+	}
+	small := int64(float64(targetMB) * SmallFileRatio * (1 << 20))
+	manifests, err := cur.Manifests(fs)
+	if err != nil {
+		return h, fmt.Errorf("read manifest list %s: %w", cur.ManifestList, err)
+	}
+	for _, m := range manifests {
+		entries, err := m.FetchEntries(fs, true)
+		if err != nil {
+			return h, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+		}
+		for _, e := range entries {
+			df := e.DataFile()
+			h.TotalBytes += df.FileSizeBytes()
+			if df.ContentType() == iceberg.EntryContentData {
+				h.DataFiles++
+				h.DataRecords += df.Count()
+				if df.FileSizeBytes() < small {
+					h.SmallFiles++
+				}
+			} else {
+				h.DeleteFiles++
+			}
+		}
+	}
+	return h, nil
+}

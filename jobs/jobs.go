@@ -1,0 +1,148 @@
+// Package jobs owns how maintenance runs: job types and the resolution of
+// their settings (API override > config-file bucket default > built-in
+// default), and the runner that executes a job on a table and records the
+// run in the state store. The scheduler and durable queue of the daemon
+// build on the same runner.
+//
+// A job type implements Job: settings in, plan, execute, figures out. The
+// runner does what is common: resolution, disabled handling, the run
+// record, panics turned into failed runs.
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/state"
+)
+
+// Target is the table a job runs on.
+type Target struct {
+	Bucket *bucket.Bucket
+	Table  bucket.TableID
+}
+
+// Key is the target's state-store key.
+func (t Target) Key() state.TableKey {
+	return state.TableKey{Bucket: t.Bucket.ARN(), Namespace: t.Table.NamespaceString(), Name: t.Table.Name}
+}
+
+// Options are per-run switches from the CLI or API.
+type Options struct {
+	DryRun bool
+	Now    time.Time // the run's clock; what-if previews set it
+}
+
+// Outcome is a job's result. Figures is the job's own report, recorded as
+// the run's metrics and printed by `icekeeper run --json`.
+type Outcome struct {
+	Status         state.RunStatus
+	FailureMessage string
+	Figures        any
+}
+
+// Job is one maintenance job type.
+type Job interface {
+	Type() maintenance.JobType
+	// Run runs the job on t with fully resolved settings. A returned error
+	// means the run failed; its message becomes the failure message.
+	Run(ctx context.Context, t Target, settings maintenance.Config, opts Options) (Outcome, error)
+}
+
+// ErrNotAvailable marks a job type this build of icekeeper does not have.
+var ErrNotAvailable = errors.New("not available in this version of icekeeper")
+
+// Runner runs jobs on tables and records the runs.
+type Runner struct {
+	Store  state.Store
+	Jobs   map[maintenance.JobType]Job
+	Logger *slog.Logger
+}
+
+// Settings resolves the configuration of job type typ for t.
+func (r *Runner) Settings(ctx context.Context, t Target, typ maintenance.JobType) (maintenance.Config, error) {
+	tableCfg, err := r.Store.TableConfig(ctx, t.Key())
+	if err != nil {
+		return maintenance.Config{}, err
+	}
+	bucketCfg, err := r.Store.BucketConfig(ctx, t.Bucket.ARN())
+	if err != nil {
+		return maintenance.Config{}, err
+	}
+	return maintenance.Resolve(typ, tableCfg[typ], bucketCfg[typ], t.Bucket.Config.Maintenance.For(typ)), nil
+}
+
+// Run runs job type typ on t. Dry runs are not recorded. The returned
+// error is for failures of icekeeper itself (the state store); a failing
+// job is an Outcome with status Failed.
+func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, trigger string, opts Options) (Outcome, error) {
+	job, ok := r.Jobs[typ]
+	if !ok {
+		return Outcome{Status: state.Skipped, FailureMessage: fmt.Sprintf("%s is %v", typ, ErrNotAvailable)}, nil
+	}
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	settings, err := r.Settings(ctx, t, typ)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("resolve %s settings of %s: %w", typ, t.Key(), err)
+	}
+	run := state.Run{Table: t.Key(), Type: typ, Trigger: trigger, Started: time.Now()}
+	if !opts.DryRun {
+		if run.ID, err = r.Store.StartRun(ctx, run); err != nil {
+			return Outcome{}, err
+		}
+	}
+	var out Outcome
+	if settings.Status == maintenance.Disabled {
+		out = Outcome{Status: state.Disabled}
+	} else {
+		out = r.safeRun(ctx, job, t, settings, opts)
+	}
+	run.Finished, run.Status, run.FailureMessage = time.Now(), out.Status, out.FailureMessage
+	if out.Figures != nil {
+		if run.Metrics, err = json.Marshal(out.Figures); err != nil {
+			return out, fmt.Errorf("encode %s figures: %w", typ, err)
+		}
+	}
+	if r.Logger != nil {
+		r.Logger.Info("job finished", "table", t.Key().String(), "job", typ, "status", out.Status,
+			"failure", out.FailureMessage, "dryRun", opts.DryRun, "duration", run.Finished.Sub(run.Started))
+	}
+	if !opts.DryRun {
+		// Record the end even when ctx was cancelled mid-run, so the run
+		// does not stay "Running" forever.
+		if err := r.Store.FinishRun(context.WithoutCancel(ctx), run); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// safeRun turns errors and panics of a job into a Failed outcome: a bug in
+// one job must never take the process down.
+func (r *Runner) safeRun(ctx context.Context, job Job, t Target, settings maintenance.Config, opts Options) (out Outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			if r.Logger != nil {
+				r.Logger.Error("job panicked", "table", t.Key().String(), "job", job.Type(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			}
+			out = Outcome{Status: state.Failed, FailureMessage: fmt.Sprintf("internal error: %v", p)}
+		}
+	}()
+	out, err := job.Run(ctx, t, settings, opts)
+	if err != nil {
+		out.Status, out.FailureMessage = state.Failed, err.Error()
+	}
+	if out.Status == "" {
+		out.Status = state.Successful
+	}
+	return out
+}
