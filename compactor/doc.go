@@ -1,0 +1,3 @@
+// Package compactor executes compaction plans: rewrites groups of files,
+// applies row-level deletes and commits safely. Not implemented yet.
+package compactor

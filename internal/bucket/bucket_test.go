@@ -1,0 +1,271 @@
+package bucket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/arn"
+	"github.com/icekeeper/icekeeper/internal/tablecheck"
+	"github.com/icekeeper/icekeeper/internal/testenv"
+)
+
+func TestParseRef(t *testing.T) {
+	good := map[string]Ref{
+		"local/demo/events": {"local", TableID{[]string{"demo"}, "events"}},
+		"lake/a.b.c/t1":     {"lake", TableID{[]string{"a", "b", "c"}, "t1"}},
+		"arn:aws:s3tables:us-east-1:111122223333:bucket/analytics/sales/orders": {"arn:aws:s3tables:us-east-1:111122223333:bucket/analytics", TableID{[]string{"sales"}, "orders"}},
+		"acs:osstables:cn-hangzhou:123:bucket/lake/ns/t":                        {"acs:osstables:cn-hangzhou:123:bucket/lake", TableID{[]string{"ns"}, "t"}},
+	}
+	for in, want := range good {
+		got, err := ParseRef(in)
+		if err != nil {
+			t.Errorf("ParseRef(%q): %v", in, err)
+			continue
+		}
+		if got.String() != want.String() || got.Bucket != want.Bucket {
+			t.Errorf("ParseRef(%q) = %+v, want %+v", in, got, want)
+		}
+	}
+	for in, why := range map[string]string{
+		"":                   "missing NAMESPACE/TABLE",
+		"local":              "missing NAMESPACE/TABLE",
+		"local/demo":         "missing TABLE",
+		"local/demo/":        "empty namespace or table",
+		"/demo/events":       "empty bucket",
+		"local/a..b/t":       "empty namespace level",
+		"local/a/b/c":        "too many parts",
+		"arn:aws:s3tables:x": "no :bucket/NAME",
+		"arn:aws:s3tables:us-east-1:1:bucket/abc": "missing NAMESPACE/TABLE after the bucket ARN",
+	} {
+		_, err := ParseRef(in)
+		if !errors.Is(err, ErrBadRef) || !strings.Contains(err.Error(), why) {
+			t.Errorf("ParseRef(%q) = %v, want ErrBadRef with %q", in, err, why)
+		}
+	}
+}
+
+func TestCatalogProperties(t *testing.T) {
+	p := CatalogProperties(map[string]string{"type": "sql", "uri": "postgres://u:p@h:5432/db?sslmode=disable"})
+	if p["sql.driver"] != "pgx" || p["sql.dialect"] != "postgres" || !strings.HasSuffix(p["uri"], "&connect_timeout=10") {
+		t.Errorf("postgres props = %v", p)
+	}
+	p = CatalogProperties(map[string]string{"type": "sql", "uri": "file:x.db", "sql.driver": "mydriver"})
+	if p["sql.driver"] != "mydriver" || p["sql.dialect"] != "sqlite" {
+		t.Errorf("sqlite props = %v", p)
+	}
+	p = CatalogProperties(map[string]string{"type": "rest", "uri": "https://x"})
+	if len(p) != 2 {
+		t.Errorf("rest props changed: %v", p)
+	}
+	if got := redactURI("postgres://user:secret@h/db"); strings.Contains(got, "secret") {
+		t.Errorf("password not redacted: %s", got)
+	}
+}
+
+func TestRegistryEmbedded(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	reg := New(configs.Embedded(home))
+	defer reg.Close()
+	b, err := reg.Bucket(configs.LocalBucketARN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b2, _ := reg.Bucket("local"); b2 != b {
+		t.Fatal("bucket by name and by ARN differ")
+	}
+	if _, err := reg.Bucket("nope"); !errors.Is(err, ErrUnknownBucket) || !strings.Contains(err.Error(), "configured: local") {
+		t.Fatalf("unknown bucket: %v", err)
+	}
+	exerciseCatalog(t, ctx, b, "file://"+filepath.Join(home, "warehouse"))
+}
+
+// The real thing: an iceberg-go SQL catalog on PostgreSQL with an s3://
+// warehouse on versitygw, reached only through icekeeper's configuration.
+func TestRegistryPostgresS3(t *testing.T) {
+	ctx := context.Background()
+	dsn := testenv.Postgres(t)
+	s3 := testenv.S3(t)
+	props := s3.Props()
+	props["type"] = "sql"
+	props["uri"] = dsn
+	props["warehouse"] = "s3://" + s3.Bucket + "/warehouse"
+	cfg, err := configs.Parse("test.yaml", []byte(fmt.Sprintf(`
+state: sqlite://state.db
+buckets:
+  - arn: arn:aws:s3tables:eu-central-1:000000000000:bucket/lake
+    catalogName: spark_writers
+    catalog: %s
+`, flowMap(props))), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := New(cfg)
+	defer reg.Close()
+	b, err := reg.Bucket("lake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exerciseCatalog(t, ctx, b, props["warehouse"])
+}
+
+func flowMap(m map[string]string) string {
+	var parts []string
+	for k, v := range m {
+		parts = append(parts, fmt.Sprintf("%q: %q", k, v))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// exerciseCatalog writes tables as a writer would, then lists and loads
+// them through the bucket: nested namespaces, filters, row round trip.
+func exerciseCatalog(t *testing.T, ctx context.Context, b *Bucket, warehouse string) {
+	t.Helper()
+	cat, err := b.Catalog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String})
+	for _, ns := range []table.Identifier{{"sales"}, {"sales", "eu"}, {"scratch"}} {
+		if err := cat.CreateNamespace(ctx, ns, nil); err != nil {
+			t.Fatalf("create namespace %v: %v", ns, err)
+		}
+	}
+	var written *table.Table
+	for _, id := range []table.Identifier{{"sales", "orders"}, {"sales", "eu", "orders"}, {"scratch", "tmp_1"}} {
+		tbl, err := cat.CreateTable(ctx, id, sc)
+		if err != nil {
+			t.Fatalf("create %v: %v", id, err)
+		}
+		if !strings.HasPrefix(tbl.Location(), warehouse) {
+			t.Fatalf("table location %s is not under %s", tbl.Location(), warehouse)
+		}
+		if written, err = appendRows(ctx, tbl, 100); err != nil {
+			t.Fatalf("append to %v: %v", id, err)
+		}
+	}
+	ids, err := b.Tables(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, id := range ids {
+		got = append(got, id.String())
+	}
+	if want := "sales.eu.orders,sales.orders,scratch.tmp_1"; strings.Join(got, ",") != want {
+		t.Fatalf("tables = %v, want %s", got, want)
+	}
+	b.Config.Namespaces = configs.Filter{Exclude: []string{"scratch"}}
+	b.Config.Tables = configs.Filter{Include: []string{"orders"}}
+	if ids, err = b.Tables(ctx); err != nil || len(ids) != 2 {
+		t.Fatalf("filtered tables = %v, %v", ids, err)
+	}
+	b.Config.Namespaces, b.Config.Tables = configs.Filter{}, configs.Filter{}
+
+	tbl, err := b.LoadTable(ctx, TableID{Namespace: []string{"scratch"}, Name: "tmp_1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := tablecheck.Rows(ctx, written, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, err := tablecheck.Rows(ctx, tbl, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fp.Equal(want) || fp.Rows != 100 {
+		t.Fatalf("loaded rows %v, written %v", fp, want)
+	}
+	if _, err := b.LoadTable(ctx, TableID{Namespace: []string{"sales"}, Name: "missing"}); !errors.Is(err, ErrNoSuchTable) {
+		t.Fatalf("missing table: %v", err)
+	}
+	if _, err := b.LoadTable(ctx, TableID{Namespace: []string{"nons"}, Name: "t"}); !errors.Is(err, ErrNoSuchTable) {
+		t.Fatalf("missing namespace: %v", err)
+	}
+	_ = catalog.ErrNoSuchTable
+}
+
+func appendRows(ctx context.Context, tbl *table.Table, n int) (*table.Table, error) {
+	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "name", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer bld.Release()
+	for i := 0; i < n; i++ {
+		bld.Field(0).(*array.Int64Builder).Append(int64(i))
+		bld.Field(1).(*array.StringBuilder).Append(fmt.Sprint("name-", i))
+	}
+	rec := bld.NewRecordBatch()
+	defer rec.Release()
+	rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
+	if err != nil {
+		return nil, err
+	}
+	defer rdr.Release()
+	return tbl.Append(ctx, rdr, nil)
+}
+
+// Unreachable catalogs fail within the deadline, naming the endpoint.
+func TestUnreachableCatalog(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens here now
+	// A listener that accepts and never answers: the hang case.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	a, _ := arn.Parse("arn:aws:s3tables:us-east-1:1:bucket/down")
+	for name, props := range map[string]map[string]string{
+		"postgres refused": {"type": "sql", "uri": "postgres://u@" + addr + "/db?sslmode=disable"},
+		"rest refused":     {"type": "rest", "uri": "http://" + addr + "/iceberg"},
+		"rest silent":      {"type": "rest", "uri": "http://" + silent.Addr().String() + "/iceberg"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := &Bucket{Config: configs.Bucket{ARN: a.String(), Parsed: a, CatalogName: "down", Catalog: props}}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			start := time.Now()
+			_, err := b.Tables(ctx)
+			if err == nil {
+				t.Fatal("listing an unreachable catalog succeeded")
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("took %v", d)
+			}
+			if !strings.Contains(err.Error(), "down") {
+				t.Fatalf("error does not name the bucket: %v", err)
+			}
+			if strings.Contains(props["uri"], "postgres") && !strings.Contains(err.Error(), addr) {
+				t.Fatalf("error does not name the endpoint %s: %v", addr, err)
+			}
+		})
+	}
+}

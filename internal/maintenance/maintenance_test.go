@@ -1,0 +1,82 @@
+package maintenance
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestDecodeConfig(t *testing.T) {
+	c, err := DecodeConfig(Compaction, []byte(`{"status":"enabled","settings":{"icebergCompaction":{"targetFileSizeMB":256,"strategy":"sort"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Status != Enabled || *c.Compaction.TargetFileSizeMB != 256 || c.Compaction.Strategy != StrategySort {
+		t.Fatalf("decoded %+v", c)
+	}
+	for body, want := range map[string]string{
+		`{"status":"enabled","settings":{"icebergCompaction":{"targetFileSizeMB":0}}}`:            "targetFileSizeMB: 0 is below the minimum 1",
+		`{"status":"enabled","settings":{"icebergCompaction":{"targetFileSizeMB":"x"}}}`:          "cannot unmarshal",
+		`{"status":"enabled","settings":{"icebergSnapshotManagement":{"minSnapshotsToKeep":1}}}`:  "does not belong to icebergCompaction",
+		`{"status":"enabled","settings":{}}`:                                                      "exactly one member, found 0",
+		`{"status":"enabled","settings":{"icebergCompaction":{},"icebergSnapshotManagement":{}}}`: "exactly one member, found 2",
+		`{"status":"paused"}`:                   `"paused" is not one of enabled, disabled`,
+		`{"settings":{"icebergCompaction":{}}}`: "status: is required",
+		`{"status":"enabled","extra":1}`:        "unknown field",
+		`{"status":"enabled"} {}`:               "trailing data",
+		`not json`:                              "invalid character",
+		`{"status":"enabled","settings":{"icebergCompaction":{"strategy":"hilbert"}}}`: `"hilbert" is not one of`,
+	} {
+		_, err := DecodeConfig(Compaction, []byte(body))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("DecodeConfig(%s) = %v, want ErrInvalid with %q", body, err, want)
+		}
+	}
+	for body, want := range map[string]string{
+		`{"status":"enabled","settings":{"icebergUnreferencedFileRemoval":{"unreferencedDays":0}}}`:   "unreferencedDays: 0 is below the minimum 1",
+		`{"status":"enabled","settings":{"icebergUnreferencedFileRemoval":{"nonCurrentDays":40000}}}`: "nonCurrentDays: 40000 is above the maximum 36500",
+	} {
+		if _, err := DecodeConfig(UnreferencedFileRemoval, []byte(body)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("DecodeConfig(%s) = %v, want %q", body, err, want)
+		}
+	}
+}
+
+func TestWireRoundTrip(t *testing.T) {
+	c := Config{Status: Enabled, SnapshotManagement: &SnapshotSettings{MinSnapshotsToKeep: Int(3), MaxSnapshotAgeHours: Int(48)}}
+	data, err := c.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"status":"enabled","settings":{"icebergSnapshotManagement":{"minSnapshotsToKeep":3,"maxSnapshotAgeHours":48}}}`; string(data) != want {
+		t.Fatalf("wire = %s, want %s", data, want)
+	}
+	back, err := DecodeConfig(SnapshotManagement, data)
+	if err != nil || *back.SnapshotManagement.MaxSnapshotAgeHours != 48 {
+		t.Fatalf("round trip: %+v %v", back, err)
+	}
+}
+
+func TestResolveOrder(t *testing.T) {
+	api := Config{Removal: &RemovalSettings{NonCurrentDays: Int(2)}}
+	file := Config{Status: Disabled, Removal: &RemovalSettings{UnreferencedDays: Int(7), NonCurrentDays: Int(30)}}
+	got := Resolve(UnreferencedFileRemoval, api, file)
+	if got.Status != Disabled || *got.Removal.UnreferencedDays != 7 || *got.Removal.NonCurrentDays != 2 {
+		t.Fatalf("resolved %+v %+v", got, *got.Removal)
+	}
+	def := Resolve(Compaction)
+	if def.Status != Enabled || *def.Compaction.TargetFileSizeMB != 512 || def.Compaction.Strategy != StrategyAuto {
+		t.Fatalf("defaults %+v", def)
+	}
+	for _, typ := range JobTypes {
+		if err := Defaults(typ).Validate(typ); err != nil {
+			t.Errorf("defaults of %s invalid: %v", typ, err)
+		}
+	}
+	if _, err := ParseJobType("icebergCompaction"); err != nil {
+		t.Error(err)
+	}
+	if _, err := ParseJobType("compaction"); err == nil {
+		t.Error("accepted a wrong job type")
+	}
+}
