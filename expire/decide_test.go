@@ -1,0 +1,372 @@
+package expire
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+var now = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+
+// history is a generated table history: snapshots with parents and ages,
+// refs and properties, turned into real metadata by build.
+type history struct {
+	snaps []hsnap
+	refs  map[string]href
+	props map[string]string
+}
+
+type hsnap struct {
+	id, parent int64 // parent 0: root
+	ageHours   float64
+}
+
+type href struct {
+	id                 int64
+	tag                bool
+	minKeep            *int
+	maxAgeMs, maxRefMs *int64
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// linear makes n snapshots 1..n on one lineage, the i-th ageHours[i] old.
+func linear(ages ...float64) history {
+	h := history{refs: map[string]href{}, props: map[string]string{}}
+	for i, a := range ages {
+		h.snaps = append(h.snaps, hsnap{id: int64(i + 1), parent: int64(i), ageHours: a})
+	}
+	h.refs["main"] = href{id: int64(len(ages))}
+	return h
+}
+
+func (h history) build(t *testing.T) table.Metadata {
+	t.Helper()
+	snaps := slices.Clone(h.snaps)
+	slices.SortFunc(snaps, func(a, b hsnap) int { return int(b.ageHours*1000) - int(a.ageHours*1000) })
+	var js []map[string]any
+	for i, s := range snaps {
+		m := map[string]any{
+			"snapshot-id": s.id, "sequence-number": i + 1,
+			"timestamp-ms":  now.Add(-time.Duration(s.ageHours * float64(time.Hour))).UnixMilli(),
+			"manifest-list": fmt.Sprintf("s3://b/t/metadata/snap-%d.avro", s.id),
+			"summary":       map[string]string{"operation": "append"}, "schema-id": 0,
+		}
+		if s.parent != 0 {
+			m["parent-snapshot-id"] = s.parent
+		}
+		js = append(js, m)
+	}
+	refs := map[string]any{}
+	for name, r := range h.refs {
+		m := map[string]any{"snapshot-id": r.id, "type": "branch"}
+		if r.tag {
+			m["type"] = "tag"
+		}
+		if r.minKeep != nil {
+			m["min-snapshots-to-keep"] = *r.minKeep
+		}
+		if r.maxAgeMs != nil {
+			m["max-snapshot-age-ms"] = *r.maxAgeMs
+		}
+		if r.maxRefMs != nil {
+			m["max-ref-age-ms"] = *r.maxRefMs
+		}
+		refs[name] = m
+	}
+	doc := map[string]any{
+		"format-version": 2, "table-uuid": "9c12d441-03fe-4693-9a96-a0705ddf69c1", "location": "s3://b/t",
+		"last-sequence-number": len(snaps), "last-updated-ms": now.UnixMilli(), "last-column-id": 1,
+		"schemas":           []any{map[string]any{"type": "struct", "schema-id": 0, "fields": []any{map[string]any{"id": 1, "name": "x", "required": true, "type": "long"}}}},
+		"current-schema-id": 0, "partition-specs": []any{map[string]any{"spec-id": 0, "fields": []any{}}}, "default-spec-id": 0,
+		"last-partition-id": 999, "sort-orders": []any{map[string]any{"order-id": 0, "fields": []any{}}}, "default-sort-order-id": 0,
+		"properties": h.props, "snapshots": js, "refs": refs, "snapshot-log": []any{}, "metadata-log": []any{},
+	}
+	if main, ok := h.refs["main"]; ok {
+		doc["current-snapshot-id"] = main.id
+	}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := table.ParseMetadataBytes(raw)
+	if err != nil {
+		t.Fatalf("generated metadata does not parse: %v\n%s", err, raw)
+	}
+	return meta
+}
+
+func settings(minKeep int, maxAgeHours int) Settings {
+	return Settings{MinSnapshotsToKeep: minKeep, MaxSnapshotAge: time.Duration(maxAgeHours) * time.Hour, Mode: Conservative}
+}
+
+func decide(t *testing.T, h history, s Settings) Decision {
+	t.Helper()
+	d, err := Decide(h.build(t), s, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func expiredIDs(d Decision) []int64 {
+	ids := d.ExpireIDs()
+	slices.Sort(ids)
+	return ids
+}
+
+func check(t *testing.T, d Decision, want ...int64) {
+	t.Helper()
+	if got := expiredIDs(d); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+		t.Fatalf("expired %v, want %v (reasons %+v)", got, want, d.Expire)
+	}
+}
+
+func TestLinear(t *testing.T) {
+	// Ages 300h..0h; 120h max age, keep 1: everything older than 120h goes.
+	h := linear(300, 250, 200, 130, 100, 50, 0)
+	check(t, decide(t, h, settings(1, 120)), 1, 2, 3, 4)
+	// Keep 6: only the oldest is both old and beyond the count.
+	check(t, decide(t, h, settings(6, 120)), 1)
+	// Keep 7 = all snapshots: nothing goes.
+	check(t, decide(t, h, settings(7, 120)))
+	// All young: nothing goes, whatever the count.
+	check(t, decide(t, linear(5, 4, 3, 2, 1), settings(1, 120)))
+}
+
+func TestExactlyMinSnapshots(t *testing.T) {
+	h := linear(500, 400, 300)
+	check(t, decide(t, h, settings(3, 1)))
+	check(t, decide(t, h, settings(2, 1)), 1)
+}
+
+func TestCurrentNeverExpires(t *testing.T) {
+	h := linear(1000, 900)
+	d := decide(t, h, settings(1, 1))
+	check(t, d, 1)
+	if d.Kept[2] != KeptRefHead {
+		t.Fatalf("current kept by %q", d.Kept[2])
+	}
+}
+
+func TestRollback(t *testing.T) {
+	// 1 <- 2 <- 3, then a rollback to 2 and a new commit 4 on it: 3 is off
+	// the current lineage and expires by age alone.
+	h := history{refs: map[string]href{"main": {id: 4}}, props: map[string]string{},
+		snaps: []hsnap{{1, 0, 400}, {2, 1, 300}, {3, 2, 200}, {4, 2, 10}}}
+	check(t, decide(t, h, settings(1, 250)), 1, 2)
+	check(t, decide(t, h, settings(1, 150)), 1, 2, 3)
+	// With a young orphan, it is kept by the unreferenced-age rule.
+	h.snaps[2].ageHours = 20
+	d := decide(t, h, settings(1, 150))
+	check(t, d, 1, 2)
+	if d.Kept[3] != KeptUnrefAge {
+		t.Fatalf("orphan kept by %q", d.Kept[3])
+	}
+}
+
+func TestBranchOwnRetention(t *testing.T) {
+	// main: 1..4; branch "audit" forks at 2 with 5, 6 and keeps 3 snapshots
+	// forever (its own max age is huge).
+	h := history{props: map[string]string{},
+		snaps: []hsnap{{1, 0, 500}, {2, 1, 400}, {3, 2, 300}, {4, 3, 1}, {5, 2, 350}, {6, 5, 320}},
+		refs: map[string]href{"main": {id: 4},
+			"audit": {id: 6, minKeep: ptr(3), maxAgeMs: ptr(int64(1))}}}
+	// main alone would expire 1, 2, 3; audit keeps 6, 5, 2 by count.
+	d := decide(t, h, settings(1, 100))
+	check(t, d, 1, 3)
+	if d.Kept[2] != KeptMinCount || d.Kept[6] != KeptRefHead {
+		t.Fatalf("kept %v", d.Kept)
+	}
+	// A branch without its own retention uses the settings.
+	h.refs["audit"] = href{id: 6}
+	check(t, decide(t, h, settings(1, 100)), 1, 2, 3, 5)
+}
+
+func TestTags(t *testing.T) {
+	h := linear(900, 800, 700, 1)
+	h.refs["release-1"] = href{id: 2, tag: true}
+	d := decide(t, h, settings(1, 24))
+	check(t, d, 1, 3)
+	if d.Kept[2] != KeptRefHead {
+		t.Fatalf("tagged snapshot kept by %q", d.Kept[2])
+	}
+}
+
+func TestRefsPastMaxAge(t *testing.T) {
+	h := linear(900, 800, 700, 1)
+	h.refs["old-tag"] = href{id: 2, tag: true, maxRefMs: ptr(int64(24 * time.Hour / time.Millisecond))}
+	h.refs["young-tag"] = href{id: 3, tag: true, maxRefMs: ptr(int64(2000 * time.Hour / time.Millisecond))}
+	d := decide(t, h, settings(1, 24))
+	check(t, d, 1, 2)
+	if len(d.RemoveRefs) != 1 || d.RemoveRefs[0].Name != "old-tag" {
+		t.Fatalf("removed refs %+v", d.RemoveRefs)
+	}
+	// The table-wide default applies to refs without their own.
+	h.refs["young-tag"] = href{id: 3, tag: true}
+	h.props[PropMaxRefAgeMs] = fmt.Sprint(int64(100 * time.Hour / time.Millisecond))
+	d = decide(t, h, settings(1, 24))
+	check(t, d, 1, 2, 3)
+	if len(d.RemoveRefs) != 2 {
+		t.Fatalf("removed refs %+v", d.RemoveRefs)
+	}
+	// main never ages out.
+	h = linear(10000)
+	h.props[PropMaxRefAgeMs] = "1"
+	if d := decide(t, h, settings(1, 1)); len(d.RemoveRefs) != 0 {
+		t.Fatalf("main removed: %+v", d.RemoveRefs)
+	}
+}
+
+func TestTableProperties(t *testing.T) {
+	h := linear(300, 250, 200, 130, 100, 50, 0)
+	// Stricter (keeps more) table properties win in conservative mode.
+	h.props[PropMinSnapshotsToKeep] = "5"
+	d := decide(t, h, settings(1, 120))
+	check(t, d, 1, 2)
+	if d.Applied.MinSnapshotsToKeep != 5 || d.Applied.MinSnapshotsToKeepSource != "table property" {
+		t.Fatalf("applied %+v", d.Applied)
+	}
+	h.props[PropMaxSnapshotAgeMs] = fmt.Sprint(int64(260 * time.Hour / time.Millisecond))
+	check(t, decide(t, h, settings(1, 120)), 1)
+	// Looser (keeps less) table properties lose to the settings.
+	h.props = map[string]string{PropMinSnapshotsToKeep: "1", PropMaxSnapshotAgeMs: "1"}
+	d = decide(t, h, settings(3, 120))
+	check(t, d, 1, 2, 3, 4)
+	if d.Applied.MinSnapshotsToKeepSource != "setting" || d.Applied.MaxSnapshotAgeSource != "setting" {
+		t.Fatalf("applied %+v", d.Applied)
+	}
+}
+
+func TestStrictMode(t *testing.T) {
+	strict := settings(1, 120)
+	strict.Mode = Strict
+	h := linear(300, 1)
+	h.props[PropMaxSnapshotAgeMs] = fmt.Sprint(int64(500 * time.Hour / time.Millisecond))
+	if _, err := Decide(h.build(t), strict, now); !errors.Is(err, ErrStrictConflict) || !strings.Contains(err.Error(), MsgPropsConflict) {
+		t.Fatalf("strict with conservative props: %v", err)
+	}
+	// Looser properties are no conflict.
+	h.props[PropMaxSnapshotAgeMs] = "1"
+	if d, err := Decide(h.build(t), strict, now); err != nil || len(d.Expire) != 1 {
+		t.Fatalf("strict with loose props: %v %v", d, err)
+	}
+	h = linear(300, 1)
+	h.refs["tag"] = href{id: 1, tag: true}
+	if _, err := Decide(h.build(t), strict, now); !strings.Contains(fmt.Sprint(err), MsgRefsNotAllowed) {
+		t.Fatalf("strict with refs: %v", err)
+	}
+}
+
+func TestGCDisabledAndBadProperties(t *testing.T) {
+	h := linear(300, 1)
+	h.props[PropGCEnabled] = "false"
+	if _, err := Decide(h.build(t), settings(1, 1), now); !errors.Is(err, ErrGCDisabled) || err.Error() != MsgGCDisabled {
+		t.Fatalf("gc.enabled=false: %v", err)
+	}
+	h.props = map[string]string{PropMinSnapshotsToKeep: "lots"}
+	if _, err := Decide(h.build(t), settings(1, 1), now); !errors.Is(err, ErrBadProperty) || !strings.Contains(err.Error(), "lots") {
+		t.Fatalf("bad property: %v", err)
+	}
+}
+
+func TestLaterNowExpiresMore(t *testing.T) {
+	h := linear(300, 200, 100, 50, 0)
+	meta := h.build(t)
+	prev := -1
+	for _, later := range []time.Duration{0, 24 * time.Hour, 100 * time.Hour, 1000 * time.Hour} {
+		d, err := Decide(meta, settings(1, 120), now.Add(later))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Expire) < prev {
+			t.Fatalf("now+%v expired %d < %d", later, len(d.Expire), prev)
+		}
+		prev = len(d.Expire)
+	}
+	if prev != 4 {
+		t.Fatalf("far future expired %d, want all but the current (4)", prev)
+	}
+}
+
+// A generated sweep: over random histories, the invariants hold whatever
+// the settings: heads of retained refs are kept, the current snapshot is
+// kept, the newest minKeep of main are kept, nothing younger than the max
+// age on main's lineage goes.
+func TestInvariantsOverGeneratedHistories(t *testing.T) {
+	for seed := int64(1); seed <= 200; seed++ {
+		h := generate(seed)
+		meta := h.build(t)
+		for _, s := range []Settings{settings(1, 1), settings(3, 48), settings(10, 500)} {
+			d, err := Decide(meta, s, now)
+			if err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			gone := map[int64]bool{}
+			for _, e := range d.Expire {
+				gone[e.SnapshotID] = true
+			}
+			removed := map[string]bool{}
+			for _, r := range d.RemoveRefs {
+				removed[r.Name] = true
+			}
+			for name, r := range h.refs {
+				if !removed[name] && gone[r.id] {
+					t.Fatalf("seed %d: head %d of retained ref %s expired", seed, r.id, name)
+				}
+			}
+			lookup := func(id int64) *table.Snapshot { return meta.SnapshotByID(id) }
+			for i, snap := range table.AncestorsOf(h.refs["main"].id, lookup) {
+				young := now.UnixMilli()-snap.TimestampMs <= s.MaxSnapshotAge.Milliseconds()
+				if gone[snap.SnapshotID] && (i < s.MinSnapshotsToKeep || young) {
+					t.Fatalf("seed %d settings %+v: main's #%d (%d) expired", seed, s, i, snap.SnapshotID)
+				}
+			}
+			if len(d.Kept)+len(d.Expire) != len(h.snaps) {
+				t.Fatalf("seed %d: %d kept + %d expired != %d snapshots", seed, len(d.Kept), len(d.Expire), len(h.snaps))
+			}
+		}
+	}
+}
+
+// generate makes a random history: a main lineage with rollbacks, a
+// branch or two with their own retention, and tags.
+func generate(seed int64) history {
+	r := seed
+	next := func(n int64) int64 {
+		r = (r*6364136223846793005 + 1442695040888963407) & (1<<62 - 1)
+		return (r >> 20) % n
+	}
+	h := history{refs: map[string]href{}, props: map[string]string{}}
+	n := 5 + next(30)
+	age := float64(1000)
+	var heads []int64
+	var mainHead int64
+	for id := int64(1); id <= n; id++ {
+		parent := mainHead
+		if mainHead != 0 && next(6) == 0 {
+			parent = heads[next(int64(len(heads)))] // a rollback or a fork
+		}
+		age -= float64(1 + next(40))
+		if age < 0 {
+			age = 0
+		}
+		h.snaps = append(h.snaps, hsnap{id: id, parent: parent, ageHours: age})
+		heads = append(heads, id)
+		mainHead = id
+	}
+	h.refs["main"] = href{id: mainHead}
+	if next(2) == 0 {
+		h.refs["branch-a"] = href{id: heads[next(int64(len(heads)))], minKeep: ptr(int(1 + next(4)))}
+	}
+	if next(2) == 0 {
+		h.refs["tag-a"] = href{id: heads[next(int64(len(heads)))], tag: true}
+	}
+	return h
+}
