@@ -73,6 +73,11 @@ type Bucket struct {
 	Catalog map[string]string `yaml:"catalog"`
 	// Maintenance holds this bucket's defaults for the three job types.
 	Maintenance Maintenance `yaml:"maintenance"`
+	// TableRetentionProperties says how a table's history.expire.*
+	// properties and ref retention combine with icebergSnapshotManagement's
+	// settings: "conservative" (default) keeps whichever keeps more;
+	// "strict" fails such tables with S3 Tables' message, as S3 Tables does.
+	TableRetentionProperties string `yaml:"tableRetentionProperties"`
 	// Namespaces and Tables filter what icekeeper maintains, by glob.
 	Namespaces Filter `yaml:"namespaces"`
 	Tables     Filter `yaml:"tables"`

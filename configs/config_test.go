@@ -106,6 +106,7 @@ buckets:
 		{"bad state", "state: mysql://x\n", `state: scheme "mysql" is not sqlite or postgres`},
 		{"bad listen", base + "listen: 8080\n", `listen: "8080" is not a host:port address`},
 		{"bad schedule", base + "schedules: {icebergCompaction: every hour}\n", `schedules.icebergCompaction: "every hour" is not a cron expression`},
+		{"bad retention mode", base + "    tableRetentionProperties: lenient\n", `buckets[0].tableRetentionProperties: "lenient" is not conservative or strict`},
 		{"bad filter", base + "    tables: {include: ['[']}\n", `buckets[0].tables: pattern "["`},
 		{"unset env", base + "    catalog: {type: sql, uri: '${NOPE}'}\n", "environment variable NOPE is not set"},
 		{"list expected", "state: sqlite://s.db\nbuckets: {a: b}\n", "buckets: must be a list, found a mapping"},

@@ -41,8 +41,12 @@ func Embedded(home string) *Config {
 			ARN:         LocalBucketARN,
 			CatalogName: parsed.Name,
 			Catalog: map[string]string{
-				"type":        "sql",
-				"uri":         "file:" + filepath.Join(home, "catalog.db"),
+				"type": "sql",
+				// Immediate transactions: the SQL catalog reads then writes
+				// in one transaction, and a deferred one cannot upgrade its
+				// lock while another connection writes (SQLITE_BUSY without
+				// waiting); immediate ones wait on busy_timeout instead.
+				"uri":         "file:" + filepath.Join(home, "catalog.db") + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate",
 				"sql.driver":  "sqlite",
 				"sql.dialect": "sqlite",
 				"warehouse":   "file://" + filepath.Join(home, "warehouse"),

@@ -70,6 +70,13 @@ func (c *Config) finish() error {
 		if (typ == "sql" || typ == "rest") && b.Catalog["uri"] == "" {
 			return errf(p+".catalog.uri", "is required for a %s catalog", typ)
 		}
+		switch b.TableRetentionProperties {
+		case "":
+			b.TableRetentionProperties = "conservative"
+		case "conservative", "strict":
+		default:
+			return errf(p+".tableRetentionProperties", "%q is not conservative or strict", b.TableRetentionProperties)
+		}
 		for _, t := range maintenance.JobTypes {
 			if err := b.Maintenance.For(t).Validate(t); err != nil {
 				fes := maintenance.FieldErrors(err)

@@ -52,7 +52,8 @@ const (
 // Sentinel errors of Decide.
 var (
 	ErrGCDisabled     = errors.New(MsgGCDisabled)
-	ErrStrictConflict = errors.New("strict S3 Tables retention")
+	ErrPropsConflict  = errors.New(MsgPropsConflict)  // strict mode only
+	ErrRefsNotAllowed = errors.New(MsgRefsNotAllowed) // strict mode only
 	ErrBadProperty    = errors.New("invalid retention property")
 )
 
@@ -160,11 +161,11 @@ func Decide(meta table.Metadata, s Settings, now time.Time) (Decision, error) {
 		// S3 Tables refuses tables whose own retention asks for more than
 		// the maintenance settings, and tables with user-defined refs.
 		if (hasPropMin && propMin > minKeep) || (hasPropAge && propAge > maxAgeMs) {
-			return Decision{}, fmt.Errorf("%w: %s", ErrStrictConflict, MsgPropsConflict)
+			return Decision{}, ErrPropsConflict
 		}
 		for name := range meta.Refs() {
 			if name != table.MainBranch {
-				return Decision{}, fmt.Errorf("%w: %s", ErrStrictConflict, MsgRefsNotAllowed)
+				return Decision{}, ErrRefsNotAllowed
 			}
 		}
 	} else {
@@ -203,7 +204,7 @@ func Decide(meta table.Metadata, s Settings, now time.Time) (Decision, error) {
 	}
 	slices.Sort(names)
 
-	onBranch := map[int64]bool{} // ancestors of retained branches, tagged snapshots
+	onBranch := map[int64]string{} // ancestors of retained branches and tagged snapshots → first ref
 	for _, name := range names {
 		ref := refs[name]
 		head := meta.SnapshotByID(ref.SnapshotID)
@@ -222,7 +223,9 @@ func Decide(meta table.Metadata, s Settings, now time.Time) (Decision, error) {
 			}
 		}
 		keep(head.SnapshotID, KeptRefHead)
-		onBranch[head.SnapshotID] = true
+		if onBranch[head.SnapshotID] == "" {
+			onBranch[head.SnapshotID] = name
+		}
 		if ref.SnapshotRefType != table.BranchRef {
 			continue
 		}
@@ -243,7 +246,9 @@ func Decide(meta table.Metadata, s Settings, now time.Time) (Decision, error) {
 		}
 		retaining := true
 		for i, snap := range table.AncestorsOf(ref.SnapshotID, lookup) {
-			onBranch[snap.SnapshotID] = true
+			if onBranch[snap.SnapshotID] == "" {
+				onBranch[snap.SnapshotID] = name
+			}
 			if !retaining {
 				continue
 			}
@@ -265,12 +270,13 @@ func Decide(meta table.Metadata, s Settings, now time.Time) (Decision, error) {
 			continue
 		}
 		age := nowMs - snap.TimestampMs
-		if !onBranch[snap.SnapshotID] && age <= maxAgeMs {
+		branch := onBranch[snap.SnapshotID]
+		if branch == "" && age <= maxAgeMs {
 			keep(snap.SnapshotID, KeptUnrefAge)
 			continue
 		}
-		reason := fmt.Sprintf("on a branch, %s old and beyond the %d most recent", hours(age), minKeep)
-		if !onBranch[snap.SnapshotID] {
+		reason := fmt.Sprintf("on branch %s, %s old and beyond its retention", branch, hours(age))
+		if branch == "" {
 			reason = fmt.Sprintf("on no branch or tag and %s old (max %s)", hours(age), hours(maxAgeMs))
 		}
 		d.Expire = append(d.Expire, Expired{SnapshotID: snap.SnapshotID, Timestamp: time.UnixMilli(snap.TimestampMs).UTC(), Reason: reason})

@@ -249,7 +249,7 @@ func TestStrictMode(t *testing.T) {
 	strict.Mode = Strict
 	h := linear(300, 1)
 	h.props[PropMaxSnapshotAgeMs] = fmt.Sprint(int64(500 * time.Hour / time.Millisecond))
-	if _, err := Decide(h.build(t), strict, now); !errors.Is(err, ErrStrictConflict) || !strings.Contains(err.Error(), MsgPropsConflict) {
+	if _, err := Decide(h.build(t), strict, now); !errors.Is(err, ErrPropsConflict) || err.Error() != MsgPropsConflict {
 		t.Fatalf("strict with conservative props: %v", err)
 	}
 	// Looser properties are no conflict.
@@ -259,7 +259,7 @@ func TestStrictMode(t *testing.T) {
 	}
 	h = linear(300, 1)
 	h.refs["tag"] = href{id: 1, tag: true}
-	if _, err := Decide(h.build(t), strict, now); !strings.Contains(fmt.Sprint(err), MsgRefsNotAllowed) {
+	if _, err := Decide(h.build(t), strict, now); !errors.Is(err, ErrRefsNotAllowed) {
 		t.Fatalf("strict with refs: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -48,13 +49,8 @@ func Of(ctx context.Context, tbl *table.Table, targetMB int, now time.Time) (Hea
 	if err != nil {
 		return h, fmt.Errorf("open file system of %s: %w", tbl.Location(), err)
 	}
-	if f, err := fs.Open(tbl.MetadataLocation()); err == nil {
-		if st, err := f.Stat(); err == nil {
-			h.MetadataBytes = st.Size()
-		}
-		f.Close()
-	} else {
-		return h, fmt.Errorf("open metadata %s: %w", tbl.MetadataLocation(), err)
+	if h.MetadataBytes, err = MetadataBytes(fs, tbl.MetadataLocation()); err != nil {
+		return h, err
 	}
 	cur := tbl.CurrentSnapshot()
 	if cur == nil {
@@ -85,4 +81,18 @@ func Of(ctx context.Context, tbl *table.Table, targetMB int, now time.Time) (Hea
 		}
 	}
 	return h, nil
+}
+
+// MetadataBytes returns the size of the metadata file at loc.
+func MetadataBytes(fs icebergio.IO, loc string) (int64, error) {
+	f, err := fs.Open(loc)
+	if err != nil {
+		return 0, fmt.Errorf("open metadata %s: %w", loc, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("stat metadata %s: %w", loc, err)
+	}
+	return st.Size(), nil
 }

@@ -43,7 +43,7 @@ func Open(ctx context.Context, dsn string) (Store, error) {
 		if err := os.MkdirAll(filepath.Dir(rest), 0o755); err != nil {
 			return nil, fmt.Errorf("open state store: %w", err)
 		}
-		db, err := sql.Open("sqlite", "file:"+rest+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+		db, err := sql.Open("sqlite", "file:"+rest+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
 		if err != nil {
 			return nil, fmt.Errorf("open state store %s: %w", rest, err)
 		}

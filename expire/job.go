@@ -1,0 +1,182 @@
+package expire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/internal/health"
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/jobs"
+)
+
+// Job is icebergSnapshotManagement. Expiration changes metadata only, like
+// S3 Tables: files that only expired snapshots referenced become
+// unreferenced and are left to icebergUnreferencedFileRemoval.
+type Job struct {
+	// MaxAttempts bounds commits when concurrent writers keep moving the
+	// table (default 5); Backoff is the first wait between them, doubled
+	// each time (default 100ms).
+	MaxAttempts int
+	Backoff     time.Duration
+
+	// beforeCommit, when set (tests only), runs between decision and commit.
+	beforeCommit func(attempt int)
+}
+
+// Type implements jobs.Job.
+func (j *Job) Type() maintenance.JobType { return maintenance.SnapshotManagement }
+
+// Figures is what a run reports and records.
+type Figures struct {
+	Now                 time.Time `json:"now"`
+	SnapshotsBefore     int       `json:"snapshotsBefore"`
+	SnapshotsExpired    int       `json:"snapshotsExpired"`
+	SnapshotsKept       int       `json:"snapshotsKept"`
+	RefsRemoved         int       `json:"refsRemoved"`
+	Decision            Decision  `json:"decision"`
+	MetadataBytesBefore int64     `json:"metadataBytesBefore"`
+	MetadataBytesAfter  int64     `json:"metadataBytesAfter,omitempty"`
+	CommitAttempts      int       `json:"commitAttempts"`
+	DurationMs          int64     `json:"durationMs"`
+}
+
+// Text is the readable form `icekeeper run` prints.
+func (f *Figures) Text() string {
+	var b strings.Builder
+	a := f.Decision.Applied
+	fmt.Fprintf(&b, "  %d of %d snapshots expire, %d refs removed (keep %d [%s], max age %.0fh [%s], %s mode, now %s)\n",
+		f.SnapshotsExpired, f.SnapshotsBefore, f.RefsRemoved, a.MinSnapshotsToKeep, a.MinSnapshotsToKeepSource,
+		a.MaxSnapshotAgeHours, a.MaxSnapshotAgeSource, a.Mode, f.Now.Format(time.RFC3339))
+	for _, r := range f.Decision.RemoveRefs {
+		fmt.Fprintf(&b, "  remove %s %s: %s\n", r.Type, r.Name, r.Reason)
+	}
+	for _, e := range f.Decision.Expire {
+		fmt.Fprintf(&b, "  expire %d (%s): %s\n", e.SnapshotID, e.Timestamp.Format(time.RFC3339), e.Reason)
+	}
+	for _, r := range []Rule{KeptRefHead, KeptMinCount, KeptBranchAge, KeptUnrefAge} {
+		if n := f.Decision.KeptByRule[r]; n > 0 {
+			fmt.Fprintf(&b, "  keep %d by %s\n", n, r)
+		}
+	}
+	if f.MetadataBytesAfter > 0 {
+		fmt.Fprintf(&b, "  metadata %d → %d bytes, %d commit attempt(s), %d ms", f.MetadataBytesBefore, f.MetadataBytesAfter, f.CommitAttempts, f.DurationMs)
+	} else {
+		fmt.Fprintf(&b, "  metadata %d bytes, %d ms", f.MetadataBytesBefore, f.DurationMs)
+	}
+	return b.String()
+}
+
+// Run implements jobs.Job: load, decide, commit; on a conflicting
+// concurrent commit, reload and decide again, up to MaxAttempts.
+func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, opts jobs.Options) (jobs.Outcome, error) {
+	start := time.Now()
+	s := Settings{
+		MinSnapshotsToKeep: *cfg.SnapshotManagement.MinSnapshotsToKeep,
+		MaxSnapshotAge:     time.Duration(*cfg.SnapshotManagement.MaxSnapshotAgeHours) * time.Hour,
+		Mode:               Mode(t.Bucket.Config.TableRetentionProperties),
+	}
+	if s.Mode == "" {
+		s.Mode = Conservative
+	}
+	maxAttempts, backoff := j.MaxAttempts, j.Backoff
+	if maxAttempts <= 0 {
+		maxAttempts = 5
+	}
+	if backoff <= 0 {
+		backoff = 100 * time.Millisecond
+	}
+	cat, err := t.Bucket.Catalog(ctx)
+	if err != nil {
+		return jobs.Outcome{}, err
+	}
+	fig := &Figures{Now: opts.Now.UTC()}
+	for attempt := 1; ; attempt++ {
+		tbl, err := t.Bucket.LoadTable(ctx, t.Table)
+		if err != nil {
+			return jobs.Outcome{Figures: fig}, err
+		}
+		fs, err := tbl.FS(ctx)
+		if err != nil {
+			return jobs.Outcome{Figures: fig}, fmt.Errorf("open file system of %s: %w", tbl.Location(), err)
+		}
+		if fig.MetadataBytesBefore, err = health.MetadataBytes(fs, tbl.MetadataLocation()); err != nil {
+			return jobs.Outcome{Figures: fig}, err
+		}
+		meta := tbl.Metadata()
+		d, err := Decide(meta, s, opts.Now)
+		if err != nil {
+			return jobs.Outcome{Figures: fig}, err
+		}
+		fig.Decision = d
+		fig.SnapshotsBefore = len(meta.Snapshots())
+		fig.SnapshotsExpired, fig.RefsRemoved = len(d.Expire), len(d.RemoveRefs)
+		fig.SnapshotsKept = fig.SnapshotsBefore - fig.SnapshotsExpired
+		fig.DurationMs = time.Since(start).Milliseconds()
+		if opts.DryRun || d.Empty() {
+			return jobs.Outcome{Figures: fig}, nil
+		}
+
+		if j.beforeCommit != nil {
+			j.beforeCommit(attempt)
+		}
+		fig.CommitAttempts = attempt
+		reqs, updates := commitOf(meta, d)
+		_, newLoc, err := cat.CommitTable(ctx, tbl.Identifier(), reqs, updates)
+		if err == nil {
+			if fig.MetadataBytesAfter, err = health.MetadataBytes(fs, newLoc); err != nil {
+				return jobs.Outcome{Figures: fig}, err
+			}
+			fig.DurationMs = time.Since(start).Milliseconds()
+			return jobs.Outcome{Figures: fig}, nil
+		}
+		// Whatever the catalog's error type, a table that moved since we
+		// loaded it is a conflict: decide again on the new state.
+		moved, rerr := j.moved(ctx, t, tbl)
+		if rerr != nil || !moved {
+			return jobs.Outcome{Figures: fig}, fmt.Errorf("commit snapshot expiration of %s: %w", tbl.Identifier(), err)
+		}
+		if attempt >= maxAttempts {
+			return jobs.Outcome{Figures: fig}, errors.New(MsgStaleMetadata)
+		}
+		select {
+		case <-time.After(backoff << (attempt - 1)):
+		case <-ctx.Done():
+			return jobs.Outcome{Figures: fig}, ctx.Err()
+		}
+	}
+}
+
+func (j *Job) moved(ctx context.Context, t jobs.Target, before *table.Table) (bool, error) {
+	now, err := t.Bucket.LoadTable(ctx, t.Table)
+	if err != nil {
+		return false, err
+	}
+	return now.MetadataLocation() != before.MetadataLocation(), nil
+}
+
+// commitOf turns a decision into catalog updates, guarded by requirements
+// that every ref still points where it pointed when we decided, so a
+// concurrent commit to any ref makes the commit fail instead of expiring
+// what the new state may need.
+func commitOf(meta table.Metadata, d Decision) ([]table.Requirement, []table.Update) {
+	reqs := []table.Requirement{table.AssertTableUUID(meta.TableUUID())}
+	for name, ref := range meta.Refs() {
+		id := ref.SnapshotID
+		reqs = append(reqs, table.AssertRefSnapshotID(name, &id))
+	}
+	var updates []table.Update
+	for _, r := range d.RemoveRefs {
+		updates = append(updates, table.NewRemoveSnapshotRefUpdate(r.Name))
+	}
+	if ids := d.ExpireIDs(); len(ids) > 0 {
+		// postCommit false: metadata only; files are for unreferenced
+		// file removal, which re-checks every reference before deleting.
+		updates = append(updates, table.NewRemoveSnapshotsUpdate(ids, false))
+	}
+	return reqs, updates
+}

@@ -1,0 +1,326 @@
+package expire
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/demo"
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/tablecheck"
+	"github.com/icekeeper/icekeeper/jobs"
+)
+
+// fixture is the demo table in a fresh embedded home, with a runner.
+type fixture struct {
+	t      *testing.T
+	ctx    context.Context
+	b      *bucket.Bucket
+	id     bucket.TableID
+	store  state.Store
+	runner *jobs.Runner
+	job    *Job
+}
+
+func newFixture(t *testing.T, appends int) *fixture {
+	ctx := context.Background()
+	home := t.TempDir()
+	reg := bucket.New(configs.Embedded(home))
+	t.Cleanup(reg.Close)
+	b, _ := reg.Bucket("local")
+	if _, err := demo.Create(ctx, b, demo.Options{Appends: appends}); err != nil {
+		t.Fatal(err)
+	}
+	store, err := state.Open(ctx, "sqlite://"+filepath.Join(home, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	job := &Job{Backoff: time.Millisecond}
+	return &fixture{t: t, ctx: ctx, b: b, id: bucket.TableID{Namespace: []string{demo.Namespace}, Name: demo.Table}, store: store, job: job,
+		runner: &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.SnapshotManagement: job}}}
+}
+
+func (f *fixture) load() *table.Table {
+	f.t.Helper()
+	tbl, err := f.b.LoadTable(f.ctx, f.id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return tbl
+}
+
+func (f *fixture) run(opts jobs.Options) (jobs.Outcome, *Figures) {
+	f.t.Helper()
+	out, err := f.runner.Run(f.ctx, jobs.Target{Bucket: f.b, Table: f.id}, maintenance.SnapshotManagement, "test", opts)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	fig, _ := out.Figures.(*Figures)
+	return out, fig
+}
+
+// appendRows commits n rows, retrying on conflicts like a streaming writer.
+func (f *fixture) appendRows(n int) error {
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "event_id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+	}, nil)
+	for attempt := 0; attempt < 50; attempt++ {
+		tbl, err := f.b.LoadTable(f.ctx, f.id)
+		if err != nil {
+			return err
+		}
+		bld := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+		for i := 0; i < n; i++ {
+			bld.Field(0).(*array.Int64Builder).Append(int64(1_000_000 + i))
+			bld.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(time.Now().UnixMicro()))
+		}
+		rec := bld.NewRecordBatch()
+		bld.Release()
+		rdr, _ := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
+		_, err = tbl.Append(f.ctx, rdr, nil)
+		rdr.Release()
+		rec.Release()
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, table.ErrCommitFailed) && !strings.Contains(err.Error(), "requirement failed") {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return errors.New("writer gave up")
+}
+
+// Expiring the demo's old snapshots keeps every kept snapshot's rows
+// exactly, the current rows exactly, and records the run.
+func TestDemoExpiration(t *testing.T) {
+	f := newFixture(t, 30)
+	before := f.load()
+	out, dry := f.run(jobs.Options{DryRun: true})
+	if out.Status != state.Successful || dry.SnapshotsExpired == 0 || dry.SnapshotsKept == 0 {
+		t.Fatalf("dry run: %+v %+v", out, dry)
+	}
+	if after := f.load(); after.MetadataLocation() != before.MetadataLocation() {
+		t.Fatal("dry run changed the table")
+	}
+	if runs, _ := f.store.Runs(f.ctx, jobs.Target{Bucket: f.b, Table: f.id}.Key(), maintenance.SnapshotManagement, 10); len(runs) != 0 {
+		t.Fatalf("dry run was recorded: %v", runs)
+	}
+	kept := map[int64]tablecheck.Fingerprint{}
+	for id := range dry.Decision.Kept {
+		fp, err := tablecheck.Rows(f.ctx, before, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept[id] = fp
+	}
+
+	out, fig := f.run(jobs.Options{})
+	if out.Status != state.Successful || fig.SnapshotsExpired != dry.SnapshotsExpired || fig.CommitAttempts != 1 {
+		t.Fatalf("run: %+v %+v", out, fig)
+	}
+	if fig.MetadataBytesAfter >= fig.MetadataBytesBefore {
+		t.Errorf("metadata grew: %d → %d", fig.MetadataBytesBefore, fig.MetadataBytesAfter)
+	}
+	after := f.load()
+	if got := len(after.Metadata().Snapshots()); got != len(kept) {
+		t.Fatalf("%d snapshots left, want %d", got, len(kept))
+	}
+	for id, want := range kept {
+		got, err := tablecheck.Rows(f.ctx, after, id)
+		if err != nil {
+			t.Fatalf("time travel to kept snapshot %d: %v", id, err)
+		}
+		if !got.Equal(want) {
+			t.Fatalf("snapshot %d: %v after, %v before", id, got, want)
+		}
+	}
+	for _, e := range dry.Decision.Expire {
+		if after.SnapshotByID(e.SnapshotID) != nil {
+			t.Fatalf("snapshot %d still there", e.SnapshotID)
+		}
+	}
+	last, err := f.store.LastRuns(f.ctx, jobs.Target{Bucket: f.b, Table: f.id}.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := last[maintenance.SnapshotManagement]
+	var rec Figures
+	if r.Status != state.Successful || json.Unmarshal(r.Metrics, &rec) != nil || rec.SnapshotsExpired != fig.SnapshotsExpired {
+		t.Fatalf("recorded run %+v", r)
+	}
+	// A second run has nothing left to do and changes nothing.
+	loc := after.MetadataLocation()
+	if out, fig := f.run(jobs.Options{}); out.Status != state.Successful || fig.SnapshotsExpired != 0 || f.load().MetadataLocation() != loc {
+		t.Fatalf("second run: %+v %+v", out, fig)
+	}
+}
+
+func TestNowInFutureExpiresMore(t *testing.T) {
+	f := newFixture(t, 20)
+	_, now := f.run(jobs.Options{DryRun: true})
+	_, later := f.run(jobs.Options{DryRun: true, Now: time.Now().Add(60 * 24 * time.Hour)})
+	if later.SnapshotsExpired <= now.SnapshotsExpired || later.SnapshotsKept != 1 {
+		t.Fatalf("now: %d expired, +60d: %d expired, %d kept", now.SnapshotsExpired, later.SnapshotsExpired, later.SnapshotsKept)
+	}
+}
+
+func TestGCDisabled(t *testing.T) {
+	f := newFixture(t, 10)
+	tx := f.load().NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{"gc.enabled": "false"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	loc := f.load().MetadataLocation()
+	out, _ := f.run(jobs.Options{})
+	if out.Status != state.Failed || out.FailureMessage != MsgGCDisabled {
+		t.Fatalf("outcome %+v", out)
+	}
+	if f.load().MetadataLocation() != loc {
+		t.Fatal("table changed")
+	}
+}
+
+func TestDisabled(t *testing.T) {
+	f := newFixture(t, 10)
+	k := jobs.Target{Bucket: f.b, Table: f.id}.Key()
+	if err := f.store.PutTableConfig(f.ctx, k, maintenance.SnapshotManagement, maintenance.Config{Status: maintenance.Disabled}); err != nil {
+		t.Fatal(err)
+	}
+	loc := f.load().MetadataLocation()
+	if out, _ := f.run(jobs.Options{}); out.Status != state.Disabled || f.load().MetadataLocation() != loc {
+		t.Fatalf("disabled run: %+v", out)
+	}
+}
+
+// A writer commits between our decision and our commit: the commit must
+// fail, and the job must decide again on the new state and succeed.
+func TestConflictRetries(t *testing.T) {
+	f := newFixture(t, 20)
+	rowsBefore, err := tablecheck.Rows(f.ctx, f.load(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.job.beforeCommit = func(attempt int) {
+		if attempt == 1 {
+			if err := f.appendRows(7); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out, fig := f.run(jobs.Options{})
+	if out.Status != state.Successful || fig.CommitAttempts != 2 {
+		t.Fatalf("outcome %+v, figures %+v", out, fig)
+	}
+	rows, err := tablecheck.Rows(f.ctx, f.load(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows.Rows != rowsBefore.Rows+7 {
+		t.Fatalf("rows %d, want %d: the writer's commit was lost", rows.Rows, rowsBefore.Rows+7)
+	}
+
+	// A table that never holds still fails cleanly after MaxAttempts.
+	f2 := newFixture(t, 20)
+	f2.job.MaxAttempts = 3
+	f2.job.beforeCommit = func(int) {
+		if err := f2.appendRows(1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, fig = f2.run(jobs.Options{})
+	if out.Status != state.Failed || out.FailureMessage != MsgStaleMetadata || fig.CommitAttempts != 3 {
+		t.Fatalf("outcome %+v, figures %+v", out, fig)
+	}
+}
+
+// A streaming writer appends while expiration runs repeatedly: no append
+// is lost and every expiration run ends Successful or with S3 Tables'
+// stale-metadata message, never anything else.
+func TestConcurrentWriter(t *testing.T) {
+	f := newFixture(t, 20)
+	base, err := tablecheck.Rows(f.ctx, f.load(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var appended atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := f.appendRows(3); err != nil {
+				t.Error(err)
+				return
+			}
+			appended.Add(3)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	for i := 0; i < 5; i++ {
+		out, _ := f.run(jobs.Options{Now: time.Now().Add(time.Duration(i) * 24 * time.Hour)})
+		if out.Status != state.Successful && out.FailureMessage != MsgStaleMetadata {
+			t.Errorf("run %d: %+v", i, out)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	rows, err := tablecheck.Rows(f.ctx, f.load(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows.Rows != base.Rows+appended.Load() {
+		t.Fatalf("rows %d, want %d + %d", rows.Rows, base.Rows, appended.Load())
+	}
+}
+
+// Metadata that cannot be read fails the run naming the file; nothing changes.
+func TestUnreadableMetadata(t *testing.T) {
+	f := newFixture(t, 10)
+	loc := f.load().MetadataLocation()
+	path := strings.TrimPrefix(loc, "file://")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := f.run(jobs.Options{})
+	if out.Status != state.Failed || !strings.Contains(out.FailureMessage, "demo.events") {
+		t.Fatalf("outcome %+v", out)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f.load().MetadataLocation() != loc {
+		t.Fatal("table changed")
+	}
+}
