@@ -347,12 +347,14 @@ func backdate(ctx context.Context, b *bucket.Bucket, tbl *table.Table, start, no
 	if _, err := table.NewFromLocation(ctx, tbl.Identifier(), "file://"+next, func(context.Context) (icebergio.IO, error) { return fs, nil }, nil); err != nil {
 		return fmt.Errorf("backdated demo metadata does not load: %w", err)
 	}
-	return repoint(ctx, b, tbl.MetadataLocation(), "file://"+next)
+	return Repoint(ctx, b, table.Identifier{Namespace, Table}, tbl.MetadataLocation(), "file://"+next)
 }
 
-// repoint swaps the table's metadata pointer in the embedded SQLite catalog,
-// checking the old value like a catalog commit would.
-func repoint(ctx context.Context, b *bucket.Bucket, oldLoc, newLoc string) error {
+// Repoint swaps a table's metadata pointer in the embedded SQLite catalog,
+// checking the old value like a catalog commit would. The demo and test
+// fixtures use it to install metadata that writers cannot produce, such as
+// backdated or synthesised histories.
+func Repoint(ctx context.Context, b *bucket.Bucket, ident table.Identifier, oldLoc, newLoc string) error {
 	props := bucket.CatalogProperties(b.Config.Catalog)
 	if props["sql.driver"] != "sqlite" {
 		return errors.New("demo: the demo table can only be made in the embedded SQLite catalog")
@@ -364,7 +366,7 @@ func repoint(ctx context.Context, b *bucket.Bucket, oldLoc, newLoc string) error
 	defer db.Close()
 	res, err := db.ExecContext(ctx, `UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ?
 		WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? AND metadata_location = ?`,
-		newLoc, oldLoc, b.Config.CatalogName, Namespace, Table, oldLoc)
+		newLoc, oldLoc, b.Config.CatalogName, strings.Join(ident[:len(ident)-1], "."), ident[len(ident)-1], oldLoc)
 	if err != nil {
 		return fmt.Errorf("point catalog at backdated metadata: %w", err)
 	}
@@ -443,4 +445,23 @@ func localPath(loc string) string {
 		return u.Path
 	}
 	return loc
+}
+
+// AppendSample appends n generated demo rows to tbl (which must have the
+// demo schema) and returns the new table; fixtures and benchmarks use it.
+func AppendSample(ctx context.Context, tbl *table.Table, n int) (*table.Table, error) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	rows := make([]row, n)
+	day := time.Now().Truncate(24 * time.Hour)
+	for i := range rows {
+		rows[i] = randomRow(rng, int64(i+1), day)
+	}
+	rec := toRecord(rows)
+	defer rec.Release()
+	rdr, err := array.NewRecordReader(arrowSchema, []arrow.RecordBatch{rec})
+	if err != nil {
+		return nil, err
+	}
+	defer rdr.Release()
+	return tbl.Append(ctx, rdr, nil)
 }
