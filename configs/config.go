@@ -78,6 +78,14 @@ type Bucket struct {
 	// settings: "conservative" (default) keeps whichever keeps more;
 	// "strict" fails such tables with S3 Tables' message, as S3 Tables does.
 	TableRetentionProperties string `yaml:"tableRetentionProperties"`
+	// SchemeEquivalence lists groups of URI schemes that name the same
+	// storage (e.g. [[s3, s3a, s3n]]). Unreferenced file removal fails a
+	// table whose metadata names listed files through another scheme,
+	// unless the two are in one group here.
+	SchemeEquivalence [][]string `yaml:"schemeEquivalence"`
+	// MaxDeletesPerRun caps deletions of unreferenced file removal per
+	// table and run (default 100000), a safety valve.
+	MaxDeletesPerRun int `yaml:"maxDeletesPerRun"`
 	// Namespaces and Tables filter what icekeeper maintains, by glob.
 	Namespaces Filter `yaml:"namespaces"`
 	Tables     Filter `yaml:"tables"`

@@ -77,6 +77,19 @@ func (c *Config) finish() error {
 		default:
 			return errf(p+".tableRetentionProperties", "%q is not conservative or strict", b.TableRetentionProperties)
 		}
+		if b.MaxDeletesPerRun < 0 {
+			return errf(p+".maxDeletesPerRun", "%d is below the minimum 0 (0 means the default)", b.MaxDeletesPerRun)
+		}
+		for gi, g := range b.SchemeEquivalence {
+			if len(g) < 2 {
+				return errf(fmt.Sprintf("%s.schemeEquivalence[%d]", p, gi), "a group needs at least two schemes")
+			}
+			for _, sc := range g {
+				if sc == "" || strings.ContainsAny(sc, ":/ ") {
+					return errf(fmt.Sprintf("%s.schemeEquivalence[%d]", p, gi), "%q is not a URI scheme", sc)
+				}
+			}
+		}
 		for _, t := range maintenance.JobTypes {
 			if err := b.Maintenance.For(t).Validate(t); err != nil {
 				fes := maintenance.FieldErrors(err)

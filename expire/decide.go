@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/internal/maintenance"
 )
 
 // Table property keys that carry the table's own retention.
@@ -37,13 +39,11 @@ const (
 	PropMinSnapshotsToKeep = "history.expire.min-snapshots-to-keep"
 	PropMaxSnapshotAgeMs   = "history.expire.max-snapshot-age-ms"
 	PropMaxRefAgeMs        = "history.expire.max-ref-age-ms"
-	PropGCEnabled          = "gc.enabled"
 )
 
 // Failure messages in S3 Tables' words, so that scripts written against
 // S3 Tables recognise them.
 const (
-	MsgGCDisabled     = "Iceberg snapshot management and unreferenced file removal is not supported when the 'gc.enabled' table property is false. Ensure this property is unset or explicitly set to true."
 	MsgPropsConflict  = "Iceberg table maintenance configuration is incompatible with 'history.expire.max-snapshot-age-ms' and 'history.expire.min-snapshots-to-keep' table properties."
 	MsgRefsNotAllowed = "Iceberg Snapshot management does not currently support user defined tags or references."
 	MsgStaleMetadata  = "Failed to commit because of out of date metadata. Maintenance will be retried at the next available opportunity."
@@ -51,7 +51,6 @@ const (
 
 // Sentinel errors of Decide.
 var (
-	ErrGCDisabled     = errors.New(MsgGCDisabled)
 	ErrPropsConflict  = errors.New(MsgPropsConflict)  // strict mode only
 	ErrRefsNotAllowed = errors.New(MsgRefsNotAllowed) // strict mode only
 	ErrBadProperty    = errors.New("invalid retention property")
@@ -133,10 +132,8 @@ func (d Decision) ExpireIDs() []int64 {
 // Decide decides which snapshots and refs of meta expire at now.
 func Decide(meta table.Metadata, s Settings, now time.Time) (Decision, error) {
 	props := meta.Properties()
-	if v, ok := props[PropGCEnabled]; ok {
-		if b, err := strconv.ParseBool(v); err == nil && !b {
-			return Decision{}, ErrGCDisabled
-		}
+	if err := maintenance.CheckGC(props); err != nil {
+		return Decision{}, err
 	}
 	propMin, hasPropMin, err := intProp(props, PropMinSnapshotsToKeep)
 	if err != nil {

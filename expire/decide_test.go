@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/internal/maintenance"
 )
 
 var now = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -266,8 +268,8 @@ func TestStrictMode(t *testing.T) {
 
 func TestGCDisabledAndBadProperties(t *testing.T) {
 	h := linear(300, 1)
-	h.props[PropGCEnabled] = "false"
-	if _, err := Decide(h.build(t), settings(1, 1), now); !errors.Is(err, ErrGCDisabled) || err.Error() != MsgGCDisabled {
+	h.props["gc.enabled"] = "false"
+	if _, err := Decide(h.build(t), settings(1, 1), now); !errors.Is(err, maintenance.ErrGCDisabled) || err.Error() != maintenance.GCDisabledMessage {
 		t.Fatalf("gc.enabled=false: %v", err)
 	}
 	h.props = map[string]string{PropMinSnapshotsToKeep: "lots"}

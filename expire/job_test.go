@@ -194,7 +194,7 @@ func TestGCDisabled(t *testing.T) {
 	}
 	loc := f.load().MetadataLocation()
 	out, _ := f.run(jobs.Options{})
-	if out.Status != state.Failed || out.FailureMessage != MsgGCDisabled {
+	if out.Status != state.Failed || out.FailureMessage != maintenance.GCDisabledMessage {
 		t.Fatalf("outcome %+v", out)
 	}
 	if f.load().MetadataLocation() != loc {

@@ -38,6 +38,7 @@ func (t Target) Key() state.TableKey {
 type Options struct {
 	DryRun bool
 	Now    time.Time // the run's clock; what-if previews set it
+	RunID  int64     // the recorded run's ID, set by the Runner (0 for dry runs)
 }
 
 // Outcome is a job's result. Figures is the job's own report, recorded as
@@ -76,7 +77,12 @@ func (r *Runner) Settings(ctx context.Context, t Target, typ maintenance.JobType
 	if err != nil {
 		return maintenance.Config{}, err
 	}
-	return maintenance.Resolve(typ, tableCfg[typ], bucketCfg[typ], t.Bucket.Config.Maintenance.For(typ)), nil
+	tableLayer := tableCfg[typ]
+	if typ == maintenance.UnreferencedFileRemoval {
+		// A bucket-level setting in S3 Tables: no per-table override.
+		tableLayer = maintenance.Config{}
+	}
+	return maintenance.Resolve(typ, tableLayer, bucketCfg[typ], t.Bucket.Config.Maintenance.For(typ)), nil
 }
 
 // Run runs job type typ on t. Dry runs are not recorded. The returned
@@ -99,6 +105,7 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 		if run.ID, err = r.Store.StartRun(ctx, run); err != nil {
 			return Outcome{}, err
 		}
+		opts.RunID = run.ID
 	}
 	var out Outcome
 	if settings.Status == maintenance.Disabled {

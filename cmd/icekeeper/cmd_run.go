@@ -10,8 +10,10 @@ import (
 
 	"github.com/icekeeper/icekeeper/expire"
 	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/progress"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/orphan"
 )
 
 // errJobFailed makes Main exit 1 after the outcome was printed.
@@ -58,10 +60,13 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	runner := &jobs.Runner{Store: w.store, Jobs: availableJobs(w), Logger: slog.New(slog.DiscardHandler)}
+	update, finish := progress.Bar(env.stderr, "running")
+	defer finish()
 	target := jobs.Target{Bucket: b, Table: id}
 	results := map[maintenance.JobType]any{}
 	failed := false
-	for _, t := range types {
+	for i, t := range types {
+		update(i, len(types))
 		out, err := runner.Run(ctx, target, t, "cli", jobs.Options{DryRun: *dryRun, Now: now})
 		if err != nil {
 			return err
@@ -110,6 +115,7 @@ func printOutcome(env *cliEnv, t maintenance.JobType, out jobs.Outcome, dryRun b
 // availableJobs lists the job types this build implements.
 func availableJobs(w *world) map[maintenance.JobType]jobs.Job {
 	return map[maintenance.JobType]jobs.Job{
-		maintenance.SnapshotManagement: &expire.Job{},
+		maintenance.SnapshotManagement:      &expire.Job{},
+		maintenance.UnreferencedFileRemoval: &orphan.Job{Store: w.store},
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/orphan"
 )
 
 // Exit codes.
@@ -45,6 +46,8 @@ var commands = []command{
 	{"serve", "run the daemon: scheduler and API", cmdServe},
 	{"run", "run maintenance on one table now", cmdRun},
 	{"tables", "list every table with its health", cmdTables},
+	{"noncurrent", "list a table's noncurrent (marked unreferenced) objects", cmdNoncurrent},
+	{"restore", "clear noncurrent marks so those objects are kept", cmdRestore},
 	{"demo", "create the embedded default's demo table", cmdDemo},
 	{"version", "print the version", cmdVersion},
 }
@@ -101,7 +104,8 @@ func isUsage(err error) bool {
 		errors.Is(err, configs.ErrInvalid) ||
 		errors.Is(err, bucket.ErrBadRef) ||
 		errors.Is(err, bucket.ErrUnknownBucket) ||
-		errors.Is(err, bucket.ErrNoSuchTable)
+		errors.Is(err, bucket.ErrNoSuchTable) ||
+		errors.Is(err, orphan.ErrNotMarked)
 }
 
 // oneLine folds a multi-line error (errors.Join, wrapped driver errors)

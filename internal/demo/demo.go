@@ -326,12 +326,15 @@ func backdate(ctx context.Context, b *bucket.Bucket, tbl *table.Table, start, no
 			}
 		}
 	}
-	if log, ok := meta["metadata-log"].([]any); ok {
-		for i, e := range log {
-			m := e.(map[string]any)
-			m["timestamp-ms"] = start.Add(span * time.Duration(i) / time.Duration(len(log)+1)).UnixMilli()
-		}
+	// The superseded current file joins the metadata log, as any commit
+	// would record it.
+	log, _ := meta["metadata-log"].([]any)
+	log = append(log, map[string]any{"metadata-file": tbl.MetadataLocation()})
+	for i, e := range log {
+		m := e.(map[string]any)
+		m["timestamp-ms"] = start.Add(span * time.Duration(i) / time.Duration(len(log)+1)).UnixMilli()
 	}
+	meta["metadata-log"] = log
 	meta["last-updated-ms"] = now.Add(-time.Hour).UnixMilli()
 	out, err := json.Marshal(meta)
 	if err != nil {
@@ -340,7 +343,7 @@ func backdate(ctx context.Context, b *bucket.Bucket, tbl *table.Table, start, no
 	// The rewritten file is a new metadata version; the old one stays in
 	// the metadata log like any superseded version.
 	dir := filepath.Dir(localPath(tbl.MetadataLocation()))
-	next := filepath.Join(dir, fmt.Sprintf("%05d-%s.metadata.json", len(meta["metadata-log"].([]any))+1, uuid.NewString()))
+	next := filepath.Join(dir, fmt.Sprintf("%05d-%s.metadata.json", len(log), uuid.NewString()))
 	if err := os.WriteFile(next, out, 0o644); err != nil {
 		return fmt.Errorf("write backdated demo metadata: %w", err)
 	}

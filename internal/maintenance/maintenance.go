@@ -9,6 +9,7 @@ package maintenance
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // JobType names a maintenance job exactly as S3 Tables does on the wire.
@@ -250,4 +251,20 @@ func Merge(t JobType, layers ...Config) Config {
 // Resolve merges layers over the built-in defaults, so every field is set.
 func Resolve(t JobType, layers ...Config) Config {
 	return Merge(t, append(layers, Defaults(t))...)
+}
+
+// GCDisabledMessage is S3 Tables' failure message for tables with
+// gc.enabled=false, on which every deleting job refuses to run.
+const GCDisabledMessage = "Iceberg snapshot management and unreferenced file removal is not supported when the 'gc.enabled' table property is false. Ensure this property is unset or explicitly set to true."
+
+// ErrGCDisabled is returned by jobs that refuse a table with gc.enabled=false.
+var ErrGCDisabled = errors.New(GCDisabledMessage)
+
+// CheckGC returns ErrGCDisabled when the table properties set gc.enabled
+// to false (any case, as Iceberg parses booleans).
+func CheckGC(props map[string]string) error {
+	if v, ok := props["gc.enabled"]; ok && strings.EqualFold(strings.TrimSpace(v), "false") {
+		return ErrGCDisabled
+	}
+	return nil
 }

@@ -300,14 +300,18 @@ func (s *sqlStore) Marks(ctx context.Context, t TableKey) ([]Mark, error) {
 	return out, rows.Err()
 }
 
+func (s *sqlStore) ClearMarks(ctx context.Context, t TableKey) (int, error) {
+	res, err := s.exec(ctx, `DELETE FROM noncurrent_marks WHERE bucket = ? AND namespace = ? AND name = ?`, t.Bucket, t.Namespace, t.Name)
+	if err != nil {
+		return 0, fmt.Errorf("clear noncurrent marks of %s: %w", t, err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
 func (s *sqlStore) DeleteMarks(ctx context.Context, t TableKey, paths []string) (int, error) {
-	if paths == nil {
-		res, err := s.exec(ctx, `DELETE FROM noncurrent_marks WHERE bucket = ? AND namespace = ? AND name = ?`, t.Bucket, t.Namespace, t.Name)
-		if err != nil {
-			return 0, fmt.Errorf("clear noncurrent marks of %s: %w", t, err)
-		}
-		n, _ := res.RowsAffected()
-		return int(n), nil
+	if len(paths) == 0 {
+		return 0, nil
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {

@@ -87,9 +87,11 @@ type Store interface {
 	PutMarks(ctx context.Context, marks []Mark) error
 	// Marks returns t's noncurrent marks ordered by path.
 	Marks(ctx context.Context, t TableKey) ([]Mark, error)
-	// DeleteMarks removes t's marks of the given paths (all when paths is
-	// nil) and returns how many were removed.
+	// DeleteMarks removes t's marks of the given paths and returns how
+	// many were removed; no paths removes nothing.
 	DeleteMarks(ctx context.Context, t TableKey, paths []string) (int, error)
+	// ClearMarks removes all of t's marks and returns how many there were.
+	ClearMarks(ctx context.Context, t TableKey) (int, error)
 
 	// AcquireLease takes or renews the named lease for holder until now+ttl.
 	// It fails (false, nil) while another holder's lease has not expired.

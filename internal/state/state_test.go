@@ -176,9 +176,12 @@ func testMarks(t *testing.T, s Store) {
 	if err != nil || n != 1 {
 		t.Fatalf("delete one = %d %v", n, err)
 	}
-	n, err = s.DeleteMarks(ctx, tbl, nil)
+	if n, err := s.DeleteMarks(ctx, tbl, nil); err != nil || n != 0 {
+		t.Fatalf("deleting no paths deleted %d: %v", n, err)
+	}
+	n, err = s.ClearMarks(ctx, tbl)
 	if err != nil || n != 1 {
-		t.Fatalf("delete all = %d %v", n, err)
+		t.Fatalf("clear = %d %v", n, err)
 	}
 	if other, _ := s.Marks(ctx, TableKey{tbl.Bucket, "demo", "other"}); len(other) != 1 {
 		t.Fatalf("other table's marks were touched: %v", other)

@@ -1,0 +1,87 @@
+package orphan
+
+import (
+	"time"
+
+	"github.com/icekeeper/icekeeper/internal/state"
+)
+
+// Rules are the removal settings, resolved.
+type Rules struct {
+	UnreferencedAge time.Duration // an unreferenced object older than this is marked noncurrent
+	NonCurrentAge   time.Duration // a mark older than this is deleted
+}
+
+// planner decides, object by object as the listing streams in, what
+// happens to each: it holds the existing marks, not the listing.
+type planner struct {
+	rules Rules
+	now   time.Time
+	refs  *refSet
+	marks map[string]state.Mark // existing marks by path
+	seen  map[string]bool       // marked paths seen in the listing
+
+	plan Plan
+}
+
+// Plan is the outcome of one pass over a table's objects.
+type Plan struct {
+	Listed       int   `json:"listed"`
+	ListedBytes  int64 `json:"listedBytes"`
+	Referenced   int   `json:"referenced"`
+	Unreferenced int   `json:"unreferenced"`
+	TooYoung     int   `json:"tooYoung"`     // unreferenced, younger than unreferencedDays
+	StillPending int   `json:"stillPending"` // marked, younger than nonCurrentDays
+
+	Mark     []state.Mark `json:"-"` // newly unreferenced and old enough
+	Unmark   []string     `json:"-"` // marked but referenced again
+	Delete   []state.Mark `json:"-"` // marked long enough and still unreferenced
+	Vanished []string     `json:"-"` // marked but no longer in storage
+}
+
+func newPlanner(rules Rules, now time.Time, refs *refSet, marks []state.Mark) *planner {
+	p := &planner{rules: rules, now: now, refs: refs, marks: map[string]state.Mark{}, seen: map[string]bool{}}
+	for _, m := range marks {
+		p.marks[m.Path] = m
+	}
+	return p
+}
+
+// observe decides one listed object.
+func (p *planner) observe(o Object) {
+	path := o.Loc.String()
+	p.plan.Listed++
+	p.plan.ListedBytes += o.Size
+	mark, marked := p.marks[path]
+	if marked {
+		p.seen[path] = true
+	}
+	if p.refs.contains(o.Loc.key()) {
+		p.plan.Referenced++
+		if marked {
+			p.plan.Unmark = append(p.plan.Unmark, path)
+		}
+		return
+	}
+	p.plan.Unreferenced++
+	switch {
+	case marked && p.now.Sub(mark.MarkedAt) >= p.rules.NonCurrentAge:
+		p.plan.Delete = append(p.plan.Delete, mark)
+	case marked:
+		p.plan.StillPending++
+	case p.now.Sub(o.LastModified) >= p.rules.UnreferencedAge:
+		p.plan.Mark = append(p.plan.Mark, state.Mark{Path: path, Size: o.Size, LastModified: o.LastModified, MarkedAt: p.now})
+	default:
+		p.plan.TooYoung++
+	}
+}
+
+// finish returns the plan; marks never seen in the listing have vanished.
+func (p *planner) finish() Plan {
+	for path := range p.marks {
+		if !p.seen[path] {
+			p.plan.Vanished = append(p.plan.Vanished, path)
+		}
+	}
+	return p.plan
+}
