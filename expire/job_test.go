@@ -3,111 +3,46 @@ package expire
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/configs"
-	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/demo"
 	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/tablecheck"
+	"github.com/icekeeper/icekeeper/internal/tabletest"
 	"github.com/icekeeper/icekeeper/jobs"
 )
 
-// fixture is the demo table in a fresh embedded home, with a runner.
+// fixture is the demo table with a snapshot-management job.
 type fixture struct {
-	t      *testing.T
-	ctx    context.Context
-	b      *bucket.Bucket
-	id     bucket.TableID
-	store  state.Store
-	runner *jobs.Runner
-	job    *Job
+	*tabletest.DemoTable
+	t   *testing.T
+	ctx context.Context
+	job *Job
 }
 
 func newFixture(t *testing.T, appends int) *fixture {
-	ctx := context.Background()
-	home := t.TempDir()
-	reg := bucket.New(configs.Embedded(home))
-	t.Cleanup(reg.Close)
-	b, _ := reg.Bucket("local")
-	if _, err := demo.Create(ctx, b, demo.Options{Appends: appends}); err != nil {
-		t.Fatal(err)
-	}
-	store, err := state.Open(ctx, "sqlite://"+filepath.Join(home, "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	job := &Job{Backoff: time.Millisecond}
-	return &fixture{t: t, ctx: ctx, b: b, id: bucket.TableID{Namespace: []string{demo.Namespace}, Name: demo.Table}, store: store, job: job,
-		runner: &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.SnapshotManagement: job}}}
+	d := tabletest.NewDemoTable(t, demo.Options{Appends: appends})
+	return &fixture{DemoTable: d, t: t, ctx: d.Ctx, job: &Job{Backoff: time.Millisecond}}
 }
 
-func (f *fixture) load() *table.Table {
-	f.t.Helper()
-	tbl, err := f.b.LoadTable(f.ctx, f.id)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return tbl
-}
+func (f *fixture) load() *table.Table { return f.Load() }
 
 func (f *fixture) run(opts jobs.Options) (jobs.Outcome, *Figures) {
-	f.t.Helper()
-	out, err := f.runner.Run(f.ctx, jobs.Target{Bucket: f.b, Table: f.id}, maintenance.SnapshotManagement, "test", opts)
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	out := f.Run(f.job, opts)
 	fig, _ := out.Figures.(*Figures)
 	return out, fig
 }
 
-// appendRows commits n rows, retrying on conflicts like a streaming writer.
-func (f *fixture) appendRows(n int) error {
-	sc := arrow.NewSchema([]arrow.Field{
-		{Name: "event_id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
-	}, nil)
-	for attempt := 0; attempt < 50; attempt++ {
-		tbl, err := f.b.LoadTable(f.ctx, f.id)
-		if err != nil {
-			return err
-		}
-		bld := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-		for i := 0; i < n; i++ {
-			bld.Field(0).(*array.Int64Builder).Append(int64(1_000_000 + i))
-			bld.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(time.Now().UnixMicro()))
-		}
-		rec := bld.NewRecordBatch()
-		bld.Release()
-		rdr, _ := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
-		_, err = tbl.Append(f.ctx, rdr, nil)
-		rdr.Release()
-		rec.Release()
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, table.ErrCommitFailed) && !strings.Contains(err.Error(), "requirement failed") {
-			return err
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return errors.New("writer gave up")
-}
+func (f *fixture) appendRows(n int) error { return tabletest.AppendRows(f.ctx, f.Bucket, f.ID, n) }
 
 // Expiring the demo's old snapshots keeps every kept snapshot's rows
 // exactly, the current rows exactly, and records the run.
@@ -121,7 +56,7 @@ func TestDemoExpiration(t *testing.T) {
 	if after := f.load(); after.MetadataLocation() != before.MetadataLocation() {
 		t.Fatal("dry run changed the table")
 	}
-	if runs, _ := f.store.Runs(f.ctx, jobs.Target{Bucket: f.b, Table: f.id}.Key(), maintenance.SnapshotManagement, 10); len(runs) != 0 {
+	if runs, _ := f.Store.Runs(f.ctx, f.Target().Key(), maintenance.SnapshotManagement, 10); len(runs) != 0 {
 		t.Fatalf("dry run was recorded: %v", runs)
 	}
 	kept := map[int64]tablecheck.Fingerprint{}
@@ -158,7 +93,7 @@ func TestDemoExpiration(t *testing.T) {
 			t.Fatalf("snapshot %d still there", e.SnapshotID)
 		}
 	}
-	last, err := f.store.LastRuns(f.ctx, jobs.Target{Bucket: f.b, Table: f.id}.Key())
+	last, err := f.Store.LastRuns(f.ctx, f.Target().Key())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,8 +139,8 @@ func TestGCDisabled(t *testing.T) {
 
 func TestDisabled(t *testing.T) {
 	f := newFixture(t, 10)
-	k := jobs.Target{Bucket: f.b, Table: f.id}.Key()
-	if err := f.store.PutTableConfig(f.ctx, k, maintenance.SnapshotManagement, maintenance.Config{Status: maintenance.Disabled}); err != nil {
+	k := f.Target().Key()
+	if err := f.Store.PutTableConfig(f.ctx, k, maintenance.SnapshotManagement, maintenance.Config{Status: maintenance.Disabled}); err != nil {
 		t.Fatal(err)
 	}
 	loc := f.load().MetadataLocation()
