@@ -1,0 +1,162 @@
+package orphan
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/demo"
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/tablecheck"
+	"github.com/icekeeper/icekeeper/internal/testenv"
+	"github.com/icekeeper/icekeeper/jobs"
+)
+
+// On real S3 (versitygw) with a SQL catalog on PostgreSQL: strays are
+// marked and later deleted through ListObjectsV2 and DeleteObjects, while
+// a sibling table's objects, another bucket's objects and every referenced
+// file survive; a reference through s3a:// fails the run unless s3 and s3a
+// are configured as one.
+func TestS3(t *testing.T) {
+	ctx := context.Background()
+	srv := testenv.S3(t)
+	other := testenv.S3(t)
+	props := srv.Props()
+	props["type"], props["uri"], props["warehouse"] = "sql", testenv.Postgres(t), "s3://"+srv.Bucket+"/warehouse"
+	var kv []string
+	for k, v := range props {
+		kv = append(kv, fmt.Sprintf("%q: %q", k, v))
+	}
+	cfg, err := configs.Parse("test.yaml", []byte(fmt.Sprintf("state: sqlite://state.db\nbuckets:\n  - arn: arn:aws:s3tables:us-east-1:1:bucket/lake\n    catalog: {%s}\n", strings.Join(kv, ", "))), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := bucket.New(cfg)
+	defer reg.Close()
+	b, _ := reg.Bucket("lake")
+	cat, err := b.Catalog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateNamespace(ctx, table.Identifier{"db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.CreateTable(ctx, table.Identifier{"db", "events"}, demo.Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if tbl, err = demo.AppendSample(ctx, tbl, 50); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := tablecheck.Rows(ctx, tbl, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc := strings.TrimPrefix(tbl.Location(), "s3://"+srv.Bucket+"/")
+	put := func(bkt, key string, body []byte) {
+		t.Helper()
+		if _, err := srv.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bkt), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exists := func(bkt, key string) bool {
+		_, err := srv.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bkt), Key: aws.String(key)})
+		return err == nil
+	}
+	// A real data file's bytes, so a stray can later be registered.
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := srv.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(srv.Bucket), Key: aws.String(strings.TrimPrefix(tasks[0].File.FilePath(), "s3://"+srv.Bucket+"/"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parquet, _ := io.ReadAll(obj.Body)
+	obj.Body.Close()
+
+	strays := []string{loc + "/data/stray-1.parquet", loc + "/data/stray-2.parquet", loc + "/metadata/stray.avro"}
+	for _, k := range strays {
+		put(srv.Bucket, k, parquet)
+	}
+	sibling := loc + "_v2/data/old.parquet"
+	put(srv.Bucket, sibling, parquet)
+	put(other.Bucket, loc+"/data/stray-1.parquet", parquet)
+
+	store, err := state.Open(ctx, "sqlite://"+t.TempDir()+"/state.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	target := jobs.Target{Bucket: b, Table: bucket.TableID{Namespace: []string{"db"}, Name: "events"}}
+	job := &Job{Store: store}
+	now := time.Now()
+	run := func(after time.Duration) (jobs.Outcome, *Figures) {
+		t.Helper()
+		runner := &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
+		out, err := runner.Run(ctx, target, job.Type(), "test", jobs.Options{Now: now.Add(after)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fig, _ := out.Figures.(*Figures)
+		return out, fig
+	}
+
+	if out, fig := run(4 * day); out.Status != state.Successful || fig.Marked != len(strays) {
+		t.Fatalf("+4d: %+v %+v", out, fig)
+	}
+	if out, fig := run(15 * day); out.Status != state.Successful || fig.Deleted != len(strays) {
+		t.Fatalf("+15d: %+v %+v", out, fig)
+	}
+	for _, k := range strays {
+		if exists(srv.Bucket, k) {
+			t.Fatalf("stray %s survived", k)
+		}
+	}
+	if !exists(srv.Bucket, sibling) || !exists(other.Bucket, loc+"/data/stray-1.parquet") {
+		t.Fatal("an object outside the table was deleted")
+	}
+	tbl, err = b.LoadTable(ctx, target.Table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing, err := tablecheck.MissingFiles(ctx, tbl); err != nil || len(missing) > 0 {
+		t.Fatalf("missing %v %v", missing, err)
+	}
+	if fp, err := tablecheck.Rows(ctx, tbl, 0); err != nil || !fp.Equal(before) {
+		t.Fatalf("rows %v %v, want %v", fp, err, before)
+	}
+
+	// A data file registered through s3a:// while the table lives on s3://.
+	s3aKey := loc + "/data/registered-via-s3a.parquet"
+	put(srv.Bucket, s3aKey, parquet)
+	tx := tbl.NewTransaction()
+	if err := tx.AddFiles(ctx, []string{"s3a://" + srv.Bucket + "/" + s3aKey}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := run(30 * day)
+	if out.Status != state.Failed || !strings.Contains(out.FailureMessage, "s3a://"+srv.Bucket+"/"+s3aKey) {
+		t.Fatalf("s3a reference: %+v", out)
+	}
+	b.Config.SchemeEquivalence = [][]string{{"s3", "s3a"}}
+	out, fig := run(30 * day)
+	if out.Status != state.Successful || fig.Marked != 0 || !exists(srv.Bucket, s3aKey) {
+		t.Fatalf("with s3=s3a: %+v %+v", out, fig)
+	}
+}
