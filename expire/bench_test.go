@@ -1,14 +1,11 @@
 package expire
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/benchproc"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/demo"
 	"github.com/icekeeper/icekeeper/internal/maintenance"
@@ -31,7 +29,7 @@ import (
 // 120 h), side by side in each iteration. Each side runs in a child process
 // so that its peak RSS is its own.
 //
-//	go test -run '^$' -bench ExpireSnapshots10k -benchtime 5x ./expire
+//	scripts/bench.sh -bench ExpireSnapshots10k ./expire
 func BenchmarkExpireSnapshots10k(b *testing.B) {
 	const n = 10000
 	var ikMs, goMs, ikRSS, goRSS float64
@@ -48,12 +46,12 @@ func BenchmarkExpireSnapshots10k(b *testing.B) {
 			order = []string{"iceberg-go", "icekeeper"}
 		}
 		for _, variant := range order {
-			res, err := runChild(variant, home)
+			res, err := benchproc.Run("TestBenchChild", variant+":"+home)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if res.Expired < n-200 {
-				b.Fatalf("%s expired only %d snapshots", variant, res.Expired)
+			if res.Count < n-200 {
+				b.Fatalf("%s expired only %d snapshots", variant, res.Count)
 			}
 			if variant == "icekeeper" {
 				ikMs += res.Ms
@@ -73,35 +71,10 @@ func BenchmarkExpireSnapshots10k(b *testing.B) {
 	b.ReportMetric(ikRSS/goRSS, "RSS-ratio")
 }
 
-type childResult struct {
-	Ms         float64 `json:"ms"`
-	PeakRSSMiB float64 `json:"peakRSSMiB"`
-	Expired    int     `json:"expired"`
-}
-
-const childEnv = "ICEKEEPER_EXPIRE_BENCH_CHILD"
-
-func runChild(variant, home string) (childResult, error) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnv+"="+variant+":"+home)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		return childResult{}, fmt.Errorf("%s child: %v\n%s%s", variant, err, out.String(), errOut.String())
-	}
-	for _, line := range strings.Split(out.String(), "\n") {
-		if js, ok := strings.CutPrefix(line, "RESULT "); ok {
-			var r childResult
-			return r, json.Unmarshal([]byte(js), &r)
-		}
-	}
-	return childResult{}, fmt.Errorf("%s child printed no result:\n%s", variant, out.String())
-}
-
 // TestBenchChild is the child side of the benchmark; it does nothing
 // unless started by runChild.
 func TestBenchChild(t *testing.T) {
-	spec := os.Getenv(childEnv)
+	spec := benchproc.Spec()
 	if spec == "" {
 		t.Skip("benchmark child only")
 	}
@@ -142,23 +115,7 @@ func TestBenchChild(t *testing.T) {
 		}
 		expired = before - len(after.Metadata().Snapshots())
 	}
-	ms := float64(time.Since(start).Microseconds()) / 1000
-	fmt.Printf("RESULT {\"ms\":%.1f,\"peakRSSMiB\":%.1f,\"expired\":%d}\n", ms, peakRSSMiB(), expired)
-}
-
-// peakRSSMiB reads the process's high-water resident set size (Linux).
-func peakRSSMiB() float64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
+	benchproc.Report(float64(time.Since(start).Microseconds())/1000, expired)
 }
 
 // buildLongHistory creates bench.icekeeper and bench.iceberg_go in the

@@ -1,0 +1,258 @@
+package orphan
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/sourcegraph/conc/pool"
+
+	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/arn"
+	"github.com/icekeeper/icekeeper/internal/benchproc"
+	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/demo"
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testenv"
+	"github.com/icekeeper/icekeeper/jobs"
+)
+
+// BenchmarkRemovalScan compares icekeeper's unreferenced-file scan (a dry
+// run: collect references, list, decide) with iceberg-go v0.7.0's
+// PlanOrphanFiles on the same table, side by side, each in its own child
+// process. The table location holds N objects, 90% referenced through
+// manifests and 10% strays old enough to mark.
+//
+//	scripts/bench.sh -bench RemovalScan ./orphan
+//
+// (bench.sh starts the versitygw S3 server the s3 case needs.)
+// ICEKEEPER_BENCH_OBJECTS sets N for local disk (default 1,000,000);
+// ICEKEEPER_BENCH_S3_OBJECTS for the S3 server (default 100,000).
+func BenchmarkRemovalScan(b *testing.B) {
+	b.Run("local", func(b *testing.B) {
+		n := envInt("ICEKEEPER_BENCH_OBJECTS", 1_000_000)
+		home := b.TempDir()
+		bk := benchBucket(b, home, "file://"+filepath.Join(home, "warehouse"), nil)
+		if err := buildRemovalTable(context.Background(), bk, n, localPut(home)); err != nil {
+			b.Fatal(err)
+		}
+		compareRemoval(b, home, "", n)
+	})
+	b.Run("s3", func(b *testing.B) {
+		n := envInt("ICEKEEPER_BENCH_S3_OBJECTS", 100_000)
+		srv := testenv.S3(b)
+		home := b.TempDir()
+		bk := benchBucket(b, home, "s3://"+srv.Bucket+"/warehouse", srv.Props())
+		if err := buildRemovalTable(context.Background(), bk, n, s3Put(srv)); err != nil {
+			b.Fatal(err)
+		}
+		compareRemoval(b, home, srv.Bucket, n)
+	})
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func compareRemoval(b *testing.B, home, s3Bucket string, n int) {
+	var ik, ig benchproc.Result
+	for i := 0; i < b.N; i++ {
+		order := []string{"icekeeper", "iceberg-go"}
+		if i%2 == 1 {
+			order = []string{"iceberg-go", "icekeeper"}
+		}
+		for _, variant := range order {
+			r, err := benchproc.Run("TestRemovalBenchChild", strings.Join([]string{variant, home, s3Bucket}, "|"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r.Count != n/10 {
+				b.Fatalf("%s found %d unreferenced objects, want %d", variant, r.Count, n/10)
+			}
+			acc := &ik
+			if variant == "iceberg-go" {
+				acc = &ig
+			}
+			acc.Ms += r.Ms
+			acc.PeakRSSMiB += r.PeakRSSMiB
+		}
+	}
+	N := float64(b.N)
+	b.ReportMetric(ik.Ms/N, "icekeeper-ms")
+	b.ReportMetric(ig.Ms/N, "iceberg-go-ms")
+	b.ReportMetric(ik.PeakRSSMiB/N, "icekeeper-peak-RSS-MiB")
+	b.ReportMetric(ig.PeakRSSMiB/N, "iceberg-go-peak-RSS-MiB")
+	b.ReportMetric(ig.Ms/ik.Ms, "speedup")
+	b.ReportMetric(ik.PeakRSSMiB/ig.PeakRSSMiB, "RSS-ratio")
+}
+
+// TestRemovalBenchChild is the child side of BenchmarkRemovalScan.
+func TestRemovalBenchChild(t *testing.T) {
+	spec := benchproc.Spec()
+	if spec == "" {
+		t.Skip("benchmark child only")
+	}
+	parts := strings.Split(spec, "|")
+	variant, home, s3Bucket := parts[0], parts[1], parts[2]
+	ctx := context.Background()
+	var props map[string]string
+	warehouse := "file://" + filepath.Join(home, "warehouse")
+	if s3Bucket != "" {
+		props = testenv.S3Server{Endpoint: os.Getenv(testenv.EnvS3), Key: os.Getenv(testenv.EnvS3Key), Secret: os.Getenv(testenv.EnvS3Secret)}.Props()
+		warehouse = "s3://" + s3Bucket + "/warehouse"
+	}
+	bk := benchBucket(t, home, warehouse, props)
+	id := bucket.TableID{Namespace: []string{"bench"}, Name: "t"}
+	// Strays are old by storage time on local disk; on S3 their age cannot
+	// be set, so both sides look ten days ahead instead.
+	ahead := time.Duration(0)
+	if s3Bucket != "" {
+		ahead = 10 * 24 * time.Hour
+	}
+	start := time.Now()
+	var found int
+	switch variant {
+	case "icekeeper":
+		store, err := state.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "state.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		job := &Job{Store: store}
+		r := &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
+		out, err := r.Run(ctx, jobs.Target{Bucket: bk, Table: id}, job.Type(), "bench", jobs.Options{DryRun: true, Now: time.Now().Add(ahead)})
+		if err != nil || out.Status != state.Successful {
+			t.Fatalf("%+v %v", out, err)
+		}
+		found = out.Figures.(*Figures).Marked
+	case "iceberg-go":
+		tbl, err := bk.LoadTable(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := tbl.PlanOrphanFiles(ctx, table.WithFilesOlderThan(3*24*time.Hour-ahead))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found = len(plan.Files())
+	}
+	benchproc.Report(float64(time.Since(start).Microseconds())/1000, found)
+}
+
+func benchBucket(tb testing.TB, home, warehouse string, props map[string]string) *bucket.Bucket {
+	cfg := configs.Embedded(home)
+	cfg.Buckets[0].Catalog["warehouse"] = warehouse
+	for k, v := range props {
+		cfg.Buckets[0].Catalog[k] = v
+	}
+	a, _ := arn.Parse(configs.LocalBucketARN)
+	cfg.Buckets[0].Parsed = a
+	reg := bucket.New(cfg)
+	tb.Cleanup(reg.Close)
+	bk, _ := reg.Bucket("local")
+	return bk
+}
+
+type putFunc func(ctx context.Context, location string, keys []string, age time.Duration) error
+
+func localPut(home string) putFunc {
+	return func(ctx context.Context, location string, keys []string, age time.Duration) error {
+		dir := strings.TrimPrefix(location, "file://")
+		mt := time.Now().Add(-age)
+		made := map[string]bool{}
+		for _, k := range keys {
+			p := filepath.Join(dir, k)
+			if d := filepath.Dir(p); !made[d] {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					return err
+				}
+				made[d] = true
+			}
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				return err
+			}
+			if age > 0 {
+				if err := os.Chtimes(p, mt, mt); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+}
+
+func s3Put(srv testenv.S3Server) putFunc {
+	return func(ctx context.Context, location string, keys []string, _ time.Duration) error {
+		prefix := strings.TrimPrefix(location, "s3://"+srv.Bucket+"/")
+		p := pool.New().WithErrors().WithContext(ctx).WithMaxGoroutines(32)
+		for _, k := range keys {
+			p.Go(func(ctx context.Context) error {
+				_, err := srv.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(srv.Bucket), Key: aws.String(prefix + "/" + k), Body: bytes.NewReader(nil)})
+				return err
+			})
+		}
+		return p.Wait()
+	}
+}
+
+// buildRemovalTable makes bench.t with n objects under its location: 90%
+// data files registered in manifests (in 10 commits, as a writer would
+// leave them) and 10% strays aged ten days, spread over 1,000 partition
+// directories.
+func buildRemovalTable(ctx context.Context, bk *bucket.Bucket, n int, put putFunc) error {
+	cat, err := bk.Catalog(ctx)
+	if err != nil {
+		return err
+	}
+	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil {
+		return err
+	}
+	tbl, err := cat.CreateTable(ctx, table.Identifier{"bench", "t"}, demo.Schema())
+	if err != nil {
+		return err
+	}
+	refs, strays := n*9/10, n/10
+	key := func(kind string, i int) string { return fmt.Sprintf("data/part=%03d/%s-%07d.parquet", i%1000, kind, i) }
+	const commits = 10
+	for c := 0; c < commits; c++ {
+		var keys []string
+		var files []iceberg.DataFile
+		for i := c * refs / commits; i < (c+1)*refs/commits; i++ {
+			k := key("data", i)
+			keys = append(keys, k)
+			bld, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, tbl.Location()+"/"+k, iceberg.ParquetFile, nil, nil, nil, 1, 1)
+			if err != nil {
+				return err
+			}
+			files = append(files, bld.Build())
+		}
+		if err := put(ctx, tbl.Location(), keys, 0); err != nil {
+			return err
+		}
+		tx := tbl.NewTransaction()
+		if err := tx.AddDataFiles(ctx, files, nil); err != nil {
+			return err
+		}
+		if tbl, err = tx.Commit(ctx); err != nil {
+			return err
+		}
+	}
+	var keys []string
+	for i := 0; i < strays; i++ {
+		keys = append(keys, key("stray", i))
+	}
+	return put(ctx, tbl.Location(), keys, 10*24*time.Hour)
+}
