@@ -1,0 +1,238 @@
+// Package planner decides compaction: from a table's data files (sizes,
+// partitions, attached deletes) it chooses groups per partition to rewrite
+// toward a target file size. It is pure — files in, plan out, no I/O — so
+// every rule is tested with tables of inputs, like Thanos' planner.
+//
+// A file is a candidate when it is small (under 75% of the target), too
+// large (over 180% of the target, to be split), or carries row-level
+// deletes (applying them is half the point of compaction). Candidates are
+// bin-packed per partition toward the target. A partition with fewer than
+// MinInputFiles candidates is left alone unless deletes or an oversized
+// file justify a rewrite, and a group that would rewrite one clean file
+// into itself is never planned.
+package planner
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// Defaults of Options.
+const (
+	SmallRatio         = 0.75
+	LargeRatio         = 1.80
+	DefaultMinInput    = 5
+	DefaultMaxGroupMul = 10 // a group holds at most 10 targets' worth of input
+)
+
+// File is one data file as the planner sees it.
+type File struct {
+	ID          int    // the caller's handle, returned in groups
+	Path        string // for messages
+	Partition   string // canonical partition key, spec ID included
+	Format      string // "parquet", "orc", "avro"
+	SizeBytes   int64
+	Records     int64
+	DeleteFiles int // position, equality and deletion-vector files attached
+}
+
+// Options steer planning.
+type Options struct {
+	TargetBytes   int64
+	MinInputFiles int // default DefaultMinInput
+	// MaxGroupBytes bounds one group's input, which bounds the rewrite's
+	// work per commit (default DefaultMaxGroupMul × TargetBytes).
+	MaxGroupBytes int64
+}
+
+// Group is one rewrite: files of one partition and what is expected out.
+type Group struct {
+	Partition           string `json:"partition"`
+	FileIDs             []int  `json:"-"`
+	InputFiles          int    `json:"inputFiles"`
+	InputBytes          int64  `json:"inputBytes"`
+	InputRecords        int64  `json:"inputRecords"`
+	DeleteFiles         int    `json:"deleteFiles"`
+	ExpectedOutputFiles int    `json:"expectedOutputFiles"`
+	Reason              string `json:"reason"`
+}
+
+// Skip records files or partitions the planner left alone, and why.
+type Skip struct {
+	Partition string `json:"partition"`
+	Files     int    `json:"files"`
+	Reason    string `json:"reason"`
+}
+
+// Plan is the planner's decision.
+type Plan struct {
+	Groups  []Group `json:"groups"`
+	Skipped []Skip  `json:"skipped,omitempty"`
+}
+
+// InputFiles is the total of input files over all groups.
+func (p Plan) InputFiles() (n int) {
+	for _, g := range p.Groups {
+		n += g.InputFiles
+	}
+	return n
+}
+
+// InputBytes is the total of input bytes over all groups.
+func (p Plan) InputBytes() (n int64) {
+	for _, g := range p.Groups {
+		n += g.InputBytes
+	}
+	return n
+}
+
+// ExpectedOutputFiles is the total of expected output files.
+func (p Plan) ExpectedOutputFiles() (n int) {
+	for _, g := range p.Groups {
+		n += g.ExpectedOutputFiles
+	}
+	return n
+}
+
+// Make plans the rewrite of files under opts.
+func Make(files []File, opts Options) (Plan, error) {
+	if opts.TargetBytes <= 0 {
+		return Plan{}, fmt.Errorf("target file size must be positive, got %d", opts.TargetBytes)
+	}
+	if opts.MinInputFiles <= 0 {
+		opts.MinInputFiles = DefaultMinInput
+	}
+	if opts.MaxGroupBytes <= 0 {
+		opts.MaxGroupBytes = DefaultMaxGroupMul * opts.TargetBytes
+	}
+	small := int64(float64(opts.TargetBytes) * SmallRatio)
+	large := int64(float64(opts.TargetBytes) * LargeRatio)
+
+	byPart := map[string][]File{}
+	var parts []string
+	var plan Plan
+	for _, f := range files {
+		if f.Format != "" && f.Format != "parquet" {
+			plan.Skipped = append(plan.Skipped, Skip{Partition: f.Partition, Files: 1, Reason: fmt.Sprintf("%s is %s; only Parquet is rewritten", f.Path, f.Format)})
+			continue
+		}
+		if _, ok := byPart[f.Partition]; !ok {
+			parts = append(parts, f.Partition)
+		}
+		byPart[f.Partition] = append(byPart[f.Partition], f)
+	}
+	slices.Sort(parts)
+
+	for _, part := range parts {
+		var cands []File
+		justified := false // deletes or an oversized file justify a rewrite of few files
+		for _, f := range byPart[part] {
+			switch {
+			case f.DeleteFiles > 0:
+				cands = append(cands, f)
+				justified = true
+			case f.SizeBytes > large:
+				cands = append(cands, f)
+				justified = true
+			case f.SizeBytes < small:
+				cands = append(cands, f)
+			}
+		}
+		if len(cands) == 0 {
+			continue
+		}
+		if len(cands) < opts.MinInputFiles && !justified {
+			plan.Skipped = append(plan.Skipped, Skip{Partition: part, Files: len(cands),
+				Reason: fmt.Sprintf("%d small files, fewer than the minimum %d", len(cands), opts.MinInputFiles)})
+			continue
+		}
+		for _, g := range pack(cands, opts.TargetBytes, opts.MaxGroupBytes, large) {
+			if noop(g, large) {
+				continue
+			}
+			grp := Group{Partition: part}
+			for _, f := range g {
+				grp.FileIDs = append(grp.FileIDs, f.ID)
+				grp.InputFiles++
+				grp.InputBytes += f.SizeBytes
+				grp.InputRecords += f.Records
+				grp.DeleteFiles += f.DeleteFiles
+			}
+			grp.ExpectedOutputFiles = int(max(1, (grp.InputBytes+opts.TargetBytes-1)/opts.TargetBytes))
+			grp.Reason = reason(g, small, large)
+			plan.Groups = append(plan.Groups, grp)
+		}
+	}
+	return plan, nil
+}
+
+// pack bin-packs files first-fit-decreasing into bins of about target
+// bytes, never over maxGroup; an oversized file gets a bin of its own (its
+// rewrite splits it).
+func pack(files []File, target, maxGroup, large int64) [][]File {
+	files = slices.Clone(files)
+	slices.SortStableFunc(files, func(a, b File) int {
+		if c := cmp.Compare(b.SizeBytes, a.SizeBytes); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	var bins [][]File
+	var sizes []int64
+	for _, f := range files {
+		if f.SizeBytes > large {
+			bins = append(bins, []File{f})
+			sizes = append(sizes, f.SizeBytes)
+			continue
+		}
+		placed := false
+		for i := range bins {
+			if len(bins[i]) == 1 && bins[i][0].SizeBytes > large {
+				continue
+			}
+			// Fill toward the target, allowing the last file to spill over
+			// (it lands in the next output file), up to the group bound.
+			if sizes[i] < target && sizes[i]+f.SizeBytes <= maxGroup {
+				bins[i] = append(bins[i], f)
+				sizes[i] += f.SizeBytes
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			bins = append(bins, []File{f})
+			sizes = append(sizes, f.SizeBytes)
+		}
+	}
+	return bins
+}
+
+// noop reports a group whose rewrite would produce what it consumes: one
+// clean file of acceptable size.
+func noop(g []File, large int64) bool {
+	return len(g) == 1 && g[0].DeleteFiles == 0 && g[0].SizeBytes <= large
+}
+
+func reason(g []File, small, large int64) string {
+	var nSmall, nLarge, nDel int
+	for _, f := range g {
+		switch {
+		case f.SizeBytes > large:
+			nLarge++
+		case f.SizeBytes < small:
+			nSmall++
+		}
+		if f.DeleteFiles > 0 {
+			nDel++
+		}
+	}
+	s := fmt.Sprintf("%d small", nSmall)
+	if nLarge > 0 {
+		s += fmt.Sprintf(", %d oversized", nLarge)
+	}
+	if nDel > 0 {
+		s += fmt.Sprintf(", %d with deletes", nDel)
+	}
+	return s
+}
