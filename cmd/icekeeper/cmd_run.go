@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/icekeeper/icekeeper/compactor"
 	"github.com/icekeeper/icekeeper/expire"
 	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/progress"
@@ -115,6 +116,7 @@ func printOutcome(env *cliEnv, t maintenance.JobType, out jobs.Outcome, dryRun b
 // availableJobs lists the job types this build implements.
 func availableJobs(w *world) map[maintenance.JobType]jobs.Job {
 	return map[maintenance.JobType]jobs.Job{
+		maintenance.Compaction:              &compactor.Job{},
 		maintenance.SnapshotManagement:      &expire.Job{},
 		maintenance.UnreferencedFileRemoval: &orphan.Job{Store: w.store},
 	}

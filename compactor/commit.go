@@ -1,0 +1,152 @@
+package compactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/jobs"
+)
+
+// commitBatch commits the batch on base as one REPLACE snapshot whose new
+// files carry start's sequence number. It returns the table after the
+// commit, the groups committed and those dropped for true conflicts; an
+// error means the batch gave up (its groups are neither).
+func (j *Job) commitBatch(ctx context.Context, t jobs.Target, base *table.Table, start *table.Snapshot, batch []table.CompactionGroupResult, attached map[string][]string, fig *Figures) (after *table.Table, committed, dropped []table.CompactionGroupResult, err error) {
+	maxAttempts, backoff := j.MaxAttempts, j.Backoff
+	if maxAttempts <= 0 {
+		maxAttempts = 4
+	}
+	if backoff <= 0 {
+		backoff = 200 * time.Millisecond
+	}
+	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			fresh, err := t.Bucket.LoadTable(ctx, t.Table)
+			if err != nil {
+				return base, nil, dropped, err
+			}
+			keep, drop, err := conflicts(ctx, fresh, start, batch)
+			if err != nil {
+				return base, nil, dropped, err
+			}
+			dropped = append(dropped, drop...)
+			batch, base = keep, fresh
+			if len(batch) == 0 {
+				return base, nil, dropped, nil
+			}
+		}
+		batch = safeDeletes(batch, attached)
+		if j.beforeCommit != nil {
+			j.beforeCommit(attempt)
+		}
+		fig.CommitAttempts++
+		tx := base.NewTransaction()
+		rw := tx.NewRewrite(iceberg.Properties{"icekeeper.job": "icebergCompaction"})
+		for _, r := range batch {
+			rw.ApplyResult(r)
+		}
+		rw.DataSequenceNumber(start.SequenceNumber)
+		err := rw.Commit(ctx)
+		var after *table.Table
+		if err == nil {
+			after, err = tx.Commit(ctx)
+		}
+		if err == nil {
+			return after, batch, dropped, nil
+		}
+		if !errors.Is(err, table.ErrCommitFailed) && !moved(ctx, t, base) {
+			return base, nil, dropped, fmt.Errorf("commit compaction of %s: %w", t.Table, err)
+		}
+		if attempt >= maxAttempts {
+			return base, nil, dropped, errors.New(MsgStaleMetadata)
+		}
+		select {
+		case <-time.After(backoff << (attempt - 1)):
+		case <-ctx.Done():
+			return base, nil, dropped, ctx.Err()
+		}
+	}
+}
+
+func moved(ctx context.Context, t jobs.Target, base *table.Table) bool {
+	now, err := t.Bucket.LoadTable(ctx, t.Table)
+	return err == nil && now.MetadataLocation() != base.MetadataLocation()
+}
+
+// conflicts splits the batch into groups that can still commit on fresh
+// and groups that truly conflict: a replaced file was removed since start,
+// or a position delete or deletion vector was added since start in the
+// partition of one of the group's files (it may delete rows the rewrite
+// has already copied). Equality deletes added since start do not
+// conflict: the rewritten files keep start's sequence number, so those
+// deletes still apply to them.
+func conflicts(ctx context.Context, fresh *table.Table, start *table.Snapshot, batch []table.CompactionGroupResult) (keep, drop []table.CompactionGroupResult, err error) {
+	fs, err := fresh.FS(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	meta := fresh.Metadata()
+	removed := map[string]bool{}
+	deletedParts := map[string]bool{}
+	reached := false
+	cur := fresh.CurrentSnapshot()
+	for s := cur; s != nil; {
+		if s.SnapshotID == start.SnapshotID {
+			reached = true
+			break
+		}
+		manifests, err := s.Manifests(fs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read manifest list %s: %w", s.ManifestList, err)
+		}
+		for _, m := range manifests {
+			if m.SnapshotID() != s.SnapshotID {
+				continue // carried over, not written by this commit
+			}
+			for e, err := range m.Entries(fs, false) {
+				if err != nil {
+					return nil, nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+				}
+				if e.SnapshotID() != s.SnapshotID {
+					continue
+				}
+				df := e.DataFile()
+				switch {
+				case e.Status() == iceberg.EntryStatusDELETED && df.ContentType() == iceberg.EntryContentData:
+					removed[df.FilePath()] = true
+				case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentPosDeletes:
+					deletedParts[partitionKey(df)] = true
+				}
+			}
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	if !reached {
+		// The table was rolled back or replaced: nothing planned on the
+		// old state may commit.
+		return nil, batch, nil
+	}
+	for _, r := range batch {
+		bad := false
+		for _, df := range r.OldDataFiles {
+			if removed[df.FilePath()] || deletedParts[partitionKey(df)] {
+				bad = true
+				break
+			}
+		}
+		if bad {
+			drop = append(drop, r)
+		} else {
+			keep = append(keep, r)
+		}
+	}
+	return keep, drop, nil
+}

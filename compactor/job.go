@@ -1,0 +1,333 @@
+// Package compactor is icebergCompaction: it plans with package planner,
+// rewrites the planned groups concurrently through iceberg-go's reader and
+// writer (deletes applied while reading), and commits them as REPLACE
+// snapshots.
+//
+// Correctness rules, each enforced here:
+//   - Rewritten files carry the data sequence number of the snapshot the
+//     rewrite started from, so equality deletes committed later still
+//     apply to their rows.
+//   - A position delete file is removed only when every data file the scan
+//     attached it to is replaced in the same commit; equality deletes are
+//     never removed. A delete that might still apply stays.
+//   - On a commit conflict the table is reloaded; a group whose files were
+//     removed meanwhile, or whose partition received new position deletes
+//     or deletion vectors since the start, is dropped; the rest retries.
+//   - Groups commit in batches, so one hot partition cannot waste the
+//     whole run; outputs of groups that do not commit are deleted at once.
+package compactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/sourcegraph/conc/pool"
+
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/planner"
+)
+
+// MsgStaleMetadata is S3 Tables' message for a commit that lost to
+// concurrent writers every time it was tried.
+const MsgStaleMetadata = "Commit failed due to stale metadata. Maintenance will be retried at the next available opportunity."
+
+// ErrStrategy is returned when the configured strategy cannot run.
+var ErrStrategy = errors.New("compaction strategy cannot be applied")
+
+// Job is icebergCompaction.
+type Job struct {
+	// Parallelism is how many groups are rewritten at once (default 2).
+	// It is the memory knob: a group's peak is about one Parquet row group
+	// being written (write.parquet.row-group-size-bytes, 128 MiB by
+	// default) plus the Arrow batches in flight while reading, so peak
+	// memory is roughly Parallelism × (row group size + 64 MiB).
+	Parallelism int
+	// BatchGroups is how many groups go into one commit (default 10).
+	BatchGroups int
+	// MaxAttempts bounds the commits of one batch (default 4); Backoff is
+	// the first wait between them, doubled each time (default 200ms).
+	MaxAttempts int
+	Backoff     time.Duration
+	// MinInputFiles is the planner's minimum of small files per partition.
+	MinInputFiles int
+
+	// beforeCommit, when set (tests only), runs before each commit attempt.
+	beforeCommit func(attempt int)
+}
+
+// Type implements jobs.Job.
+func (j *Job) Type() maintenance.JobType { return maintenance.Compaction }
+
+// Figures is what a run reports and records.
+type Figures struct {
+	Strategy           string       `json:"strategy"`
+	TargetFileSizeMB   int          `json:"targetFileSizeMB"`
+	Plan               planner.Plan `json:"plan"`
+	InputFiles         int          `json:"inputFiles"`
+	InputBytes         int64        `json:"inputBytes"`
+	InputRecords       int64        `json:"inputRecords"`
+	OutputFiles        int          `json:"outputFiles"`
+	OutputBytes        int64        `json:"outputBytes"`
+	OutputRecords      int64        `json:"outputRecords"`
+	DeleteFilesRemoved int          `json:"deleteFilesRemoved"`
+	GroupsPlanned      int          `json:"groupsPlanned"`
+	GroupsCommitted    int          `json:"groupsCommitted"`
+	GroupsFailed       int          `json:"groupsFailed"`
+	GroupsDropped      int          `json:"groupsDropped"` // dropped for a true conflict
+	CommitAttempts     int          `json:"commitAttempts"`
+	Errors             []string     `json:"errors,omitempty"`
+	DurationMs         int64        `json:"durationMs"`
+}
+
+// Text is the readable form `icekeeper run` prints.
+func (f *Figures) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %s toward %d MB: %d groups planned, %d files (%d bytes) in, %d files expected out",
+		f.Strategy, f.TargetFileSizeMB, f.GroupsPlanned, f.Plan.InputFiles(), f.Plan.InputBytes(), f.Plan.ExpectedOutputFiles())
+	for _, g := range f.Plan.Groups {
+		fmt.Fprintf(&b, "\n  group %s: %d files, %d bytes, %d rows -> ~%d files (%s)", g.Partition, g.InputFiles, g.InputBytes, g.InputRecords, g.ExpectedOutputFiles, g.Reason)
+	}
+	for _, s := range f.Plan.Skipped {
+		fmt.Fprintf(&b, "\n  skip %s: %s", s.Partition, s.Reason)
+	}
+	if f.CommitAttempts > 0 {
+		fmt.Fprintf(&b, "\n  committed %d groups (%d failed, %d dropped for conflicts): %d files -> %d files, %d -> %d bytes, %d delete files removed, %d commit attempts, %d ms",
+			f.GroupsCommitted, f.GroupsFailed, f.GroupsDropped, f.InputFiles, f.OutputFiles, f.InputBytes, f.OutputBytes, f.DeleteFilesRemoved, f.CommitAttempts, f.DurationMs)
+	}
+	for _, e := range f.Errors {
+		fmt.Fprintf(&b, "\n  error %s", e)
+	}
+	return b.String()
+}
+
+// Run implements jobs.Job.
+func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, opts jobs.Options) (jobs.Outcome, error) {
+	start := time.Now()
+	targetMB := *cfg.Compaction.TargetFileSizeMB
+	fig := &Figures{TargetFileSizeMB: targetMB}
+	out := jobs.Outcome{Figures: fig}
+	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
+	if err != nil {
+		return out, err
+	}
+	if fig.Strategy, err = strategy(cfg.Compaction.Strategy, tbl); err != nil {
+		return out, err
+	}
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		return out, nil // an empty table
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return out, fmt.Errorf("plan scan of %s: %w", t.Table, err)
+	}
+	files := make([]planner.File, len(tasks))
+	for i, task := range tasks {
+		df := task.File
+		files[i] = planner.File{ID: i, Path: df.FilePath(), Partition: partitionKey(df), Format: strings.ToLower(string(df.FileFormat())),
+			SizeBytes: df.FileSizeBytes(), Records: df.Count(),
+			DeleteFiles: len(task.DeleteFiles) + len(task.EqualityDeleteFiles) + len(task.DeletionVectorFiles)}
+	}
+	target := int64(targetMB) << 20
+	if fig.Plan, err = planner.Make(files, planner.Options{TargetBytes: target, MinInputFiles: j.MinInputFiles}); err != nil {
+		return out, err
+	}
+	fig.GroupsPlanned = len(fig.Plan.Groups)
+	fig.DurationMs = time.Since(start).Milliseconds()
+	if opts.DryRun || len(fig.Plan.Groups) == 0 {
+		return out, nil
+	}
+
+	results := j.rewrite(ctx, tbl, tasks, fig.Plan.Groups, target, fig)
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return out, err
+	}
+	attached := attachments(tasks)
+	batch := j.BatchGroups
+	if batch <= 0 {
+		batch = 10
+	}
+	committedFiles := map[string]bool{}
+	var commitErr error
+	base := tbl
+	for lo := 0; lo < len(results) && commitErr == nil; lo += batch {
+		var committed, dropped []table.CompactionGroupResult
+		base, committed, dropped, commitErr = j.commitBatch(ctx, t, base, snap, results[lo:min(lo+batch, len(results))], attached, fig)
+		fig.GroupsDropped += len(dropped)
+		for _, r := range committed {
+			fig.GroupsCommitted++
+			fig.InputFiles += len(r.OldDataFiles)
+			for _, df := range r.OldDataFiles {
+				fig.InputBytes += df.FileSizeBytes()
+				fig.InputRecords += df.Count()
+			}
+			fig.OutputFiles += len(r.NewDataFiles)
+			for _, df := range r.NewDataFiles {
+				fig.OutputBytes += df.FileSizeBytes()
+				fig.OutputRecords += df.Count()
+				committedFiles[df.FilePath()] = true
+			}
+			fig.DeleteFilesRemoved += len(r.SafePosDeletes) + len(r.SafeDeletionVectors)
+		}
+	}
+	// Outputs of groups that did not commit are unreferenced: remove them
+	// now rather than leave them to unreferenced file removal.
+	var uncommitted []iceberg.DataFile
+	for _, r := range results {
+		for _, df := range r.NewDataFiles {
+			if !committedFiles[df.FilePath()] {
+				uncommitted = append(uncommitted, df)
+			}
+		}
+	}
+	removeOutputs(fs, uncommitted)
+	fig.DurationMs = time.Since(start).Milliseconds()
+	if commitErr != nil {
+		return out, commitErr
+	}
+	if fig.GroupsFailed > 0 && fig.GroupsCommitted == 0 {
+		return out, fmt.Errorf("every group failed to rewrite, first: %s", fig.Errors[0])
+	}
+	return out, nil
+}
+
+// strategy resolves the configured strategy for tbl; sort and z-order are
+// refused with a reason rather than silently replaced by binpack.
+func strategy(s maintenance.Strategy, tbl *table.Table) (string, error) {
+	sorted := !tbl.SortOrder().IsUnsorted()
+	switch s {
+	case maintenance.StrategyBinpack:
+		return string(s), nil
+	case maintenance.StrategyAuto, "":
+		if !sorted {
+			return string(maintenance.StrategyBinpack), nil
+		}
+		return "", fmt.Errorf("%w: the table has a sort order, so strategy auto means sort, and sort is not implemented in this version of icekeeper; set strategy binpack to compact it unsorted", ErrStrategy)
+	case maintenance.StrategySort, maintenance.StrategyZOrder:
+		if !sorted {
+			return "", fmt.Errorf("%w: strategy %s needs a table sort order and the table has none", ErrStrategy, s)
+		}
+		return "", fmt.Errorf("%w: strategy %s is not implemented in this version of icekeeper", ErrStrategy, s)
+	}
+	return "", fmt.Errorf("%w: unknown strategy %q", ErrStrategy, s)
+}
+
+// rewrite executes the groups, at most Parallelism at a time, and returns
+// the results of those that succeeded, in plan order.
+func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, groups []planner.Group, target int64, fig *Figures) []table.CompactionGroupResult {
+	par := j.Parallelism
+	if par <= 0 {
+		par = 2
+	}
+	results := make([]*table.CompactionGroupResult, len(groups))
+	var mu sync.Mutex
+	p := pool.New().WithContext(ctx).WithMaxGoroutines(par)
+	for i, g := range groups {
+		p.Go(func(ctx context.Context) error {
+			grp := table.CompactionTaskGroup{PartitionKey: g.Partition, TotalSizeBytes: g.InputBytes}
+			for _, id := range g.FileIDs {
+				grp.Tasks = append(grp.Tasks, tasks[id])
+			}
+			r, err := table.ExecuteCompactionGroup(ctx, tbl, grp, table.WithCompactionTargetFileSize(target))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				fig.GroupsFailed++
+				fig.Errors = append(fig.Errors, fmt.Sprintf("rewrite group %s: %v", g.Partition, err))
+				return nil
+			}
+			results[i] = &r
+			return nil
+		})
+	}
+	_ = p.Wait()
+	var out []table.CompactionGroupResult
+	for _, r := range results {
+		if r != nil {
+			out = append(out, *r)
+		}
+	}
+	return out
+}
+
+// attachments maps each position delete file to the data files the scan
+// attached it to.
+func attachments(tasks []table.FileScanTask) map[string][]string {
+	m := map[string][]string{}
+	for _, t := range tasks {
+		for _, d := range t.DeleteFiles {
+			if d.ContentType() == iceberg.EntryContentPosDeletes {
+				m[d.FilePath()] = append(m[d.FilePath()], t.File.FilePath())
+			}
+		}
+	}
+	return m
+}
+
+// safeDeletes replaces each result's SafePosDeletes by the position delete
+// files whose every attached data file is replaced by this batch: a delete
+// file that also covers a file outside the batch must stay. Each safe file
+// is listed on one result only.
+func safeDeletes(batch []table.CompactionGroupResult, attached map[string][]string) []table.CompactionGroupResult {
+	replaced := map[string]bool{}
+	for _, r := range batch {
+		for _, df := range r.OldDataFiles {
+			replaced[df.FilePath()] = true
+		}
+	}
+	out := make([]table.CompactionGroupResult, len(batch))
+	taken := map[string]bool{}
+	for i, r := range batch {
+		r.SafePosDeletes = nil
+		for _, d := range batch[i].SafePosDeletes {
+			if taken[d.FilePath()] {
+				continue
+			}
+			all := len(attached[d.FilePath()]) > 0
+			for _, p := range attached[d.FilePath()] {
+				all = all && replaced[p]
+			}
+			if all {
+				r.SafePosDeletes = append(r.SafePosDeletes, d)
+				taken[d.FilePath()] = true
+			}
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// partitionKey is the canonical partition of a file: spec ID and the
+// partition values by field ID.
+func partitionKey(df iceberg.DataFile) string {
+	part := df.Partition()
+	ids := make([]int, 0, len(part))
+	for id := range part {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var b strings.Builder
+	fmt.Fprintf(&b, "spec=%d", df.SpecID())
+	for _, id := range ids {
+		fmt.Fprintf(&b, "/%d=%v", id, part[id])
+	}
+	return b.String()
+}
+
+// removeOutputs deletes files written for groups that did not commit; they
+// are unreferenced, and a failure here only leaves them for unreferenced
+// file removal.
+func removeOutputs(fs interface{ Remove(string) error }, files []iceberg.DataFile) {
+	for _, df := range files {
+		_ = fs.Remove(df.FilePath())
+	}
+}
