@@ -15,6 +15,8 @@
 //     or deletion vectors since the start, is dropped; the rest retries.
 //   - Groups commit in batches, so one hot partition cannot waste the
 //     whole run; outputs of groups that do not commit are deleted at once.
+//   - A group that cannot be read (a corrupt or missing data file) fails
+//     the whole run before anything is committed.
 package compactor
 
 import (
@@ -27,6 +29,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/sourcegraph/conc/pool"
 
@@ -146,17 +149,37 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 		return out, nil
 	}
 
-	results := j.rewrite(ctx, tbl, tasks, fig.Plan.Groups, target, fig)
 	fs, err := tbl.FS(ctx)
 	if err != nil {
 		return out, err
+	}
+	wfs, ok := fs.(icebergio.WriteFileIO)
+	if !ok {
+		return out, fmt.Errorf("the file system of %s cannot write", tbl.Location())
+	}
+	// Rewrite through a file system that records every file created, so
+	// that whatever does not end up committed — outputs of dropped groups,
+	// partial outputs of a group that failed midway — is removed now.
+	rec := &recordingFS{WriteFileIO: wfs}
+	cat, err := t.Bucket.Catalog(ctx)
+	if err != nil {
+		return out, err
+	}
+	rtbl := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(context.Context) (icebergio.IO, error) { return rec, nil }, cat)
+	results := j.rewrite(ctx, rtbl, tasks, fig.Plan.Groups, target, fig)
+	committedFiles := map[string]bool{}
+	defer func() { rec.removeExcept(committedFiles) }()
+	if fig.GroupsFailed > 0 {
+		// A file that cannot be read is a broken table, not a busy one:
+		// commit nothing and leave it for a human.
+		fig.DurationMs = time.Since(start).Milliseconds()
+		return out, fmt.Errorf("%d of %d groups could not be rewritten, nothing committed; first: %s", fig.GroupsFailed, fig.GroupsPlanned, fig.Errors[0])
 	}
 	attached := attachments(tasks)
 	batch := j.BatchGroups
 	if batch <= 0 {
 		batch = 10
 	}
-	committedFiles := map[string]bool{}
 	var commitErr error
 	base := tbl
 	for lo := 0; lo < len(results) && commitErr == nil; lo += batch {
@@ -179,23 +202,9 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 			fig.DeleteFilesRemoved += len(r.SafePosDeletes) + len(r.SafeDeletionVectors)
 		}
 	}
-	// Outputs of groups that did not commit are unreferenced: remove them
-	// now rather than leave them to unreferenced file removal.
-	var uncommitted []iceberg.DataFile
-	for _, r := range results {
-		for _, df := range r.NewDataFiles {
-			if !committedFiles[df.FilePath()] {
-				uncommitted = append(uncommitted, df)
-			}
-		}
-	}
-	removeOutputs(fs, uncommitted)
 	fig.DurationMs = time.Since(start).Milliseconds()
 	if commitErr != nil {
 		return out, commitErr
-	}
-	if fig.GroupsFailed > 0 && fig.GroupsCommitted == 0 {
-		return out, fmt.Errorf("every group failed to rewrite, first: %s", fig.Errors[0])
 	}
 	return out, nil
 }
@@ -323,11 +332,29 @@ func partitionKey(df iceberg.DataFile) string {
 	return b.String()
 }
 
-// removeOutputs deletes files written for groups that did not commit; they
-// are unreferenced, and a failure here only leaves them for unreferenced
-// file removal.
-func removeOutputs(fs interface{ Remove(string) error }, files []iceberg.DataFile) {
-	for _, df := range files {
-		_ = fs.Remove(df.FilePath())
+// recordingFS remembers the files the rewrite creates.
+type recordingFS struct {
+	icebergio.WriteFileIO
+	mu      sync.Mutex
+	created []string
+}
+
+func (r *recordingFS) Create(name string) (icebergio.FileWriter, error) {
+	r.mu.Lock()
+	r.created = append(r.created, name)
+	r.mu.Unlock()
+	return r.WriteFileIO.Create(name)
+}
+
+// removeExcept deletes the created files that are not in keep: outputs that
+// did not commit are unreferenced. A failure here only leaves them for
+// unreferenced file removal.
+func (r *recordingFS) removeExcept(keep map[string]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.created {
+		if !keep[p] {
+			_ = r.WriteFileIO.Remove(p)
+		}
 	}
 }

@@ -1,0 +1,270 @@
+package compactor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/tabletest"
+	"github.com/icekeeper/icekeeper/jobs"
+)
+
+func smallTable(t *testing.T) (*env, *table.Table) {
+	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	for i := 0; i < 10; i++ {
+		tbl = e.append(tbl, 200)
+	}
+	return e, tbl
+}
+
+// An equality delete committed while the rewrite runs still applies to the
+// rewritten rows: they keep the start's sequence number.
+func TestConcurrentEqualityDeleteStillApplies(t *testing.T) {
+	e, _ := smallTable(t)
+	job := &Job{MinInputFiles: 2, Backoff: time.Millisecond}
+	job.beforeCommit = func(attempt int) {
+		if attempt == 1 {
+			e.eqDelete(e.load(), 10, 1010, 1999)
+		}
+	}
+	out, fig := e.compact(job)
+	if out.Status != state.Successful || fig.CommitAttempts != 2 {
+		t.Fatalf("%+v %+v", out, fig)
+	}
+	got := ids(t, e.ctx, e.load())
+	for _, id := range []int64{10, 1010, 1999} {
+		if got[id] != 0 {
+			t.Fatalf("row %d was resurrected by compaction", id)
+		}
+	}
+	if len(got) != 2000-3 {
+		t.Fatalf("%d rows, want %d", len(got), 2000-3)
+	}
+}
+
+// A position delete committed while the rewrite runs touches rows the
+// rewrite already copied: the group is dropped, its outputs removed, and
+// the delete stands.
+func TestConcurrentPositionDeleteDropsGroup(t *testing.T) {
+	e, _ := smallTable(t)
+	dataDir := strings.TrimPrefix(e.load().Location(), "file://") + "/data"
+	job := &Job{MinInputFiles: 2, Backoff: time.Millisecond}
+	job.beforeCommit = func(attempt int) {
+		if attempt == 1 {
+			e.posDelete(e.load(), 7, 1507)
+		}
+	}
+	before := countFiles(t, dataDir)
+	out, fig := e.compact(job)
+	if out.Status != state.Successful || fig.GroupsDropped != 1 || fig.GroupsCommitted != 0 {
+		t.Fatalf("%+v %+v", out, fig)
+	}
+	got := ids(t, e.ctx, e.load())
+	if got[7] != 0 || got[1507] != 0 || len(got) != 1998 {
+		t.Fatalf("rows wrong after a dropped group: %d rows, 7:%d 1507:%d", len(got), got[7], got[1507])
+	}
+	// Only the concurrent delete's own file was added to the data directory.
+	if after := countFiles(t, dataDir); after != before+1 {
+		t.Fatalf("data files %d → %d: outputs of the dropped group were left behind", before, after)
+	}
+}
+
+// A streaming writer appends and deletes while compaction runs: no row is
+// lost, duplicated or resurrected, and compaction gets through.
+func TestStreamingWriter(t *testing.T) {
+	e, _ := smallTable(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	appended, deleted := map[int64]bool{}, map[int64]bool{}
+	nextID := e.next
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			tbl := e.load()
+			var err error
+			if i%3 == 2 {
+				victim := int64(1 + (i*37)%2000)
+				_, err = tbl.Delete(e.ctx, iceberg.EqualTo(iceberg.Reference("id"), victim), nil)
+				if err == nil {
+					mu.Lock()
+					deleted[victim] = true
+					mu.Unlock()
+				}
+			} else {
+				var n *table.Table
+				n, err = appendIDs(e, tbl, nextID, 20)
+				if err == nil {
+					mu.Lock()
+					for id := nextID; id < nextID+20; id++ {
+						appended[id] = true
+					}
+					mu.Unlock()
+					nextID += 20
+					_ = n
+				}
+			}
+			if err != nil && !errors.Is(err, table.ErrCommitFailed) && !strings.Contains(err.Error(), "requirement failed") {
+				t.Error(err)
+				return
+			}
+			time.Sleep(3 * time.Millisecond)
+		}
+	}()
+	succeeded := 0
+	for i := 0; i < 3; i++ {
+		out, _ := e.compact(&Job{MinInputFiles: 2, Backoff: 5 * time.Millisecond, MaxAttempts: 8})
+		if out.Status == state.Successful {
+			succeeded++
+		} else if out.FailureMessage != MsgStaleMetadata {
+			t.Errorf("compaction %d: %+v", i, out)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if succeeded == 0 {
+		t.Fatal("compaction never got through the streaming writer")
+	}
+	got := ids(t, e.ctx, e.load())
+	for id := int64(1); id <= 2000; id++ {
+		want := 1
+		if deleted[id] {
+			want = 0
+		}
+		if got[id] != want {
+			t.Fatalf("row %d appears %d times, want %d", id, got[id], want)
+		}
+	}
+	for id := range appended {
+		if got[id] != 1 {
+			t.Fatalf("appended row %d appears %d times", id, got[id])
+		}
+	}
+	if len(got) != 2000-len(deleted)+len(appended) {
+		t.Fatalf("%d rows, want %d", len(got), 2000-len(deleted)+len(appended))
+	}
+}
+
+func appendIDs(e *env, tbl *table.Table, first int64, n int) (*table.Table, error) {
+	mu := &e.rngMu
+	mu.Lock()
+	defer mu.Unlock()
+	return tabletest.AppendRandom(e.ctx, tbl, n, first, e.rng)
+}
+
+// A cancellation right before the commit (a crash at the last moment)
+// leaves the table as it was and no outputs behind.
+func TestCancelBeforeCommit(t *testing.T) {
+	e, tbl := smallTable(t)
+	loc := tbl.MetadataLocation()
+	fp := e.rows(tbl, 0)
+	dataDir := strings.TrimPrefix(tbl.Location(), "file://") + "/data"
+	before := countFiles(t, dataDir)
+	ctx, cancel := context.WithCancel(e.ctx)
+	job := &Job{MinInputFiles: 2}
+	job.beforeCommit = func(int) { cancel() }
+	r := &jobs.Runner{Store: e.store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.Compaction: job}}
+	out, err := r.Run(ctx, jobs.Target{Bucket: e.b, Table: e.id}, maintenance.Compaction, "test", jobs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != state.Failed {
+		t.Fatalf("cancelled run: %+v", out)
+	}
+	after := e.load()
+	if after.MetadataLocation() != loc || !e.rows(after, 0).Equal(fp) {
+		t.Fatal("a cancelled compaction changed the table")
+	}
+	if n := countFiles(t, dataDir); n != before {
+		t.Fatalf("data files %d → %d after a cancelled run", before, n)
+	}
+}
+
+// A corrupt data file fails the run: nothing committed, outputs removed.
+func TestCorruptDataFile(t *testing.T) {
+	e, tbl := smallTable(t)
+	loc := tbl.MetadataLocation()
+	tasks, err := tbl.Scan().PlanFiles(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := strings.TrimPrefix(tasks[3].File.FilePath(), "file://")
+	if err := os.WriteFile(victim, []byte("not parquet"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Dir(victim)
+	before := countFiles(t, dataDir)
+	out, _ := e.compact(&Job{MinInputFiles: 2})
+	if out.Status != state.Failed || !strings.Contains(out.FailureMessage, "nothing committed") {
+		t.Fatalf("%+v", out)
+	}
+	if e.load().MetadataLocation() != loc {
+		t.Fatal("a failed compaction committed")
+	}
+	if n := countFiles(t, dataDir); n != before {
+		t.Fatalf("data files %d → %d: outputs left behind", before, n)
+	}
+}
+
+func TestStrategies(t *testing.T) {
+	e, tbl := smallTable(t)
+	for _, tc := range []struct {
+		strategy maintenance.Strategy
+		sorted   bool
+		want     string
+	}{
+		{maintenance.StrategySort, false, "needs a table sort order"},
+		{maintenance.StrategyZOrder, false, "needs a table sort order"},
+		{maintenance.StrategyAuto, true, "sort is not implemented"},
+		{maintenance.StrategySort, true, "strategy sort is not implemented"},
+	} {
+		if tc.sorted && tbl.SortOrder().IsUnsorted() {
+			tx := tbl.NewTransaction()
+			so, err := table.NewSortOrder(1, []table.SortField{{SourceIDs: []int{1}, Transform: iceberg.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.ReplaceSortOrder(so); err != nil {
+				t.Fatal(err)
+			}
+			if tbl, err = tx.Commit(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		k := jobs.Target{Bucket: e.b, Table: e.id}.Key()
+		if err := e.store.PutTableConfig(e.ctx, k, maintenance.Compaction, maintenance.Config{Status: maintenance.Enabled,
+			Compaction: &maintenance.CompactionSettings{Strategy: tc.strategy}}); err != nil {
+			t.Fatal(err)
+		}
+		loc := e.load().MetadataLocation()
+		out, _ := e.compact(&Job{MinInputFiles: 2})
+		if out.Status != state.Failed || !strings.Contains(out.FailureMessage, tc.want) || e.load().MetadataLocation() != loc {
+			t.Errorf("strategy %s (sorted %v): %+v", tc.strategy, tc.sorted, out)
+		}
+	}
+}
+
+func countFiles(t *testing.T, dir string) int {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
