@@ -134,22 +134,41 @@ buckets:
 	}
 }
 
-func TestRunNotAvailableIsHonest(t *testing.T) {
+// The quickstart's run: all three jobs on the demo table, recorded, with
+// fewer files, fewer snapshots and the crashed writer's files marked.
+func TestRunAllOnDemo(t *testing.T) {
 	c := newCLI(t)
 	c.must("demo")
-	code, out, _ := c.run("run", "--table", "local/demo/events", "--job", "icebergCompaction", "--json")
-	if code != 0 {
-		t.Fatalf("exit %d", code)
-	}
+	var before []tableHealth
+	json.Unmarshal([]byte(c.must("tables", "--json")), &before)
 	var res map[string]struct {
-		Status         string `json:"status"`
-		FailureMessage string `json:"failureMessage"`
+		Status         string          `json:"status"`
+		FailureMessage string          `json:"failureMessage"`
+		Figures        json.RawMessage `json:"figures"`
 	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
+	if err := json.Unmarshal([]byte(c.must("run", "--table", "local/demo/events", "--json")), &res); err != nil {
 		t.Fatal(err)
 	}
-	if r := res["icebergCompaction"]; r.Status == "Successful" {
-		t.Fatalf("compaction claims success without being implemented: %+v", r)
+	for _, typ := range []string{"icebergCompaction", "icebergSnapshotManagement", "icebergUnreferencedFileRemoval"} {
+		if res[typ].Status != "Successful" || len(res[typ].Figures) == 0 {
+			t.Fatalf("%s: %+v", typ, res[typ])
+		}
+	}
+	var after []tableHealth
+	json.Unmarshal([]byte(c.must("tables", "--json")), &after)
+	if after[0].DataFiles >= before[0].DataFiles/5 || after[0].Snapshots >= before[0].Snapshots {
+		t.Fatalf("before %+v, after %+v", before[0].Health, after[0].Health)
+	}
+	out := c.must("noncurrent", "--table", "local/demo/events")
+	if strings.Count(out, "crashed-writer") != 3 {
+		t.Fatalf("noncurrent: %s", out)
+	}
+	// A dry run changes nothing.
+	c.must("run", "--table", "local/demo/events", "--dry-run")
+	var again []tableHealth
+	json.Unmarshal([]byte(c.must("tables", "--json")), &again)
+	if again[0].DataFiles != after[0].DataFiles || again[0].Snapshots != after[0].Snapshots {
+		t.Fatalf("dry run changed the table: %+v → %+v", after[0].Health, again[0].Health)
 	}
 }
 
