@@ -349,3 +349,35 @@ func (a afterList) List(ctx context.Context, p loc, fn func(Object) error) error
 	a.hook()
 	return err
 }
+
+// A table that writes data under write.data.path has that prefix listed
+// too: its strays are found, its live files kept.
+func TestWriteDataPath(t *testing.T) {
+	f := newFixture(t)
+	other := filepath.Join(f.Home, "elsewhere", "events-data")
+	tx := f.Load().NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{"write.data.path": "file://" + other}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := tx.Commit(f.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = demo.AppendSample(f.Ctx, tbl, 20); err != nil {
+		t.Fatal(err)
+	}
+	if f.before, err = tablecheck.Rows(f.Ctx, tbl, 0); err != nil {
+		t.Fatal(err)
+	}
+	stray := f.write(filepath.Join(other, "stray.parquet"), 5*day)
+	neighbour := f.write(filepath.Join(f.Home, "elsewhere", "events-data-v2", "x.parquet"), 5*day)
+	fig := f.mustRun(0)
+	if len(fig.Prefixes) != 2 || fig.Marked != 4 {
+		t.Fatalf("%+v", fig)
+	}
+	f.mustRun(11 * day)
+	if exists(stray) || !exists(neighbour) {
+		t.Fatalf("stray exists %v, neighbour exists %v", exists(stray), exists(neighbour))
+	}
+	f.intact()
+}

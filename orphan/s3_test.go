@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +159,33 @@ func TestS3(t *testing.T) {
 	out, fig := run(30 * day)
 	if out.Status != state.Successful || fig.Marked != 0 || !exists(srv.Bucket, s3aKey) {
 		t.Fatalf("with s3=s3a: %+v %+v", out, fig)
+	}
+
+	// Storage that cannot be reached fails the run naming the endpoint.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+	downCfg := *cfg
+	downCfg.Buckets = []configs.Bucket{cfg.Buckets[0]}
+	downCfg.Buckets[0].Catalog = map[string]string{}
+	for k, v := range cfg.Buckets[0].Catalog {
+		downCfg.Buckets[0].Catalog[k] = v
+	}
+	downCfg.Buckets[0].Catalog["s3.endpoint"] = down
+	downReg := bucket.New(&downCfg)
+	defer downReg.Close()
+	db, _ := downReg.Bucket("lake")
+	ctxDown, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	runner := &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
+	out, err = runner.Run(ctxDown, jobs.Target{Bucket: db, Table: target.Table}, job.Type(), "test", jobs.Options{Now: now.Add(30 * day)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != state.Failed || !strings.Contains(out.FailureMessage, ln.Addr().String()) {
+		t.Fatalf("unreachable storage: %+v", out)
 	}
 }

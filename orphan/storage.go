@@ -122,14 +122,15 @@ func newS3Storage(ctx context.Context, props map[string]string) (*s3Storage, err
 	return &s3Storage{client: client}, nil
 }
 
-// List lists the prefix flat, the first level below it (data/, metadata/,
-// object-storage hash directories) in parallel, one flat listing each.
+// fanOutDepth is how many directory levels List expands before listing
+// flat: table/{data,metadata}/{partition}/ for the usual layouts.
+const fanOutDepth = 2
+
+// List expands the first directory levels under the prefix with delimited
+// listings, then lists every directory found there flat, many in parallel:
+// one flat listing of a million keys is a thousand sequential round trips,
+// a thousand directories listed eight at a time are not.
 func (s *s3Storage) List(ctx context.Context, prefix loc, fn func(Object) error) error {
-	key := strings.TrimPrefix(prefix.path, "/")
-	top, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(prefix.authority), Prefix: aws.String(key), Delimiter: aws.String("/")})
-	if err != nil {
-		return fmt.Errorf("list s3://%s/%s: %w", prefix.authority, key, err)
-	}
 	var mu sync.Mutex
 	emit := func(objs []types.Object) error {
 		mu.Lock()
@@ -145,19 +146,52 @@ func (s *s3Storage) List(ctx context.Context, prefix loc, fn func(Object) error)
 		}
 		return nil
 	}
-	if aws.ToBool(top.IsTruncated) {
-		// More than a page directly under the table: one flat listing.
-		return s.listFlat(ctx, prefix.authority, key, emit)
+	level := []string{strings.TrimPrefix(prefix.path, "/")}
+	for depth := 0; depth < fanOutDepth && len(level) > 0; depth++ {
+		var next []string
+		p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(listParallelism)
+		for _, dir := range level {
+			p.Go(func(ctx context.Context) error {
+				subs, err := s.listDelimited(ctx, prefix.authority, dir, emit)
+				mu.Lock()
+				next = append(next, subs...)
+				mu.Unlock()
+				return err
+			})
+		}
+		if err := p.Wait(); err != nil {
+			return err
+		}
+		level = next
 	}
-	if err := emit(top.Contents); err != nil {
-		return err
-	}
-	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(8)
-	for _, cp := range top.CommonPrefixes {
-		sub := aws.ToString(cp.Prefix)
-		p.Go(func(ctx context.Context) error { return s.listFlat(ctx, prefix.authority, sub, emit) })
+	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(listParallelism)
+	for _, dir := range level {
+		p.Go(func(ctx context.Context) error { return s.listFlat(ctx, prefix.authority, dir, emit) })
 	}
 	return p.Wait()
+}
+
+// listParallelism bounds concurrent listing requests.
+const listParallelism = 16
+
+// listDelimited lists one directory level: it emits the objects directly
+// in dir and returns its subdirectories.
+func (s *s3Storage) listDelimited(ctx context.Context, bucket, dir string, emit func([]types.Object) error) ([]string, error) {
+	pg := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(dir), Delimiter: aws.String("/")})
+	var subs []string
+	for pg.HasMorePages() {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list s3://%s/%s: %w", bucket, dir, err)
+		}
+		if err := emit(page.Contents); err != nil {
+			return nil, err
+		}
+		for _, cp := range page.CommonPrefixes {
+			subs = append(subs, aws.ToString(cp.Prefix))
+		}
+	}
+	return subs, nil
 }
 
 func (s *s3Storage) listFlat(ctx context.Context, bucket, prefix string, emit func([]types.Object) error) error {

@@ -19,6 +19,7 @@ type Result struct {
 	Ms         float64 `json:"ms"`
 	PeakRSSMiB float64 `json:"peakRSSMiB"`
 	Count      int     `json:"count"` // what the side produced (files found, snapshots expired…)
+	Bytes      int64   `json:"bytes"` // bytes the side produced, where that matters
 }
 
 const envKey = "ICEKEEPER_BENCH_CHILD"
@@ -47,8 +48,11 @@ func Run(childTest, spec string) (Result, error) {
 
 // Report prints the child's result for Run to read, with the process's
 // peak RSS.
-func Report(ms float64, count int) {
-	r := Result{Ms: ms, PeakRSSMiB: PeakRSSMiB(), Count: count}
+func Report(ms float64, count int) { ReportBytes(ms, count, 0) }
+
+// ReportBytes is Report with a byte count.
+func ReportBytes(ms float64, count int, bytes int64) {
+	r := Result{Ms: ms, PeakRSSMiB: PeakRSSMiB(), Count: count, Bytes: bytes}
 	data, _ := json.Marshal(r)
 	fmt.Printf("RESULT %s\n", data)
 }

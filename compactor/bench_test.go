@@ -1,0 +1,248 @@
+package compactor
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
+
+	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/benchproc"
+	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/jobs"
+)
+
+// BenchmarkCompaction compares icekeeper's compaction with iceberg-go
+// v0.7.0's compaction.Analyze + Table.RewriteDataFiles, side by side on
+// identical copies of two inputs, each side in its own child process:
+//
+//   - small-files: 200 Parquet files of about 1 MB (int, long, timestamp,
+//     double with nulls, a low-cardinality string, a random 50–200 character
+//     string; snappy, like Flink output) compacted toward 128 MB;
+//
+//   - many-partitions: 3,200 tiny files over 16 partitions.
+//
+//     scripts/bench.sh -bench Compaction ./compactor
+func BenchmarkCompaction(b *testing.B) {
+	files := 200
+	if v, err := strconv.Atoi(os.Getenv("ICEKEEPER_BENCH_COMPACT_FILES")); err == nil && v > 0 {
+		files = v
+	}
+	for _, in := range []struct {
+		name        string
+		appends     int
+		partitioned bool
+		rows        int
+	}{
+		{"small-files", files, false, 4800},
+		{"many-partitions", files, true, 40},
+	} {
+		b.Run(in.name, func(b *testing.B) {
+			var ik, ig benchproc.Result
+			var inputBytes int64
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				home := b.TempDir()
+				var err error
+				if inputBytes, err = buildCompactionInput(home, in.appends, in.rows, in.partitioned); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				order := []string{"icekeeper", "iceberg_go"}
+				if i%2 == 1 {
+					order = []string{"iceberg_go", "icekeeper"}
+				}
+				for _, variant := range order {
+					r, err := benchproc.Run("TestCompactionBenchChild", variant+"|"+home)
+					if err != nil {
+						b.Fatal(err)
+					}
+					acc := &ik
+					if variant == "iceberg_go" {
+						acc = &ig
+					}
+					acc.Ms += r.Ms
+					acc.PeakRSSMiB += r.PeakRSSMiB
+					acc.Count += r.Count
+					acc.Bytes += r.Bytes
+				}
+			}
+			N := float64(b.N)
+			mb := float64(inputBytes) / (1 << 20)
+			b.ReportMetric(mb, "input-MiB")
+			b.ReportMetric(mb/(ik.Ms/N/1000), "icekeeper-MiB/s")
+			b.ReportMetric(mb/(ig.Ms/N/1000), "iceberg-go-MiB/s")
+			b.ReportMetric(ig.Ms/ik.Ms, "throughput-ratio")
+			b.ReportMetric(ik.PeakRSSMiB/N, "icekeeper-peak-RSS-MiB")
+			b.ReportMetric(ig.PeakRSSMiB/N, "iceberg-go-peak-RSS-MiB")
+			b.ReportMetric(float64(ik.Bytes)/N/(1<<20), "icekeeper-out-MiB")
+			b.ReportMetric(float64(ig.Bytes)/N/(1<<20), "iceberg-go-out-MiB")
+			b.ReportMetric(float64(ik.Count)/N, "icekeeper-out-files")
+			b.ReportMetric(float64(ig.Count)/N, "iceberg-go-out-files")
+		})
+	}
+}
+
+// TestCompactionBenchChild is the child side of BenchmarkCompaction.
+func TestCompactionBenchChild(t *testing.T) {
+	spec := benchproc.Spec()
+	if spec == "" {
+		t.Skip("benchmark child only")
+	}
+	variant, home, _ := strings.Cut(spec, "|")
+	ctx := context.Background()
+	reg := bucket.New(configs.Embedded(home))
+	defer reg.Close()
+	b, _ := reg.Bucket("local")
+	id := bucket.TableID{Namespace: []string{"bench"}, Name: variant}
+	const target = 128 << 20
+	start := time.Now()
+	var files int
+	var bytes int64
+	switch variant {
+	case "icekeeper":
+		store, err := state.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "state.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Config.Maintenance.Compaction = &configs.CompactionConfig{CompactionSettings: maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(128), Strategy: maintenance.StrategyBinpack}}
+		job := &Job{}
+		r := &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
+		out, err := r.Run(ctx, jobs.Target{Bucket: b, Table: id}, job.Type(), "bench", jobs.Options{})
+		if err != nil || out.Status != state.Successful {
+			t.Fatalf("%+v %v", out, err)
+		}
+		fig := out.Figures.(*Figures)
+		files, bytes = fig.OutputFiles, fig.OutputBytes
+	case "iceberg_go":
+		tbl, err := b.LoadTable(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := compaction.DefaultConfig()
+		cfg.TargetFileSizeBytes, cfg.MinFileSizeBytes, cfg.MaxFileSizeBytes = target, target*3/4, target*9/5
+		plan, err := compaction.Analyze(ctx, tbl, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var groups []table.CompactionTaskGroup
+		for _, g := range plan.Groups {
+			groups = append(groups, table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes})
+		}
+		res, err := tbl.RewriteDataFiles(ctx, groups, table.RewriteDataFilesOptions{GroupOptions: []table.CompactionGroupOption{table.WithCompactionTargetFileSize(target)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, bytes = res.AddedDataFiles, res.BytesAfter
+	}
+	benchproc.ReportBytes(float64(time.Since(start).Microseconds())/1000, files, bytes)
+}
+
+var benchArrow = arrow.NewSchema([]arrow.Field{
+	{Name: "i", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	{Name: "l", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+	{Name: "d", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "kind", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "text", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "p", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+}, nil)
+
+// buildCompactionInput creates bench.icekeeper and bench.iceberg_go with
+// identical contents (same seed) and returns one copy's data bytes.
+func buildCompactionInput(home string, appends, rows int, partitioned bool) (int64, error) {
+	ctx := context.Background()
+	reg := bucket.New(configs.Embedded(home))
+	defer reg.Close()
+	b, _ := reg.Bucket("local")
+	cat, err := b.Catalog(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil {
+		return 0, err
+	}
+	sc := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "i", Type: iceberg.PrimitiveTypes.Int32},
+		iceberg.NestedField{ID: 2, Name: "l", Type: iceberg.PrimitiveTypes.Int64},
+		iceberg.NestedField{ID: 3, Name: "ts", Type: iceberg.PrimitiveTypes.TimestampTz},
+		iceberg.NestedField{ID: 4, Name: "d", Type: iceberg.PrimitiveTypes.Float64},
+		iceberg.NestedField{ID: 5, Name: "kind", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 6, Name: "text", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 7, Name: "p", Type: iceberg.PrimitiveTypes.Int32},
+	)
+	spec := *iceberg.UnpartitionedSpec
+	if partitioned {
+		spec = iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{7}, FieldID: 1000, Name: "p", Transform: iceberg.IdentityTransform{}})
+	}
+	var total int64
+	for _, name := range []string{"icekeeper", "iceberg_go"} {
+		tbl, err := cat.CreateTable(ctx, table.Identifier{"bench", name}, sc, catalog.WithPartitionSpec(&spec),
+			catalog.WithProperties(iceberg.Properties{"write.parquet.compression-codec": "snappy", "commit.manifest-merge.enabled": "false"}))
+		if err != nil {
+			return 0, err
+		}
+		rng := rand.New(rand.NewPCG(3, 4))
+		for a := 0; a < appends; a++ {
+			rec := benchRecord(rng, rows, partitioned)
+			rdr, _ := array.NewRecordReader(benchArrow, []arrow.RecordBatch{rec})
+			tbl, err = tbl.Append(ctx, rdr, nil)
+			rdr.Release()
+			rec.Release()
+			if err != nil {
+				return 0, err
+			}
+		}
+		var n int64
+		fmt.Sscan(tbl.CurrentSnapshot().Summary.Properties["total-files-size"], &n)
+		total = n
+	}
+	return total, nil
+}
+
+var kinds = []string{"view", "click", "purchase", "signup", "logout", "error", "bot", "share"}
+
+func benchRecord(rng *rand.Rand, rows int, partitioned bool) arrow.RecordBatch {
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, benchArrow)
+	defer bld.Release()
+	parts := 1
+	if partitioned {
+		parts = 16
+	}
+	text := make([]byte, 200)
+	for p := 0; p < parts; p++ {
+		for r := 0; r < rows; r++ {
+			bld.Field(0).(*array.Int32Builder).Append(rng.Int32())
+			bld.Field(1).(*array.Int64Builder).Append(rng.Int64())
+			bld.Field(2).(*array.TimestampBuilder).Append(arrow.Timestamp(1_700_000_000_000_000 + rng.Int64N(86_400_000_000)))
+			if rng.IntN(10) == 0 {
+				bld.Field(3).AppendNull()
+			} else {
+				bld.Field(3).(*array.Float64Builder).Append(rng.Float64() * 1000)
+			}
+			bld.Field(4).(*array.StringBuilder).Append(kinds[rng.IntN(len(kinds))])
+			n := 50 + rng.IntN(151)
+			for i := 0; i < n; i++ {
+				text[i] = byte(' ' + rng.IntN(95))
+			}
+			bld.Field(5).(*array.StringBuilder).Append(string(text[:n]))
+			bld.Field(6).(*array.Int32Builder).Append(int32(p))
+		}
+	}
+	return bld.NewRecordBatch()
+}
