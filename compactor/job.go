@@ -53,8 +53,13 @@ type Job struct {
 	// default) plus the Arrow batches in flight while reading, so peak
 	// memory is roughly Parallelism × (row group size + 64 MiB).
 	Parallelism int
-	// BatchGroups is how many groups go into one commit (default 10).
+	// BatchGroups and BatchBytes bound one commit: at most BatchGroups
+	// groups (default 100) and, once past the first group, at most
+	// BatchBytes of input (default 8 GiB). A batch is the unit of partial
+	// progress: a conflict or crash loses at most one batch of work, while
+	// every commit rewrites the table's manifests, so small runs commit once.
 	BatchGroups int
+	BatchBytes  int64
 	// MaxAttempts bounds the commits of one batch (default 4); Backoff is
 	// the first wait between them, doubled each time (default 200ms).
 	MaxAttempts int
@@ -133,11 +138,18 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 		return out, fmt.Errorf("plan scan of %s: %w", t.Table, err)
 	}
 	files := make([]planner.File, len(tasks))
+	spec := tbl.Spec()
 	for i, task := range tasks {
 		df := task.File
 		files[i] = planner.File{ID: i, Path: df.FilePath(), Partition: partitionKey(df), Format: strings.ToLower(string(df.FileFormat())),
 			SizeBytes: df.FileSizeBytes(), Records: df.Count(),
 			DeleteFiles: len(task.DeleteFiles) + len(task.EqualityDeleteFiles) + len(task.DeletionVectorFiles)}
+		if int(df.SpecID()) != spec.ID() {
+			// iceberg-go's writer partitions output by the current spec and
+			// needs its input clustered by partition; files of an older
+			// spec are not, so they would need a sort first.
+			files[i].Skip = fmt.Sprintf("written under partition spec %d, not the current spec %d; re-partitioning needs a sort, which this version does not do", df.SpecID(), spec.ID())
+		}
 	}
 	target := int64(targetMB) << 20
 	if fig.Plan, err = planner.Make(files, planner.Options{TargetBytes: target, MinInputFiles: j.MinInputFiles}); err != nil {
@@ -176,15 +188,14 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 		return out, fmt.Errorf("%d of %d groups could not be rewritten, nothing committed; first: %s", fig.GroupsFailed, fig.GroupsPlanned, fig.Errors[0])
 	}
 	attached := attachments(tasks)
-	batch := j.BatchGroups
-	if batch <= 0 {
-		batch = 10
-	}
 	var commitErr error
 	base := tbl
-	for lo := 0; lo < len(results) && commitErr == nil; lo += batch {
+	for _, batch := range j.batches(results) {
+		if commitErr != nil {
+			break
+		}
 		var committed, dropped []table.CompactionGroupResult
-		base, committed, dropped, commitErr = j.commitBatch(ctx, t, base, snap, results[lo:min(lo+batch, len(results))], attached, fig)
+		base, committed, dropped, commitErr = j.commitBatch(ctx, t, base, snap, batch, attached, fig)
 		fig.GroupsDropped += len(dropped)
 		for _, r := range committed {
 			fig.GroupsCommitted++
@@ -207,6 +218,36 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 		return out, commitErr
 	}
 	return out, nil
+}
+
+// batches cuts the results into commits by BatchGroups and BatchBytes.
+func (j *Job) batches(results []table.CompactionGroupResult) [][]table.CompactionGroupResult {
+	maxGroups, maxBytes := j.BatchGroups, j.BatchBytes
+	if maxGroups <= 0 {
+		maxGroups = 100
+	}
+	if maxBytes <= 0 {
+		maxBytes = 8 << 30
+	}
+	var out [][]table.CompactionGroupResult
+	var cur []table.CompactionGroupResult
+	var bytes int64
+	for _, r := range results {
+		var in int64
+		for _, df := range r.OldDataFiles {
+			in += df.FileSizeBytes()
+		}
+		if len(cur) > 0 && (len(cur) >= maxGroups || bytes+in > maxBytes) {
+			out = append(out, cur)
+			cur, bytes = nil, 0
+		}
+		cur = append(cur, r)
+		bytes += in
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
 }
 
 // strategy resolves the configured strategy for tbl; sort and z-order are

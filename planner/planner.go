@@ -35,6 +35,9 @@ type File struct {
 	SizeBytes   int64
 	Records     int64
 	DeleteFiles int // position, equality and deletion-vector files attached
+	// Skip, when set, keeps the file out of every group; it is the reason
+	// reported (e.g. the file was written under an older partition spec).
+	Skip string
 }
 
 // Options steer planning.
@@ -113,6 +116,10 @@ func Make(files []File, opts Options) (Plan, error) {
 	var parts []string
 	var plan Plan
 	for _, f := range files {
+		if f.Skip != "" {
+			plan.Skipped = append(plan.Skipped, Skip{Partition: f.Partition, Files: 1, Reason: f.Skip})
+			continue
+		}
 		if f.Format != "" && f.Format != "parquet" {
 			plan.Skipped = append(plan.Skipped, Skip{Partition: f.Partition, Files: 1, Reason: fmt.Sprintf("%s is %s; only Parquet is rewritten", f.Path, f.Format)})
 			continue

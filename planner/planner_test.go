@@ -75,6 +75,25 @@ func TestNonParquetSkipped(t *testing.T) {
 	}
 }
 
+func TestSkipReason(t *testing.T) {
+	in := ids(files("p", repeat(1, 6)...))
+	in[2].Skip = "written under partition spec 0"
+	p, err := Make(in, Options{TargetBytes: 128 * MB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.InputFiles() != 5 || len(p.Skipped) != 1 || p.Skipped[0].Reason != in[2].Skip {
+		t.Fatalf("%+v", p)
+	}
+	for _, g := range p.Groups {
+		for _, id := range g.FileIDs {
+			if id == 2 {
+				t.Fatal("a skipped file was planned")
+			}
+		}
+	}
+}
+
 func TestBadTarget(t *testing.T) {
 	if _, err := Make(nil, Options{}); err == nil {
 		t.Fatal("zero target accepted")

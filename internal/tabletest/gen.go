@@ -45,8 +45,13 @@ func appendRandom(b array.Builder, f arrow.Field, rng *rand.Rand) {
 	case *array.BooleanBuilder:
 		bb.Append(rng.IntN(2) == 0)
 	case *array.StringBuilder:
-		// A low-cardinality prefix (for identity and truncate partitions)
-		// and a random tail.
+		if f.Name == "cat" {
+			// A category: three values, for identity partitions.
+			bb.Append(string(rune('a' + rng.IntN(3))))
+			break
+		}
+		// A low-cardinality prefix (for truncate partitions) and a
+		// random tail.
 		bb.Append(fmt.Sprintf("%c%c-%d", 'a'+rune(rng.IntN(3)), 'a'+rune(rng.IntN(3)), rng.IntN(100000)))
 	case *array.Date32Builder:
 		bb.Append(arrow.Date32(20000 + rng.IntN(5)))
