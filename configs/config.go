@@ -25,10 +25,31 @@ type Config struct {
 	Buckets []Bucket `yaml:"buckets"`
 	// Schedules are the daemon's cron expressions per job type.
 	Schedules Schedules `yaml:"schedules"`
+	// API configures the API's authentication.
+	API API `yaml:"api"`
 
 	// File is the path the configuration was loaded from ("" for the
 	// embedded default); error messages and relative paths use it.
 	File string `yaml:"-"`
+}
+
+// API configures the HTTP API.
+type API struct {
+	// SigningName is the SigV4 service name requests must be signed for:
+	// s3tables (default) or osstables.
+	SigningName string `yaml:"signingName"`
+	// Keys are the access keys allowed to call the API. Without keys the
+	// API is unauthenticated and only listens on loopback addresses.
+	Keys []APIKey `yaml:"keys"`
+}
+
+// APIKey is one access key of the API.
+type APIKey struct {
+	AccessKeyID     string `yaml:"accessKeyId"`
+	SecretAccessKey string `yaml:"secretAccessKey"`
+	// Scopes limit the key to some buckets or namespaces: "BUCKET" or
+	// "BUCKET/NAMESPACE" (globs allowed). Empty: every bucket.
+	Scopes []string `yaml:"scopes"`
 }
 
 // Schedules holds one cron expression per job type (robfig/cron standard

@@ -107,6 +107,8 @@ buckets:
 		{"bad listen", base + "listen: 8080\n", `listen: "8080" is not a host:port address`},
 		{"bad schedule", base + "schedules: {icebergCompaction: every hour}\n", `schedules.icebergCompaction: "every hour" is not a cron expression`},
 		{"bad retention mode", base + "    tableRetentionProperties: lenient\n", `buckets[0].tableRetentionProperties: "lenient" is not conservative or strict`},
+		{"api key without secret", base + "api: {keys: [{accessKeyId: AK}]}\n", "api.keys[0].secretAccessKey: is required"},
+		{"api signing name", base + "api: {signingName: s3}\n", `api.signingName: "s3" is not s3tables or osstables`},
 		{"bad filter", base + "    tables: {include: ['[']}\n", `buckets[0].tables: pattern "["`},
 		{"unset env", base + "    catalog: {type: sql, uri: '${NOPE}'}\n", "environment variable NOPE is not set"},
 		{"list expected", "state: sqlite://s.db\nbuckets: {a: b}\n", "buckets: must be a list, found a mapping"},

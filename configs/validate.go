@@ -109,6 +109,33 @@ func (c *Config) finish() error {
 		}
 	}
 
+	switch c.API.SigningName {
+	case "":
+		c.API.SigningName = "s3tables"
+	case "s3tables", "osstables":
+	default:
+		return errf("api.signingName", "%q is not s3tables or osstables", c.API.SigningName)
+	}
+	seenKeys := map[string]bool{}
+	for i, k := range c.API.Keys {
+		p := fmt.Sprintf("api.keys[%d]", i)
+		if k.AccessKeyID == "" {
+			return errf(p+".accessKeyId", "is required")
+		}
+		if k.SecretAccessKey == "" {
+			return errf(p+".secretAccessKey", "is required")
+		}
+		if seenKeys[k.AccessKeyID] {
+			return errf(p+".accessKeyId", "%q is listed twice", k.AccessKeyID)
+		}
+		seenKeys[k.AccessKeyID] = true
+		for _, sc := range k.Scopes {
+			if _, err := path.Match(sc, ""); err != nil || sc == "" {
+				return errf(p+".scopes", "%q is not a BUCKET or BUCKET/NAMESPACE pattern", sc)
+			}
+		}
+	}
+
 	defaults := map[*string]string{
 		&c.Schedules.Compaction:              DefaultCompactionSchedule,
 		&c.Schedules.SnapshotManagement:      DefaultSnapshotManagementSchedule,

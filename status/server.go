@@ -1,10 +1,11 @@
-// Package status is icekeeper's HTTP API: health endpoints and, as the API
-// grows, the S3 Tables maintenance routes, run history and metrics.
+// Package status is icekeeper's HTTP API: the S3 Tables maintenance routes
+// (wire-compatible, so the AWS SDK and CLI work against it), listing of
+// buckets, namespaces and tables, health endpoints and Prometheus metrics.
+// Requests are verified with SigV4 when access keys are configured.
 package status
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,7 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/jobs"
 )
 
 // ErrNotLoopback is returned when the API would listen beyond this machine
@@ -44,14 +47,37 @@ func CheckListen(addr string, authConfigured bool) error {
 
 // Server serves the API.
 type Server struct {
+	Registry *bucket.Registry
 	Store    state.Store
-	Registry *prometheus.Registry
+	Runner   *jobs.Runner // resolves settings
+	Auth     *Auth        // nil: unauthenticated
+	Metrics  *prometheus.Registry
 	Logger   *slog.Logger
+
+	started time.Time
 }
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 // Handler returns the API's routes.
 func (s *Server) Handler() http.Handler {
+	if s.started.IsZero() {
+		s.started = time.Now().UTC().Truncate(time.Second)
+	}
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
 	mux := http.NewServeMux()
+	api := func(pattern string, h handlerFunc) { mux.Handle(pattern, s.api(h)) }
+	api("GET /tables/{arn}/{namespace}/{name}/maintenance-job-status", s.getJobStatus)
+	api("GET /tables/{arn}/{namespace}/{name}/maintenance", s.getTableConfig)
+	api("PUT /tables/{arn}/{namespace}/{name}/maintenance/{type}", s.putTableConfig)
+	api("GET /buckets/{arn}/maintenance", s.getBucketConfig)
+	api("PUT /buckets/{arn}/maintenance/{type}", s.putBucketConfig)
+	api("GET /buckets", s.listBuckets)
+	api("GET /namespaces/{arn}", s.listNamespaces)
+	api("GET /tables/{arn}", s.listTables)
+
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -60,19 +86,46 @@ func (s *Server) Handler() http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if _, err := s.Store.BucketConfig(ctx, ""); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "state store unavailable", "error": err.Error()})
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "state store unavailable"})
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
-	if s.Registry != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}))
+	if s.Metrics != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(s.Metrics, promhttp.HandlerOpts{}))
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Amzn-ErrorType", "NotFoundException")
-		writeJSON(w, http.StatusNotFound, map[string]string{"message": fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)})
+	api("/", func(w http.ResponseWriter, r *http.Request) error {
+		return notFound(fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 	})
 	return mux
+}
+
+// api wraps a handler with authentication, error mapping and panic
+// recovery: a bad request never takes the daemon down.
+func (s *Server) api(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				s.Logger.Error("API handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
+				writeError(w, &apiError{http.StatusInternalServerError, "InternalServerErrorException", "internal error"})
+			}
+		}()
+		if s.Auth != nil {
+			key, err := s.Auth.verify(r)
+			if err != nil {
+				writeError(w, classify(err))
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, key))
+		}
+		if err := h(w, r); err != nil {
+			e := classify(err)
+			if e.status >= 500 {
+				s.Logger.Error("API request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			}
+			writeError(w, e)
+		}
+	})
 }
 
 // Serve listens on addr until ctx is cancelled, then shuts down within
@@ -82,7 +135,7 @@ func (s *Server) Serve(ctx context.Context, addr string, grace time.Duration, re
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute}
 	if ready != nil {
 		ready <- ln.Addr()
 	}
@@ -99,10 +152,4 @@ func (s *Server) Serve(ctx context.Context, addr string, grace time.Duration, re
 		return fmt.Errorf("shut down API: %w", err)
 	}
 	return nil
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/status"
 )
 
@@ -33,12 +34,14 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	if *listen != "" {
 		addr = *listen
 	}
-	if err := status.CheckListen(addr, false); err != nil {
+	auth := status.NewAuth(w.cfg.API)
+	if err := status.CheckListen(addr, auth != nil); err != nil {
 		return usageError{err}
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv := &status.Server{Store: w.store, Registry: reg, Logger: logger}
+	runner := &jobs.Runner{Store: w.store, Jobs: availableJobs(w), Logger: logger}
+	srv := &status.Server{Registry: w.registry, Store: w.store, Runner: runner, Auth: auth, Metrics: reg, Logger: logger}
 	ready := make(chan net.Addr, 1)
 	go func() {
 		if a, ok := <-ready; ok {

@@ -1,0 +1,298 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3tables"
+	"github.com/aws/aws-sdk-go-v2/service/s3tables/types"
+
+	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/expire"
+	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/demo"
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/tabletest"
+	"github.com/icekeeper/icekeeper/jobs"
+)
+
+const bucketARN = configs.LocalBucketARN
+
+type fixture struct {
+	*tabletest.DemoTable
+	url    string
+	runner *jobs.Runner
+}
+
+func newServer(t *testing.T, api configs.API) *fixture {
+	d := tabletest.NewDemoTable(t, demo.Options{Appends: 5})
+	cfg := configs.Embedded(d.Home)
+	if api.SigningName == "" {
+		api.SigningName = "s3tables"
+	}
+	reg := bucket.New(cfg)
+	t.Cleanup(reg.Close)
+	runner := &jobs.Runner{Store: d.Store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.SnapshotManagement: &expire.Job{}}}
+	srv := &Server{Registry: reg, Store: d.Store, Runner: runner, Auth: NewAuth(api)}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return &fixture{DemoTable: d, url: ts.URL, runner: runner}
+}
+
+func client(url, key, secret string) *s3tables.Client {
+	return s3tables.New(s3tables.Options{
+		BaseEndpoint: aws.String(url),
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider(key, secret, ""),
+	})
+}
+
+func jobStatus(t *testing.T, c *s3tables.Client) map[string]types.TableMaintenanceJobStatusValue {
+	t.Helper()
+	out, err := c.GetTableMaintenanceJobStatus(context.Background(), &s3tables.GetTableMaintenanceJobStatusInput{
+		TableBucketARN: aws.String(bucketARN), Namespace: aws.String("demo"), Name: aws.String("events")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(aws.ToString(out.TableARN), "/table/demo/events") {
+		t.Fatalf("table ARN %q", aws.ToString(out.TableARN))
+	}
+	got := map[string]types.TableMaintenanceJobStatusValue{}
+	for k, v := range out.Status {
+		got[string(k)] = v
+	}
+	return got
+}
+
+// The real AWS SDK client against the server: both Puts and both Gets
+// round-trip, job status follows runs, listings work.
+func TestSDKRoundTrip(t *testing.T) {
+	f := newServer(t, configs.API{})
+	ctx := context.Background()
+	c := client(f.url, "any", "any")
+
+	st := jobStatus(t, c)
+	for _, typ := range maintenance.JobTypes {
+		if st[string(typ)].Status != types.JobStatusNotYetRun {
+			t.Fatalf("%s before any run: %+v", typ, st[string(typ)])
+		}
+	}
+	before := time.Now().Add(-time.Second)
+	if out, err := f.runner.Run(ctx, f.Target(), maintenance.SnapshotManagement, "test", jobs.Options{}); err != nil || out.Status != "Successful" {
+		t.Fatalf("run: %+v %v", out, err)
+	}
+	st = jobStatus(t, c)
+	sm := st[string(maintenance.SnapshotManagement)]
+	if sm.Status != types.JobStatusSuccessful || sm.LastRunTimestamp == nil || sm.LastRunTimestamp.Before(before.Truncate(time.Second)) {
+		t.Fatalf("after a run: %+v", sm)
+	}
+
+	// Table configuration: put compaction settings, read them back.
+	_, err := c.PutTableMaintenanceConfiguration(ctx, &s3tables.PutTableMaintenanceConfigurationInput{
+		TableBucketARN: aws.String(bucketARN), Namespace: aws.String("demo"), Name: aws.String("events"),
+		Type: types.TableMaintenanceTypeIcebergCompaction,
+		Value: &types.TableMaintenanceConfigurationValue{Status: types.MaintenanceStatusEnabled,
+			Settings: &types.TableMaintenanceSettingsMemberIcebergCompaction{Value: types.IcebergCompactionSettings{TargetFileSizeMB: aws.Int32(256)}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.PutTableMaintenanceConfiguration(ctx, &s3tables.PutTableMaintenanceConfigurationInput{
+		TableBucketARN: aws.String(bucketARN), Namespace: aws.String("demo"), Name: aws.String("events"),
+		Type:  types.TableMaintenanceTypeIcebergSnapshotManagement,
+		Value: &types.TableMaintenanceConfigurationValue{Status: types.MaintenanceStatusDisabled},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := c.GetTableMaintenanceConfiguration(ctx, &s3tables.GetTableMaintenanceConfigurationInput{
+		TableBucketARN: aws.String(bucketARN), Namespace: aws.String("demo"), Name: aws.String("events")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp := cfg.Configuration[string(types.TableMaintenanceTypeIcebergCompaction)]
+	cs, ok := comp.Settings.(*types.TableMaintenanceSettingsMemberIcebergCompaction)
+	if !ok || comp.Status != types.MaintenanceStatusEnabled || aws.ToInt32(cs.Value.TargetFileSizeMB) != 256 || cs.Value.Strategy != types.IcebergCompactionStrategyAuto {
+		t.Fatalf("compaction config %+v %+v", comp, cs)
+	}
+	if snap := cfg.Configuration[string(types.TableMaintenanceTypeIcebergSnapshotManagement)]; snap.Status != types.MaintenanceStatusDisabled {
+		t.Fatalf("snapshot config %+v", snap)
+	}
+	// The stored configuration is what the next run uses.
+	if s, _ := f.runner.Settings(ctx, f.Target(), maintenance.Compaction); *s.Compaction.TargetFileSizeMB != 256 {
+		t.Fatalf("runner sees %d", *s.Compaction.TargetFileSizeMB)
+	}
+	if st := jobStatus(t, c); st[string(maintenance.SnapshotManagement)].Status != types.JobStatusDisabled {
+		t.Fatalf("disabled type reports %+v", st[string(maintenance.SnapshotManagement)])
+	}
+
+	// Bucket configuration.
+	_, err = c.PutTableBucketMaintenanceConfiguration(ctx, &s3tables.PutTableBucketMaintenanceConfigurationInput{
+		TableBucketARN: aws.String(bucketARN), Type: types.TableBucketMaintenanceTypeIcebergUnreferencedFileRemoval,
+		Value: &types.TableBucketMaintenanceConfigurationValue{Status: types.MaintenanceStatusEnabled,
+			Settings: &types.TableBucketMaintenanceSettingsMemberIcebergUnreferencedFileRemoval{Value: types.IcebergUnreferencedFileRemovalSettings{
+				UnreferencedDays: aws.Int32(5), NonCurrentDays: aws.Int32(20)}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc, err := c.GetTableBucketMaintenanceConfiguration(ctx, &s3tables.GetTableBucketMaintenanceConfigurationInput{TableBucketARN: aws.String(bucketARN)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm := bc.Configuration[string(types.TableBucketMaintenanceTypeIcebergUnreferencedFileRemoval)]
+	rs, ok := rm.Settings.(*types.TableBucketMaintenanceSettingsMemberIcebergUnreferencedFileRemoval)
+	if !ok || aws.ToInt32(rs.Value.UnreferencedDays) != 5 || aws.ToInt32(rs.Value.NonCurrentDays) != 20 || aws.ToString(bc.TableBucketARN) != bucketARN {
+		t.Fatalf("bucket config %+v", bc)
+	}
+
+	// Listings.
+	lb, err := c.ListTableBuckets(ctx, &s3tables.ListTableBucketsInput{})
+	if err != nil || len(lb.TableBuckets) != 1 || aws.ToString(lb.TableBuckets[0].Name) != "local" {
+		t.Fatalf("buckets %+v %v", lb, err)
+	}
+	ln, err := c.ListNamespaces(ctx, &s3tables.ListNamespacesInput{TableBucketARN: aws.String(bucketARN)})
+	if err != nil || len(ln.Namespaces) != 1 || ln.Namespaces[0].Namespace[0] != "demo" {
+		t.Fatalf("namespaces %+v %v", ln, err)
+	}
+	lt, err := c.ListTables(ctx, &s3tables.ListTablesInput{TableBucketARN: aws.String(bucketARN), Namespace: aws.String("demo")})
+	if err != nil || len(lt.Tables) != 1 || aws.ToString(lt.Tables[0].Name) != "events" {
+		t.Fatalf("tables %+v %v", lt, err)
+	}
+}
+
+// Every error comes back as the SDK's typed exception.
+func TestSDKErrors(t *testing.T) {
+	f := newServer(t, configs.API{})
+	ctx := context.Background()
+	c := client(f.url, "any", "any")
+	var nf *types.NotFoundException
+	var br *types.BadRequestException
+	_, err := c.GetTableMaintenanceJobStatus(ctx, &s3tables.GetTableMaintenanceJobStatusInput{
+		TableBucketARN: aws.String("arn:aws:s3tables:us-east-1:111122223333:bucket/nope"), Namespace: aws.String("demo"), Name: aws.String("events")})
+	if !errors.As(err, &nf) {
+		t.Fatalf("unknown bucket: %v", err)
+	}
+	_, err = c.GetTableMaintenanceConfiguration(ctx, &s3tables.GetTableMaintenanceConfigurationInput{
+		TableBucketARN: aws.String(bucketARN), Namespace: aws.String("demo"), Name: aws.String("missing")})
+	if !errors.As(err, &nf) {
+		t.Fatalf("unknown table: %v", err)
+	}
+	put := func(typ types.TableMaintenanceType, v *types.TableMaintenanceConfigurationValue) error {
+		_, err := c.PutTableMaintenanceConfiguration(ctx, &s3tables.PutTableMaintenanceConfigurationInput{
+			TableBucketARN: aws.String(bucketARN), Namespace: aws.String("demo"), Name: aws.String("events"), Type: typ, Value: v})
+		return err
+	}
+	err = put(types.TableMaintenanceTypeIcebergCompaction, &types.TableMaintenanceConfigurationValue{Status: types.MaintenanceStatusEnabled,
+		Settings: &types.TableMaintenanceSettingsMemberIcebergCompaction{Value: types.IcebergCompactionSettings{TargetFileSizeMB: aws.Int32(0)}}})
+	if !errors.As(err, &br) || !strings.Contains(br.ErrorMessage(), "targetFileSizeMB: 0 is below the minimum 1") {
+		t.Fatalf("out of range: %v", err)
+	}
+	err = put(types.TableMaintenanceTypeIcebergCompaction, &types.TableMaintenanceConfigurationValue{Status: types.MaintenanceStatusEnabled,
+		Settings: &types.TableMaintenanceSettingsMemberIcebergSnapshotManagement{Value: types.IcebergSnapshotManagementSettings{MinSnapshotsToKeep: aws.Int32(2)}}})
+	if !errors.As(err, &br) || !strings.Contains(br.ErrorMessage(), "does not belong to icebergCompaction") {
+		t.Fatalf("settings for another type: %v", err)
+	}
+	// Nothing was stored by the rejected calls.
+	if cfg, _ := f.Store.TableConfig(ctx, f.Target().Key()); len(cfg) != 0 {
+		t.Fatalf("rejected puts stored %v", cfg)
+	}
+	_, err = c.PutTableBucketMaintenanceConfiguration(ctx, &s3tables.PutTableBucketMaintenanceConfigurationInput{
+		TableBucketARN: aws.String(bucketARN), Type: types.TableBucketMaintenanceTypeIcebergUnreferencedFileRemoval,
+		Value: &types.TableBucketMaintenanceConfigurationValue{Status: "sometimes"}})
+	if !errors.As(err, &br) {
+		t.Fatalf("bad status: %v", err)
+	}
+}
+
+func TestSigV4(t *testing.T) {
+	api := configs.API{Keys: []configs.APIKey{
+		{AccessKeyID: "AKADMIN", SecretAccessKey: "admin-secret"},
+		{AccessKeyID: "AKTEAM", SecretAccessKey: "team-secret", Scopes: []string{"local/other"}},
+	}}
+	f := newServer(t, api)
+	if st := jobStatus(t, client(f.url, "AKADMIN", "admin-secret")); len(st) != 3 {
+		t.Fatalf("signed request: %v", st)
+	}
+	var fb *types.ForbiddenException
+	for name, c := range map[string]*s3tables.Client{
+		"wrong secret": client(f.url, "AKADMIN", "guess"),
+		"unknown key":  client(f.url, "AKNOBODY", "x"),
+		"out of scope": client(f.url, "AKTEAM", "team-secret"),
+	} {
+		_, err := c.GetTableMaintenanceJobStatus(context.Background(), &s3tables.GetTableMaintenanceJobStatusInput{
+			TableBucketARN: aws.String(bucketARN), Namespace: aws.String("demo"), Name: aws.String("events")})
+		if !errors.As(err, &fb) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// A key scoped to a namespace cannot change bucket-wide settings.
+	_, err := client(f.url, "AKTEAM", "team-secret").PutTableBucketMaintenanceConfiguration(context.Background(), &s3tables.PutTableBucketMaintenanceConfigurationInput{
+		TableBucketARN: aws.String(bucketARN), Type: types.TableBucketMaintenanceTypeIcebergUnreferencedFileRemoval,
+		Value: &types.TableBucketMaintenanceConfigurationValue{Status: types.MaintenanceStatusDisabled}})
+	if !errors.As(err, &fb) {
+		t.Fatalf("scoped key changed bucket settings: %v", err)
+	}
+	// Unsigned and replayed-late requests.
+	resp, err := http.Get(f.url + "/buckets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("X-Amzn-ErrorType") != "ForbiddenException" {
+		t.Fatalf("unsigned: %d %s", resp.StatusCode, resp.Header.Get("X-Amzn-ErrorType"))
+	}
+}
+
+// Raw requests the SDK would never send: malformed JSON, wrong shapes,
+// oversized bodies, unknown routes. AWS-style errors, nothing stored.
+func TestRawBadInput(t *testing.T) {
+	f := newServer(t, configs.API{})
+	base := f.url + "/tables/" + url.PathEscape(bucketARN) + "/demo/events/maintenance/icebergCompaction"
+	for name, tc := range map[string]struct {
+		method, url, body string
+		status            int
+		kind              string
+	}{
+		"malformed json":    {"PUT", base, `{"value":`, 400, "BadRequestException"},
+		"no value":          {"PUT", base, `{"status":"enabled"}`, 400, "BadRequestException"},
+		"wrong type":        {"PUT", base, `{"value":{"status":"enabled","settings":{"icebergCompaction":{"targetFileSizeMB":"big"}}}}`, 400, "BadRequestException"},
+		"unknown field":     {"PUT", base, `{"value":{"status":"enabled","color":"red"}}`, 400, "BadRequestException"},
+		"huge body":         {"PUT", base, `{"value":"` + strings.Repeat("x", 100<<10) + `"}`, 400, "BadRequestException"},
+		"unknown type":      {"PUT", strings.Replace(base, "icebergCompaction", "icebergVacuum", 1), `{}`, 400, "BadRequestException"},
+		"unknown route":     {"GET", f.url + "/frobnicate", "", 404, "NotFoundException"},
+		"removal per table": {"PUT", strings.Replace(base, "icebergCompaction", "icebergUnreferencedFileRemoval", 1), `{"value":{"status":"enabled"}}`, 400, "BadRequestException"},
+	} {
+		req, _ := http.NewRequest(tc.method, tc.url, strings.NewReader(tc.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || resp.Header.Get("X-Amzn-ErrorType") != tc.kind {
+			t.Errorf("%s: %d %q, want %d %q", name, resp.StatusCode, resp.Header.Get("X-Amzn-ErrorType"), tc.status, tc.kind)
+		}
+	}
+	if cfg, _ := f.Store.TableConfig(context.Background(), f.Target().Key()); len(cfg) != 0 {
+		t.Fatalf("bad requests stored %v", cfg)
+	}
+}
+
+func TestCheckListen(t *testing.T) {
+	for addr, ok := range map[string]bool{"127.0.0.1:8080": true, "localhost:1": true, "[::1]:80": true, "0.0.0.0:8080": false, ":8080": false, "10.0.0.1:80": false} {
+		if err := CheckListen(addr, false); (err == nil) != ok {
+			t.Errorf("CheckListen(%s) = %v", addr, err)
+		}
+	}
+	if CheckListen("0.0.0.0:8080", true) != nil {
+		t.Error("authenticated API refused a public address")
+	}
+}

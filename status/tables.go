@@ -1,0 +1,216 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/jobs"
+)
+
+// tableTypes are the job types configured per table in S3 Tables; removal
+// is configured per bucket.
+var tableTypes = []maintenance.JobType{maintenance.Compaction, maintenance.SnapshotManagement}
+
+// maxBody bounds request bodies: a maintenance configuration is a few
+// hundred bytes.
+const maxBody = 64 << 10
+
+// target resolves the bucket and table of a request, checking the table
+// exists and the caller may see it.
+func (s *Server) target(r *http.Request) (jobs.Target, error) {
+	b, err := s.bucketOf(r)
+	if err != nil {
+		return jobs.Target{}, err
+	}
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if ns == "" || name == "" || strings.Contains(ns, "..") {
+		return jobs.Target{}, badRequest("namespace and name are required")
+	}
+	if err := s.authorize(r, b.Name(), ns); err != nil {
+		return jobs.Target{}, err
+	}
+	id := bucket.TableID{Namespace: strings.Split(ns, "."), Name: name}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := b.LoadTable(ctx, id); err != nil {
+		return jobs.Target{}, err
+	}
+	return jobs.Target{Bucket: b, Table: id}, nil
+}
+
+func (s *Server) bucketOf(r *http.Request) (*bucket.Bucket, error) {
+	arn := r.PathValue("arn")
+	b, err := s.Registry.Bucket(arn)
+	if err != nil || b.ARN() != arn {
+		// Only the full ARN names a bucket on the wire.
+		return nil, notFound(fmt.Sprintf("table bucket %q does not exist", arn))
+	}
+	return b, nil
+}
+
+func tableARN(t jobs.Target) string {
+	return t.Bucket.Config.Parsed.TableARN(t.Table.NamespaceString(), t.Table.Name)
+}
+
+// getJobStatus is GetTableMaintenanceJobStatus.
+func (s *Server) getJobStatus(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	last, err := s.Store.LastRuns(r.Context(), t.Key())
+	if err != nil {
+		return err
+	}
+	type jobStatus struct {
+		Status           string `json:"status"`
+		LastRunTimestamp string `json:"lastRunTimestamp,omitempty"`
+		FailureMessage   string `json:"failureMessage,omitempty"`
+	}
+	out := map[maintenance.JobType]jobStatus{}
+	for _, typ := range maintenance.JobTypes {
+		cfg, err := s.Runner.Settings(r.Context(), t, typ)
+		if err != nil {
+			return err
+		}
+		run, ran := last[typ]
+		js := jobStatus{Status: "Not_Yet_Run"}
+		if ran {
+			js.LastRunTimestamp = run.Finished.UTC().Format(time.RFC3339)
+			js.Status = string(run.Status)
+			if run.Status != state.Successful && run.Status != state.Disabled {
+				// Failed, or Skipped, which S3 Tables does not know: both
+				// mean the job did not do its work, and the message says why.
+				js.Status, js.FailureMessage = string(state.Failed), run.FailureMessage
+			}
+		}
+		if cfg.Status == maintenance.Disabled {
+			js.Status, js.FailureMessage = "Disabled", ""
+		}
+		out[typ] = js
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tableARN": tableARN(t), "status": out})
+	return nil
+}
+
+// getTableConfig is GetTableMaintenanceConfiguration: the resolved
+// configuration of the table's job types.
+func (s *Server) getTableConfig(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	out := map[maintenance.JobType]maintenance.Config{}
+	for _, typ := range tableTypes {
+		if out[typ], err = s.Runner.Settings(r.Context(), t, typ); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tableARN": tableARN(t), "configuration": out})
+	return nil
+}
+
+// putTableConfig is PutTableMaintenanceConfiguration.
+func (s *Server) putTableConfig(w http.ResponseWriter, r *http.Request) error {
+	typ, err := maintenance.ParseJobType(r.PathValue("type"))
+	if err != nil {
+		return badRequest(err.Error())
+	}
+	if typ == maintenance.UnreferencedFileRemoval {
+		return badRequest("icebergUnreferencedFileRemoval is configured per table bucket: PUT /buckets/{tableBucketARN}/maintenance/icebergUnreferencedFileRemoval")
+	}
+	cfg, err := decodeValue(r, typ)
+	if err != nil {
+		return err
+	}
+	t, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	if err := s.Store.PutTableConfig(r.Context(), t.Key(), typ, cfg); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// getBucketConfig is GetTableBucketMaintenanceConfiguration.
+func (s *Server) getBucketConfig(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.bucketOf(r)
+	if err != nil {
+		return err
+	}
+	if err := s.sees(r, b.Name()); err != nil {
+		return err
+	}
+	over, err := s.Store.BucketConfig(r.Context(), b.ARN())
+	if err != nil {
+		return err
+	}
+	typ := maintenance.UnreferencedFileRemoval
+	cfg := maintenance.Resolve(typ, over[typ], b.Config.Maintenance.For(typ))
+	writeJSON(w, http.StatusOK, map[string]any{"tableBucketARN": b.ARN(),
+		"configuration": map[maintenance.JobType]maintenance.Config{typ: cfg}})
+	return nil
+}
+
+// putBucketConfig is PutTableBucketMaintenanceConfiguration.
+func (s *Server) putBucketConfig(w http.ResponseWriter, r *http.Request) error {
+	typ, err := maintenance.ParseJobType(r.PathValue("type"))
+	if err != nil {
+		return badRequest(err.Error())
+	}
+	if typ != maintenance.UnreferencedFileRemoval {
+		return badRequest(fmt.Sprintf("%s is configured per table: PUT /tables/{tableBucketARN}/{namespace}/{name}/maintenance/%s", typ, typ))
+	}
+	cfg, err := decodeValue(r, typ)
+	if err != nil {
+		return err
+	}
+	b, err := s.bucketOf(r)
+	if err != nil {
+		return err
+	}
+	if err := s.authorize(r, b.Name(), ""); err != nil {
+		return err
+	}
+	if err := s.Store.PutBucketConfig(r.Context(), b.ARN(), typ, cfg); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// decodeValue reads {"value": {...}} strictly.
+func decodeValue(r *http.Request, typ maintenance.JobType) (maintenance.Config, error) {
+	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return maintenance.Config{}, badRequest(fmt.Sprintf("request body is larger than %d bytes", maxBody))
+		}
+		return maintenance.Config{}, badRequest("cannot read request body")
+	}
+	var envelope map[string]json.RawMessage
+	if err := json.Unmarshal(data, &envelope); err != nil {
+		return maintenance.Config{}, badRequest("request body is not a JSON object: " + err.Error())
+	}
+	value, ok := envelope["value"]
+	if !ok || len(envelope) != 1 {
+		return maintenance.Config{}, badRequest(`request body must be {"value": {"status": …, "settings": …}}`)
+	}
+	cfg, err := maintenance.DecodeConfig(typ, value)
+	if err != nil {
+		return maintenance.Config{}, badRequest(strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	return cfg, nil
+}
