@@ -30,6 +30,15 @@ var migrations = []string{
 		size BIGINT NOT NULL, last_modified BIGINT NOT NULL, marked_at BIGINT NOT NULL, run_id BIGINT NOT NULL,
 		PRIMARY KEY (bucket, namespace, name, path));
 	CREATE TABLE leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at BIGINT NOT NULL);`,
+	// 2: the daemon's durable job queue (one pending entry per table and
+	// job type) and the last cron fire per job type, for catching up.
+	`CREATE TABLE job_queue (
+		id {{id}}, bucket TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL, job_type TEXT NOT NULL,
+		trigger_kind TEXT NOT NULL, not_before BIGINT NOT NULL, enqueued_at BIGINT NOT NULL,
+		claimed_by TEXT NOT NULL, claimed_until BIGINT NOT NULL, attempts INTEGER NOT NULL);
+	CREATE UNIQUE INDEX job_queue_once ON job_queue (bucket, namespace, name, job_type);
+	CREATE INDEX job_queue_due ON job_queue (not_before, id);
+	CREATE TABLE schedule_fires (job_type TEXT PRIMARY KEY, last_fire BIGINT NOT NULL);`,
 }
 
 // migrationLockID is an arbitrary constant key for pg_advisory_lock, so that

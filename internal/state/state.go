@@ -100,5 +100,38 @@ type Store interface {
 	// hold is a no-op.
 	ReleaseLease(ctx context.Context, name, holder string) error
 
+	// FailRunning marks t's runs of typ still recorded as Running as Failed
+	// with msg: a worker that held them died. It returns how many.
+	FailRunning(ctx context.Context, t TableKey, typ maintenance.JobType, msg string, now time.Time) (int, error)
+
+	// Enqueue adds a job unless one for the same table and type is already
+	// queued (then it returns false): missed schedules collapse into one.
+	Enqueue(ctx context.Context, j QueuedJob) (bool, error)
+	// Claim takes the first due job that no live worker holds, for holder
+	// until now+ttl; nil when none is due. A claim that expired (its
+	// worker died) can be claimed again; Attempts then exceeds 1.
+	Claim(ctx context.Context, holder string, now time.Time, ttl time.Duration) (*QueuedJob, error)
+	// Extend keeps holder's claim alive until until.
+	Extend(ctx context.Context, id int64, holder string, until time.Time) error
+	// Complete removes holder's claimed job from the queue.
+	Complete(ctx context.Context, id int64, holder string) error
+	// Requeue gives holder's claim back, due again at notBefore.
+	Requeue(ctx context.Context, id int64, holder string, notBefore time.Time) error
+	// QueueDepth counts queued jobs, claimed or not.
+	QueueDepth(ctx context.Context) (int, error)
+	// LastFire and SetLastFire keep the last cron fire of each job type.
+	LastFire(ctx context.Context, typ maintenance.JobType) (time.Time, error)
+	SetLastFire(ctx context.Context, typ maintenance.JobType, at time.Time) error
+
 	Close() error
+}
+
+// QueuedJob is a job waiting in, or claimed from, the durable queue.
+type QueuedJob struct {
+	ID        int64
+	Table     TableKey
+	Type      maintenance.JobType
+	Trigger   string
+	NotBefore time.Time
+	Attempts  int
 }
