@@ -65,6 +65,8 @@ type Runner struct {
 	Store  state.Store
 	Jobs   map[maintenance.JobType]Job
 	Logger *slog.Logger
+	// Observe, when set, sees every recorded run when it ends (metrics).
+	Observe func(state.Run, Outcome)
 }
 
 // Settings resolves the configuration of job type typ for t.
@@ -128,6 +130,9 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 		// does not stay "Running" forever.
 		if err := r.Store.FinishRun(context.WithoutCancel(ctx), run); err != nil {
 			return out, err
+		}
+		if r.Observe != nil {
+			r.Observe(run, out)
 		}
 	}
 	return out, nil

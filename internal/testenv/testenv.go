@@ -46,6 +46,10 @@ func need(t testing.TB, vars ...string) {
 	}
 }
 
+// PostgresAvailable reports whether the PostgreSQL test server is there,
+// for tests that run on it when they can and on SQLite otherwise.
+func PostgresAvailable() bool { return os.Getenv(EnvPostgres) != "" }
+
 // RandomName returns prefix followed by 12 random hex digits.
 func RandomName(prefix string) string {
 	b := make([]byte, 6)

@@ -1,0 +1,183 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/state"
+)
+
+// Scheduler turns cron schedules into queued jobs: on each fire of a job
+// type's schedule it enqueues that type for every table, spread over a
+// jitter window so tables do not all start at once. It only enqueues;
+// Workers run. Several replicas may schedule at once: the queue keeps one
+// pending job per table and type.
+type Scheduler struct {
+	Store     state.Store
+	Registry  *bucket.Registry
+	Schedules map[maintenance.JobType]string
+	// Jitter is the window a table's start is spread over (default 5m).
+	Jitter time.Duration
+	// Rediscover is how often the tables are listed again (default 5m).
+	Rediscover time.Duration
+	Logger     *slog.Logger
+	Now        func() time.Time
+
+	mu     sync.Mutex
+	tables []Target
+	parsed map[maintenance.JobType]cron.Schedule
+}
+
+// Init parses the schedules; Run calls it.
+func (s *Scheduler) Init() error {
+	if s.Jitter <= 0 {
+		s.Jitter = 5 * time.Minute
+	}
+	if s.Rediscover <= 0 {
+		s.Rediscover = 5 * time.Minute
+	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	s.parsed = map[maintenance.JobType]cron.Schedule{}
+	for _, typ := range maintenance.JobTypes {
+		sched, err := cron.ParseStandard(s.Schedules[typ])
+		if err != nil {
+			return fmt.Errorf("schedule of %s: %w", typ, err)
+		}
+		s.parsed[typ] = sched
+	}
+	return nil
+}
+
+// Discover lists the tables of every bucket; a bucket that cannot be
+// listed keeps its previous tables and is logged.
+func (s *Scheduler) Discover(ctx context.Context) {
+	prev := map[string][]Target{}
+	s.mu.Lock()
+	for _, t := range s.tables {
+		prev[t.Bucket.ARN()] = append(prev[t.Bucket.ARN()], t)
+	}
+	s.mu.Unlock()
+	var all []Target
+	for _, b := range s.Registry.Buckets() {
+		lctx, cancel := context.WithTimeout(ctx, time.Minute)
+		ids, err := b.Tables(lctx)
+		cancel()
+		if err != nil {
+			s.Logger.Warn("cannot list tables", "bucket", b.Name(), "err", err)
+			all = append(all, prev[b.ARN()]...)
+			continue
+		}
+		for _, id := range ids {
+			all = append(all, Target{Bucket: b, Table: id})
+		}
+	}
+	s.mu.Lock()
+	s.tables = all
+	s.mu.Unlock()
+}
+
+// Tables returns the tables last discovered.
+func (s *Scheduler) Tables() []Target {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Target(nil), s.tables...)
+}
+
+// jitter spreads tables deterministically over the window, so a table
+// starts at the same offset after every fire and the API can tell when.
+func (s *Scheduler) jitter(t Target, typ maintenance.JobType) time.Duration {
+	h := fnv.New64a()
+	h.Write([]byte(t.Key().String() + "|" + string(typ)))
+	return time.Duration(h.Sum64() % uint64(s.Jitter))
+}
+
+// Next returns when typ next starts on t.
+func (s *Scheduler) Next(t Target, typ maintenance.JobType) time.Time {
+	return s.parsed[typ].Next(s.Now()).Add(s.jitter(t, typ))
+}
+
+// fire enqueues typ for every table at the fire time plus its jitter.
+func (s *Scheduler) fire(ctx context.Context, typ maintenance.JobType, at time.Time, trigger string) error {
+	queued := 0
+	for _, t := range s.Tables() {
+		ok, err := s.Store.Enqueue(ctx, state.QueuedJob{Table: t.Key(), Type: typ, Trigger: trigger, NotBefore: at.Add(s.jitter(t, typ))})
+		if err != nil {
+			return err
+		}
+		if ok {
+			queued++
+		}
+	}
+	s.Logger.Info("schedule fired", "job", typ, "at", at, "trigger", trigger, "queued", queued)
+	return s.Store.SetLastFire(ctx, typ, at)
+}
+
+// Tick does what is due at now: for each job type whose schedule fired
+// since its last recorded fire, one round of jobs — however many fires
+// were missed while no scheduler ran, they are caught up once. A type
+// that never fired starts counting from now.
+func (s *Scheduler) Tick(ctx context.Context) error {
+	now := s.Now()
+	for _, typ := range maintenance.JobTypes {
+		last, err := s.Store.LastFire(ctx, typ)
+		if err != nil {
+			return err
+		}
+		if last.IsZero() {
+			if err := s.Store.SetLastFire(ctx, typ, now); err != nil {
+				return err
+			}
+			continue
+		}
+		next := s.parsed[typ].Next(last)
+		if next.After(now) {
+			continue
+		}
+		trigger := "schedule"
+		if s.parsed[typ].Next(next).Before(now) {
+			trigger = "catch-up" // more than one fire was missed
+		}
+		if err := s.fire(ctx, typ, now, trigger); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run discovers tables and ticks every second until ctx ends.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if err := s.Init(); err != nil {
+		return err
+	}
+	s.Discover(ctx)
+	lastDiscover := s.Now()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		if s.Now().Sub(lastDiscover) >= s.Rediscover {
+			s.Discover(ctx)
+			lastDiscover = s.Now()
+		}
+		if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
+			s.Logger.Error("scheduler tick failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
