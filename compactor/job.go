@@ -116,6 +116,11 @@ func (f *Figures) Text() string {
 	return b.String()
 }
 
+// Counters implements jobs.Counter.
+func (f *Figures) Counters() map[string]float64 {
+	return map[string]float64{"bytes_compacted": float64(f.InputBytes), "files_compacted": float64(f.InputFiles), "files_written": float64(f.OutputFiles)}
+}
+
 // Run implements jobs.Job.
 func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, opts jobs.Options) (jobs.Outcome, error) {
 	start := time.Now()

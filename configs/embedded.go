@@ -53,10 +53,12 @@ func Embedded(home string) *Config {
 			},
 			Parsed: parsed,
 		}},
+		// Short schedules, so that `icekeeper serve` on the demo shows
+		// every job type run within minutes.
 		Schedules: Schedules{
-			Compaction:              DefaultCompactionSchedule,
-			SnapshotManagement:      DefaultSnapshotManagementSchedule,
-			UnreferencedFileRemoval: DefaultRemovalSchedule,
+			Compaction:              "@every 2m",
+			SnapshotManagement:      "@every 3m",
+			UnreferencedFileRemoval: "@every 5m",
 		},
 	}
 	return cfg

@@ -71,6 +71,14 @@ func (f *Figures) Text() string {
 	return b.String()
 }
 
+// Counters implements jobs.Counter.
+func (f *Figures) Counters() map[string]float64 {
+	if f.CommitAttempts == 0 {
+		return nil // a dry run or nothing to do
+	}
+	return map[string]float64{"snapshots_expired": float64(f.SnapshotsExpired), "refs_removed": float64(f.RefsRemoved)}
+}
+
 // Run implements jobs.Job: load, decide, commit; on a conflicting
 // concurrent commit, reload and decide again, up to MaxAttempts.
 func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, opts jobs.Options) (jobs.Outcome, error) {

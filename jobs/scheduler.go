@@ -98,10 +98,20 @@ func (s *Scheduler) Tables() []Target {
 
 // jitter spreads tables deterministically over the window, so a table
 // starts at the same offset after every fire and the API can tell when.
+// The window is Jitter, but at most a quarter of the schedule's interval,
+// so that short demo schedules stay short.
 func (s *Scheduler) jitter(t Target, typ maintenance.JobType) time.Duration {
+	window := s.Jitter
+	first := s.parsed[typ].Next(s.Now())
+	if interval := s.parsed[typ].Next(first).Sub(first); interval/4 < window {
+		window = interval / 4
+	}
+	if window <= 0 {
+		return 0
+	}
 	h := fnv.New64a()
 	h.Write([]byte(t.Key().String() + "|" + string(typ)))
-	return time.Duration(h.Sum64() % uint64(s.Jitter))
+	return time.Duration(h.Sum64() % uint64(window))
 }
 
 // Next returns when typ next starts on t.

@@ -91,6 +91,12 @@ func (f *Figures) Text() string {
 	return b.String()
 }
 
+// Counters implements jobs.Counter.
+func (f *Figures) Counters() map[string]float64 {
+	return map[string]float64{"objects_marked": float64(f.Marked), "objects_unmarked": float64(f.Unmarked),
+		"objects_deleted": float64(f.Deleted), "bytes_deleted": float64(f.DeletedBytes)}
+}
+
 // Run implements jobs.Job.
 func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, opts jobs.Options) (jobs.Outcome, error) {
 	start := time.Now()

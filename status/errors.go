@@ -7,6 +7,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/orphan"
 )
 
 // apiError is an error with S3 Tables' error type and HTTP status.
@@ -53,3 +54,5 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
 }
+
+func errorsIsNotMarked(err error) bool { return errors.Is(err, orphan.ErrNotMarked) }

@@ -47,12 +47,13 @@ func CheckListen(addr string, authConfigured bool) error {
 
 // Server serves the API.
 type Server struct {
-	Registry *bucket.Registry
-	Store    state.Store
-	Runner   *jobs.Runner // resolves settings
-	Auth     *Auth        // nil: unauthenticated
-	Metrics  *prometheus.Registry
-	Logger   *slog.Logger
+	Registry  *bucket.Registry
+	Store     state.Store
+	Runner    *jobs.Runner // resolves settings
+	Scheduler Scheduler    // nil: no schedule to report
+	Auth      *Auth        // nil: unauthenticated
+	Metrics   *prometheus.Registry
+	Logger    *slog.Logger
 
 	started time.Time
 }
@@ -77,6 +78,7 @@ func (s *Server) Handler() http.Handler {
 	api("GET /buckets", s.listBuckets)
 	api("GET /namespaces/{arn}", s.listNamespaces)
 	api("GET /tables/{arn}", s.listTables)
+	s.extraRoutes(api)
 
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -2,13 +2,20 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/status"
 )
@@ -16,11 +23,15 @@ import (
 func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	var c commonFlags
 	fs := newFlagSet(env, "serve", "[--config FILE] [--listen ADDR]",
-		"Runs the daemon: loads the configuration, opens the state store and serves\n"+
-			"the API (GET /healthz, /readyz, /metrics) until SIGTERM or SIGINT.")
+		"Runs the daemon: discovers every table of every bucket, queues each job\n"+
+			"type by its cron schedule, runs queued jobs (several replicas may share a\n"+
+			"PostgreSQL state store), and serves the S3 Tables-compatible API with\n"+
+			"/healthz, /readyz and /metrics, until SIGTERM or SIGINT.")
 	c.register(fs)
 	listen := fs.String("listen", "", "API address, overriding the configuration's listen")
-	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long running work may take to finish on SIGTERM")
+	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long running jobs may take to finish after SIGTERM before they are cancelled")
+	parallel := fs.Int("parallelism", 2, "jobs run at once by this replica")
+	timeout := fs.Duration("job-timeout", time.Hour, "longest a single job may run")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -38,19 +49,52 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := status.CheckListen(addr, auth != nil); err != nil {
 		return usageError{err}
 	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	runner := &jobs.Runner{Store: w.store, Jobs: availableJobs(w), Logger: logger}
-	srv := &status.Server{Registry: w.registry, Store: w.store, Runner: runner, Auth: auth, Metrics: reg, Logger: logger}
+	metrics := jobs.NewMetrics(reg, w.store)
+	runner := &jobs.Runner{Store: w.store, Jobs: availableJobs(w), Logger: logger, Observe: metrics.Observe}
+	schedules := map[maintenance.JobType]string{}
+	for _, t := range maintenance.JobTypes {
+		schedules[t] = w.cfg.Schedules.For(t)
+	}
+	sched := &jobs.Scheduler{Store: w.store, Registry: w.registry, Schedules: schedules, Logger: logger}
+	if err := sched.Init(); err != nil {
+		return usageError{err}
+	}
+	worker := &jobs.Worker{Store: w.store, Registry: w.registry, Runner: runner, Holder: holderName(),
+		Parallelism: *parallel, JobTimeout: *timeout, Logger: logger,
+		OnTakeover: func(state.QueuedJob) { metrics.Takeovers.Inc() }}
+	srv := &status.Server{Registry: w.registry, Store: w.store, Runner: runner, Scheduler: sched, Auth: auth, Metrics: reg, Logger: logger}
+
+	// ctx ends on SIGTERM: stop taking jobs; hard ends grace later and
+	// cancels the jobs still running.
+	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHard()
+	var bg sync.WaitGroup
+	bg.Add(2)
+	go func() { defer bg.Done(); _ = sched.Run(ctx) }()
+	go func() { defer bg.Done(); worker.Run(ctx, hard) }()
 	ready := make(chan net.Addr, 1)
 	go func() {
 		if a, ok := <-ready; ok {
-			logger.Info("icekeeper serving", "addr", a.String(), "config", configName(w), "buckets", len(w.cfg.Buckets))
+			logger.Info("icekeeper serving", "addr", a.String(), "config", configName(w), "buckets", len(w.cfg.Buckets), "holder", worker.Holder)
 		}
 	}()
 	err = srv.Serve(ctx, addr, *grace, ready)
+	timer := time.AfterFunc(*grace, cancelHard)
+	bg.Wait()
+	timer.Stop()
 	logger.Info("icekeeper stopped")
 	return err
+}
+
+// holderName identifies this replica in claims and leases.
+func holderName() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
 }
 
 func configName(w *world) string {

@@ -48,6 +48,7 @@ var commands = []command{
 	{"tables", "list every table with its health", cmdTables},
 	{"noncurrent", "list a table's noncurrent (marked unreferenced) objects", cmdNoncurrent},
 	{"restore", "clear noncurrent marks so those objects are kept", cmdRestore},
+	{"status", "show a table's status and recent runs from a running daemon", cmdStatus},
 	{"demo", "create the embedded default's demo table", cmdDemo},
 	{"version", "print the version", cmdVersion},
 }

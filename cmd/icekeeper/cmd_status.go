@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3tables"
+
+	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/status"
+)
+
+func cmdStatus(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "status", "--endpoint URL --table BUCKET/NAMESPACE/TABLE",
+		"Prints a table's maintenance status and recent runs from a running\n"+
+			"icekeeper's API. Credentials: --access-key-id/--secret-access-key or\n"+
+			"$AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY when the API requires them.")
+	endpoint := fs.String("endpoint", "http://127.0.0.1:8080", "the API's URL")
+	ref := fs.String("table", "", "table: BUCKET/NAMESPACE/TABLE (BUCKET a name or ARN)")
+	keyID := fs.String("access-key-id", os.Getenv("AWS_ACCESS_KEY_ID"), "access key")
+	secret := fs.String("secret-access-key", os.Getenv("AWS_SECRET_ACCESS_KEY"), "secret key")
+	signing := fs.String("signing-name", "s3tables", "SigV4 service name the API expects")
+	runs := fs.Int("runs", 5, "recent runs to show per job type")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	r, err := bucket.ParseRef(*ref)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	c := status.NewClient(*endpoint, *keyID, *secret, *signing)
+	arn, err := c.BucketARN(ctx, r.Bucket)
+	if err != nil {
+		return err
+	}
+	ns := r.Table.NamespaceString()
+	st, err := c.SDK.GetTableMaintenanceJobStatus(ctx, &s3tables.GetTableMaintenanceJobStatusInput{
+		TableBucketARN: aws.String(arn), Namespace: aws.String(ns), Name: aws.String(r.Table.Name)})
+	if err != nil {
+		return fmt.Errorf("job status of %s: %w", *ref, err)
+	}
+	history, err := c.Runs(ctx, arn, ns, r.Table.Name, *runs)
+	if err != nil {
+		return err
+	}
+	writeln(env.stdout, "%s", aws.ToString(st.TableARN))
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tSTATUS\tLAST RUN\tMESSAGE")
+	for _, typ := range maintenance.JobTypes {
+		v := st.Status[string(typ)]
+		last := "-"
+		if v.LastRunTimestamp != nil {
+			last = v.LastRunTimestamp.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", typ, v.Status, last, aws.ToString(v.FailureMessage))
+	}
+	fmt.Fprintln(tw, "\nRECENT RUNS\tSTATUS\tSTARTED\tDURATION\tTRIGGER")
+	for _, typ := range maintenance.JobTypes {
+		for _, run := range history[string(typ)] {
+			d := "-"
+			if !run.Finished.IsZero() {
+				d = run.Finished.Sub(run.Started).Round(time.Millisecond).String()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", typ, run.Status, run.Started.UTC().Format(time.RFC3339), d, run.Trigger)
+		}
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3tables"
+	"github.com/aws/aws-sdk-go-v2/service/s3tables/types"
+
+	"github.com/icekeeper/icekeeper/configs"
+)
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// The daemon on the demo with one-second schedules: every job type runs by
+// its schedule, the SDK sees Successful runs with timestamps, `status`
+// prints them, metrics count them, and SIGTERM (ctx) stops it cleanly.
+func TestServeRunsSchedules(t *testing.T) {
+	c := newCLI(t)
+	c.must("demo")
+	home := c.home
+	cfgFile := filepath.Join(t.TempDir(), "icekeeper.yaml")
+	addr := freeAddr(t)
+	os.WriteFile(cfgFile, []byte(fmt.Sprintf(`listen: %s
+state: sqlite://%s
+buckets:
+  - arn: %s
+    catalog:
+      type: sql
+      uri: "file:%s?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
+      warehouse: file://%s
+schedules:
+  icebergCompaction: "@every 1s"
+  icebergSnapshotManagement: "@every 1s"
+  icebergUnreferencedFileRemoval: "@every 1s"
+`, addr, filepath.Join(home, "state.db"), configs.LocalBucketARN, filepath.Join(home, "catalog.db"), filepath.Join(home, "warehouse"))), 0o644)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	var logs bytes.Buffer
+	go func() {
+		done <- Main(ctx, []string{"serve", "--config", cfgFile, "--shutdown-grace", "10s"}, io.Discard, &logs)
+	}()
+	defer func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("serve exited %d", code)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop within its grace period")
+		}
+	}()
+
+	sdk := s3tables.New(s3tables.Options{BaseEndpoint: aws.String("http://" + addr), Region: "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("k", "s", "")})
+	deadline := time.Now().Add(90 * time.Second)
+	var st map[string]types.TableMaintenanceJobStatusValue
+	for time.Now().Before(deadline) {
+		out, err := sdk.GetTableMaintenanceJobStatus(context.Background(), &s3tables.GetTableMaintenanceJobStatusInput{
+			TableBucketARN: aws.String(configs.LocalBucketARN), Namespace: aws.String("demo"), Name: aws.String("events")})
+		if err == nil {
+			st = out.Status
+			done := 0
+			for _, v := range st {
+				if v.Status == types.JobStatusSuccessful && v.LastRunTimestamp != nil {
+					done++
+				}
+			}
+			if done == 3 {
+				break
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for typ, v := range st {
+		if v.Status != types.JobStatusSuccessful {
+			t.Fatalf("%s: %s %s\nlogs:\n%s", typ, v.Status, aws.ToString(v.FailureMessage), logs.String())
+		}
+	}
+	if len(st) != 3 {
+		t.Fatalf("status %v\nlogs:\n%s", st, logs.String())
+	}
+
+	code, out, errOut := c.run("status", "--endpoint", "http://"+addr, "--table", "local/demo/events")
+	if code != 0 || !strings.Contains(out, "icebergCompaction") || !strings.Contains(out, "Successful") || !strings.Contains(out, "schedule") {
+		t.Fatalf("status: %d\n%s\n%s", code, out, errOut)
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, m := range []string{`icekeeper_job_runs_total{job="icebergCompaction",status="Successful"}`, "icekeeper_queue_depth", `icekeeper_job_items_total{item="bytes_compacted",job="icebergCompaction"}`} {
+		if !strings.Contains(string(body), m) {
+			t.Fatalf("metrics lack %s", m)
+		}
+	}
+	resp, err = http.Get("http://" + addr + "/icekeeper/v1/tables/" + strings.ReplaceAll(configs.LocalBucketARN, "/", "%2F") + "/demo/events/schedule")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("schedule: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}

@@ -1,0 +1,156 @@
+package status
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/orphan"
+)
+
+// Scheduler tells when jobs run next; jobs.Scheduler implements it.
+type Scheduler interface {
+	Next(t jobs.Target, typ maintenance.JobType) time.Time
+}
+
+// Routes beyond S3 Tables, under /icekeeper/v1/tables/{arn}/{namespace}/{name}:
+//
+//	GET  …/runs?type=T&limit=N   run history with each run's figures
+//	POST …/runs/{type}           queue a run now
+//	GET  …/schedule              the next scheduled start per job type
+//	GET  …/noncurrent            noncurrent objects and when they go
+//	POST …/restore               {"paths": [...]} or {"all": true}
+func (s *Server) extraRoutes(api func(string, handlerFunc)) {
+	const p = "/icekeeper/v1/tables/{arn}/{namespace}/{name}"
+	api("GET "+p+"/runs", s.getRuns)
+	api("POST "+p+"/runs/{type}", s.triggerRun)
+	api("GET "+p+"/schedule", s.getSchedule)
+	api("GET "+p+"/noncurrent", s.getNoncurrent)
+	api("POST "+p+"/restore", s.restore)
+}
+
+func (s *Server) getRuns(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	limit := 20
+	if v := r.URL.Query().Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 1000 {
+			return badRequest("limit must be a whole number from 1 to 1000")
+		}
+	}
+	types := maintenance.JobTypes
+	if v := r.URL.Query().Get("type"); v != "" {
+		typ, err := maintenance.ParseJobType(v)
+		if err != nil {
+			return badRequest(err.Error())
+		}
+		types = []maintenance.JobType{typ}
+	}
+	out := map[maintenance.JobType][]state.Run{}
+	for _, typ := range types {
+		runs, err := s.Store.Runs(r.Context(), t.Key(), typ, limit)
+		if err != nil {
+			return err
+		}
+		if runs == nil {
+			runs = []state.Run{}
+		}
+		out[typ] = runs
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tableARN": tableARN(t), "runs": out})
+	return nil
+}
+
+func (s *Server) triggerRun(w http.ResponseWriter, r *http.Request) error {
+	typ, err := maintenance.ParseJobType(r.PathValue("type"))
+	if err != nil {
+		return badRequest(err.Error())
+	}
+	t, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	queued, err := s.Store.Enqueue(r.Context(), state.QueuedJob{Table: t.Key(), Type: typ, Trigger: "api", NotBefore: time.Now()})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"queued": queued, "alreadyQueued": !queued})
+	return nil
+}
+
+func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	if s.Scheduler == nil {
+		return notFound("this server runs no scheduler")
+	}
+	out := map[maintenance.JobType]string{}
+	for _, typ := range maintenance.JobTypes {
+		out[typ] = s.Scheduler.Next(t, typ).UTC().Format(time.RFC3339)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tableARN": tableARN(t), "nextRun": out})
+	return nil
+}
+
+func (s *Server) getNoncurrent(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	cfg, err := s.Runner.Settings(r.Context(), t, maintenance.UnreferencedFileRemoval)
+	if err != nil {
+		return err
+	}
+	list, err := orphan.ListNoncurrent(r.Context(), s.Store, t.Key(), *cfg.Removal.NonCurrentDays)
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []orphan.Noncurrent{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tableARN": tableARN(t), "noncurrent": list})
+	return nil
+}
+
+func (s *Server) restore(w http.ResponseWriter, r *http.Request) error {
+	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+	if err != nil {
+		return badRequest("request body is missing or larger than 64 KiB")
+	}
+	var req struct {
+		Paths []string `json:"paths"`
+		All   bool     `json:"all"`
+	}
+	if err := json.Unmarshal(data, &req); err != nil {
+		return badRequest("request body must be {\"paths\": [...]} or {\"all\": true}: " + err.Error())
+	}
+	if req.All == (len(req.Paths) > 0) {
+		return badRequest(`give exactly one of "paths" or "all"`)
+	}
+	t, err := s.target(r)
+	if err != nil {
+		return err
+	}
+	var paths []string
+	if !req.All {
+		paths = req.Paths
+	}
+	n, err := orphan.Restore(r.Context(), s.Store, t.Key(), paths)
+	if err != nil {
+		if errorsIsNotMarked(err) {
+			return notFound(err.Error())
+		}
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"restored": n})
+	return nil
+}
