@@ -41,7 +41,7 @@ func (s *Server) target(r *http.Request) (jobs.Target, error) {
 	id := bucket.TableID{Namespace: strings.Split(ns, "."), Name: name}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	if _, err := b.LoadTable(ctx, id); err != nil {
+	if err := b.Exists(ctx, id); err != nil {
 		return jobs.Target{}, err
 	}
 	return jobs.Target{Bucket: b, Table: id}, nil

@@ -249,6 +249,24 @@ func (b *Bucket) Tables(ctx context.Context) ([]TableID, error) {
 	return slices.CompactFunc(out, func(x, y TableID) bool { return x.String() == y.String() }), nil
 }
 
+// Exists reports whether the table is in the catalog, without loading
+// its metadata (cheap enough for every API request); a missing table is
+// ErrNoSuchTable.
+func (b *Bucket) Exists(ctx context.Context, id TableID) error {
+	cat, err := b.Catalog(ctx)
+	if err != nil {
+		return err
+	}
+	ok, err := cat.CheckTableExists(ctx, id.Identifier())
+	if err != nil && !errors.Is(err, catalog.ErrNoSuchNamespace) && !errors.Is(err, catalog.ErrNoSuchTable) {
+		return fmt.Errorf("look up table %s/%s: %w", b.Name(), id, err)
+	}
+	if !ok {
+		return fmt.Errorf("%w %s/%s", ErrNoSuchTable, b.Name(), id)
+	}
+	return nil
+}
+
 // LoadTable loads the table fresh from the catalog. Callers must not keep
 // the result across runs: a long-lived process holding table objects keeps
 // every earlier metadata version alive.
