@@ -71,20 +71,31 @@ type Runner struct {
 
 // Settings resolves the configuration of job type typ for t.
 func (r *Runner) Settings(ctx context.Context, t Target, typ maintenance.JobType) (maintenance.Config, error) {
+	all, err := r.AllSettings(ctx, t)
+	return all[typ], err
+}
+
+// AllSettings resolves every job type's configuration for t with two
+// store reads.
+func (r *Runner) AllSettings(ctx context.Context, t Target) (map[maintenance.JobType]maintenance.Config, error) {
 	tableCfg, err := r.Store.TableConfig(ctx, t.Key())
 	if err != nil {
-		return maintenance.Config{}, err
+		return nil, err
 	}
 	bucketCfg, err := r.Store.BucketConfig(ctx, t.Bucket.ARN())
 	if err != nil {
-		return maintenance.Config{}, err
+		return nil, err
 	}
-	tableLayer := tableCfg[typ]
-	if typ == maintenance.UnreferencedFileRemoval {
-		// A bucket-level setting in S3 Tables: no per-table override.
-		tableLayer = maintenance.Config{}
+	out := make(map[maintenance.JobType]maintenance.Config, len(maintenance.JobTypes))
+	for _, typ := range maintenance.JobTypes {
+		tableLayer := tableCfg[typ]
+		if typ == maintenance.UnreferencedFileRemoval {
+			// A bucket-level setting in S3 Tables: no per-table override.
+			tableLayer = maintenance.Config{}
+		}
+		out[typ] = maintenance.Resolve(typ, tableLayer, bucketCfg[typ], t.Bucket.Config.Maintenance.For(typ))
 	}
-	return maintenance.Resolve(typ, tableLayer, bucketCfg[typ], t.Bucket.Config.Maintenance.For(typ)), nil
+	return out, nil
 }
 
 // Run runs job type typ on t. Dry runs are not recorded. The returned

@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/icekeeper/icekeeper/internal/bucket"
 )
 
 // Listing responses carry S3 Tables' timestamps; icekeeper does not know
@@ -30,18 +32,25 @@ func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// listNamespaces is ListNamespaces.
-func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
+// bucketTables lists the tables of the request's bucket, which the caller
+// must be allowed to see.
+func (s *Server) bucketTables(r *http.Request) (*bucket.Bucket, []bucket.TableID, error) {
 	b, err := s.bucketOf(r)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if err := s.sees(r, b.Name()); err != nil {
-		return err
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
 	ids, err := b.Tables(ctx)
+	return b, ids, err
+}
+
+// listNamespaces is ListNamespaces.
+func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
+	b, ids, err := s.bucketTables(r)
 	if err != nil {
 		return err
 	}
@@ -63,16 +72,7 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 
 // listTables is ListTables: the tables icekeeper maintains in the bucket.
 func (s *Server) listTables(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.bucketOf(r)
-	if err != nil {
-		return err
-	}
-	if err := s.sees(r, b.Name()); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	defer cancel()
-	ids, err := b.Tables(ctx)
+	b, ids, err := s.bucketTables(r)
 	if err != nil {
 		return err
 	}

@@ -76,12 +76,13 @@ func (s *Server) getJobStatus(w http.ResponseWriter, r *http.Request) error {
 		LastRunTimestamp string `json:"lastRunTimestamp,omitempty"`
 		FailureMessage   string `json:"failureMessage,omitempty"`
 	}
+	settings, err := s.Runner.AllSettings(r.Context(), t)
+	if err != nil {
+		return err
+	}
 	out := map[maintenance.JobType]jobStatus{}
 	for _, typ := range maintenance.JobTypes {
-		cfg, err := s.Runner.Settings(r.Context(), t, typ)
-		if err != nil {
-			return err
-		}
+		cfg := settings[typ]
 		run, ran := last[typ]
 		js := jobStatus{Status: "Not_Yet_Run"}
 		if ran {
@@ -109,11 +110,13 @@ func (s *Server) getTableConfig(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	settings, err := s.Runner.AllSettings(r.Context(), t)
+	if err != nil {
+		return err
+	}
 	out := map[maintenance.JobType]maintenance.Config{}
 	for _, typ := range tableTypes {
-		if out[typ], err = s.Runner.Settings(r.Context(), t, typ); err != nil {
-			return err
-		}
+		out[typ] = settings[typ]
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tableARN": tableARN(t), "configuration": out})
 	return nil

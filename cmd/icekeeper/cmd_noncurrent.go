@@ -24,16 +24,11 @@ func cmdNoncurrent(ctx context.Context, env *cliEnv, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	w, err := c.open(ctx, true)
+	w, target, err := c.openTable(ctx, *ref)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	b, id, err := c.resolve(ctx, w, *ref)
-	if err != nil {
-		return err
-	}
-	target := jobs.Target{Bucket: b, Table: id}
 	settings, err := (&jobs.Runner{Store: w.store}).Settings(ctx, target, maintenance.UnreferencedFileRemoval)
 	if err != nil {
 		return err
@@ -78,20 +73,16 @@ func cmdRestore(ctx context.Context, env *cliEnv, args []string) error {
 	if (*path == "") == !*all {
 		return usagef("give exactly one of --path or --all")
 	}
-	w, err := c.open(ctx, true)
+	w, target, err := c.openTable(ctx, *ref)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	b, id, err := c.resolve(ctx, w, *ref)
-	if err != nil {
-		return err
-	}
 	var paths []string
 	if !*all {
 		paths = []string{*path}
 	}
-	n, err := orphan.Restore(ctx, w.store, jobs.Target{Bucket: b, Table: id}.Key(), paths)
+	n, err := orphan.Restore(ctx, w.store, target.Key(), paths)
 	if err != nil {
 		return err
 	}

@@ -51,19 +51,14 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 			return usagef("--now: %q is not an RFC 3339 time (e.g. 2026-01-02T03:04:05Z)", *nowFlag)
 		}
 	}
-	w, err := c.open(ctx, true)
+	w, target, err := c.openTable(ctx, *ref)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	b, id, err := c.resolve(ctx, w, *ref)
-	if err != nil {
-		return err
-	}
 	runner := &jobs.Runner{Store: w.store, Jobs: availableJobs(w), Logger: slog.New(slog.DiscardHandler)}
 	update, finish := progress.Bar(env.stderr, "running")
 	defer finish()
-	target := jobs.Target{Bucket: b, Table: id}
 	results := map[maintenance.JobType]any{}
 	failed := false
 	for i, t := range types {

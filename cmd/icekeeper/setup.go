@@ -13,6 +13,7 @@ import (
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/jobs"
 )
 
 // commonFlags are accepted by every command that touches tables.
@@ -142,4 +143,19 @@ func embeddedHome() (string, error) {
 		return "", fmt.Errorf("create data directory: %w", err)
 	}
 	return home, nil
+}
+
+// openTable opens the world with its store and resolves --table; the
+// caller closes the world.
+func (c *commonFlags) openTable(ctx context.Context, ref string) (*world, jobs.Target, error) {
+	w, err := c.open(ctx, true)
+	if err != nil {
+		return nil, jobs.Target{}, err
+	}
+	b, id, err := c.resolve(ctx, w, ref)
+	if err != nil {
+		w.Close()
+		return nil, jobs.Target{}, err
+	}
+	return w, jobs.Target{Bucket: b, Table: id}, nil
 }
