@@ -99,6 +99,8 @@ type Bucket struct {
 	// settings: "conservative" (default) keeps whichever keeps more;
 	// "strict" fails such tables with S3 Tables' message, as S3 Tables does.
 	TableRetentionProperties string `yaml:"tableRetentionProperties"`
+	// Expiration holds icebergSnapshotManagement's opt-ins.
+	Expiration Expiration `yaml:"expiration"`
 	// SchemeEquivalence lists groups of URI schemes that name the same
 	// storage (e.g. [[s3, s3a, s3n]]). Unreferenced file removal fails a
 	// table whose metadata names listed files through another scheme,
@@ -113,6 +115,18 @@ type Bucket struct {
 
 	// Parsed is ARN, parsed; set by Load.
 	Parsed arn.BucketARN `yaml:"-"`
+}
+
+// Expiration holds snapshot management's opt-in extras; both are off by
+// default, as in S3 Tables, where expiration changes metadata only.
+type Expiration struct {
+	// DeleteExpiredFiles deletes, right after the commit, the files that
+	// only expired snapshots referenced — never one a kept snapshot or
+	// metadata file still reaches.
+	DeleteExpiredFiles bool `yaml:"deleteExpiredFiles"`
+	// PruneUnusedSchemasAndSpecs removes schemas and partition specs that
+	// no kept snapshot uses (never the current ones).
+	PruneUnusedSchemasAndSpecs bool `yaml:"pruneUnusedSchemasAndSpecs"`
 }
 
 // Name is the bucket's name, the last part of its ARN.

@@ -24,6 +24,12 @@ type Job struct {
 	MaxAttempts int
 	Backoff     time.Duration
 
+	// DeleteFiles deletes the given files of t that no metadata of the
+	// table references any more, re-checking each against freshly loaded
+	// metadata (unreferenced file removal provides it). It is used only
+	// when the bucket opts in with expiration.deleteExpiredFiles.
+	DeleteFiles func(ctx context.Context, t jobs.Target, paths []string) (int, error)
+
 	// beforeCommit, when set (tests only), runs between decision and commit.
 	beforeCommit func(attempt int)
 }
@@ -41,6 +47,9 @@ type Figures struct {
 	Decision            Decision  `json:"decision"`
 	MetadataBytesBefore int64     `json:"metadataBytesBefore"`
 	MetadataBytesAfter  int64     `json:"metadataBytesAfter,omitempty"`
+	SchemasRemoved      []int     `json:"schemasRemoved,omitempty"`
+	SpecsRemoved        []int     `json:"specsRemoved,omitempty"`
+	FilesDeleted        int       `json:"filesDeleted,omitempty"`
 	CommitAttempts      int       `json:"commitAttempts"`
 	DurationMs          int64     `json:"durationMs"`
 }
@@ -121,6 +130,11 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 			return jobs.Outcome{Figures: fig}, err
 		}
 		fig.Decision = d
+		if t.Bucket.Config.Expiration.PruneUnusedSchemasAndSpecs && !d.Empty() {
+			if fig.SchemasRemoved, fig.SpecsRemoved, err = unused(fs, meta, d); err != nil {
+				return jobs.Outcome{Figures: fig}, err
+			}
+		}
 		fig.SnapshotsBefore = len(meta.Snapshots())
 		fig.SnapshotsExpired, fig.RefsRemoved = len(d.Expire), len(d.RemoveRefs)
 		fig.SnapshotsKept = fig.SnapshotsBefore - fig.SnapshotsExpired
@@ -134,10 +148,21 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 		}
 		fig.CommitAttempts = attempt
 		reqs, updates := commitOf(meta, d)
+		if len(fig.SchemasRemoved) > 0 {
+			updates = append(updates, table.NewRemoveSchemasUpdate(fig.SchemasRemoved))
+		}
+		if len(fig.SpecsRemoved) > 0 {
+			updates = append(updates, table.NewRemoveSpecUpdate(fig.SpecsRemoved))
+		}
 		_, newLoc, err := cat.CommitTable(ctx, tbl.Identifier(), reqs, updates)
 		if err == nil {
 			if fig.MetadataBytesAfter, err = health.MetadataBytes(fs, newLoc); err != nil {
 				return jobs.Outcome{Figures: fig}, err
+			}
+			if t.Bucket.Config.Expiration.DeleteExpiredFiles {
+				if err := j.deleteExpired(ctx, t, fs, meta, d, fig); err != nil {
+					return jobs.Outcome{Figures: fig}, fmt.Errorf("expired snapshots committed; deleting their files failed (unreferenced file removal will collect them): %w", err)
+				}
 			}
 			fig.DurationMs = time.Since(start).Milliseconds()
 			return jobs.Outcome{Figures: fig}, nil

@@ -259,6 +259,41 @@ func (j *Job) deleteDue(ctx context.Context, t jobs.Target, eq Equivalence, due 
 	return nil
 }
 
+// DeleteUnreferenced deletes those of paths that the table's metadata, as
+// loaded now, does not reference and that lie under the table's prefixes;
+// the rest are kept. Snapshot management calls it for the files of the
+// snapshots it expired. It returns how many were deleted.
+func (j *Job) DeleteUnreferenced(ctx context.Context, t jobs.Target, paths []string) (int, error) {
+	var st refStats
+	_, pfx, refs, err := j.references(ctx, t, Equivalence(t.Bucket.Config.SchemeEquivalence), &st)
+	if err != nil {
+		return 0, err
+	}
+	var del []loc
+	for _, p := range paths {
+		l, err := parseLoc(p)
+		if err != nil {
+			return 0, err
+		}
+		if under(l, pfx) && !refs.contains(l.key()) {
+			del = append(del, l)
+		}
+	}
+	deleted := 0
+	for _, group := range groupByStorage(del) {
+		st, err := j.storageFor(ctx, t.Bucket, group[0])
+		if err != nil {
+			return deleted, err
+		}
+		errs := st.Delete(ctx, group)
+		deleted += len(group) - len(errs)
+		for p, e := range errs {
+			return deleted, fmt.Errorf("delete %s: %w", p, e)
+		}
+	}
+	return deleted, nil
+}
+
 func (j *Job) storageFor(ctx context.Context, b *bucket.Bucket, p loc) (Storage, error) {
 	if j.storage != nil {
 		return j.storage(ctx, p)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/expire"
 	"github.com/icekeeper/icekeeper/internal/demo"
 	"github.com/icekeeper/icekeeper/internal/maintenance"
@@ -380,4 +381,53 @@ func TestWriteDataPath(t *testing.T) {
 		t.Fatalf("stray exists %v, neighbour exists %v", exists(stray), exists(neighbour))
 	}
 	f.intact()
+}
+
+// Snapshot management's opt-in deletion: the files only expired snapshots
+// reached go right after the commit; every kept snapshot still reads, and
+// unused schemas and specs are pruned.
+func TestExpireDeletesExpiredFiles(t *testing.T) {
+	f := newFixture(t)
+	f.Bucket.Config.Expiration = configs.Expiration{DeleteExpiredFiles: true, PruneUnusedSchemasAndSpecs: true}
+	// An old schema no snapshot will use once the history expires.
+	tx := f.Load().NewTransaction()
+	if err := tx.UpdateSchema(true, false).AddColumn([]string{"note"}, iceberg.PrimitiveTypes.String, "", false, nil).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := tx.Commit(f.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = demo.AppendSample(f.Ctx, tbl, 10); err != nil {
+		t.Fatal(err)
+	}
+	// The appended sample has no "note": fill the column as null for the
+	// fingerprint of the current rows.
+	if f.before, err = tablecheck.Rows(f.Ctx, tbl, 0); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(f.dir, "metadata")
+	before, _ := os.ReadDir(dataDir)
+	job := &expire.Job{DeleteFiles: f.job.DeleteUnreferenced}
+	out := f.Run(job, jobs.Options{Now: f.now.Add(30 * day)})
+	fig := out.Figures.(*expire.Figures)
+	if out.Status != state.Successful || fig.FilesDeleted == 0 || len(fig.SchemasRemoved) != 1 {
+		t.Fatalf("%+v %+v", out, fig)
+	}
+	after, _ := os.ReadDir(dataDir)
+	if len(after) >= len(before) {
+		t.Fatalf("metadata files %d → %d", len(before), len(after))
+	}
+	f.intact()
+	tbl = f.Load()
+	for _, s := range tbl.Metadata().Snapshots() {
+		if _, err := tablecheck.Rows(f.Ctx, tbl, s.SnapshotID); err != nil {
+			t.Fatalf("kept snapshot %d: %v", s.SnapshotID, err)
+		}
+	}
+	// The crashed writer's strays were never referenced by any snapshot
+	// and were not the expiration's to delete.
+	if fig := f.mustRun(0); fig.Marked != 3 {
+		t.Fatalf("strays after expiration: %+v", fig)
+	}
 }

@@ -110,9 +110,10 @@ func printOutcome(env *cliEnv, t maintenance.JobType, out jobs.Outcome, dryRun b
 
 // availableJobs lists the job types this build implements.
 func availableJobs(w *world) map[maintenance.JobType]jobs.Job {
+	removal := &orphan.Job{Store: w.store}
 	return map[maintenance.JobType]jobs.Job{
 		maintenance.Compaction:              &compactor.Job{},
-		maintenance.SnapshotManagement:      &expire.Job{},
-		maintenance.UnreferencedFileRemoval: &orphan.Job{Store: w.store},
+		maintenance.SnapshotManagement:      &expire.Job{DeleteFiles: removal.DeleteUnreferenced},
+		maintenance.UnreferencedFileRemoval: removal,
 	}
 }

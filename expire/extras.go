@@ -1,0 +1,96 @@
+package expire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/jobs"
+)
+
+// unused returns the schemas and partition specs that no snapshot kept by
+// d uses, never the current schema or default spec.
+func unused(fs icebergio.IO, meta table.Metadata, d Decision) (schemas, specs []int, err error) {
+	usedSchemas := map[int]bool{meta.CurrentSchema().ID: true}
+	usedSpecs := map[int]bool{meta.DefaultPartitionSpec(): true}
+	for _, snap := range meta.Snapshots() {
+		if _, kept := d.Kept[snap.SnapshotID]; !kept {
+			continue
+		}
+		if snap.SchemaID == nil {
+			// A snapshot that does not say which schema it used could
+			// use any: keep them all.
+			return nil, nil, nil
+		}
+		usedSchemas[*snap.SchemaID] = true
+		manifests, err := snap.Manifests(fs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read manifest list %s: %w", snap.ManifestList, err)
+		}
+		for _, m := range manifests {
+			usedSpecs[int(m.PartitionSpecID())] = true
+		}
+	}
+	for _, sc := range meta.Schemas() {
+		if !usedSchemas[sc.ID] {
+			schemas = append(schemas, sc.ID)
+		}
+	}
+	for _, sp := range meta.PartitionSpecs() {
+		if !usedSpecs[sp.ID()] {
+			specs = append(specs, sp.ID())
+		}
+	}
+	slices.Sort(schemas)
+	slices.Sort(specs)
+	return schemas, specs, nil
+}
+
+// deleteExpired deletes the files that only the expired snapshots reached:
+// their manifest lists, and the manifests and data and delete files listed
+// in them. DeleteFiles re-checks every one against the metadata as it is
+// now, so a file a kept snapshot still reaches is never deleted.
+func (j *Job) deleteExpired(ctx context.Context, t jobs.Target, fs icebergio.IO, before table.Metadata, d Decision, fig *Figures) error {
+	if j.DeleteFiles == nil {
+		return errors.New("expiration.deleteExpiredFiles is set but this icekeeper has no file deleter wired")
+	}
+	seen := map[string]bool{}
+	var paths []string
+	add := func(p string) bool {
+		if seen[p] {
+			return false
+		}
+		seen[p] = true
+		paths = append(paths, p)
+		return true
+	}
+	for _, e := range d.Expire {
+		snap := before.SnapshotByID(e.SnapshotID)
+		if snap == nil {
+			continue
+		}
+		add(snap.ManifestList)
+		manifests, err := snap.Manifests(fs)
+		if err != nil {
+			return fmt.Errorf("read manifest list %s: %w", snap.ManifestList, err)
+		}
+		for _, m := range manifests {
+			if !add(m.FilePath()) {
+				continue // shared with an expired snapshot already read
+			}
+			for entry, err := range m.Entries(fs, false) {
+				if err != nil {
+					return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+				}
+				add(entry.DataFile().FilePath())
+			}
+		}
+	}
+	n, err := j.DeleteFiles(ctx, t, paths)
+	fig.FilesDeleted = n
+	return err
+}
