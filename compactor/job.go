@@ -183,7 +183,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 		return out, err
 	}
 	rtbl := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(context.Context) (icebergio.IO, error) { return rec, nil }, cat)
-	results := j.rewrite(ctx, rtbl, tasks, fig.Plan.Groups, target, fig)
+	results := j.rewrite(ctx, rtbl, tasks, fig.Plan.Groups, target, fig.Strategy, fig)
 	committedFiles := map[string]bool{}
 	defer func() { rec.removeExcept(committedFiles) }()
 	if fig.GroupsFailed > 0 {
@@ -255,30 +255,31 @@ func (j *Job) batches(results []table.CompactionGroupResult) [][]table.Compactio
 	return out
 }
 
-// strategy resolves the configured strategy for tbl; sort and z-order are
-// refused with a reason rather than silently replaced by binpack.
+// strategy resolves the configured strategy for tbl: auto is sort when the
+// table has a sort order, else binpack; sort and z-order need a sort order
+// and fail without one rather than silently fall back to binpack.
 func strategy(s maintenance.Strategy, tbl *table.Table) (string, error) {
 	sorted := !tbl.SortOrder().IsUnsorted()
 	switch s {
 	case maintenance.StrategyBinpack:
 		return string(s), nil
 	case maintenance.StrategyAuto, "":
-		if !sorted {
-			return string(maintenance.StrategyBinpack), nil
+		if sorted {
+			return string(maintenance.StrategySort), nil
 		}
-		return "", fmt.Errorf("%w: the table has a sort order, so strategy auto means sort, and sort is not implemented in this version of icekeeper; set strategy binpack to compact it unsorted", ErrStrategy)
+		return string(maintenance.StrategyBinpack), nil
 	case maintenance.StrategySort, maintenance.StrategyZOrder:
 		if !sorted {
-			return "", fmt.Errorf("%w: strategy %s needs a table sort order and the table has none", ErrStrategy, s)
+			return "", fmt.Errorf("%w: strategy %s needs a table sort order (its columns) and the table has none", ErrStrategy, s)
 		}
-		return "", fmt.Errorf("%w: strategy %s is not implemented in this version of icekeeper", ErrStrategy, s)
+		return string(s), nil
 	}
 	return "", fmt.Errorf("%w: unknown strategy %q", ErrStrategy, s)
 }
 
 // rewrite executes the groups, at most Parallelism at a time, and returns
 // the results of those that succeeded, in plan order.
-func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, groups []planner.Group, target int64, fig *Figures) []table.CompactionGroupResult {
+func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, groups []planner.Group, target int64, strat string, fig *Figures) []table.CompactionGroupResult {
 	par := j.Parallelism
 	if par <= 0 {
 		par = 2
@@ -292,7 +293,14 @@ func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileS
 			for _, id := range g.FileIDs {
 				grp.Tasks = append(grp.Tasks, tasks[id])
 			}
-			r, err := table.ExecuteCompactionGroup(ctx, tbl, grp, table.WithCompactionTargetFileSize(target))
+			var r table.CompactionGroupResult
+			var err error
+			switch strat {
+			case string(maintenance.StrategySort), string(maintenance.StrategyZOrder):
+				r, err = sortedGroup(ctx, tbl, grp.Tasks, target, strat == string(maintenance.StrategyZOrder))
+			default:
+				r, err = table.ExecuteCompactionGroup(ctx, tbl, grp, table.WithCompactionTargetFileSize(target))
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

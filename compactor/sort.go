@@ -1,0 +1,290 @@
+package compactor
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// The sort and z-order strategies read a whole group into memory (its
+// decoded size is a few times its Parquet size, and a group is about one
+// target file), order the rows, and write them with the group's target.
+// Binpack streams instead; that is why it is the default without a sort
+// order.
+
+// sortKey is one sort-order column of a group: how to compare two rows.
+type sortKey struct {
+	name       string
+	col        arrow.Array
+	desc       bool
+	nullsFirst bool
+	compare    func(i, j int) int
+	zbits      func(i int) uint64 // order-preserving 64-bit image, for z-order
+}
+
+// sortKeys resolves the table's sort order against the group's columns.
+func sortKeys(tbl *table.Table, sc *arrow.Schema, cols []arrow.Array) ([]sortKey, error) {
+	order := tbl.SortOrder()
+	var keys []sortKey
+	for _, f := range order.Fields() {
+		if _, ok := f.Transform.(iceberg.IdentityTransform); !ok {
+			return nil, fmt.Errorf("%w: sort order field %v uses transform %s; only identity sort fields are supported", ErrStrategy, f.SourceIDs, f.Transform)
+		}
+		name, ok := tbl.Schema().FindColumnName(f.SourceIDs[0])
+		if !ok {
+			return nil, fmt.Errorf("%w: sort order names column id %d, which the schema does not have", ErrStrategy, f.SourceIDs[0])
+		}
+		idx := sc.FieldIndices(name)
+		if len(idx) != 1 {
+			return nil, fmt.Errorf("%w: sort column %s is nested; only top-level columns are supported", ErrStrategy, name)
+		}
+		k := sortKey{name: name, col: cols[idx[0]], desc: f.Direction == table.SortDESC, nullsFirst: f.NullOrder == table.NullsFirst}
+		var err error
+		if k.compare, k.zbits, err = comparer(k.col); err != nil {
+			return nil, fmt.Errorf("%w: sort column %s: %v", ErrStrategy, name, err)
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%w: the table's sort order has no fields", ErrStrategy)
+	}
+	return keys, nil
+}
+
+func ordered[T cmp.Ordered](a interface{ Value(int) T }) func(i, j int) int {
+	return func(i, j int) int { return cmp.Compare(a.Value(i), a.Value(j)) }
+}
+
+func signedBits(v int64) uint64 { return uint64(v) ^ (1 << 63) }
+
+func floatBits(f float64) uint64 {
+	b := math.Float64bits(f)
+	if b>>63 == 1 {
+		return ^b
+	}
+	return b | 1<<63
+}
+
+func prefixBits(b []byte) uint64 {
+	var buf [8]byte
+	copy(buf[:], b)
+	return binary.BigEndian.Uint64(buf[:])
+}
+
+// comparer returns a row comparison and an order-preserving 64-bit image
+// of the column's values (strings by their first eight bytes).
+func comparer(col arrow.Array) (func(i, j int) int, func(i int) uint64, error) {
+	switch c := col.(type) {
+	case *array.Int8:
+		return ordered(c), func(i int) uint64 { return signedBits(int64(c.Value(i))) }, nil
+	case *array.Int16:
+		return ordered(c), func(i int) uint64 { return signedBits(int64(c.Value(i))) }, nil
+	case *array.Int32:
+		return ordered(c), func(i int) uint64 { return signedBits(int64(c.Value(i))) }, nil
+	case *array.Int64:
+		return ordered(c), func(i int) uint64 { return signedBits(c.Value(i)) }, nil
+	case *array.Float32:
+		return ordered(c), func(i int) uint64 { return floatBits(float64(c.Value(i))) }, nil
+	case *array.Float64:
+		return ordered(c), func(i int) uint64 { return floatBits(c.Value(i)) }, nil
+	case *array.Date32:
+		return ordered(c), func(i int) uint64 { return signedBits(int64(c.Value(i))) }, nil
+	case *array.Date64:
+		return ordered(c), func(i int) uint64 { return signedBits(int64(c.Value(i))) }, nil
+	case *array.Timestamp:
+		return ordered(c), func(i int) uint64 { return signedBits(int64(c.Value(i))) }, nil
+	case *array.Time64:
+		return ordered(c), func(i int) uint64 { return signedBits(int64(c.Value(i))) }, nil
+	case *array.String:
+		return ordered(c), func(i int) uint64 { return prefixBits([]byte(c.Value(i))) }, nil
+	case *array.LargeString:
+		return ordered(c), func(i int) uint64 { return prefixBits([]byte(c.Value(i))) }, nil
+	case *array.Binary:
+		return func(i, j int) int { return bytes.Compare(c.Value(i), c.Value(j)) }, func(i int) uint64 { return prefixBits(c.Value(i)) }, nil
+	case *array.Boolean:
+		b := func(i int) uint64 {
+			if c.Value(i) {
+				return 1
+			}
+			return 0
+		}
+		return func(i, j int) int { return cmp.Compare(b(i), b(j)) }, b, nil
+	}
+	return nil, nil, fmt.Errorf("type %s is not supported", col.DataType())
+}
+
+// sortPermutation orders rows by the keys, each with its direction and
+// null order.
+func sortPermutation(n int, keys []sortKey) []int {
+	perm := make([]int, n)
+	for i := range perm {
+		perm[i] = i
+	}
+	slices.SortStableFunc(perm, func(i, j int) int {
+		for _, k := range keys {
+			ni, nj := k.col.IsNull(i), k.col.IsNull(j)
+			switch {
+			case ni && nj:
+				continue
+			case ni != nj:
+				if ni == k.nullsFirst {
+					return -1
+				}
+				return 1
+			}
+			c := k.compare(i, j)
+			if k.desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+	return perm
+}
+
+// zorderPermutation orders rows along a Z-curve over the keys: the bits of
+// the keys' order-preserving images are interleaved, most significant
+// first, so rows close in every key end up close in the file. Nulls take
+// the smallest image.
+func zorderPermutation(n int, keys []sortKey) []int {
+	width := 8 * len(keys)
+	z := make([]byte, n*width)
+	for r := 0; r < n; r++ {
+		out := z[r*width : (r+1)*width]
+		for bit := 0; bit < 64; bit++ {
+			for k, key := range keys {
+				var v uint64
+				if !key.col.IsNull(r) {
+					v = key.zbits(r)
+				}
+				if v>>(63-bit)&1 == 1 {
+					pos := bit*len(keys) + k
+					out[pos/8] |= 1 << (7 - pos%8)
+				}
+			}
+		}
+	}
+	perm := make([]int, n)
+	for i := range perm {
+		perm[i] = i
+	}
+	slices.SortStableFunc(perm, func(i, j int) int {
+		return bytes.Compare(z[i*width:(i+1)*width], z[j*width:(j+1)*width])
+	})
+	return perm
+}
+
+// sortedGroup rewrites one group with its rows in the table's sort order
+// (or along a Z-curve over the sort-order columns).
+func sortedGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, target int64, zorder bool) (table.CompactionGroupResult, error) {
+	var res table.CompactionGroupResult
+	sc, it, err := tbl.Scan().ReadTasks(ctx, tasks)
+	if err != nil {
+		return res, fmt.Errorf("read group: %w", err)
+	}
+	var batches []arrow.RecordBatch
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}()
+	for rec, err := range it {
+		if err != nil {
+			return res, fmt.Errorf("read group: %w", err)
+		}
+		batches = append(batches, rec)
+	}
+	for _, t := range tasks {
+		res.OldDataFiles = append(res.OldDataFiles, t.File)
+	}
+	res.SafePosDeletes = table.CollectSafePositionDeletes(tasks)
+	res.SafeDeletionVectors = table.CollectSafeDeletionVectors(tasks)
+	if len(batches) == 0 {
+		return res, nil // every row was deleted: the files go, nothing replaces them
+	}
+	cols := make([]arrow.Array, sc.NumFields())
+	n := 0
+	for c := range cols {
+		parts := make([]arrow.Array, len(batches))
+		for i, b := range batches {
+			parts[i] = b.Column(c)
+		}
+		if cols[c], err = array.Concatenate(parts, memory.DefaultAllocator); err != nil {
+			return res, err
+		}
+		defer cols[c].Release()
+		n = cols[c].Len()
+	}
+	keys, err := sortKeys(tbl, sc, cols)
+	if err != nil {
+		return res, err
+	}
+	var perm []int
+	if zorder {
+		perm = zorderPermutation(n, keys)
+	} else {
+		perm = sortPermutation(n, keys)
+	}
+	idxB := array.NewInt64Builder(memory.DefaultAllocator)
+	for _, p := range perm {
+		idxB.Append(int64(p))
+	}
+	idx := idxB.NewArray()
+	idxB.Release()
+	defer idx.Release()
+	sorted := make([]arrow.Array, len(cols))
+	for c, col := range cols {
+		if sorted[c], err = compute.TakeArray(ctx, col, idx); err != nil {
+			return res, fmt.Errorf("reorder column %s: %w", sc.Field(c).Name, err)
+		}
+		defer sorted[c].Release()
+	}
+	rec := array.NewRecordBatch(sc, sorted, int64(n))
+	one := func(yield func(arrow.RecordBatch, error) bool) { rec.Retain(); yield(rec, nil) }
+	defer rec.Release()
+	// iceberg-go's writer sorts each batch by the table's sort order
+	// itself; write through a view of the table without one, so that the
+	// order written is the order computed here (a Z-curve would otherwise
+	// be sorted away).
+	wtbl, err := unsortedView(tbl)
+	if err != nil {
+		return res, err
+	}
+	for df, err := range table.WriteRecords(ctx, wtbl, sc, one, table.WithClusteredWrite(), table.WithTargetFileSize(target)) {
+		if err != nil {
+			return res, fmt.Errorf("write sorted files: %w", err)
+		}
+		res.NewDataFiles = append(res.NewDataFiles, df)
+	}
+	return res, nil
+}
+
+// unsortedView is tbl with no default sort order, for writing only.
+func unsortedView(tbl *table.Table) (*table.Table, error) {
+	b, err := table.MetadataBuilderFromBase(tbl.Metadata(), tbl.MetadataLocation())
+	if err != nil {
+		return nil, err
+	}
+	if err := b.SetDefaultSortOrderID(table.UnsortedSortOrderID); err != nil {
+		return nil, err
+	}
+	meta, err := b.Build()
+	if err != nil {
+		return nil, err
+	}
+	return table.New(tbl.Identifier(), meta, tbl.MetadataLocation(), tbl.FS, nil), nil
+}
