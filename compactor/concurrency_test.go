@@ -248,3 +248,26 @@ func countFiles(t *testing.T, dir string) int {
 	}
 	return len(entries)
 }
+
+// Files younger than the minimum file age are left to the writer; once
+// they are old enough they are compacted.
+func TestMinimumFileAge(t *testing.T) {
+	e, _ := smallTable(t)
+	e.b.Config.Compaction.MinFileAgeMinutes = 60
+	run := func(now time.Time) (jobs.Outcome, *Figures) {
+		r := &jobs.Runner{Store: e.store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.Compaction: &Job{MinInputFiles: 2}}}
+		out, err := r.Run(e.ctx, jobs.Target{Bucket: e.b, Table: e.id}, maintenance.Compaction, "test", jobs.Options{Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out, out.Figures.(*Figures)
+	}
+	out, fig := run(time.Now())
+	if out.Status != state.Successful || fig.GroupsPlanned != 0 || len(fig.Plan.Skipped) == 0 || !strings.Contains(fig.Plan.Skipped[0].Reason, "minimum file age") {
+		t.Fatalf("young files: %+v %+v", out, fig.Plan)
+	}
+	out, fig = run(time.Now().Add(2 * time.Hour))
+	if out.Status != state.Successful || fig.GroupsCommitted == 0 {
+		t.Fatalf("old files: %+v %+v", out, fig)
+	}
+}

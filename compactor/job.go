@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -142,6 +143,13 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 	if err != nil {
 		return out, fmt.Errorf("plan scan of %s: %w", t.Table, err)
 	}
+	var addedAt map[string]time.Time
+	minAge := time.Duration(t.Bucket.Config.Compaction.MinFileAgeMinutes) * time.Minute
+	if minAge > 0 {
+		if addedAt, err = fileAges(tbl); err != nil {
+			return out, err
+		}
+	}
 	files := make([]planner.File, len(tasks))
 	spec := tbl.Spec()
 	for i, task := range tasks {
@@ -154,6 +162,9 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 			// needs its input clustered by partition; files of an older
 			// spec are not, so they would need a sort first.
 			files[i].Skip = fmt.Sprintf("written under partition spec %d, not the current spec %d; re-partitioning needs a sort, which this version does not do", df.SpecID(), spec.ID())
+		}
+		if at, ok := addedAt[df.FilePath()]; ok && opts.Now.Sub(at) < minAge {
+			files[i].Skip = fmt.Sprintf("committed %v ago, younger than the minimum file age of %v", opts.Now.Sub(at).Round(time.Second), minAge)
 		}
 	}
 	target := int64(targetMB) << 20
@@ -183,7 +194,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 		return out, err
 	}
 	rtbl := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(context.Context) (icebergio.IO, error) { return rec, nil }, cat)
-	results := j.rewrite(ctx, rtbl, tasks, fig.Plan.Groups, target, fig.Strategy, fig)
+	results := j.rewrite(ctx, rtbl, tasks, fig.Plan.Groups, target, fig.Strategy, opts.Progress, fig)
 	committedFiles := map[string]bool{}
 	defer func() { rec.removeExcept(committedFiles) }()
 	if fig.GroupsFailed > 0 {
@@ -279,13 +290,14 @@ func strategy(s maintenance.Strategy, tbl *table.Table) (string, error) {
 
 // rewrite executes the groups, at most Parallelism at a time, and returns
 // the results of those that succeeded, in plan order.
-func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, groups []planner.Group, target int64, strat string, fig *Figures) []table.CompactionGroupResult {
+func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, groups []planner.Group, target int64, strat string, progress func(int, int), fig *Figures) []table.CompactionGroupResult {
 	par := j.Parallelism
 	if par <= 0 {
 		par = 2
 	}
 	results := make([]*table.CompactionGroupResult, len(groups))
 	var mu sync.Mutex
+	var done atomic.Int64
 	p := pool.New().WithContext(ctx).WithMaxGoroutines(par)
 	for i, g := range groups {
 		p.Go(func(ctx context.Context) error {
@@ -300,6 +312,9 @@ func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileS
 				r, err = sortedGroup(ctx, tbl, grp.Tasks, target, strat == string(maintenance.StrategyZOrder))
 			default:
 				r, err = table.ExecuteCompactionGroup(ctx, tbl, grp, table.WithCompactionTargetFileSize(target))
+			}
+			if progress != nil {
+				progress(int(done.Add(1)), len(groups))
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -384,6 +399,37 @@ func partitionKey(df iceberg.DataFile) string {
 		fmt.Fprintf(&b, "/%d=%v", id, part[id])
 	}
 	return b.String()
+}
+
+// fileAges maps each live data file of the current snapshot to the commit
+// time of the snapshot that added it; files whose adding snapshot has
+// expired are absent (and old enough by any measure).
+func fileAges(tbl *table.Table) (map[string]time.Time, error) {
+	snap := tbl.CurrentSnapshot()
+	fs, err := tbl.FS(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	manifests, err := snap.Manifests(fs)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest list %s: %w", snap.ManifestList, err)
+	}
+	meta := tbl.Metadata()
+	out := map[string]time.Time{}
+	for _, m := range manifests {
+		if m.ManifestContent() != iceberg.ManifestContentData {
+			continue
+		}
+		for e, err := range m.Entries(fs, true) {
+			if err != nil {
+				return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			}
+			if s := meta.SnapshotByID(e.SnapshotID()); s != nil {
+				out[e.DataFile().FilePath()] = time.UnixMilli(s.TimestampMs)
+			}
+		}
+	}
+	return out, nil
 }
 
 // recordingFS remembers the files the rewrite creates.

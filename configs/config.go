@@ -99,6 +99,8 @@ type Bucket struct {
 	// settings: "conservative" (default) keeps whichever keeps more;
 	// "strict" fails such tables with S3 Tables' message, as S3 Tables does.
 	TableRetentionProperties string `yaml:"tableRetentionProperties"`
+	// Compaction holds icebergCompaction's options beyond S3 Tables'.
+	Compaction CompactionOptions `yaml:"compaction"`
 	// Expiration holds icebergSnapshotManagement's opt-ins.
 	Expiration Expiration `yaml:"expiration"`
 	// SchemeEquivalence lists groups of URI schemes that name the same
@@ -115,6 +117,14 @@ type Bucket struct {
 
 	// Parsed is ARN, parsed; set by Load.
 	Parsed arn.BucketARN `yaml:"-"`
+}
+
+// CompactionOptions tune compaction for streaming-fed tables.
+type CompactionOptions struct {
+	// MinFileAgeMinutes leaves data files committed less than this many
+	// minutes ago alone, so compaction does not compete with a writer
+	// still adding files around them (default 0: no minimum).
+	MinFileAgeMinutes int `yaml:"minFileAgeMinutes"`
 }
 
 // Expiration holds snapshot management's opt-in extras; both are off by

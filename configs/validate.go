@@ -77,6 +77,9 @@ func (c *Config) finish() error {
 		default:
 			return errf(p+".tableRetentionProperties", "%q is not conservative or strict", b.TableRetentionProperties)
 		}
+		if b.Compaction.MinFileAgeMinutes < 0 {
+			return errf(p+".compaction.minFileAgeMinutes", "%d is below the minimum 0", b.Compaction.MinFileAgeMinutes)
+		}
 		if b.MaxDeletesPerRun < 0 {
 			return errf(p+".maxDeletesPerRun", "%d is below the minimum 0 (0 means the default)", b.MaxDeletesPerRun)
 		}

@@ -39,6 +39,9 @@ type Options struct {
 	DryRun bool
 	Now    time.Time // the run's clock; what-if previews set it
 	RunID  int64     // the recorded run's ID, set by the Runner (0 for dry runs)
+	// Progress, when set, is told how much of a long job is done (for a
+	// terminal progress bar); jobs call it as they go.
+	Progress func(done, total int)
 }
 
 // Outcome is a job's result. Figures is the job's own report, recorded as

@@ -57,13 +57,13 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer w.Close()
 	runner := &jobs.Runner{Store: w.store, Jobs: availableJobs(w), Logger: slog.New(slog.DiscardHandler)}
-	update, finish := progress.Bar(env.stderr, "running")
-	defer finish()
+
 	results := map[maintenance.JobType]any{}
 	failed := false
-	for i, t := range types {
-		update(i, len(types))
-		out, err := runner.Run(ctx, target, t, "cli", jobs.Options{DryRun: *dryRun, Now: now})
+	for _, t := range types {
+		update, finish := progress.Bar(env.stderr, string(t))
+		out, err := runner.Run(ctx, target, t, "cli", jobs.Options{DryRun: *dryRun, Now: now, Progress: update})
+		finish()
 		if err != nil {
 			return err
 		}
