@@ -154,7 +154,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 	spec := tbl.Spec()
 	for i, task := range tasks {
 		df := task.File
-		files[i] = planner.File{ID: i, Path: df.FilePath(), Partition: partitionKey(df), Format: strings.ToLower(string(df.FileFormat())),
+		files[i] = planner.File{ID: i, Path: df.FilePath(), Partition: partitionKey(df), Label: partitionLabel(tbl.Metadata(), df), Format: strings.ToLower(string(df.FileFormat())),
 			SizeBytes: df.FileSizeBytes(), Records: df.Count(),
 			DeleteFiles: len(task.DeleteFiles) + len(task.EqualityDeleteFiles) + len(task.DeletionVectorFiles)}
 		if int(df.SpecID()) != spec.ID() {
@@ -382,6 +382,42 @@ func safeDeletes(batch []table.CompactionGroupResult, attached map[string][]stri
 		out[i] = r
 	}
 	return out
+}
+
+// partitionLabel names a file's partition for people: the partition
+// fields' names and human-readable values ("ts_day=2026-11-10"), with the
+// spec ID when it is not the current one. Grouping uses partitionKey.
+func partitionLabel(meta table.Metadata, df iceberg.DataFile) string {
+	spec := meta.PartitionSpecByID(int(df.SpecID()))
+	if spec == nil || spec.NumFields() == 0 {
+		if int(df.SpecID()) == meta.DefaultPartitionSpec() {
+			return "unpartitioned"
+		}
+		return partitionKey(df)
+	}
+	part := df.Partition()
+	var b strings.Builder
+	if int(df.SpecID()) != meta.DefaultPartitionSpec() {
+		fmt.Fprintf(&b, "spec %d: ", df.SpecID())
+	}
+	for i := 0; i < spec.NumFields(); i++ {
+		f := spec.Field(i)
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		v := part[f.FieldID]
+		val := "null"
+		if v != nil {
+			val = fmt.Sprint(v)
+			if src, ok := meta.CurrentSchema().FindFieldByID(f.SourceID()); ok {
+				if rt := f.Transform.ResultType(src.Type); rt != nil {
+					val = f.Transform.ToHumanStrType(rt, v)
+				}
+			}
+		}
+		fmt.Fprintf(&b, "%s=%s", f.Name, val)
+	}
+	return b.String()
 }
 
 // partitionKey is the canonical partition of a file: spec ID and the

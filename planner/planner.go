@@ -30,7 +30,8 @@ const (
 type File struct {
 	ID          int    // the caller's handle, returned in groups
 	Path        string // for messages
-	Partition   string // canonical partition key, spec ID included
+	Partition   string // canonical partition key, spec ID included; files group by it
+	Label       string // the partition as people read it (default: Partition)
 	Format      string // "parquet", "orc", "avro"
 	SizeBytes   int64
 	Records     int64
@@ -116,12 +117,16 @@ func Make(files []File, opts Options) (Plan, error) {
 	var parts []string
 	var plan Plan
 	for _, f := range files {
+		label := f.Partition
+		if f.Label != "" {
+			label = f.Label
+		}
 		if f.Skip != "" {
-			plan.Skipped = append(plan.Skipped, Skip{Partition: f.Partition, Files: 1, Reason: f.Skip})
+			plan.Skipped = append(plan.Skipped, Skip{Partition: label, Files: 1, Reason: f.Skip})
 			continue
 		}
 		if f.Format != "" && f.Format != "parquet" {
-			plan.Skipped = append(plan.Skipped, Skip{Partition: f.Partition, Files: 1, Reason: fmt.Sprintf("%s is %s; only Parquet is rewritten", f.Path, f.Format)})
+			plan.Skipped = append(plan.Skipped, Skip{Partition: label, Files: 1, Reason: fmt.Sprintf("%s is %s; only Parquet is rewritten", f.Path, f.Format)})
 			continue
 		}
 		if _, ok := byPart[f.Partition]; !ok {
@@ -150,7 +155,11 @@ func Make(files []File, opts Options) (Plan, error) {
 			continue
 		}
 		if len(cands) < opts.MinInputFiles && !justified {
-			plan.Skipped = append(plan.Skipped, Skip{Partition: part, Files: len(cands),
+			label := part
+			if cands[0].Label != "" {
+				label = cands[0].Label
+			}
+			plan.Skipped = append(plan.Skipped, Skip{Partition: label, Files: len(cands),
 				Reason: fmt.Sprintf("%d small files, fewer than the minimum %d", len(cands), opts.MinInputFiles)})
 			continue
 		}
@@ -159,6 +168,9 @@ func Make(files []File, opts Options) (Plan, error) {
 				continue
 			}
 			grp := Group{Partition: part}
+			if g[0].Label != "" {
+				grp.Partition = g[0].Label
+			}
 			for _, f := range g {
 				grp.FileIDs = append(grp.FileIDs, f.ID)
 				grp.InputFiles++
