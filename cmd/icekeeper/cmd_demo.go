@@ -18,6 +18,7 @@ func cmdDemo(ctx context.Context, env *cliEnv, args []string) error {
 			"last three weeks, and stray files of a crashed writer. Running it again\n"+
 			"changes nothing unless --reset is given.")
 	reset := fs.Bool("reset", false, "drop the demo table and create it anew")
+	appends := fs.Int("appends", 60, "appends (and snapshots) to make; each writes a small file per day it touches")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -34,7 +35,10 @@ func cmdDemo(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	update, finish := progress.Bar(env.stderr, "creating demo.events")
-	res, err := demo.Create(ctx, b, demo.Options{Reset: *reset, Progress: update})
+	if *appends < 1 {
+		return usagef("--appends must be at least 1")
+	}
+	res, err := demo.Create(ctx, b, demo.Options{Reset: *reset, Appends: *appends, Progress: update})
 	finish()
 	if errors.Is(err, demo.ErrExists) {
 		writeln(env.stdout, "%s/%s/%s already exists in %s; nothing changed (use --reset to recreate it)", b.Name(), demo.Namespace, demo.Table, home)

@@ -32,6 +32,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long running jobs may take to finish after SIGTERM before they are cancelled")
 	parallel := fs.Int("parallelism", 2, "jobs run at once by this replica")
 	timeout := fs.Duration("job-timeout", time.Hour, "longest a single job may run")
+	leaseTTL := fs.Duration("lease-ttl", time.Minute, "how long a job's claim and table lease outlive a replica that stops renewing them")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 		return usageError{err}
 	}
 	worker := &jobs.Worker{Store: w.store, Registry: w.registry, Runner: runner, Holder: holderName(),
-		Parallelism: *parallel, JobTimeout: *timeout, Logger: logger,
+		Parallelism: *parallel, JobTimeout: *timeout, LeaseTTL: *leaseTTL, Logger: logger,
 		OnTakeover: func(state.QueuedJob) { metrics.Takeovers.Inc() }}
 	srv := &status.Server{Registry: w.registry, Store: w.store, Runner: runner, Scheduler: sched, Auth: auth, Metrics: reg, Logger: logger}
 
