@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,17 +52,8 @@ func TestKillDuringJobAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfgFile := filepath.Join(home, "icekeeper.yaml")
-	os.WriteFile(cfgFile, []byte(fmt.Sprintf(`listen: 127.0.0.1:0
-state: sqlite://%s
-buckets:
-  - arn: %s
-    catalog:
-      type: sql
-      uri: "file:%s?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
-      warehouse: file://%s
-    maintenance: {icebergSnapshotManagement: {status: disabled}, icebergUnreferencedFileRemoval: {status: disabled}}
-schedules: {icebergCompaction: "@every 1s", icebergSnapshotManagement: "@daily", icebergUnreferencedFileRemoval: "@daily"}
-`, filepath.Join(home, "state.db"), configs.LocalBucketARN, filepath.Join(home, "catalog.db"), filepath.Join(home, "warehouse"))), 0o644)
+	writeHomeConfig(t, cfgFile, home, "127.0.0.1:0", `{icebergSnapshotManagement: {status: disabled}, icebergUnreferencedFileRemoval: {status: disabled}}`,
+		`{icebergCompaction: "@every 1s", icebergSnapshotManagement: "@daily", icebergUnreferencedFileRemoval: "@daily"}`)
 	start := func() *exec.Cmd {
 		cmd := exec.Command(bin, "serve", "--config", cfgFile, "--listen", freeAddr(t), "--lease-ttl", "3s")
 		cmd.Stderr = os.Stderr

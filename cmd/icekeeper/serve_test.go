@@ -21,6 +21,29 @@ import (
 	"github.com/icekeeper/icekeeper/configs"
 )
 
+// writeHomeConfig writes a configuration file for the embedded layout in
+// home (so a daemon can be given its own listen address and schedules),
+// with optional bucket maintenance defaults.
+func writeHomeConfig(t *testing.T, file, home, listen, maintenance, schedules string) {
+	t.Helper()
+	if maintenance != "" {
+		maintenance = "\n    maintenance: " + maintenance
+	}
+	cfg := fmt.Sprintf(`listen: %s
+state: sqlite://%s
+buckets:
+  - arn: %s
+    catalog:
+      type: sql
+      uri: "file:%s?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
+      warehouse: file://%s%s
+schedules: %s
+`, listen, filepath.Join(home, "state.db"), configs.LocalBucketARN, filepath.Join(home, "catalog.db"), filepath.Join(home, "warehouse"), maintenance, schedules)
+	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func freeAddr(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -39,19 +62,7 @@ func TestServeRunsSchedules(t *testing.T) {
 	home := c.home
 	cfgFile := filepath.Join(t.TempDir(), "icekeeper.yaml")
 	addr := freeAddr(t)
-	os.WriteFile(cfgFile, []byte(fmt.Sprintf(`listen: %s
-state: sqlite://%s
-buckets:
-  - arn: %s
-    catalog:
-      type: sql
-      uri: "file:%s?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
-      warehouse: file://%s
-schedules:
-  icebergCompaction: "@every 1s"
-  icebergSnapshotManagement: "@every 1s"
-  icebergUnreferencedFileRemoval: "@every 1s"
-`, addr, filepath.Join(home, "state.db"), configs.LocalBucketARN, filepath.Join(home, "catalog.db"), filepath.Join(home, "warehouse"))), 0o644)
+	writeHomeConfig(t, cfgFile, home, addr, "", `{icebergCompaction: "@every 1s", icebergSnapshotManagement: "@every 1s", icebergUnreferencedFileRemoval: "@every 1s"}`)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
