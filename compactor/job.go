@@ -151,18 +151,11 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 		}
 	}
 	files := make([]planner.File, len(tasks))
-	spec := tbl.Spec()
 	for i, task := range tasks {
 		df := task.File
 		files[i] = planner.File{ID: i, Path: df.FilePath(), Partition: partitionKey(df), Label: partitionLabel(tbl.Metadata(), df), Format: strings.ToLower(string(df.FileFormat())),
 			SizeBytes: df.FileSizeBytes(), Records: df.Count(),
 			DeleteFiles: len(task.DeleteFiles) + len(task.EqualityDeleteFiles) + len(task.DeletionVectorFiles)}
-		if int(df.SpecID()) != spec.ID() {
-			// iceberg-go's writer partitions output by the current spec and
-			// needs its input clustered by partition; files of an older
-			// spec are not, so they would need a sort first.
-			files[i].Skip = fmt.Sprintf("written under partition spec %d, not the current spec %d; re-partitioning needs a sort, which this version does not do", df.SpecID(), spec.ID())
-		}
 		if at, ok := addedAt[df.FilePath()]; ok && opts.Now.Sub(at) < minAge {
 			files[i].Skip = fmt.Sprintf("committed %v ago, younger than the minimum file age of %v", opts.Now.Sub(at).Round(time.Second), minAge)
 		}
@@ -307,8 +300,12 @@ func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileS
 			}
 			var r table.CompactionGroupResult
 			var err error
-			switch strat {
-			case string(maintenance.StrategySort), string(maintenance.StrategyZOrder):
+			switch {
+			case int(grp.Tasks[0].File.SpecID()) != tbl.Metadata().DefaultPartitionSpec():
+				// Files of an older spec: their rows spread over the
+				// current spec's partitions.
+				r, err = repartitionGroup(ctx, tbl, grp.Tasks, target)
+			case strat == string(maintenance.StrategySort), strat == string(maintenance.StrategyZOrder):
 				r, err = sortedGroup(ctx, tbl, grp.Tasks, target, strat == string(maintenance.StrategyZOrder))
 			default:
 				r, err = table.ExecuteCompactionGroup(ctx, tbl, grp, table.WithCompactionTargetFileSize(target))

@@ -288,3 +288,27 @@ func unsortedView(tbl *table.Table) (*table.Table, error) {
 	}
 	return table.New(tbl.Identifier(), meta, tbl.MetadataLocation(), tbl.FS, nil), nil
 }
+
+// repartitionGroup rewrites files written under an older partition spec
+// into the current one. Their rows are not clustered by the current
+// partitions, so they go through iceberg-go's fan-out writer, which keeps
+// a file open per partition, instead of the clustered writer binpack uses.
+func repartitionGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, target int64) (table.CompactionGroupResult, error) {
+	var res table.CompactionGroupResult
+	sc, it, err := tbl.Scan().ReadTasks(ctx, tasks)
+	if err != nil {
+		return res, fmt.Errorf("read group: %w", err)
+	}
+	for df, err := range table.WriteRecords(ctx, tbl, sc, it, table.WithTargetFileSize(target)) {
+		if err != nil {
+			return res, fmt.Errorf("write re-partitioned files: %w", err)
+		}
+		res.NewDataFiles = append(res.NewDataFiles, df)
+	}
+	for _, t := range tasks {
+		res.OldDataFiles = append(res.OldDataFiles, t.File)
+	}
+	res.SafePosDeletes = table.CollectSafePositionDeletes(tasks)
+	res.SafeDeletionVectors = table.CollectSafeDeletionVectors(tasks)
+	return res, nil
+}
