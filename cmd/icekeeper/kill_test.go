@@ -84,7 +84,7 @@ func TestKillDuringJobAndRestart(t *testing.T) {
 
 	a := start()
 	waitFor("a running compaction", time.Minute, func(r []state.Run) bool { return len(r) > 0 && r[0].Status == state.Running })
-	time.Sleep(300 * time.Millisecond) // well inside the rewrite
+	time.Sleep(100 * time.Millisecond) // inside the run: planning and rewriting take seconds
 	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
