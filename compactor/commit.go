@@ -56,6 +56,9 @@ func (j *Job) commitBatch(ctx context.Context, t jobs.Target, base *table.Table,
 		if err == nil {
 			after, err = tx.Commit(ctx)
 		}
+		if j.afterCommit != nil {
+			err = j.afterCommit(err)
+		}
 		if err == nil {
 			return after, batch, dropped, nil
 		}

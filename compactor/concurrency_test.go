@@ -15,6 +15,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/tablecheck"
 	"github.com/icekeeper/icekeeper/internal/tabletest"
 	"github.com/icekeeper/icekeeper/jobs"
 )
@@ -269,5 +270,32 @@ func TestMinimumFileAge(t *testing.T) {
 	out, fig = run(time.Now().Add(2 * time.Hour))
 	if out.Status != state.Successful || fig.GroupsCommitted == 0 {
 		t.Fatalf("old files: %+v %+v", out, fig)
+	}
+}
+
+// A commit that lands but whose answer is lost must not make compaction
+// delete the files it just committed: here every commit "fails" after
+// landing, and every reachable file must still exist.
+func TestLostCommitAnswerKeepsOutputs(t *testing.T) {
+	e, tbl := smallTable(t)
+	fp := e.rows(tbl, 0)
+	job := &Job{MinInputFiles: 2, MaxAttempts: 2, Backoff: time.Millisecond}
+	job.afterCommit = func(err error) error {
+		if err == nil {
+			return errors.New("connection reset by peer (the commit landed)")
+		}
+		return err
+	}
+	out, _ := e.compact(job)
+	if out.Status == state.Successful {
+		t.Logf("compaction reported success: %+v", out)
+	}
+	after := e.load()
+	if !e.rows(after, 0).Equal(fp) {
+		t.Fatal("rows changed")
+	}
+	missing, err := tablecheck.MissingFiles(e.ctx, after)
+	if err != nil || len(missing) > 0 {
+		t.Fatalf("compaction deleted files its own landed commit references: %v %v", missing, err)
 	}
 }

@@ -68,8 +68,10 @@ type Job struct {
 	// MinInputFiles is the planner's minimum of small files per partition.
 	MinInputFiles int
 
-	// beforeCommit, when set (tests only), runs before each commit attempt.
+	// beforeCommit, when set (tests only), runs before each commit attempt;
+	// afterCommit may replace a commit's result (fault injection).
 	beforeCommit func(attempt int)
+	afterCommit  func(error) error
 }
 
 // Type implements jobs.Job.
@@ -189,7 +191,19 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 	rtbl := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(context.Context) (icebergio.IO, error) { return rec, nil }, cat)
 	results := j.rewrite(ctx, rtbl, tasks, fig.Plan.Groups, target, fig.Strategy, opts.Progress, fig)
 	committedFiles := map[string]bool{}
-	defer func() { rec.removeExcept(committedFiles) }()
+	defer func() {
+		// A commit whose answer was lost (a timeout, a cancelled context)
+		// may have landed after all: keep every output the table's
+		// snapshots since the start have added, whatever we believe.
+		added, err := addedSince(context.WithoutCancel(ctx), t, snap)
+		if err != nil {
+			return // unsure: leave the outputs to unreferenced file removal
+		}
+		for p := range added {
+			committedFiles[p] = true
+		}
+		rec.removeExcept(committedFiles)
+	}()
 	if fig.GroupsFailed > 0 {
 		// A file that cannot be read is a broken table, not a busy one:
 		// commit nothing and leave it for a human.
@@ -432,6 +446,45 @@ func partitionKey(df iceberg.DataFile) string {
 		fmt.Fprintf(&b, "/%d=%v", id, part[id])
 	}
 	return b.String()
+}
+
+// addedSince returns the files added by the snapshots on the current
+// lineage after start, read from freshly loaded metadata.
+func addedSince(ctx context.Context, t jobs.Target, start *table.Snapshot) (map[string]bool, error) {
+	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
+	if err != nil {
+		return nil, err
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	meta := tbl.Metadata()
+	out := map[string]bool{}
+	for s := tbl.CurrentSnapshot(); s != nil && s.SnapshotID != start.SnapshotID; {
+		manifests, err := s.Manifests(fs)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range manifests {
+			if m.SnapshotID() != s.SnapshotID {
+				continue
+			}
+			for e, err := range m.Entries(fs, true) {
+				if err != nil {
+					return nil, err
+				}
+				if e.Status() == iceberg.EntryStatusADDED {
+					out[e.DataFile().FilePath()] = true
+				}
+			}
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return out, nil
 }
 
 // fileAges maps each live data file of the current snapshot to the commit
