@@ -17,6 +17,7 @@ import (
 // commit, the groups committed and those dropped for true conflicts; an
 // error means the batch gave up (its groups are neither).
 func (j *Job) commitBatch(ctx context.Context, t jobs.Target, base *table.Table, start *table.Snapshot, batch []table.CompactionGroupResult, attached map[string][]string, fig *Figures) (after *table.Table, committed, dropped []table.CompactionGroupResult, err error) {
+	var landed []table.CompactionGroupResult // an earlier attempt landed though it reported failure
 	maxAttempts, backoff := j.MaxAttempts, j.Backoff
 	if maxAttempts <= 0 {
 		maxAttempts = 4
@@ -30,14 +31,15 @@ func (j *Job) commitBatch(ctx context.Context, t jobs.Target, base *table.Table,
 			if err != nil {
 				return base, nil, dropped, err
 			}
-			keep, drop, err := conflicts(ctx, fresh, start, batch)
+			keep, drop, done, err := conflicts(ctx, fresh, start, batch)
 			if err != nil {
-				return base, nil, dropped, err
+				return base, landed, dropped, err
 			}
 			dropped = append(dropped, drop...)
+			landed = append(landed, done...)
 			batch, base = keep, fresh
 			if len(batch) == 0 {
-				return base, nil, dropped, nil
+				return base, landed, dropped, nil
 			}
 		}
 		batch = safeDeletes(batch, attached)
@@ -60,18 +62,18 @@ func (j *Job) commitBatch(ctx context.Context, t jobs.Target, base *table.Table,
 			err = j.afterCommit(err)
 		}
 		if err == nil {
-			return after, batch, dropped, nil
+			return after, append(landed, batch...), dropped, nil
 		}
 		if !errors.Is(err, table.ErrCommitFailed) && !moved(ctx, t, base) {
-			return base, nil, dropped, fmt.Errorf("commit compaction of %s: %w", t.Table, err)
+			return base, landed, dropped, fmt.Errorf("commit compaction of %s: %w", t.Table, err)
 		}
 		if attempt >= maxAttempts {
-			return base, nil, dropped, errors.New(MsgStaleMetadata)
+			return base, landed, dropped, errors.New(MsgStaleMetadata)
 		}
 		select {
 		case <-time.After(backoff << (attempt - 1)):
 		case <-ctx.Done():
-			return base, nil, dropped, ctx.Err()
+			return base, landed, dropped, ctx.Err()
 		}
 	}
 }
@@ -81,20 +83,22 @@ func moved(ctx context.Context, t jobs.Target, base *table.Table) bool {
 	return err == nil && now.MetadataLocation() != base.MetadataLocation()
 }
 
-// conflicts splits the batch into groups that can still commit on fresh
-// and groups that truly conflict: a replaced file was removed since start,
+// conflicts splits the batch into groups that can still commit on fresh,
+// groups whose rewrite already landed (a commit reported as failed that
+// went through: all their outputs were added since start), and groups that
+// truly conflict: a replaced file was removed since start,
 // or a position delete or deletion vector was added since start in the
 // partition of one of the group's files (it may delete rows the rewrite
 // has already copied). Equality deletes added since start do not
 // conflict: the rewritten files keep start's sequence number, so those
 // deletes still apply to them.
-func conflicts(ctx context.Context, fresh *table.Table, start *table.Snapshot, batch []table.CompactionGroupResult) (keep, drop []table.CompactionGroupResult, err error) {
+func conflicts(ctx context.Context, fresh *table.Table, start *table.Snapshot, batch []table.CompactionGroupResult) (keep, drop, landed []table.CompactionGroupResult, err error) {
 	fs, err := fresh.FS(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	meta := fresh.Metadata()
-	removed := map[string]bool{}
+	removed, added := map[string]bool{}, map[string]bool{}
 	deletedParts := map[string]bool{}
 	reached := false
 	cur := fresh.CurrentSnapshot()
@@ -105,7 +109,7 @@ func conflicts(ctx context.Context, fresh *table.Table, start *table.Snapshot, b
 		}
 		manifests, err := s.Manifests(fs)
 		if err != nil {
-			return nil, nil, fmt.Errorf("read manifest list %s: %w", s.ManifestList, err)
+			return nil, nil, nil, fmt.Errorf("read manifest list %s: %w", s.ManifestList, err)
 		}
 		for _, m := range manifests {
 			if m.SnapshotID() != s.SnapshotID {
@@ -113,7 +117,7 @@ func conflicts(ctx context.Context, fresh *table.Table, start *table.Snapshot, b
 			}
 			for e, err := range m.Entries(fs, false) {
 				if err != nil {
-					return nil, nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+					return nil, nil, nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 				}
 				if e.SnapshotID() != s.SnapshotID {
 					continue
@@ -122,6 +126,8 @@ func conflicts(ctx context.Context, fresh *table.Table, start *table.Snapshot, b
 				switch {
 				case e.Status() == iceberg.EntryStatusDELETED && df.ContentType() == iceberg.EntryContentData:
 					removed[df.FilePath()] = true
+				case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentData:
+					added[df.FilePath()] = true
 				case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentPosDeletes:
 					deletedParts[partitionKey(df)] = true
 				}
@@ -135,9 +141,13 @@ func conflicts(ctx context.Context, fresh *table.Table, start *table.Snapshot, b
 	if !reached {
 		// The table was rolled back or replaced: nothing planned on the
 		// old state may commit.
-		return nil, batch, nil
+		return nil, batch, nil, nil
 	}
 	for _, r := range batch {
+		if len(r.NewDataFiles) > 0 && allIn(r.NewDataFiles, added) {
+			landed = append(landed, r)
+			continue
+		}
 		bad := false
 		for _, df := range r.OldDataFiles {
 			if removed[df.FilePath()] || deletedParts[partitionKey(df)] {
@@ -151,5 +161,14 @@ func conflicts(ctx context.Context, fresh *table.Table, start *table.Snapshot, b
 			keep = append(keep, r)
 		}
 	}
-	return keep, drop, nil
+	return keep, drop, landed, nil
+}
+
+func allIn(files []iceberg.DataFile, set map[string]bool) bool {
+	for _, df := range files {
+		if !set[df.FilePath()] {
+			return false
+		}
+	}
+	return true
 }

@@ -286,9 +286,9 @@ func TestLostCommitAnswerKeepsOutputs(t *testing.T) {
 		}
 		return err
 	}
-	out, _ := e.compact(job)
-	if out.Status == state.Successful {
-		t.Logf("compaction reported success: %+v", out)
+	out, fig := e.compact(job)
+	if out.Status != state.Successful || fig.GroupsCommitted == 0 || fig.GroupsDropped != 0 {
+		t.Fatalf("a landed commit should count as committed: %+v %+v", out, fig)
 	}
 	after := e.load()
 	if !e.rows(after, 0).Equal(fp) {
