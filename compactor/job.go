@@ -324,6 +324,19 @@ func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileS
 			default:
 				r, err = table.ExecuteCompactionGroup(ctx, tbl, grp, table.WithCompactionTargetFileSize(target))
 			}
+			if err == nil {
+				// Check every output with a second Parquet reader before
+				// anything is committed.
+				if fs, ferr := tbl.FS(ctx); ferr != nil {
+					err = ferr
+				} else {
+					for _, df := range r.NewDataFiles {
+						if err = verifyOutput(fs, df); err != nil {
+							break
+						}
+					}
+				}
+			}
 			if progress != nil {
 				progress(int(done.Add(1)), len(groups))
 			}

@@ -1,0 +1,58 @@
+package compactor
+
+import (
+	"fmt"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/parquet-go/parquet-go"
+)
+
+// maxPageBytes is the largest page readers are sure to accept: arrow-go
+// refuses pages over 64 MiB, and a file written with one cannot be read by
+// it at all.
+const maxPageBytes = 64 << 20
+
+// verifyOutput reads a written data file's footer with parquet-go — a
+// second Parquet implementation, independent of the writer — before the
+// file is committed: the row count the manifest will claim must be the
+// file's, and no page may be larger than readers accept.
+func verifyOutput(fs icebergio.IO, df iceberg.DataFile) error {
+	f, err := fs.Open(df.FilePath())
+	if err != nil {
+		return fmt.Errorf("verify %s: %w", df.FilePath(), err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("verify %s: %w", df.FilePath(), err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return fmt.Errorf("verify %s: not a readable Parquet file: %w", df.FilePath(), err)
+	}
+	if pf.NumRows() != df.Count() {
+		return fmt.Errorf("verify %s: the file holds %d rows, the manifest entry would claim %d", df.FilePath(), pf.NumRows(), df.Count())
+	}
+	offsets := pf.OffsetIndexes()
+	chunk := 0
+	for rg, g := range pf.Metadata().RowGroups {
+		for _, c := range g.Columns {
+			md := c.MetaData
+			if md.DictionaryPageOffset > 0 && md.DataPageOffset-md.DictionaryPageOffset > maxPageBytes {
+				return fmt.Errorf("verify %s: row group %d column %v has a %d-byte dictionary page, over the %d readers accept", df.FilePath(), rg, md.PathInSchema, md.DataPageOffset-md.DictionaryPageOffset, maxPageBytes)
+			}
+			if chunk < len(offsets) {
+				for _, p := range offsets[chunk].PageLocations {
+					if p.CompressedPageSize > maxPageBytes {
+						return fmt.Errorf("verify %s: row group %d column %v has a %d-byte page, over the %d readers accept", df.FilePath(), rg, md.PathInSchema, p.CompressedPageSize, maxPageBytes)
+					}
+				}
+			}
+			// Without a page index, data pages cannot be told apart from
+			// the footer alone; the writer's page size bound is trusted.
+			chunk++
+		}
+	}
+	return nil
+}
