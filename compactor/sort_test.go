@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
@@ -135,5 +137,42 @@ func TestSortOnTransformFails(t *testing.T) {
 	out, _ := e.compact(&Job{MinInputFiles: 2})
 	if out.Status != state.Failed || !strings.Contains(out.FailureMessage, "only identity sort fields") || e.load().MetadataLocation() != loc {
 		t.Fatalf("%+v", out)
+	}
+}
+
+// The Z-curve over two keys visits a 4×4 grid in Morton order: quadrant by
+// quadrant, each quadrant in the same Z.
+func TestZOrderPermutationIsMorton(t *testing.T) {
+	xb, yb := array.NewInt64Builder(memory.DefaultAllocator), array.NewInt64Builder(memory.DefaultAllocator)
+	var points [][2]int64
+	for y := int64(3); y >= 0; y-- { // fed in an order unlike the answer
+		for x := int64(3); x >= 0; x-- {
+			xb.Append(x)
+			yb.Append(y)
+			points = append(points, [2]int64{x, y})
+		}
+	}
+	xs, ys := xb.NewArray(), yb.NewArray()
+	defer xs.Release()
+	defer ys.Release()
+	var keys []sortKey
+	for _, col := range []arrow.Array{xs, ys} {
+		cmpFn, zbits, err := comparer(col)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, sortKey{col: col, compare: cmpFn, zbits: zbits})
+	}
+	var got [][2]int64
+	for _, i := range zorderPermutation(len(points), keys) {
+		got = append(got, points[i])
+	}
+	// Morton order with x as the first (more significant) key.
+	want := [][2]int64{{0, 0}, {0, 1}, {1, 0}, {1, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3},
+		{2, 0}, {2, 1}, {3, 0}, {3, 1}, {2, 2}, {2, 3}, {3, 2}, {3, 3}}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("z-order %v, want %v", got, want)
+		}
 	}
 }

@@ -195,5 +195,3 @@ func globMatch(pattern, name string) bool {
 	ok, _ := path.Match(pattern, name)
 	return ok
 }
-
-func sortStrings(s []string) { slices.Sort(s) }

@@ -62,8 +62,10 @@ func (w *Worker) defaults() {
 // never leaves a half-done commit: catalog commits are atomic.
 func (w *Worker) Run(stop, hard context.Context) {
 	w.defaults()
+	// A slot is taken before claiming, so a worker never holds a claim it
+	// has no goroutine for; the pool only waits for running jobs.
 	slots := make(chan struct{}, w.Parallelism)
-	p := pool.New().WithMaxGoroutines(w.Parallelism)
+	p := pool.New()
 	defer p.Wait()
 	for {
 		select {

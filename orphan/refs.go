@@ -51,17 +51,21 @@ func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []l
 	rs := &refSet{seed: maphash.MakeSeed()}
 	var st refStats
 	var mu sync.Mutex
-	add := func(p string) error {
+	// hashOf classifies a referenced path and appends its hash to out;
+	// each manifest collects into its own slice and merges once, so the
+	// lock is not taken per reference.
+	hashOf := func(out []uint64, p string) ([]uint64, error) {
 		key, inside, err := classify(p, pfx, eq)
 		if err != nil || !inside {
-			return err
+			return out, err
 		}
-		h := maphash.String(rs.seed, key)
+		return append(out, maphash.String(rs.seed, key)), nil
+	}
+	merge := func(hs []uint64) {
 		mu.Lock()
-		rs.hashes = append(rs.hashes, h)
-		rs.files++
+		rs.hashes = append(rs.hashes, hs...)
+		rs.files += len(hs)
 		mu.Unlock()
-		return nil
 	}
 
 	direct := []string{tbl.MetadataLocation()}
@@ -80,8 +84,10 @@ func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []l
 	for s := range meta.PartitionStatistics() {
 		direct = append(direct, s.StatisticsPath)
 	}
+	var hs []uint64
+	var err error
 	for _, p := range direct {
-		if err := add(p); err != nil {
+		if hs, err = hashOf(hs, p); err != nil {
 			return nil, st, err
 		}
 	}
@@ -95,7 +101,7 @@ func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []l
 			continue
 		}
 		st.ManifestLists++
-		if err := add(snap.ManifestList); err != nil {
+		if hs, err = hashOf(hs, snap.ManifestList); err != nil {
 			return nil, st, err
 		}
 		list, err := snap.Manifests(fs)
@@ -110,6 +116,7 @@ func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []l
 		}
 	}
 	st.Manifests = len(manifests)
+	merge(hs)
 
 	if parallelism <= 0 {
 		parallelism = 8
@@ -117,7 +124,8 @@ func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []l
 	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(parallelism)
 	for _, m := range manifests {
 		p.Go(func(ctx context.Context) error {
-			if err := add(m.FilePath()); err != nil {
+			hs, err := hashOf(nil, m.FilePath())
+			if err != nil {
 				return err
 			}
 			// DELETED entries record a removal; the file stays alive only
@@ -129,10 +137,11 @@ func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []l
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				if err := add(e.DataFile().FilePath()); err != nil {
+				if hs, err = hashOf(hs, e.DataFile().FilePath()); err != nil {
 					return err
 				}
 			}
+			merge(hs)
 			return nil
 		})
 	}

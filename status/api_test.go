@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -20,6 +21,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/demo"
 	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/tabletest"
 	"github.com/icekeeper/icekeeper/jobs"
 )
@@ -294,5 +296,60 @@ func TestCheckListen(t *testing.T) {
 	}
 	if CheckListen("0.0.0.0:8080", true) != nil {
 		t.Error("authenticated API refused a public address")
+	}
+}
+
+// The routes beyond S3 Tables: history, trigger, noncurrent, restore.
+func TestExtraRoutes(t *testing.T) {
+	f := newServer(t, configs.API{})
+	ctx := context.Background()
+	if out, err := f.runner.Run(ctx, f.Target(), maintenance.SnapshotManagement, "test", jobs.Options{}); err != nil || out.Status != "Successful" {
+		t.Fatalf("run: %+v %v", out, err)
+	}
+	base := f.url + "/icekeeper/v1/tables/" + url.PathEscape(bucketARN) + "/demo/events"
+	do := func(method, u, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, u, strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("X-Amzn-ErrorType") + string(data)
+	}
+	if code, body := do("GET", base+"/runs?type=icebergSnapshotManagement", ""); code != 200 || !strings.Contains(body, `"status":"Successful"`) || !strings.Contains(body, `"snapshotsExpired"`) {
+		t.Fatalf("runs: %d %s", code, body)
+	}
+	if code, body := do("GET", base+"/runs?limit=0", ""); code != 400 {
+		t.Fatalf("bad limit: %d %s", code, body)
+	}
+	if code, body := do("POST", base+"/runs/icebergCompaction", ""); code != 202 || !strings.Contains(body, `"queued":true`) {
+		t.Fatalf("trigger: %d %s", code, body)
+	}
+	if code, body := do("POST", base+"/runs/icebergCompaction", ""); code != 202 || !strings.Contains(body, `"alreadyQueued":true`) {
+		t.Fatalf("second trigger: %d %s", code, body)
+	}
+	if n, _ := f.Store.QueueDepth(ctx); n != 1 {
+		t.Fatalf("queue depth %d", n)
+	}
+	mark := state.Mark{Table: f.Target().Key(), Path: "file:///x/stray.parquet", Size: 1, MarkedAt: time.Now()}
+	if err := f.Store.PutMarks(ctx, []state.Mark{mark}); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := do("GET", base+"/noncurrent", ""); code != 200 || !strings.Contains(body, "stray.parquet") || !strings.Contains(body, "deleteAfter") {
+		t.Fatalf("noncurrent: %d %s", code, body)
+	}
+	if code, body := do("POST", base+"/restore", `{"paths":["file:///x/other.parquet"]}`); code != 404 || !strings.HasPrefix(body, "NotFoundException") {
+		t.Fatalf("restore of an unmarked path: %d %s", code, body)
+	}
+	if code, body := do("POST", base+"/restore", `{"paths":["a"],"all":true}`); code != 400 {
+		t.Fatalf("restore with both: %d %s", code, body)
+	}
+	if code, body := do("POST", base+"/restore", `{"all":true}`); code != 200 || !strings.Contains(body, `"restored":1`) {
+		t.Fatalf("restore all: %d %s", code, body)
+	}
+	if code, _ := do("GET", base+"/schedule", ""); code != 404 {
+		t.Fatalf("schedule without a scheduler: %d", code)
 	}
 }

@@ -36,7 +36,7 @@ func classify(err error) *apiError {
 	switch {
 	case errors.As(err, &ae):
 		return ae
-	case errors.Is(err, bucket.ErrUnknownBucket), errors.Is(err, bucket.ErrNoSuchTable):
+	case errors.Is(err, bucket.ErrUnknownBucket), errors.Is(err, bucket.ErrNoSuchTable), errors.Is(err, orphan.ErrNotMarked):
 		return notFound(err.Error())
 	case errors.Is(err, maintenance.ErrInvalid), errors.Is(err, bucket.ErrBadRef):
 		return badRequest(err.Error())
@@ -54,5 +54,3 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
 }
-
-func errorsIsNotMarked(err error) bool { return errors.Is(err, orphan.ErrNotMarked) }

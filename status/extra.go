@@ -146,9 +146,6 @@ func (s *Server) restore(w http.ResponseWriter, r *http.Request) error {
 	}
 	n, err := orphan.Restore(r.Context(), s.Store, t.Key(), paths)
 	if err != nil {
-		if errorsIsNotMarked(err) {
-			return notFound(err.Error())
-		}
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"restored": n})

@@ -62,11 +62,10 @@ func Of(ctx context.Context, tbl *table.Table, targetMB int, now time.Time) (Hea
 		return h, fmt.Errorf("read manifest list %s: %w", cur.ManifestList, err)
 	}
 	for _, m := range manifests {
-		entries, err := m.FetchEntries(fs, true)
-		if err != nil {
-			return h, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-		}
-		for _, e := range entries {
+		for e, err := range m.Entries(fs, true) {
+			if err != nil {
+				return h, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			}
 			df := e.DataFile()
 			h.TotalBytes += df.FileSizeBytes()
 			if df.ContentType() == iceberg.EntryContentData {
