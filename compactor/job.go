@@ -90,6 +90,7 @@ type Figures struct {
 	OutputRecords      int64        `json:"outputRecords"`
 	DeleteFilesRemoved int          `json:"deleteFilesRemoved"`
 	GroupsPlanned      int          `json:"groupsPlanned"`
+	GroupsMerged       int          `json:"groupsMerged"` // rewritten by the merge path
 	GroupsCommitted    int          `json:"groupsCommitted"`
 	GroupsFailed       int          `json:"groupsFailed"`
 	GroupsDropped      int          `json:"groupsDropped"` // dropped for a true conflict
@@ -110,8 +111,8 @@ func (f *Figures) Text() string {
 		fmt.Fprintf(&b, "\n  skip %s: %s", s.Partition, s.Reason)
 	}
 	if f.CommitAttempts > 0 {
-		fmt.Fprintf(&b, "\n  committed %d groups (%d failed, %d dropped for conflicts): %d files -> %d files, %d -> %d bytes, %d delete files removed, %d commit attempts, %d ms",
-			f.GroupsCommitted, f.GroupsFailed, f.GroupsDropped, f.InputFiles, f.OutputFiles, f.InputBytes, f.OutputBytes, f.DeleteFilesRemoved, f.CommitAttempts, f.DurationMs)
+		fmt.Fprintf(&b, "\n  committed %d groups (%d failed, %d dropped for conflicts, %d rewritten by merging columns): %d files -> %d files, %d -> %d bytes, %d delete files removed, %d commit attempts, %d ms",
+			f.GroupsCommitted, f.GroupsFailed, f.GroupsDropped, f.GroupsMerged, f.InputFiles, f.OutputFiles, f.InputBytes, f.OutputBytes, f.DeleteFilesRemoved, f.CommitAttempts, f.DurationMs)
 	}
 	for _, e := range f.Errors {
 		fmt.Fprintf(&b, "\n  error %s", e)
@@ -314,6 +315,7 @@ func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileS
 			}
 			var r table.CompactionGroupResult
 			var err error
+			merged := false
 			switch {
 			case int(grp.Tasks[0].File.SpecID()) != tbl.Metadata().DefaultPartitionSpec():
 				// Files of an older spec: their rows spread over the
@@ -322,7 +324,11 @@ func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileS
 			case strat == string(maintenance.StrategySort), strat == string(maintenance.StrategyZOrder):
 				r, err = sortedGroup(ctx, tbl, grp.Tasks, target, strat == string(maintenance.StrategyZOrder))
 			default:
-				r, err = table.ExecuteCompactionGroup(ctx, tbl, grp, table.WithCompactionTargetFileSize(target))
+				r, err = mergeGroup(ctx, tbl, grp.Tasks, target)
+				merged = err == nil
+				if errors.Is(err, errNotMergeable) {
+					r, err = table.ExecuteCompactionGroup(ctx, tbl, grp, table.WithCompactionTargetFileSize(target))
+				}
 			}
 			if err == nil {
 				// Check every output with a second Parquet reader before
@@ -348,6 +354,9 @@ func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileS
 				return nil
 			}
 			results[i] = &r
+			if merged {
+				fig.GroupsMerged++
+			}
 			return nil
 		})
 	}

@@ -1,0 +1,216 @@
+package compactor
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// appendOnly fills a table with small appends and no deletes: the merge
+// path's case.
+func appendOnly(t *testing.T, spec iceberg.PartitionSpec, props iceberg.Properties) (*env, *table.Table) {
+	t.Helper()
+	e, tbl := newEnv(t, baseSchema, spec, "2")
+	if len(props) > 0 {
+		tx := tbl.NewTransaction()
+		if err := tx.SetProperties(props); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if tbl, err = tx.Commit(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 10; i++ {
+		tbl = e.append(tbl, 300)
+	}
+	return e, tbl
+}
+
+// dataFiles returns the current snapshot's data files.
+func (e *env) dataFiles() []iceberg.DataFile {
+	e.t.Helper()
+	tasks, err := e.load().Scan().PlanFiles(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := make([]iceberg.DataFile, len(tasks))
+	for i, task := range tasks {
+		out[i] = task.File
+	}
+	return out
+}
+
+func openParquet(t *testing.T, df iceberg.DataFile) *parquet.File {
+	t.Helper()
+	f, err := os.Open(strings.TrimPrefix(df.FilePath(), "file://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	st, _ := f.Stat()
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pf
+}
+
+// columnStats are the table-wide totals and extremes of the manifests'
+// column metrics, which compaction must not change.
+type columnStats struct {
+	values, nulls map[int]int64
+	lower, upper  map[int][]byte
+}
+
+func statsOf(sc *iceberg.Schema, files []iceberg.DataFile) columnStats {
+	s := columnStats{values: map[int]int64{}, nulls: map[int]int64{}, lower: map[int][]byte{}, upper: map[int][]byte{}}
+	for _, df := range files {
+		for _, f := range sc.Fields() {
+			s.values[f.ID] += df.ValueCounts()[f.ID]
+			s.nulls[f.ID] += df.NullValueCounts()[f.ID]
+			cmp := boundKinds[f.Type.String()].compare
+			if l, ok := df.LowerBoundValues()[f.ID]; ok && (s.lower[f.ID] == nil || cmp(l, s.lower[f.ID]) < 0) {
+				s.lower[f.ID] = l
+			}
+			if u, ok := df.UpperBoundValues()[f.ID]; ok && (s.upper[f.ID] == nil || cmp(u, s.upper[f.ID]) > 0) {
+				s.upper[f.ID] = u
+			}
+		}
+	}
+	return s
+}
+
+// The merge path keeps every row, and its files are good files: the
+// table's field IDs and codec, one row group, dictionary pages for the
+// low-cardinality column, and manifest metrics that add up to the
+// inputs' — counts equal, bounds no narrower.
+func TestMergePath(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec iceberg.PartitionSpec
+	}{
+		{"unpartitioned", *iceberg.UnpartitionedSpec},
+		{"identity+day", iceberg.NewPartitionSpec(pf(2, 1000, "cat", iceberg.IdentityTransform{}), pf(3, 1001, "ts_day", iceberg.DayTransform{}))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := appendOnly(t, tc.spec, nil)
+			before := statsOf(baseSchema, e.dataFiles())
+			fig := e.checkCompaction(&Job{MinInputFiles: 2})
+			if fig.GroupsMerged != fig.GroupsCommitted {
+				t.Fatalf("%d of %d groups merged; every group is append-only", fig.GroupsMerged, fig.GroupsCommitted)
+			}
+			files := e.dataFiles()
+			after := statsOf(baseSchema, files)
+			for _, f := range baseSchema.Fields() {
+				cmp := boundKinds[f.Type.String()].compare
+				if after.values[f.ID] != before.values[f.ID] || after.nulls[f.ID] != before.nulls[f.ID] {
+					t.Errorf("column %s: %d values, %d nulls; before %d, %d", f.Name, after.values[f.ID], after.nulls[f.ID], before.values[f.ID], before.nulls[f.ID])
+				}
+				if after.lower[f.ID] == nil || cmp(after.lower[f.ID], before.lower[f.ID]) > 0 || cmp(after.upper[f.ID], before.upper[f.ID]) < 0 {
+					t.Errorf("column %s: bounds [%x, %x], inputs' [%x, %x]", f.Name, after.lower[f.ID], after.upper[f.ID], before.lower[f.ID], before.upper[f.ID])
+				}
+			}
+			for _, df := range files {
+				if df.ColumnSizes()[6] == 0 || len(df.SplitOffsets()) == 0 {
+					t.Errorf("%s: column sizes %v, split offsets %v", df.FilePath(), df.ColumnSizes(), df.SplitOffsets())
+				}
+				pq := openParquet(t, df)
+				for i, col := range pq.Schema().Fields() {
+					if want := baseSchema.Fields()[i]; col.ID() != want.ID || col.Name() != want.Name {
+						t.Errorf("%s: column %d is %s (id %d), want %s (id %d)", df.FilePath(), i, col.Name(), col.ID(), want.Name, want.ID)
+					}
+				}
+				rgs := pq.Metadata().RowGroups
+				if len(rgs) != 1 {
+					t.Errorf("%s: %d row groups, want 1", df.FilePath(), len(rgs))
+				}
+				for _, c := range rgs[0].Columns {
+					if c.MetaData.Codec != format.Zstd {
+						t.Errorf("%s: column %v is %v, want the default zstd", df.FilePath(), c.MetaData.PathInSchema, c.MetaData.Codec)
+					}
+				}
+				allNull := df.NullValueCounts()[2] == df.ValueCounts()[2] // the cat=null partition
+				if cat := rgs[0].Columns[1].MetaData; !allNull && !slices.Contains(cat.Encoding, format.RLEDictionary) {
+					t.Errorf("%s: low-cardinality column cat is not dictionary-encoded: %v", df.FilePath(), cat.Encoding)
+				}
+			}
+		})
+	}
+}
+
+// The table's write properties shape the output: codec, row-group size,
+// and the dictionary limit past which a column falls back to plain pages.
+func TestMergeHonoursWriteProperties(t *testing.T) {
+	e, _ := appendOnly(t, *iceberg.UnpartitionedSpec, iceberg.Properties{
+		"write.parquet.compression-codec":    "snappy",
+		"write.parquet.row-group-size-bytes": "32768",
+		"write.parquet.dict-size-bytes":      "4096",
+	})
+	fig := e.checkCompaction(&Job{MinInputFiles: 2})
+	if fig.GroupsMerged == 0 {
+		t.Fatal("the merge path was not taken")
+	}
+	for _, df := range e.dataFiles() {
+		md := openParquet(t, df).Metadata()
+		if len(md.RowGroups) < 2 {
+			t.Errorf("%s: %d row groups of %d rows; row groups are bounded at 32 KiB", df.FilePath(), len(md.RowGroups), df.Count())
+		}
+		for _, rg := range md.RowGroups {
+			for _, c := range rg.Columns {
+				if c.MetaData.Codec != format.Snappy {
+					t.Fatalf("column %v is %v, want snappy", c.MetaData.PathInSchema, c.MetaData.Codec)
+				}
+			}
+			// name is unique per row: its dictionary outgrows 4 KiB
+			// and the column falls back to plain pages.
+			if name := rg.Columns[5].MetaData; !slices.Contains(name.Encoding, format.Plain) {
+				t.Errorf("high-cardinality column name never fell back to plain: %v", name.Encoding)
+			}
+		}
+	}
+}
+
+// Groups the merge path cannot take go iceberg-go's way and still keep
+// every row: row-level deletes, files of older schemas — including a
+// rename that metrics cannot reveal, found only in the files' footers.
+func TestMergeFallsBack(t *testing.T) {
+	t.Run("deletes", func(t *testing.T) {
+		e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+		e.fill(tbl, 6, 200)
+		if fig := e.checkCompaction(&Job{MinInputFiles: 2}); fig.GroupsMerged != 0 {
+			t.Fatalf("%d groups with deletes merged", fig.GroupsMerged)
+		}
+	})
+	t.Run("rename", func(t *testing.T) {
+		e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+		for i := 0; i < 4; i++ {
+			tbl = e.append(tbl, 200)
+		}
+		tx := tbl.NewTransaction()
+		if err := tx.UpdateSchema(true, false).RenameColumn([]string{"name"}, "label").Commit(); err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := tx.Commit(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 4; i++ {
+			tbl = e.append(tbl, 200)
+		}
+		dir := strings.TrimPrefix(tbl.Location(), "file://") + "/data"
+		fig := e.checkCompaction(&Job{MinInputFiles: 2})
+		if fig.GroupsMerged != 0 {
+			t.Fatalf("%d groups of two schemas merged", fig.GroupsMerged)
+		}
+		if n, want := countFiles(t, dir), 8+fig.OutputFiles; n != want {
+			t.Fatalf("%d data files, want the 8 inputs and %d outputs: an abandoned merge output was left", n, fig.OutputFiles)
+		}
+	})
+}
