@@ -2,10 +2,12 @@ package compactor
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,6 +18,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/compress/zstd"
+	"github.com/parquet-go/parquet-go/format"
+	"github.com/sourcegraph/conc/pool"
 )
 
 // errNotMergeable says a group must take iceberg-go's general path; it is
@@ -199,7 +203,6 @@ func mergeGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTas
 		res.NewDataFiles = append(res.NewDataFiles, df)
 		return nil
 	}
-	values := make([]parquet.Value, 4096)
 	for f := range files {
 		if f.err != nil {
 			return res, f.err
@@ -229,7 +232,7 @@ func mergeGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTas
 				return res, err
 			}
 		}
-		err := out.copyFile(f.pf, values)
+		err := out.copyFile(f.pf)
 		f.close()
 		if err != nil {
 			return res, fmt.Errorf("merge %s: %w", f.df.FilePath(), err)
@@ -306,6 +309,7 @@ func prefetch(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanTask
 func openInput(fsys icebergio.IO, df iceberg.DataFile) openedFile {
 	o := openedFile{df: df, close: func() {}}
 	fail := func(err error) openedFile {
+		o.close()
 		o.err = fmt.Errorf("read %s: %w", df.FilePath(), err)
 		return o
 	}
@@ -332,11 +336,9 @@ func openInput(fsys icebergio.IO, df iceberg.DataFile) openedFile {
 		o.close = func() { f.Close() }
 	}
 	if o.pf, err = parquet.OpenFile(r, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true)); err != nil {
-		o.close()
 		return fail(err)
 	}
 	if o.pf.NumRows() != df.Count() {
-		o.close()
 		return fail(fmt.Errorf("the file holds %d rows, its manifest entry %d", o.pf.NumRows(), df.Count()))
 	}
 	return o
@@ -353,6 +355,8 @@ type mergeOutput struct {
 	rgRows     int64
 	inputBytes int64
 	rows       int64
+	lanes      [2][]int           // columns by lane, balanced on the first input
+	values     [2][]parquet.Value // one decoding buffer per lane
 }
 
 func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Schema, set mergeSettings) (*mergeOutput, error) {
@@ -365,7 +369,7 @@ func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Sche
 		parquet.Compression(set.codec),
 		parquet.PageBufferSize(set.pageBytes),
 		parquet.DataPageVersion(set.pageVersion),
-		parquet.WriteBufferSize(1 << 20),
+		parquet.WriteBufferSize(64 << 10),
 		parquet.CreatedBy("icekeeper", "", ""),
 	}
 	if set.dictionary {
@@ -379,11 +383,17 @@ func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Sche
 		opts = append(opts, parquet.DictionaryMaxBytes(set.dictBytes))
 	}
 	cw := &countingWriter{w: f}
-	return &mergeOutput{path: name, file: f, counter: cw, w: parquet.NewWriter(cw, opts...), set: set}, nil
+	o := &mergeOutput{path: name, file: f, counter: cw, w: parquet.NewWriter(cw, opts...), set: set}
+	for i := range o.values {
+		o.values[i] = make([]parquet.Value, writeBatch)
+	}
+	return o, nil
 }
 
-// copyFile appends every row group of pf, column by column.
-func (o *mergeOutput) copyFile(pf *parquet.File, values []parquet.Value) error {
+// copyFile appends every row group of pf, column by column, on two lanes
+// of columns at once: distinct column writers share no state until the
+// row group is flushed.
+func (o *mergeOutput) copyFile(pf *parquet.File) error {
 	for r, rg := range pf.RowGroups() {
 		var size int64
 		for _, c := range pf.Metadata().RowGroups[r].Columns {
@@ -395,11 +405,24 @@ func (o *mergeOutput) copyFile(pf *parquet.File, values []parquet.Value) error {
 			}
 			o.rgBytes, o.rgRows = 0, 0
 		}
+		if o.lanes[0] == nil {
+			o.lanes = balanceLanes(pf.Metadata().RowGroups[r].Columns)
+		}
 		writers := o.w.ColumnWriters()
-		for i, cc := range rg.ColumnChunks() {
-			if err := copyChunk(writers[i], cc, values); err != nil {
-				return err
-			}
+		chunks := rg.ColumnChunks()
+		p := pool.New().WithErrors()
+		for l, lane := range o.lanes {
+			p.Go(func() error {
+				for _, c := range lane {
+					if err := copyChunk(writers[c], chunks[c], o.values[l]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+		if err := p.Wait(); err != nil {
+			return err
 		}
 		o.rgBytes += size
 		o.rgRows += rg.NumRows()
@@ -407,6 +430,33 @@ func (o *mergeOutput) copyFile(pf *parquet.File, values []parquet.Value) error {
 	}
 	return nil
 }
+
+// balanceLanes splits the columns into two lanes of about equal bytes.
+func balanceLanes(cols []format.ColumnChunk) [2][]int {
+	order := make([]int, len(cols))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Compare(cols[b].MetaData.TotalCompressedSize, cols[a].MetaData.TotalCompressedSize)
+	})
+	var lanes [2][]int
+	var bytes [2]int64
+	for _, c := range order {
+		l := 0
+		if bytes[1] < bytes[0] {
+			l = 1
+		}
+		lanes[l] = append(lanes[l], c)
+		bytes[l] += cols[c].MetaData.TotalCompressedSize
+	}
+	return lanes
+}
+
+// writeBatch bounds the values handed to a column writer at once: it
+// closes a page only after a write, so a page can pass the page size by
+// one batch.
+const writeBatch = 1024
 
 // copyChunk decodes a column chunk page by page into w. Columns are flat,
 // so each value is a row.
