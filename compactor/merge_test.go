@@ -214,3 +214,21 @@ func TestMergeFallsBack(t *testing.T) {
 		}
 	})
 }
+
+// The merge path on S3 (versitygw) with the SQL catalog on PostgreSQL:
+// whole-object reads, outputs beside the inputs under the s3:// URL.
+func TestMergePathOnS3(t *testing.T) {
+	e, tbl := newS3Env(t, baseSchema, iceberg.NewPartitionSpec(pf(2, 1000, "cat", iceberg.IdentityTransform{})), "2")
+	for i := 0; i < 8; i++ {
+		tbl = e.append(tbl, 150)
+	}
+	fig := e.checkCompaction(&Job{MinInputFiles: 2})
+	if fig.GroupsMerged == 0 || fig.GroupsMerged != fig.GroupsCommitted {
+		t.Fatalf("%d of %d groups merged; every group is append-only", fig.GroupsMerged, fig.GroupsCommitted)
+	}
+	for _, df := range e.dataFiles() {
+		if !strings.HasPrefix(df.FilePath(), "s3://") {
+			t.Fatalf("output %s is not under the table's s3:// location", df.FilePath())
+		}
+	}
+}
