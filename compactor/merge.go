@@ -183,6 +183,7 @@ func mergeGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTas
 	defer cancel()
 	files := prefetch(ctx, fsys, tasks)
 	defer func() {
+		cancel()
 		for f := range files { // release what was read ahead
 			f.close()
 		}
@@ -285,13 +286,15 @@ type openedFile struct {
 const wholeFileBytes = 16 << 20
 
 // prefetch opens the tasks' files in order on another goroutine, reading
-// up to two ahead of the writer, so that reading overlaps encoding.
+// up to two ahead of the writer, so that reading overlaps encoding. The
+// buffers of whole-file reads are recycled once the writer closes a file.
 func prefetch(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanTask) <-chan openedFile {
 	ch := make(chan openedFile, 2)
+	free := make(chan []byte, 4)
 	go func() {
 		defer close(ch)
 		for _, t := range tasks {
-			f := openInput(fsys, t.File)
+			f := openInput(fsys, t.File, free)
 			select {
 			case ch <- f:
 				if f.err != nil {
@@ -306,7 +309,7 @@ func prefetch(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanTask
 	return ch
 }
 
-func openInput(fsys icebergio.IO, df iceberg.DataFile) openedFile {
+func openInput(fsys icebergio.IO, df iceberg.DataFile, free chan []byte) openedFile {
 	o := openedFile{df: df, close: func() {}}
 	fail := func(err error) openedFile {
 		o.close()
@@ -325,7 +328,21 @@ func openInput(fsys icebergio.IO, df iceberg.DataFile) openedFile {
 	size := st.Size()
 	var r io.ReaderAt = f
 	if size <= wholeFileBytes {
-		buf := make([]byte, size)
+		var buf []byte
+		select {
+		case buf = <-free:
+		default:
+		}
+		if int64(cap(buf)) < size {
+			buf = make([]byte, size)
+		}
+		buf = buf[:size]
+		o.close = func() {
+			select {
+			case free <- buf:
+			default:
+			}
+		}
 		_, err = io.ReadFull(f, buf)
 		f.Close()
 		if err != nil {
