@@ -2,18 +2,29 @@ package main
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	_ "github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/demo"
 	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/tablecheck"
+	"github.com/icekeeper/icekeeper/internal/tabletest"
+	"github.com/icekeeper/icekeeper/internal/testenv"
 )
 
 // A daemon is killed with SIGKILL in the middle of a compaction. The
@@ -24,12 +35,7 @@ func TestKillDuringJobAndRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "icekeeper")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	home := t.TempDir()
 	ctx := context.Background()
 	// Enough small files that a compaction takes seconds; made by the
@@ -116,6 +122,136 @@ func TestKillDuringJobAndRestart(t *testing.T) {
 		t.Fatalf("rows after takeover: %v %v, want %v", fp, err, before)
 	}
 	if missing, err := tablecheck.MissingFiles(ctx, tbl); err != nil || len(missing) > 0 {
+		t.Fatalf("missing files %v %v", missing, err)
+	}
+}
+
+// buildBinary builds icekeeper for tests that run and kill it.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "icekeeper")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// A one-shot compaction is killed with SIGKILL inside its commit: the
+// catalog row is locked from another PostgreSQL session, so the process
+// has written its outputs, manifests and new metadata file and waits in
+// the catalog's UPDATE when it dies. The table keeps its metadata and rows,
+// and the next run compacts it.
+func TestKillDuringCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dsn := testenv.Postgres(t)
+	bin := buildBinary(t)
+	home := t.TempDir()
+	ctx := context.Background()
+	cfg := configs.Embedded(home)
+	cfg.Buckets[0].Catalog = iceberg.Properties{"type": "sql", "uri": dsn, "warehouse": "file://" + filepath.Join(home, "warehouse")}
+	reg := bucket.New(cfg)
+	defer reg.Close()
+	b, _ := reg.Bucket("local")
+	cat, err := b.Catalog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateNamespace(ctx, table.Identifier{"demo"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.CreateTable(ctx, table.Identifier{"demo", "events"}, demo.Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 20; i++ {
+		if tbl, err = tabletest.AppendRandom(ctx, tbl, 200, int64(i*200), rng); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := bucket.TableID{Namespace: []string{"demo"}, Name: "events"}
+	before, err := tablecheck.Rows(ctx, tbl, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(home, "icekeeper.yaml")
+	yaml := fmt.Sprintf("state: sqlite://%s\nbuckets:\n  - arn: %s\n    catalog: {type: sql, uri: %q, warehouse: %q}\n",
+		filepath.Join(home, "state.db"), configs.LocalBucketARN, dsn, "file://"+filepath.Join(home, "warehouse"))
+	if err := os.WriteFile(cfgFile, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func() *exec.Cmd {
+		return exec.Command(bin, "run", "--config", cfgFile, "--table", "local/demo/events", "--job", "icebergCompaction")
+	}
+
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	lock, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.ExecContext(ctx, "SELECT 1 FROM iceberg_tables WHERE table_namespace = $1 AND table_name = $2 FOR UPDATE", "demo", "events"); err != nil {
+		t.Fatal(err)
+	}
+	cmd := run()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var waiting int
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE%iceberg_tables%'").Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the compaction never reached its catalog commit")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if err := lock.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+
+	after, err := b.LoadTable(ctx, id)
+	if err != nil {
+		t.Fatalf("table after kill: %v", err)
+	}
+	if after.MetadataLocation() != tbl.MetadataLocation() {
+		t.Fatalf("metadata moved to %s although the commit was killed", after.MetadataLocation())
+	}
+	if fp, err := tablecheck.Rows(ctx, after, 0); err != nil || !fp.Equal(before) {
+		t.Fatalf("rows after kill: %v %v, want %v", fp, err, before)
+	}
+	if out, err := run().CombinedOutput(); err != nil || !strings.Contains(string(out), "icebergCompaction: Successful") {
+		t.Fatalf("next run: %v\n%s", err, out)
+	}
+	after, err = b.LoadTable(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.MetadataLocation() == tbl.MetadataLocation() {
+		t.Fatal("the next run did not compact")
+	}
+	if fp, err := tablecheck.Rows(ctx, after, 0); err != nil || !fp.Equal(before) {
+		t.Fatalf("rows after the next run: %v %v, want %v", fp, err, before)
+	}
+	if missing, err := tablecheck.MissingFiles(ctx, after); err != nil || len(missing) > 0 {
 		t.Fatalf("missing files %v %v", missing, err)
 	}
 }
