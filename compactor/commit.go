@@ -16,7 +16,7 @@ import (
 // files carry start's sequence number. It returns the table after the
 // commit, the groups committed and those dropped for true conflicts; an
 // error means the batch gave up (its groups are neither).
-func (j *Job) commitBatch(ctx context.Context, t jobs.Target, base *table.Table, start *table.Snapshot, batch []table.CompactionGroupResult, attached map[string][]string, fig *Figures) (after *table.Table, committed, dropped []table.CompactionGroupResult, err error) {
+func (j *Job) commitBatch(ctx context.Context, t jobs.Target, base *table.Table, start *table.Snapshot, batch []table.CompactionGroupResult, deletes deleteIndex, fig *Figures) (after *table.Table, committed, dropped []table.CompactionGroupResult, err error) {
 	var landed []table.CompactionGroupResult // an earlier attempt landed though it reported failure
 	maxAttempts, backoff := j.MaxAttempts, j.Backoff
 	if maxAttempts <= 0 {
@@ -42,7 +42,7 @@ func (j *Job) commitBatch(ctx context.Context, t jobs.Target, base *table.Table,
 				return base, landed, dropped, nil
 			}
 		}
-		batch = safeDeletes(batch, attached)
+		batch = safeDeletes(batch, deletes)
 		if j.beforeCommit != nil {
 			j.beforeCommit(attempt)
 		}

@@ -7,9 +7,9 @@
 //   - Rewritten files carry the data sequence number of the snapshot the
 //     rewrite started from, so equality deletes committed later still
 //     apply to their rows.
-//   - A position delete file is removed only when every data file the scan
-//     attached it to is replaced in the same commit; equality deletes are
-//     never removed. A delete that might still apply stays.
+//   - A position or equality delete file is removed only when every data
+//     file the scan attached it to is replaced in the same commit. A delete
+//     that might still apply stays.
 //   - On a commit conflict the table is reloaded; a group whose files were
 //     removed meanwhile, or whose partition received new position deletes
 //     or deletion vectors since the start, is dropped; the rest retries.
@@ -211,7 +211,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 		fig.DurationMs = time.Since(start).Milliseconds()
 		return out, fmt.Errorf("%d of %d groups could not be rewritten, nothing committed; first: %s", fig.GroupsFailed, fig.GroupsPlanned, fig.Errors[0])
 	}
-	attached := attachments(tasks)
+	deletes := attachments(tasks)
 	var commitErr error
 	base := tbl
 	for _, batch := range j.batches(results) {
@@ -219,7 +219,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 			break
 		}
 		var committed, dropped []table.CompactionGroupResult
-		base, committed, dropped, commitErr = j.commitBatch(ctx, t, base, snap, batch, attached, fig)
+		base, committed, dropped, commitErr = j.commitBatch(ctx, t, base, snap, batch, deletes, fig)
 		fig.GroupsDropped += len(dropped)
 		for _, r := range committed {
 			fig.GroupsCommitted++
@@ -370,25 +370,41 @@ func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileS
 	return out
 }
 
-// attachments maps each position delete file to the data files the scan
-// attached it to.
-func attachments(tasks []table.FileScanTask) map[string][]string {
-	m := map[string][]string{}
-	for _, t := range tasks {
-		for _, d := range t.DeleteFiles {
-			if d.ContentType() == iceberg.EntryContentPosDeletes {
-				m[d.FilePath()] = append(m[d.FilePath()], t.File.FilePath())
-			}
-		}
-	}
-	return m
+// deleteIndex is what the scan at the start attached deletes to.
+type deleteIndex struct {
+	// covers maps each position and equality delete file to the data
+	// files the scan attached it to: every live file it may apply to.
+	covers map[string][]string
+	// equality maps each data file to its equality delete files.
+	equality map[string][]iceberg.DataFile
 }
 
-// safeDeletes replaces each result's SafePosDeletes by the position delete
-// files whose every attached data file is replaced by this batch: a delete
-// file that also covers a file outside the batch must stay. Each safe file
-// is listed on one result only.
-func safeDeletes(batch []table.CompactionGroupResult, attached map[string][]string) []table.CompactionGroupResult {
+func attachments(tasks []table.FileScanTask) deleteIndex {
+	idx := deleteIndex{covers: map[string][]string{}, equality: map[string][]iceberg.DataFile{}}
+	for _, t := range tasks {
+		p := t.File.FilePath()
+		for _, d := range t.DeleteFiles {
+			if d.ContentType() == iceberg.EntryContentPosDeletes {
+				idx.covers[d.FilePath()] = append(idx.covers[d.FilePath()], p)
+			}
+		}
+		for _, d := range t.EqualityDeleteFiles {
+			idx.covers[d.FilePath()] = append(idx.covers[d.FilePath()], p)
+			idx.equality[p] = append(idx.equality[p], d)
+		}
+	}
+	return idx
+}
+
+// safeDeletes sets each result's SafePosDeletes — the delete files the
+// commit removes — to the position and equality delete files whose every
+// attached data file is replaced by this batch. A delete file that may
+// still apply to a file outside the batch stays. An equality delete is
+// dead once its files are replaced: the outputs carry the start's data
+// sequence number, which is not lower than the delete's, so it no longer
+// applies to them, and files committed later have higher numbers still.
+// Each removed file is listed on one result only.
+func safeDeletes(batch []table.CompactionGroupResult, idx deleteIndex) []table.CompactionGroupResult {
 	replaced := map[string]bool{}
 	for _, r := range batch {
 		for _, df := range r.OldDataFiles {
@@ -398,13 +414,18 @@ func safeDeletes(batch []table.CompactionGroupResult, attached map[string][]stri
 	out := make([]table.CompactionGroupResult, len(batch))
 	taken := map[string]bool{}
 	for i, r := range batch {
+		candidates := batch[i].SafePosDeletes
+		for _, df := range r.OldDataFiles {
+			candidates = append(candidates, idx.equality[df.FilePath()]...)
+		}
 		r.SafePosDeletes = nil
-		for _, d := range batch[i].SafePosDeletes {
+		for _, d := range candidates {
 			if taken[d.FilePath()] {
 				continue
 			}
-			all := len(attached[d.FilePath()]) > 0
-			for _, p := range attached[d.FilePath()] {
+			covers := idx.covers[d.FilePath()]
+			all := len(covers) > 0
+			for _, p := range covers {
 				all = all && replaced[p]
 			}
 			if all {

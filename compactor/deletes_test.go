@@ -1,0 +1,93 @@
+package compactor
+
+import (
+	"testing"
+
+	"github.com/apache/iceberg-go"
+)
+
+// liveDeletes returns the delete files of the current snapshot, by path.
+func (e *env) liveDeletes() map[string]iceberg.ManifestEntryContent {
+	e.t.Helper()
+	tbl := e.load()
+	fs, err := tbl.FS(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	manifests, err := tbl.CurrentSnapshot().Manifests(fs)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]iceberg.ManifestEntryContent{}
+	for _, m := range manifests {
+		if m.ManifestContent() != iceberg.ManifestContentDeletes {
+			continue
+		}
+		for entry, err := range m.Entries(fs, true) {
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			out[entry.DataFile().FilePath()] = entry.DataFile().ContentType()
+		}
+	}
+	return out
+}
+
+func count(m map[string]iceberg.ManifestEntryContent, c iceberg.ManifestEntryContent) (n int) {
+	for _, v := range m {
+		if v == c {
+			n++
+		}
+	}
+	return n
+}
+
+// Equality deletes whose every data file is rewritten are dead — the
+// outputs carry a sequence number they do not apply to — and leave the
+// table with the commit.
+func TestDeadEqualityDeletesRemoved(t *testing.T) {
+	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	for i := 0; i < 6; i++ {
+		tbl = e.append(tbl, 200)
+	}
+	tbl = e.eqDelete(tbl, 5, 99, 400)
+	e.eqDelete(tbl, 700)
+	if n := count(e.liveDeletes(), iceberg.EntryContentEqDeletes); n != 2 {
+		t.Fatalf("%d equality delete files before compaction, want 2", n)
+	}
+	fig := e.checkCompaction(&Job{MinInputFiles: 2})
+	if n := count(e.liveDeletes(), iceberg.EntryContentEqDeletes); n != 0 || fig.DeleteFilesRemoved != 2 {
+		t.Fatalf("%d equality delete files left, %d delete files removed; every file they applied to was rewritten", n, fig.DeleteFilesRemoved)
+	}
+}
+
+// An equality delete that still applies to files of a later commit stays
+// until they are replaced: with one group per commit, every snapshot the
+// run makes reads the rows of before. (Removing it with the first commit
+// would bring its rows back in the files the first commit left alone.)
+func TestEqualityDeleteAcrossBatches(t *testing.T) {
+	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	for i := 0; i < 40; i++ {
+		tbl = e.append(tbl, 2000)
+	}
+	var ids []int64
+	for id := int64(1); id < e.next; id += 997 {
+		ids = append(ids, id)
+	}
+	tbl = e.eqDelete(tbl, ids...)
+	start := tbl.CurrentSnapshot().SnapshotID
+	want := e.rows(tbl, 0)
+	fig := e.checkCompaction(&Job{MinInputFiles: 2, BatchGroups: 1})
+	if fig.GroupsCommitted < 2 {
+		t.Fatalf("setup: want several single-group commits, got %+v", fig)
+	}
+	after := e.load()
+	for s := after.CurrentSnapshot(); s.SnapshotID != start; s = after.SnapshotByID(*s.ParentSnapshotID) {
+		if fp := e.rows(after, s.SnapshotID); !fp.Equal(want) {
+			t.Fatalf("snapshot %d of the run reads %v, want %v", s.SnapshotID, fp, want)
+		}
+	}
+	if n := count(e.liveDeletes(), iceberg.EntryContentEqDeletes); n != 1 {
+		t.Fatalf("%d equality delete files left, want the one no single commit made dead", n)
+	}
+}
