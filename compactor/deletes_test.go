@@ -65,6 +65,7 @@ func TestDeadEqualityDeletesRemoved(t *testing.T) {
 // until they are replaced: with one group per commit, every snapshot the
 // run makes reads the rows of before. (Removing it with the first commit
 // would bring its rows back in the files the first commit left alone.)
+// Once it applies to nothing, the next run removes it.
 func TestEqualityDeleteAcrossBatches(t *testing.T) {
 	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
 	for i := 0; i < 40; i++ {
@@ -89,5 +90,14 @@ func TestEqualityDeleteAcrossBatches(t *testing.T) {
 	}
 	if n := count(e.liveDeletes(), iceberg.EntryContentEqDeletes); n != 1 {
 		t.Fatalf("%d equality delete files left, want the one no single commit made dead", n)
+	}
+	// Now it applies to nothing: the next run that commits removes it.
+	tbl = after
+	for i := 0; i < 3; i++ {
+		tbl = e.append(tbl, 100)
+	}
+	fig = e.checkCompaction(&Job{MinInputFiles: 2})
+	if n := count(e.liveDeletes(), iceberg.EntryContentEqDeletes); n != 0 || fig.DeleteFilesRemoved != 1 {
+		t.Fatalf("%d equality delete files left after the next run, %d removed; it was dangling", n, fig.DeleteFilesRemoved)
 	}
 }

@@ -212,6 +212,9 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 		return out, fmt.Errorf("%d of %d groups could not be rewritten, nothing committed; first: %s", fig.GroupsFailed, fig.GroupsPlanned, fig.Errors[0])
 	}
 	deletes := attachments(tasks)
+	if deletes.dangling, err = danglingDeletes(ctx, tbl, deletes.covers); err != nil {
+		return out, err
+	}
 	var commitErr error
 	base := tbl
 	for _, batch := range j.batches(results) {
@@ -220,6 +223,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 		}
 		var committed, dropped []table.CompactionGroupResult
 		base, committed, dropped, commitErr = j.commitBatch(ctx, t, base, snap, batch, deletes, fig)
+		deletes.dangling = nil // removed with the first commit, or left for the next run
 		fig.GroupsDropped += len(dropped)
 		for _, r := range committed {
 			fig.GroupsCommitted++
@@ -377,6 +381,12 @@ type deleteIndex struct {
 	covers map[string][]string
 	// equality maps each data file to its equality delete files.
 	equality map[string][]iceberg.DataFile
+	// dangling are live position and equality delete files the scan
+	// attached to no data file: they apply to nothing, and nothing written
+	// later can bring them back into play (position deletes name files
+	// that are gone; new data files get higher sequence numbers than an
+	// equality delete's). The run's first commit removes them.
+	dangling []iceberg.DataFile
 }
 
 func attachments(tasks []table.FileScanTask) deleteIndex {
@@ -413,6 +423,9 @@ func safeDeletes(batch []table.CompactionGroupResult, idx deleteIndex) []table.C
 	}
 	out := make([]table.CompactionGroupResult, len(batch))
 	taken := map[string]bool{}
+	for _, d := range idx.dangling {
+		taken[d.FilePath()] = true
+	}
 	for i, r := range batch {
 		candidates := batch[i].SafePosDeletes
 		for _, df := range r.OldDataFiles {
@@ -435,7 +448,45 @@ func safeDeletes(batch []table.CompactionGroupResult, idx deleteIndex) []table.C
 		}
 		out[i] = r
 	}
+	if len(out) > 0 {
+		out[0].SafePosDeletes = append(out[0].SafePosDeletes, idx.dangling...)
+	}
 	return out
+}
+
+// danglingDeletes lists the live position and equality delete files of
+// the snapshot that the scan attached to no data file. Deletion vectors
+// are left alone: several share one Puffin file.
+func danglingDeletes(ctx context.Context, tbl *table.Table, covers map[string][]string) ([]iceberg.DataFile, error) {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snap := tbl.CurrentSnapshot()
+	manifests, err := snap.Manifests(fs)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest list %s: %w", snap.ManifestList, err)
+	}
+	var out []iceberg.DataFile
+	seen := map[string]bool{}
+	for _, m := range manifests {
+		if m.ManifestContent() != iceberg.ManifestContentDeletes {
+			continue
+		}
+		for e, err := range m.Entries(fs, true) {
+			if err != nil {
+				return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			}
+			df := e.DataFile()
+			p := df.FilePath()
+			if df.FileFormat() == iceberg.PuffinFile || len(covers[p]) > 0 || seen[p] {
+				continue
+			}
+			seen[p] = true
+			out = append(out, df)
+		}
+	}
+	return out, nil
 }
 
 // partitionLabel names a file's partition for people: the partition
