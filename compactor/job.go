@@ -1,7 +1,8 @@
 // Package compactor is icebergCompaction: it plans with package planner,
-// rewrites the planned groups concurrently through iceberg-go's reader and
-// writer (deletes applied while reading), and commits them as REPLACE
-// snapshots.
+// rewrites the planned groups concurrently — delete-free groups of one
+// schema by merging their Parquet columns with parquet-go (merge.go), the
+// rest through iceberg-go's reader and writer, deletes applied while
+// reading — and commits them as REPLACE snapshots.
 //
 // Correctness rules, each enforced here:
 //   - Rewritten files carry the data sequence number of the snapshot the
@@ -52,7 +53,8 @@ type Job struct {
 	// It is the memory knob: a group's peak is about one Parquet row group
 	// being written (write.parquet.row-group-size-bytes, 128 MiB by
 	// default) plus the Arrow batches in flight while reading, so peak
-	// memory is roughly Parallelism × (row group size + 64 MiB).
+	// memory is roughly Parallelism × (row group size + 64 MiB). A merged
+	// group needs less: its row group, compressed, and three input files.
 	Parallelism int
 	// BatchGroups and BatchBytes bound one commit: at most BatchGroups
 	// groups (default 100) and, once past the first group, at most
