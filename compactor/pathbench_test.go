@@ -26,7 +26,10 @@ import (
 //     by the table's properties;
 //
 //   - parquet-go-reencode: parquet-go's CopyRows into one writer, which
-//     makes properly sized row groups by decoding and re-encoding rows.
+//     makes properly sized row groups by decoding and re-encoding rows;
+//
+//   - merge: icekeeper's merge path (mergeGroup), column by column in
+//     two lanes, with the footer metrics the manifest needs.
 //
 //     scripts/bench.sh -bench RewritePaths -benchtime 3x ./compactor
 func BenchmarkRewritePaths(b *testing.B) {
@@ -61,6 +64,32 @@ func BenchmarkRewritePaths(b *testing.B) {
 			}
 		}
 		report(b, 1)
+	})
+	b.Run("merge", func(b *testing.B) {
+		var rowGroups int
+		for i := 0; i < b.N; i++ {
+			r, err := mergeGroup(ctx, tbl, tasks, 1<<30)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			for _, df := range r.NewDataFiles {
+				f, err := os.Open(strings.TrimPrefix(df.FilePath(), "file://"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				st, _ := f.Stat()
+				pf, err := parquet.OpenFile(f, st.Size())
+				if err != nil {
+					b.Fatal(err)
+				}
+				rowGroups = len(pf.RowGroups())
+				f.Close()
+				os.Remove(f.Name())
+			}
+			b.StartTimer()
+		}
+		report(b, rowGroups)
 	})
 	merge := func(b *testing.B, reencode bool) {
 		var rowGroups int
