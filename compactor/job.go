@@ -563,7 +563,9 @@ func addedSince(ctx context.Context, t jobs.Target, start *table.Snapshot) (map[
 			return nil, err
 		}
 		for _, m := range manifests {
-			if m.SnapshotID() != s.SnapshotID {
+			// A replace rewrites every manifest it removes files from;
+			// only those that add files matter here.
+			if m.SnapshotID() != s.SnapshotID || !m.HasAddedFiles() {
 				continue
 			}
 			for e, err := range m.Entries(fs, true) {
