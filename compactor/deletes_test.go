@@ -68,13 +68,7 @@ func TestDeadEqualityDeletesRemoved(t *testing.T) {
 // Once it applies to nothing, the next run removes it.
 func TestEqualityDeleteAcrossBatches(t *testing.T) {
 	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
-	for i := 0; i < 40; i++ {
-		tbl = e.append(tbl, 2000)
-	}
-	var ids []int64
-	for id := int64(1); id < e.next; id += 997 {
-		ids = append(ids, id)
-	}
+	tbl, ids := e.manyFiles(tbl)
 	tbl = e.eqDelete(tbl, ids...)
 	start := tbl.CurrentSnapshot().SnapshotID
 	want := e.rows(tbl, 0)

@@ -375,14 +375,8 @@ func TestNestedAndNulls(t *testing.T) {
 // resurrect rows in the files of the later one.
 func TestMultiFilePositionDeleteAcrossBatches(t *testing.T) {
 	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
-	for i := 0; i < 40; i++ {
-		tbl = e.append(tbl, 2000)
-	}
 	// One delete touching rows of many data files: one position delete file.
-	var ids []int64
-	for id := int64(1); id < e.next; id += 997 {
-		ids = append(ids, id)
-	}
+	tbl, ids := e.manyFiles(tbl)
 	tbl = e.posDelete(tbl, ids...)
 	tasks, err := tbl.Scan().PlanFiles(e.ctx)
 	if err != nil {
@@ -408,6 +402,19 @@ func TestMultiFilePositionDeleteAcrossBatches(t *testing.T) {
 }
 
 // Lists the table's ids, for concurrency tests that reason about ids.
+// manyFiles appends 40 files of 2,000 rows, enough for several groups at
+// the tests' 1 MB target, and returns ids spread over all of them.
+func (e *env) manyFiles(tbl *table.Table) (*table.Table, []int64) {
+	for i := 0; i < 40; i++ {
+		tbl = e.append(tbl, 2000)
+	}
+	var ids []int64
+	for id := int64(1); id < e.next; id += 997 {
+		ids = append(ids, id)
+	}
+	return tbl, ids
+}
+
 func ids(t *testing.T, ctx context.Context, tbl *table.Table) map[int64]int {
 	t.Helper()
 	_, it, err := tbl.Scan(table.WithSelectedFields("id")).ToArrowRecords(ctx)

@@ -152,8 +152,9 @@ func mergeable(meta table.Metadata, tasks []table.FileScanTask, target int64) er
 }
 
 // mergeGroup rewrites a group by merging its files column by column. It
-// returns an error wrapping errNotMergeable, before writing anything that
-// could be committed, when the group must take the general path.
+// returns an error wrapping errNotMergeable when the group must take the
+// general path; an output it had begun is never returned, and the run
+// removes it with its other uncommitted files.
 func mergeGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, target int64) (table.CompactionGroupResult, error) {
 	res := table.CompactionGroupResult{}
 	meta := tbl.Metadata()
@@ -190,6 +191,11 @@ func mergeGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTas
 	}()
 
 	var out *mergeOutput
+	defer func() {
+		if out != nil { // abandoned by an error
+			out.file.Close()
+		}
+	}()
 	var schema *parquet.Schema
 	var inputs []iceberg.DataFile
 	finish := func() error {
@@ -244,6 +250,9 @@ func mergeGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTas
 	}
 	if err := ctx.Err(); err != nil {
 		return res, err
+	}
+	if len(res.OldDataFiles) != len(tasks) {
+		return res, fmt.Errorf("merge read %d of the group's %d files", len(res.OldDataFiles), len(tasks))
 	}
 	if err := finish(); err != nil {
 		return res, err

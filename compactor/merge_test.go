@@ -47,7 +47,7 @@ func (e *env) dataFiles() []iceberg.DataFile {
 	return out
 }
 
-func openParquet(t *testing.T, df iceberg.DataFile) *parquet.File {
+func openParquet(t testing.TB, df iceberg.DataFile) *parquet.File {
 	t.Helper()
 	f, err := os.Open(strings.TrimPrefix(df.FilePath(), "file://"))
 	if err != nil {

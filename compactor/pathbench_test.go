@@ -74,24 +74,14 @@ func BenchmarkRewritePaths(b *testing.B) {
 			}
 			b.StopTimer()
 			for _, df := range r.NewDataFiles {
-				f, err := os.Open(strings.TrimPrefix(df.FilePath(), "file://"))
-				if err != nil {
-					b.Fatal(err)
-				}
-				st, _ := f.Stat()
-				pf, err := parquet.OpenFile(f, st.Size())
-				if err != nil {
-					b.Fatal(err)
-				}
-				rowGroups = len(pf.RowGroups())
-				f.Close()
-				os.Remove(f.Name())
+				rowGroups = len(openParquet(b, df).RowGroups())
+				os.Remove(strings.TrimPrefix(df.FilePath(), "file://"))
 			}
 			b.StartTimer()
 		}
 		report(b, rowGroups)
 	})
-	merge := func(b *testing.B, reencode bool) {
+	splice := func(b *testing.B, reencode bool) {
 		var rowGroups int
 		for i := 0; i < b.N; i++ {
 			out, err := os.Create(filepath.Join(b.TempDir(), "merged.parquet"))
@@ -140,6 +130,6 @@ func BenchmarkRewritePaths(b *testing.B) {
 		}
 		report(b, rowGroups)
 	}
-	b.Run("parquet-go-copy", func(b *testing.B) { merge(b, false) })
-	b.Run("parquet-go-reencode", func(b *testing.B) { merge(b, true) })
+	b.Run("parquet-go-copy", func(b *testing.B) { splice(b, false) })
+	b.Run("parquet-go-reencode", func(b *testing.B) { splice(b, true) })
 }
