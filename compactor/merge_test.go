@@ -1,6 +1,8 @@
 package compactor
 
 import (
+	"encoding/binary"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -229,6 +231,63 @@ func TestMergePathOnS3(t *testing.T) {
 	for _, df := range e.dataFiles() {
 		if !strings.HasPrefix(df.FilePath(), "s3://") {
 			t.Fatalf("output %s is not under the table's s3:// location", df.FilePath())
+		}
+	}
+}
+
+// Every column type of the merge path, with negative numbers where the
+// type has them: counts and bounds of the merged files cover the inputs'.
+func TestMergePathTypes(t *testing.T) {
+	sc := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "i", Type: iceberg.PrimitiveTypes.Int32},
+		iceberg.NestedField{ID: 3, Name: "f", Type: iceberg.PrimitiveTypes.Float32},
+		iceberg.NestedField{ID: 4, Name: "d", Type: iceberg.PrimitiveTypes.Date},
+		iceberg.NestedField{ID: 5, Name: "t", Type: iceberg.PrimitiveTypes.Time},
+		iceberg.NestedField{ID: 6, Name: "ts", Type: iceberg.PrimitiveTypes.Timestamp},
+		iceberg.NestedField{ID: 7, Name: "b", Type: iceberg.PrimitiveTypes.Binary},
+		iceberg.NestedField{ID: 8, Name: "ok", Type: iceberg.PrimitiveTypes.Bool},
+	)
+	e, tbl := newEnv(t, sc, *iceberg.UnpartitionedSpec, "2")
+	for i := 0; i < 8; i++ {
+		tbl = e.append(tbl, 200)
+	}
+	before := statsOf(sc, e.dataFiles())
+	fig := e.checkCompaction(&Job{MinInputFiles: 2})
+	if fig.GroupsMerged != fig.GroupsCommitted {
+		t.Fatalf("%d of %d groups merged", fig.GroupsMerged, fig.GroupsCommitted)
+	}
+	after := statsOf(sc, e.dataFiles())
+	for _, f := range sc.Fields() {
+		cmp := boundKinds[f.Type.String()].compare
+		if after.values[f.ID] != before.values[f.ID] || after.nulls[f.ID] != before.nulls[f.ID] {
+			t.Errorf("column %s: %d values, %d nulls; before %d, %d", f.Name, after.values[f.ID], after.nulls[f.ID], before.values[f.ID], before.nulls[f.ID])
+		}
+		if after.lower[f.ID] == nil || cmp(after.lower[f.ID], before.lower[f.ID]) != 0 || cmp(after.upper[f.ID], before.upper[f.ID]) != 0 {
+			t.Errorf("column %s: bounds [%x, %x], inputs' [%x, %x]", f.Name, after.lower[f.ID], after.upper[f.ID], before.lower[f.ID], before.upper[f.ID])
+		}
+	}
+}
+
+func TestBoundOrder(t *testing.T) {
+	le32 := func(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
+	le64 := func(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
+	for _, tc := range []struct {
+		typ  string
+		a, b []byte // a < b
+	}{
+		{"int", le32(uint32(0xfffffffb)), le32(3)}, // -5 < 3
+		{"date", le32(1), le32(256)},
+		{"long", le64(uint64(0xfffffffffffffff6)), le64(1)}, // -10 < 1
+		{"timestamp", le64(255), le64(256)},
+		{"float", le32(math.Float32bits(-2.5)), le32(math.Float32bits(0.5))},
+		{"double", le64(math.Float64bits(-1e10)), le64(math.Float64bits(-1))},
+		{"string", []byte("ab"), []byte("b")},
+		{"boolean", []byte{0}, []byte{1}},
+	} {
+		cmp := boundKinds[tc.typ].compare
+		if cmp(tc.a, tc.b) >= 0 || cmp(tc.b, tc.a) <= 0 || cmp(tc.a, tc.a) != 0 {
+			t.Errorf("%s: %x and %x compare wrongly", tc.typ, tc.a, tc.b)
 		}
 	}
 }

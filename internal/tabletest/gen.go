@@ -42,6 +42,17 @@ func appendRandom(b array.Builder, f arrow.Field, rng *rand.Rand) {
 		bb.Append(rng.Int64N(1_000_000))
 	case *array.Float64Builder:
 		bb.Append(float64(rng.IntN(1_000_000)) / 100)
+	case *array.Float32Builder:
+		// Negative values too: bounds must compare signed.
+		bb.Append(float32(rng.IntN(2000)-1000) / 8)
+	case *array.BinaryBuilder:
+		b := make([]byte, 1+rng.IntN(12))
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		bb.Append(b)
+	case *array.Time64Builder:
+		bb.Append(arrow.Time64(rng.Int64N(86_400_000_000)))
 	case *array.BooleanBuilder:
 		bb.Append(rng.IntN(2) == 0)
 	case *array.StringBuilder:
