@@ -70,6 +70,9 @@ type Job struct {
 	// MinInputFiles is the planner's minimum of small files per partition.
 	MinInputFiles int
 
+	// wholeFileBytes overrides the merge path's whole-file read size (tests
+	// only: 1 sends every input through ranged reads).
+	wholeFileBytes int64
 	// beforeCommit, when set (tests only), runs before each commit attempt;
 	// afterCommit may replace a commit's result (fault injection).
 	beforeCommit func(attempt int)
@@ -330,7 +333,7 @@ func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileS
 			case strat == string(maintenance.StrategySort), strat == string(maintenance.StrategyZOrder):
 				r, err = sortedGroup(ctx, tbl, grp.Tasks, target, strat == string(maintenance.StrategyZOrder))
 			default:
-				r, err = mergeGroup(ctx, tbl, grp.Tasks, target)
+				r, err = mergeGroup(ctx, tbl, grp.Tasks, target, j.wholeFileBytes)
 				merged = err == nil
 				if errors.Is(err, errNotMergeable) {
 					r, err = table.ExecuteCompactionGroup(ctx, tbl, grp, table.WithCompactionTargetFileSize(target))

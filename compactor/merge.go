@@ -155,7 +155,10 @@ func mergeable(meta table.Metadata, tasks []table.FileScanTask, target int64) er
 // returns an error wrapping errNotMergeable when the group must take the
 // general path; an output it had begun is never returned, and the run
 // removes it with its other uncommitted files.
-func mergeGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, target int64) (table.CompactionGroupResult, error) {
+func mergeGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, target, wholeFileBytes int64) (table.CompactionGroupResult, error) {
+	if wholeFileBytes <= 0 {
+		wholeFileBytes = defaultWholeFileBytes
+	}
 	res := table.CompactionGroupResult{}
 	meta := tbl.Metadata()
 	if err := mergeable(meta, tasks, target); err != nil {
@@ -182,7 +185,7 @@ func mergeGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTas
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	files := prefetch(ctx, fsys, tasks)
+	files := prefetch(ctx, fsys, tasks, wholeFileBytes)
 	defer func() {
 		cancel()
 		for f := range files { // release what was read ahead
@@ -289,21 +292,26 @@ type openedFile struct {
 	err   error
 }
 
-// wholeFileBytes is the size up to which an input is read in one request:
-// small files are the merge's business, and one read per file (one GET on
-// object storage) beats many small ranged reads.
-const wholeFileBytes = 16 << 20
+// defaultWholeFileBytes is the size up to which an input is read in one
+// request: small files are the merge's business, and one read per file
+// (one GET on object storage) beats many ranged reads. Larger files are
+// read through 4 MiB buffers, not parquet-go's 4 KiB default, which would
+// mean a GET per 4 KiB on object storage.
+const (
+	defaultWholeFileBytes = 16 << 20
+	readBufferBytes       = 4 << 20
+)
 
 // prefetch opens the tasks' files in order on another goroutine, reading
 // up to two ahead of the writer, so that reading overlaps encoding. The
 // buffers of whole-file reads are recycled once the writer closes a file.
-func prefetch(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanTask) <-chan openedFile {
+func prefetch(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanTask, wholeFileBytes int64) <-chan openedFile {
 	ch := make(chan openedFile, 2)
 	free := make(chan []byte, 4)
 	go func() {
 		defer close(ch)
 		for _, t := range tasks {
-			f := openInput(fsys, t.File, free)
+			f := openInput(fsys, t.File, wholeFileBytes, free)
 			select {
 			case ch <- f:
 				if f.err != nil {
@@ -318,7 +326,7 @@ func prefetch(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanTask
 	return ch
 }
 
-func openInput(fsys icebergio.IO, df iceberg.DataFile, free chan []byte) openedFile {
+func openInput(fsys icebergio.IO, df iceberg.DataFile, wholeFileBytes int64, free chan []byte) openedFile {
 	o := openedFile{df: df, close: func() {}}
 	fail := func(err error) openedFile {
 		o.close()
@@ -361,7 +369,7 @@ func openInput(fsys icebergio.IO, df iceberg.DataFile, free chan []byte) openedF
 	} else {
 		o.close = func() { f.Close() }
 	}
-	if o.pf, err = parquet.OpenFile(r, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true)); err != nil {
+	if o.pf, err = parquet.OpenFile(r, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true), parquet.ReadBufferSize(readBufferBytes)); err != nil {
 		return fail(err)
 	}
 	if o.pf.NumRows() != df.Count() {

@@ -95,16 +95,18 @@ func statsOf(sc *iceberg.Schema, files []iceberg.DataFile) columnStats {
 // inputs' — counts equal, bounds no narrower.
 func TestMergePath(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		spec iceberg.PartitionSpec
+		name  string
+		spec  iceberg.PartitionSpec
+		whole int64
 	}{
-		{"unpartitioned", *iceberg.UnpartitionedSpec},
-		{"identity+day", iceberg.NewPartitionSpec(pf(2, 1000, "cat", iceberg.IdentityTransform{}), pf(3, 1001, "ts_day", iceberg.DayTransform{}))},
+		{"unpartitioned", *iceberg.UnpartitionedSpec, 0},
+		{"unpartitioned, ranged reads", *iceberg.UnpartitionedSpec, 1},
+		{"identity+day", iceberg.NewPartitionSpec(pf(2, 1000, "cat", iceberg.IdentityTransform{}), pf(3, 1001, "ts_day", iceberg.DayTransform{})), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, _ := appendOnly(t, tc.spec, nil)
 			before := statsOf(baseSchema, e.dataFiles())
-			fig := e.checkCompaction(&Job{MinInputFiles: 2})
+			fig := e.checkCompaction(&Job{MinInputFiles: 2, wholeFileBytes: tc.whole})
 			if fig.GroupsMerged != fig.GroupsCommitted {
 				t.Fatalf("%d of %d groups merged; every group is append-only", fig.GroupsMerged, fig.GroupsCommitted)
 			}
@@ -218,20 +220,28 @@ func TestMergeFallsBack(t *testing.T) {
 }
 
 // The merge path on S3 (versitygw) with the SQL catalog on PostgreSQL:
-// whole-object reads, outputs beside the inputs under the s3:// URL.
+// inputs read whole (one GET each) and through ranged reads, outputs
+// beside the inputs under the s3:// URL.
 func TestMergePathOnS3(t *testing.T) {
-	e, tbl := newS3Env(t, baseSchema, iceberg.NewPartitionSpec(pf(2, 1000, "cat", iceberg.IdentityTransform{})), "2")
-	for i := 0; i < 8; i++ {
-		tbl = e.append(tbl, 150)
-	}
-	fig := e.checkCompaction(&Job{MinInputFiles: 2})
-	if fig.GroupsMerged == 0 || fig.GroupsMerged != fig.GroupsCommitted {
-		t.Fatalf("%d of %d groups merged; every group is append-only", fig.GroupsMerged, fig.GroupsCommitted)
-	}
-	for _, df := range e.dataFiles() {
-		if !strings.HasPrefix(df.FilePath(), "s3://") {
-			t.Fatalf("output %s is not under the table's s3:// location", df.FilePath())
-		}
+	for _, tc := range []struct {
+		name  string
+		whole int64
+	}{{"whole", 0}, {"ranged", 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, tbl := newS3Env(t, baseSchema, iceberg.NewPartitionSpec(pf(2, 1000, "cat", iceberg.IdentityTransform{})), "2")
+			for i := 0; i < 8; i++ {
+				tbl = e.append(tbl, 150)
+			}
+			fig := e.checkCompaction(&Job{MinInputFiles: 2, wholeFileBytes: tc.whole})
+			if fig.GroupsMerged == 0 || fig.GroupsMerged != fig.GroupsCommitted {
+				t.Fatalf("%d of %d groups merged; every group is append-only", fig.GroupsMerged, fig.GroupsCommitted)
+			}
+			for _, df := range e.dataFiles() {
+				if !strings.HasPrefix(df.FilePath(), "s3://") {
+					t.Fatalf("output %s is not under the table's s3:// location", df.FilePath())
+				}
+			}
+		})
 	}
 }
 

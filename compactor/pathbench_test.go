@@ -68,7 +68,7 @@ func BenchmarkRewritePaths(b *testing.B) {
 	b.Run("merge", func(b *testing.B) {
 		var rowGroups int
 		for i := 0; i < b.N; i++ {
-			r, err := mergeGroup(ctx, tbl, tasks, 1<<30)
+			r, err := mergeGroup(ctx, tbl, tasks, 1<<30, 0)
 			if err != nil {
 				b.Fatal(err)
 			}
