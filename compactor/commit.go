@@ -29,7 +29,7 @@ func (j *Job) commitBatch(ctx context.Context, t jobs.Target, base *table.Table,
 		if attempt > 1 {
 			fresh, err := t.Bucket.LoadTable(ctx, t.Table)
 			if err != nil {
-				return base, nil, dropped, err
+				return base, landed, dropped, err
 			}
 			keep, drop, done, err := conflicts(ctx, fresh, start, batch)
 			if err != nil {

@@ -95,3 +95,33 @@ func TestEqualityDeleteAcrossBatches(t *testing.T) {
 		t.Fatalf("%d equality delete files left after the next run, %d removed; it was dangling", n, fig.DeleteFilesRemoved)
 	}
 }
+
+// A file larger than read.split.target-size is planned by the scan as
+// several byte ranges; compaction must treat it as one file, or one commit
+// would remove it while another still had rows of it to copy.
+func TestSplitFilesAreOneFile(t *testing.T) {
+	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{"read.split.target-size": "65536", "write.parquet.row-group-limit": "1000"}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := tx.Commit(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 12; i++ {
+		tbl = e.append(tbl, 6000)
+	}
+	tbl = e.posDelete(tbl, 10, 20_000, 70_000)
+	tasks, err := tbl.Scan().PlanFiles(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) <= 12 {
+		t.Fatalf("setup: %d scan tasks for 12 files; the files were not split", len(tasks))
+	}
+	fig := e.checkCompaction(&Job{MinInputFiles: 2, BatchGroups: 1})
+	if fig.InputFiles > 12 || fig.GroupsCommitted < 2 {
+		t.Fatalf("%d files replaced in %d commits; want at most the 12 there are, in several commits", fig.InputFiles, fig.GroupsCommitted)
+	}
+}

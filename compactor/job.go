@@ -151,6 +151,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 	if err != nil {
 		return out, fmt.Errorf("plan scan of %s: %w", t.Table, err)
 	}
+	tasks = wholeFiles(tasks)
 	var addedAt map[string]time.Time
 	minAge := time.Duration(t.Bucket.Config.Compaction.MinFileAgeMinutes) * time.Minute
 	if minAge > 0 {
@@ -377,6 +378,39 @@ func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileS
 		}
 	}
 	return out
+}
+
+// wholeFiles joins the scan's splits of one file (a large Parquet file is
+// planned as several byte ranges) back into one task: compaction replaces
+// files, and a file planned twice would be removed by one commit while
+// another still had to copy the rest of its rows.
+func wholeFiles(tasks []table.FileScanTask) []table.FileScanTask {
+	out := make([]table.FileScanTask, 0, len(tasks))
+	at := map[string]int{}
+	for _, t := range tasks {
+		p := t.File.FilePath()
+		i, ok := at[p]
+		if !ok {
+			at[p] = len(out)
+			t.Start, t.Length, t.Residual = 0, t.File.FileSizeBytes(), nil
+			out = append(out, t)
+			continue
+		}
+		w := &out[i]
+		w.DeleteFiles = unionFiles(w.DeleteFiles, t.DeleteFiles)
+		w.EqualityDeleteFiles = unionFiles(w.EqualityDeleteFiles, t.EqualityDeleteFiles)
+		w.DeletionVectorFiles = unionFiles(w.DeletionVectorFiles, t.DeletionVectorFiles)
+	}
+	return out
+}
+
+func unionFiles(a, b []iceberg.DataFile) []iceberg.DataFile {
+	for _, f := range b {
+		if !slices.ContainsFunc(a, func(g iceberg.DataFile) bool { return g.FilePath() == f.FilePath() }) {
+			a = append(a, f)
+		}
+	}
+	return a
 }
 
 // deleteIndex is what the scan at the start attached deletes to.
