@@ -43,14 +43,30 @@ func compareInt64(a, b []byte) int {
 }
 
 func compareFloat32(a, b []byte) int {
-	return cmpOrdered(math.Float32frombits(binary.LittleEndian.Uint32(a)), math.Float32frombits(binary.LittleEndian.Uint32(b)))
+	return compareFloat(float64(math.Float32frombits(binary.LittleEndian.Uint32(a))), float64(math.Float32frombits(binary.LittleEndian.Uint32(b))))
 }
 
 func compareFloat64(a, b []byte) int {
-	return cmpOrdered(math.Float64frombits(binary.LittleEndian.Uint64(a)), math.Float64frombits(binary.LittleEndian.Uint64(b)))
+	return compareFloat(math.Float64frombits(binary.LittleEndian.Uint64(a)), math.Float64frombits(binary.LittleEndian.Uint64(b)))
 }
 
-func cmpOrdered[T int32 | int64 | float32 | float64](a, b T) int {
+// compareFloat orders -0.0 before 0.0, as Java's Double.compare does for
+// Iceberg's metrics: a bound of 0.0 for a file holding -0.0 would let
+// readers prune it for x < 0.0. (NaN bounds are refused by validBound.)
+func compareFloat(x, y float64) int {
+	if c := cmpOrdered(x, y); c != 0 {
+		return c
+	}
+	switch sx, sy := math.Signbit(x), math.Signbit(y); {
+	case sx && !sy:
+		return -1
+	case !sx && sy:
+		return 1
+	}
+	return 0
+}
+
+func cmpOrdered[T int32 | int64 | float64](a, b T) int {
 	switch {
 	case a < b:
 		return -1
@@ -99,13 +115,18 @@ func mergeBounds(sc *iceberg.Schema, inputs []iceberg.DataFile) (lower, upper ma
 	return lower, upper
 }
 
-// validBound guards the fixed-width comparisons against malformed bytes.
+// validBound guards the fixed-width comparisons against malformed bytes,
+// and refuses NaN, which no order can place.
 func validBound(t iceberg.Type, b []byte) bool {
 	switch boundKinds[t.String()].kind {
-	case parquet.Int32, parquet.Float:
+	case parquet.Int32:
 		return len(b) == 4
-	case parquet.Int64, parquet.Double:
+	case parquet.Int64:
 		return len(b) == 8
+	case parquet.Float:
+		return len(b) == 4 && !math.IsNaN(float64(math.Float32frombits(binary.LittleEndian.Uint32(b))))
+	case parquet.Double:
+		return len(b) == 8 && !math.IsNaN(math.Float64frombits(binary.LittleEndian.Uint64(b)))
 	case parquet.Boolean:
 		return len(b) == 1
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -18,6 +19,7 @@ import (
 // error means the batch gave up (its groups are neither).
 func (j *Job) commitBatch(ctx context.Context, t jobs.Target, base *table.Table, start *table.Snapshot, batch []table.CompactionGroupResult, deletes deleteIndex, fig *Figures) (after *table.Table, committed, dropped []table.CompactionGroupResult, err error) {
 	var landed []table.CompactionGroupResult // an earlier attempt landed though it reported failure
+	gone := map[string]bool{}                // delete files another commit removed since start
 	maxAttempts, backoff := j.MaxAttempts, j.Backoff
 	if maxAttempts <= 0 {
 		maxAttempts = 4
@@ -31,9 +33,12 @@ func (j *Job) commitBatch(ctx context.Context, t jobs.Target, base *table.Table,
 			if err != nil {
 				return base, landed, dropped, err
 			}
-			keep, drop, done, err := conflicts(ctx, fresh, start, batch)
+			keep, drop, done, removed, err := conflicts(ctx, fresh, start, batch)
 			if err != nil {
 				return base, landed, dropped, err
+			}
+			for p := range removed {
+				gone[p] = true
 			}
 			dropped = append(dropped, drop...)
 			landed = append(landed, done...)
@@ -43,6 +48,9 @@ func (j *Job) commitBatch(ctx context.Context, t jobs.Target, base *table.Table,
 			}
 		}
 		batch = safeDeletes(batch, deletes)
+		for i := range batch {
+			batch[i].SafePosDeletes = slices.DeleteFunc(batch[i].SafePosDeletes, func(d iceberg.DataFile) bool { return gone[d.FilePath()] })
+		}
 		if j.beforeCommit != nil {
 			j.beforeCommit(attempt)
 		}
@@ -91,12 +99,14 @@ func moved(ctx context.Context, t jobs.Target, base *table.Table) bool {
 // partition of one of the group's files (it may delete rows the rewrite
 // has already copied). Equality deletes added since start do not
 // conflict: the rewritten files keep start's sequence number, so those
-// deletes still apply to them.
-func conflicts(ctx context.Context, fresh *table.Table, start *table.Snapshot, batch []table.CompactionGroupResult) (keep, drop, landed []table.CompactionGroupResult, err error) {
+// deletes still apply to them. It also returns the delete files removed
+// since start, which the retry must not try to remove again.
+func conflicts(ctx context.Context, fresh *table.Table, start *table.Snapshot, batch []table.CompactionGroupResult) (keep, drop, landed []table.CompactionGroupResult, removedDeletes map[string]bool, err error) {
 	fs, err := fresh.FS(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
+	removedDeletes = map[string]bool{}
 	meta := fresh.Metadata()
 	removed, added := map[string]bool{}, map[string]bool{}
 	deletedParts := map[string]bool{}
@@ -109,7 +119,7 @@ func conflicts(ctx context.Context, fresh *table.Table, start *table.Snapshot, b
 		}
 		manifests, err := s.Manifests(fs)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("read manifest list %s: %w", s.ManifestList, err)
+			return nil, nil, nil, nil, fmt.Errorf("read manifest list %s: %w", s.ManifestList, err)
 		}
 		for _, m := range manifests {
 			if m.SnapshotID() != s.SnapshotID {
@@ -117,7 +127,7 @@ func conflicts(ctx context.Context, fresh *table.Table, start *table.Snapshot, b
 			}
 			for e, err := range m.Entries(fs, false) {
 				if err != nil {
-					return nil, nil, nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+					return nil, nil, nil, nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 				}
 				if e.SnapshotID() != s.SnapshotID {
 					continue
@@ -130,6 +140,8 @@ func conflicts(ctx context.Context, fresh *table.Table, start *table.Snapshot, b
 					added[df.FilePath()] = true
 				case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentPosDeletes:
 					deletedParts[partitionKey(df)] = true
+				case e.Status() == iceberg.EntryStatusDELETED:
+					removedDeletes[df.FilePath()] = true // a delete file: no longer ours to remove
 				}
 			}
 		}
@@ -141,7 +153,7 @@ func conflicts(ctx context.Context, fresh *table.Table, start *table.Snapshot, b
 	if !reached {
 		// The table was rolled back or replaced: nothing planned on the
 		// old state may commit.
-		return nil, batch, nil, nil
+		return nil, batch, nil, removedDeletes, nil
 	}
 	for _, r := range batch {
 		if len(r.NewDataFiles) > 0 && allIn(r.NewDataFiles, added) {
@@ -161,7 +173,7 @@ func conflicts(ctx context.Context, fresh *table.Table, start *table.Snapshot, b
 			keep = append(keep, r)
 		}
 	}
-	return keep, drop, landed, nil
+	return keep, drop, landed, removedDeletes, nil
 }
 
 func allIn(files []iceberg.DataFile, set map[string]bool) bool {

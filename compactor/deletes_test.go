@@ -2,12 +2,21 @@ package compactor
 
 import (
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 )
 
 // liveDeletes returns the delete files of the current snapshot, by path.
 func (e *env) liveDeletes() map[string]iceberg.ManifestEntryContent {
+	out := map[string]iceberg.ManifestEntryContent{}
+	for _, df := range e.liveDeleteFiles() {
+		out[df.FilePath()] = df.ContentType()
+	}
+	return out
+}
+
+func (e *env) liveDeleteFiles() []iceberg.DataFile {
 	e.t.Helper()
 	tbl := e.load()
 	fs, err := tbl.FS(e.ctx)
@@ -18,7 +27,7 @@ func (e *env) liveDeletes() map[string]iceberg.ManifestEntryContent {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	out := map[string]iceberg.ManifestEntryContent{}
+	var out []iceberg.DataFile
 	for _, m := range manifests {
 		if m.ManifestContent() != iceberg.ManifestContentDeletes {
 			continue
@@ -27,7 +36,7 @@ func (e *env) liveDeletes() map[string]iceberg.ManifestEntryContent {
 			if err != nil {
 				e.t.Fatal(err)
 			}
-			out[entry.DataFile().FilePath()] = entry.DataFile().ContentType()
+			out = append(out, entry.DataFile())
 		}
 	}
 	return out
@@ -123,5 +132,43 @@ func TestSplitFilesAreOneFile(t *testing.T) {
 	fig := e.checkCompaction(&Job{MinInputFiles: 2, BatchGroups: 1})
 	if fig.InputFiles > 12 || fig.GroupsCommitted < 2 {
 		t.Fatalf("%d files replaced in %d commits; want at most the 12 there are, in several commits", fig.InputFiles, fig.GroupsCommitted)
+	}
+}
+
+// A delete file the run means to remove is removed by another commit
+// first (another engine's maintenance): the retry leaves it out instead of
+// failing on a file that is no longer the table's.
+func TestDeleteRemovedMeanwhile(t *testing.T) {
+	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	tbl, ids := e.manyFiles(tbl)
+	tbl = e.eqDelete(tbl, ids...)
+	e.checkCompaction(&Job{MinInputFiles: 2, BatchGroups: 1}) // leaves the delete dangling
+	tbl = e.load()
+	for i := 0; i < 3; i++ {
+		tbl = e.append(tbl, 100)
+	}
+	dangling := e.liveDeleteFiles()
+	if len(dangling) != 1 {
+		t.Fatalf("setup: %d delete files, want the one dangling", len(dangling))
+	}
+	job := &Job{MinInputFiles: 2, Backoff: time.Millisecond}
+	job.beforeCommit = func(attempt int) {
+		if attempt != 1 {
+			return
+		}
+		tx := e.load().NewTransaction()
+		rw := tx.NewRewrite(nil)
+		rw.DeleteFile(dangling[0])
+		if err := rw.Commit(e.ctx); err != nil {
+			t.Error(err)
+			return
+		}
+		if _, err := tx.Commit(e.ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	fig := e.checkCompaction(job)
+	if fig.CommitAttempts != 2 || fig.DeleteFilesRemoved != 0 || len(e.liveDeleteFiles()) != 0 {
+		t.Fatalf("%d attempts, %d delete files removed by the run, %d left; want 2, 0 and 0", fig.CommitAttempts, fig.DeleteFilesRemoved, len(e.liveDeleteFiles()))
 	}
 }

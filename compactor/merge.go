@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/compress/zstd"
+	"github.com/parquet-go/parquet-go/encoding"
 	"github.com/parquet-go/parquet-go/format"
 	"github.com/sourcegraph/conc/pool"
 )
@@ -199,7 +201,7 @@ func mergeGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTas
 			out.file.Close()
 		}
 	}()
-	var schema *parquet.Schema
+	var schema, outSchema *parquet.Schema
 	var inputs []iceberg.DataFile
 	finish := func() error {
 		if out == nil {
@@ -217,12 +219,16 @@ func mergeGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTas
 		if f.err != nil {
 			return res, f.err
 		}
+		// Every input must be the table's schema (names, field IDs,
+		// types) and the same Parquet schema as the first (optionality,
+		// logical types).
+		if err := matchSchema(sc, f.pf.Schema()); err != nil {
+			f.close()
+			return res, fmt.Errorf("%s: %w", f.df.FilePath(), err)
+		}
 		if schema == nil {
-			if err := matchSchema(sc, f.pf.Schema()); err != nil {
-				f.close()
-				return res, err
-			}
 			schema = f.pf.Schema()
+			outSchema = outputSchema(schema, set)
 		} else if !parquet.EqualNodes(schema, f.pf.Schema()) {
 			f.close()
 			return res, fmt.Errorf("%w: %s has another Parquet schema than %s", errNotMergeable, f.df.FilePath(), tasks[0].File.FilePath())
@@ -237,7 +243,7 @@ func mergeGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTas
 		}
 		if out == nil {
 			name := dir + "/" + uuid.NewString() + ".parquet"
-			if out, err = newMergeOutput(wfs, name, schema, set); err != nil {
+			if out, err = newMergeOutput(wfs, name, outSchema, set); err != nil {
 				f.close()
 				return res, err
 			}
@@ -283,6 +289,42 @@ func matchSchema(sc *iceberg.Schema, ps *parquet.Schema) error {
 	}
 	return nil
 }
+
+// outputSchema is the inputs' schema with the table's codec and encodings
+// in place of the inputs' own: parquet-go gives a file's schema the codec
+// and encoding of its column chunks, and a writer would keep them. The
+// columns keep the inputs' order (parquet.Group would sort them by name).
+func outputSchema(in *parquet.Schema, set mergeSettings) *parquet.Schema {
+	cols := in.Fields()
+	fields := make([]parquet.Field, len(cols))
+	for i, c := range cols {
+		var enc encoding.Encoding = &parquet.Plain
+		if set.dictionary && c.Type().Kind() != parquet.Boolean {
+			enc = &parquet.RLEDictionary
+		}
+		fields[i] = outputColumn{Node: parquet.Compressed(parquet.Encoded(c, enc), set.codec), name: c.Name()}
+	}
+	return parquet.NewSchema(in.Name(), orderedGroup{fields: fields})
+}
+
+// orderedGroup is a group node whose fields keep the order given.
+type orderedGroup struct {
+	parquet.Group // the other methods of a group node
+	fields        []parquet.Field
+}
+
+func (g orderedGroup) Fields() []parquet.Field { return g.fields }
+
+// outputColumn names a re-encoded column. Its values are written column
+// by column, never taken from Go values, so Value is never called.
+type outputColumn struct {
+	parquet.Node
+	name string
+}
+
+func (c outputColumn) Name() string { return c.name }
+
+func (c outputColumn) Value(reflect.Value) reflect.Value { return reflect.Value{} }
 
 // openedFile is one input, read ahead.
 type openedFile struct {
@@ -407,13 +449,10 @@ func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Sche
 		parquet.CreatedBy("icekeeper", "", ""),
 	}
 	if set.dictionary {
-		// Dictionary-encode every column that can be, falling back to
-		// plain pages once a column's dictionary passes the table's
-		// dict-size-bytes — so a high-cardinality column never carries
-		// a dictionary page readers refuse.
-		for _, k := range []parquet.Kind{parquet.Int32, parquet.Int64, parquet.Float, parquet.Double, parquet.ByteArray} {
-			opts = append(opts, parquet.DefaultEncodingFor(k, &parquet.RLEDictionary))
-		}
+		// Dictionary-encoded columns fall back to plain pages once their
+		// dictionary passes the table's dict-size-bytes, so that a
+		// high-cardinality column never carries a dictionary page
+		// readers refuse.
 		opts = append(opts, parquet.DictionaryMaxBytes(set.dictBytes))
 	}
 	cw := &countingWriter{w: f}
@@ -544,6 +583,10 @@ func (o *mergeOutput) close(spec iceberg.PartitionSpec, sc *iceberg.Schema, inpu
 	var splits []int64
 	for _, rg := range md.RowGroups {
 		for i, c := range rg.Columns {
+			if c.MetaData.NumValues != rg.NumRows {
+				// Columns are flat: one value per row, in every column.
+				return nil, fmt.Errorf("write %s: column %v has %d values for %d rows", o.path, c.MetaData.PathInSchema, c.MetaData.NumValues, rg.NumRows)
+			}
 			id := fields[i].ID
 			sizes[id] += c.MetaData.TotalCompressedSize
 			valueCounts[id] += c.MetaData.NumValues

@@ -20,19 +20,25 @@ func appendOnly(t *testing.T, spec iceberg.PartitionSpec, props iceberg.Properti
 	t.Helper()
 	e, tbl := newEnv(t, baseSchema, spec, "2")
 	if len(props) > 0 {
-		tx := tbl.NewTransaction()
-		if err := tx.SetProperties(props); err != nil {
-			t.Fatal(err)
-		}
-		var err error
-		if tbl, err = tx.Commit(e.ctx); err != nil {
-			t.Fatal(err)
-		}
+		tbl = e.setProps(tbl, props)
 	}
 	for i := 0; i < 10; i++ {
 		tbl = e.append(tbl, 300)
 	}
 	return e, tbl
+}
+
+func (e *env) setProps(tbl *table.Table, props iceberg.Properties) *table.Table {
+	e.t.Helper()
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(props); err != nil {
+		e.t.Fatal(err)
+	}
+	tbl, err := tx.Commit(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tbl
 }
 
 // dataFiles returns the current snapshot's data files.
@@ -149,36 +155,57 @@ func TestMergePath(t *testing.T) {
 	}
 }
 
-// The table's write properties shape the output: codec, row-group size,
-// and the dictionary limit past which a column falls back to plain pages.
+// The table's write properties shape the output, whatever the inputs
+// were written with (here zstd and dictionaries, the defaults): codec,
+// row-group size, the dictionary limit past which a column falls back to
+// plain pages, and dictionaries switched off.
 func TestMergeHonoursWriteProperties(t *testing.T) {
-	e, _ := appendOnly(t, *iceberg.UnpartitionedSpec, iceberg.Properties{
-		"write.parquet.compression-codec":    "snappy",
-		"write.parquet.row-group-size-bytes": "32768",
-		"write.parquet.dict-size-bytes":      "4096",
-	})
-	fig := e.checkCompaction(&Job{MinInputFiles: 2})
-	if fig.GroupsMerged == 0 {
-		t.Fatal("the merge path was not taken")
-	}
-	for _, df := range e.dataFiles() {
-		md := openParquet(t, df).Metadata()
-		if len(md.RowGroups) < 2 {
-			t.Errorf("%s: %d row groups of %d rows; row groups are bounded at 32 KiB", df.FilePath(), len(md.RowGroups), df.Count())
+	t.Run("codec, row groups, dictionary limit", func(t *testing.T) {
+		e, tbl := appendOnly(t, *iceberg.UnpartitionedSpec, nil)
+		e.setProps(tbl, iceberg.Properties{
+			"write.parquet.compression-codec":    "snappy",
+			"write.parquet.row-group-size-bytes": "32768",
+			"write.parquet.dict-size-bytes":      "4096",
+		})
+		fig := e.checkCompaction(&Job{MinInputFiles: 2})
+		if fig.GroupsMerged == 0 {
+			t.Fatal("the merge path was not taken")
 		}
-		for _, rg := range md.RowGroups {
-			for _, c := range rg.Columns {
-				if c.MetaData.Codec != format.Snappy {
-					t.Fatalf("column %v is %v, want snappy", c.MetaData.PathInSchema, c.MetaData.Codec)
+		for _, df := range e.dataFiles() {
+			md := openParquet(t, df).Metadata()
+			if len(md.RowGroups) < 2 {
+				t.Errorf("%s: %d row groups of %d rows; row groups are bounded at 32 KiB", df.FilePath(), len(md.RowGroups), df.Count())
+			}
+			for _, rg := range md.RowGroups {
+				for _, c := range rg.Columns {
+					if c.MetaData.Codec != format.Snappy {
+						t.Fatalf("column %v is %v, want snappy", c.MetaData.PathInSchema, c.MetaData.Codec)
+					}
+				}
+				// name is unique per row: its dictionary outgrows 4 KiB
+				// and the column falls back to plain pages.
+				if name := rg.Columns[5].MetaData; !slices.Contains(name.Encoding, format.Plain) {
+					t.Errorf("high-cardinality column name never fell back to plain: %v", name.Encoding)
 				}
 			}
-			// name is unique per row: its dictionary outgrows 4 KiB
-			// and the column falls back to plain pages.
-			if name := rg.Columns[5].MetaData; !slices.Contains(name.Encoding, format.Plain) {
-				t.Errorf("high-cardinality column name never fell back to plain: %v", name.Encoding)
+		}
+	})
+	t.Run("no dictionaries", func(t *testing.T) {
+		e, tbl := appendOnly(t, *iceberg.UnpartitionedSpec, nil)
+		e.setProps(tbl, iceberg.Properties{"parquet.enable.dictionary": "false"})
+		if fig := e.checkCompaction(&Job{MinInputFiles: 2}); fig.GroupsMerged == 0 {
+			t.Fatal("the merge path was not taken")
+		}
+		for _, df := range e.dataFiles() {
+			for _, rg := range openParquet(t, df).Metadata().RowGroups {
+				for _, c := range rg.Columns {
+					if slices.Contains(c.MetaData.Encoding, format.RLEDictionary) || slices.Contains(c.MetaData.Encoding, format.PlainDictionary) || c.MetaData.DictionaryPageOffset > 0 {
+						t.Fatalf("column %v is dictionary-encoded (%v) with dictionaries off", c.MetaData.PathInSchema, c.MetaData.Encoding)
+					}
+				}
 			}
 		}
-	}
+	})
 }
 
 // Groups the merge path cannot take go iceberg-go's way and still keep
@@ -292,6 +319,8 @@ func TestBoundOrder(t *testing.T) {
 		{"timestamp", le64(255), le64(256)},
 		{"float", le32(math.Float32bits(-2.5)), le32(math.Float32bits(0.5))},
 		{"double", le64(math.Float64bits(-1e10)), le64(math.Float64bits(-1))},
+		{"float", le32(math.Float32bits(float32(math.Copysign(0, -1)))), le32(math.Float32bits(0))},
+		{"double", le64(math.Float64bits(math.Copysign(0, -1))), le64(math.Float64bits(0))},
 		{"string", []byte("ab"), []byte("b")},
 		{"boolean", []byte{0}, []byte{1}},
 	} {
@@ -299,5 +328,8 @@ func TestBoundOrder(t *testing.T) {
 		if cmp(tc.a, tc.b) >= 0 || cmp(tc.b, tc.a) <= 0 || cmp(tc.a, tc.a) != 0 {
 			t.Errorf("%s: %x and %x compare wrongly", tc.typ, tc.a, tc.b)
 		}
+	}
+	if validBound(iceberg.PrimitiveTypes.Float64, le64(math.Float64bits(math.NaN()))) || validBound(iceberg.PrimitiveTypes.Int32, []byte{1}) {
+		t.Error("a NaN or short bound passed as valid")
 	}
 }
