@@ -19,7 +19,6 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/compress/zstd"
-	"github.com/parquet-go/parquet-go/encoding"
 	"github.com/parquet-go/parquet-go/format"
 	"github.com/sourcegraph/conc/pool"
 )
@@ -290,17 +289,26 @@ func matchSchema(sc *iceberg.Schema, ps *parquet.Schema) error {
 	return nil
 }
 
-// outputSchema is the inputs' schema with the table's codec and encodings
-// in place of the inputs' own: parquet-go gives a file's schema the codec
-// and encoding of its column chunks, and a writer would keep them. The
-// columns keep the inputs' order (parquet.Group would sort them by name).
+// outputSchema is the inputs' schema with the table's codec in place of
+// the inputs' own: parquet-go gives a file's schema the codec and encoding
+// of its column chunks, and a writer would keep them. Each column keeps
+// the encoding its first input was written with — dictionary or not, the
+// writer that saw the data chose — except that a dictionary is used only
+// when the table allows them. The columns keep the inputs' order
+// (parquet.Group would sort them by name).
 func outputSchema(in *parquet.Schema, set mergeSettings) *parquet.Schema {
 	cols := in.Fields()
 	fields := make([]parquet.Field, len(cols))
 	for i, c := range cols {
-		var enc encoding.Encoding = &parquet.Plain
-		if set.dictionary && c.Type().Kind() != parquet.Boolean {
+		enc := c.Encoding()
+		switch {
+		case enc == nil:
+			enc = &parquet.Plain
+		case enc.Encoding() == format.RLEDictionary || enc.Encoding() == format.PlainDictionary:
 			enc = &parquet.RLEDictionary
+			if !set.dictionary {
+				enc = &parquet.Plain
+			}
 		}
 		fields[i] = outputColumn{Node: parquet.Compressed(parquet.Encoded(c, enc), set.codec), name: c.Name()}
 	}

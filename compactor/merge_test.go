@@ -2,12 +2,16 @@ package compactor
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/parquet-go/parquet-go"
@@ -160,12 +164,11 @@ func TestMergePath(t *testing.T) {
 // row-group size, the dictionary limit past which a column falls back to
 // plain pages, and dictionaries switched off.
 func TestMergeHonoursWriteProperties(t *testing.T) {
-	t.Run("codec, row groups, dictionary limit", func(t *testing.T) {
+	t.Run("codec, row groups", func(t *testing.T) {
 		e, tbl := appendOnly(t, *iceberg.UnpartitionedSpec, nil)
 		e.setProps(tbl, iceberg.Properties{
 			"write.parquet.compression-codec":    "snappy",
 			"write.parquet.row-group-size-bytes": "32768",
-			"write.parquet.dict-size-bytes":      "4096",
 		})
 		fig := e.checkCompaction(&Job{MinInputFiles: 2})
 		if fig.GroupsMerged == 0 {
@@ -182,11 +185,44 @@ func TestMergeHonoursWriteProperties(t *testing.T) {
 						t.Fatalf("column %v is %v, want snappy", c.MetaData.PathInSchema, c.MetaData.Codec)
 					}
 				}
-				// name is unique per row: its dictionary outgrows 4 KiB
-				// and the column falls back to plain pages.
-				if name := rg.Columns[5].MetaData; !slices.Contains(name.Encoding, format.Plain) {
-					t.Errorf("high-cardinality column name never fell back to plain: %v", name.Encoding)
-				}
+			}
+		}
+	})
+	t.Run("dictionary limit", func(t *testing.T) {
+		// Each input holds 50 distinct codes, dictionary-encoded; merged,
+		// 500 codes outgrow a 1 KiB dictionary.
+		sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "code", Type: iceberg.PrimitiveTypes.String, Required: true})
+		e, tbl := newEnv(t, sc, *iceberg.UnpartitionedSpec, "2")
+		asc := arrow.NewSchema([]arrow.Field{{Name: "code", Type: arrow.BinaryTypes.String}}, nil)
+		for f := 0; f < 10; f++ {
+			bld := array.NewRecordBuilder(memory.DefaultAllocator, asc)
+			for r := 0; r < 400; r++ {
+				bld.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("code-%04d", f*50+r%50))
+			}
+			rec := bld.NewRecordBatch()
+			rdr, _ := array.NewRecordReader(asc, []arrow.RecordBatch{rec})
+			var err error
+			if tbl, err = tbl.Append(e.ctx, rdr, nil); err != nil {
+				t.Fatal(err)
+			}
+			rdr.Release()
+			rec.Release()
+			bld.Release()
+		}
+		if enc := openParquet(t, e.dataFiles()[0]).Metadata().RowGroups[0].Columns[0].MetaData.Encoding; !slices.Contains(enc, format.RLEDictionary) {
+			t.Fatalf("setup: the inputs are not dictionary-encoded: %v", enc)
+		}
+		// Small uncompressed pages: the limit is checked page by page,
+		// and the dictionary page's size is then its entries' (13 bytes
+		// each, 6.5 KB for all 500).
+		e.setProps(tbl, iceberg.Properties{"write.parquet.dict-size-bytes": "1024", "write.parquet.page-size-bytes": "1024", "write.parquet.compression-codec": "uncompressed"})
+		if fig := e.checkCompaction(&Job{MinInputFiles: 2}); fig.GroupsMerged == 0 {
+			t.Fatal("the merge path was not taken")
+		}
+		for _, df := range e.dataFiles() {
+			md := openParquet(t, df).Metadata().RowGroups[0].Columns[0].MetaData
+			if dict := md.DataPageOffset - md.DictionaryPageOffset; md.DictionaryPageOffset == 0 || dict > 3<<10 {
+				t.Errorf("%s: a %d-byte dictionary page; want the one that passed 1 KiB, then plain pages", df.FilePath(), dict)
 			}
 		}
 	})
