@@ -419,7 +419,11 @@ func openInput(fsys icebergio.IO, df iceberg.DataFile, wholeFileBytes int64, fre
 	} else {
 		o.close = func() { f.Close() }
 	}
-	if o.pf, err = parquet.OpenFile(r, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true), parquet.ReadBufferSize(readBufferBytes)); err != nil {
+	opts := []parquet.FileOption{parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true)}
+	if size > wholeFileBytes {
+		opts = append(opts, parquet.ReadBufferSize(readBufferBytes))
+	}
+	if o.pf, err = parquet.OpenFile(r, size, opts...); err != nil {
 		return fail(err)
 	}
 	if o.pf.NumRows() != df.Count() {
