@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -155,7 +156,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 	var addedAt map[string]time.Time
 	minAge := time.Duration(t.Bucket.Config.Compaction.MinFileAgeMinutes) * time.Minute
 	if minAge > 0 {
-		if addedAt, err = fileAges(tbl); err != nil {
+		if addedAt, err = fileAges(ctx, tbl); err != nil {
 			return out, err
 		}
 	}
@@ -497,35 +498,53 @@ func safeDeletes(batch []table.CompactionGroupResult, idx deleteIndex) []table.C
 // the snapshot that the scan attached to no data file. Deletion vectors
 // are left alone: several share one Puffin file.
 func danglingDeletes(ctx context.Context, tbl *table.Table, covers map[string][]string) ([]iceberg.DataFile, error) {
-	fs, err := tbl.FS(ctx)
-	if err != nil {
-		return nil, err
-	}
-	snap := tbl.CurrentSnapshot()
-	manifests, err := snap.Manifests(fs)
-	if err != nil {
-		return nil, fmt.Errorf("read manifest list %s: %w", snap.ManifestList, err)
-	}
 	var out []iceberg.DataFile
 	seen := map[string]bool{}
-	for _, m := range manifests {
-		if m.ManifestContent() != iceberg.ManifestContentDeletes {
+	for e, err := range liveEntries(ctx, tbl, iceberg.ManifestContentDeletes) {
+		if err != nil {
+			return nil, err
+		}
+		df := e.DataFile()
+		p := df.FilePath()
+		if df.FileFormat() == iceberg.PuffinFile || len(covers[p]) > 0 || seen[p] {
 			continue
 		}
-		for e, err := range m.Entries(fs, true) {
-			if err != nil {
-				return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-			}
-			df := e.DataFile()
-			p := df.FilePath()
-			if df.FileFormat() == iceberg.PuffinFile || len(covers[p]) > 0 || seen[p] {
-				continue
-			}
-			seen[p] = true
-			out = append(out, df)
-		}
+		seen[p] = true
+		out = append(out, df)
 	}
 	return out, nil
+}
+
+// liveEntries yields the live entries of the current snapshot's manifests
+// of one content type.
+func liveEntries(ctx context.Context, tbl *table.Table, content iceberg.ManifestContent) iter.Seq2[iceberg.ManifestEntry, error] {
+	return func(yield func(iceberg.ManifestEntry, error) bool) {
+		fs, err := tbl.FS(ctx)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		snap := tbl.CurrentSnapshot()
+		manifests, err := snap.Manifests(fs)
+		if err != nil {
+			yield(nil, fmt.Errorf("read manifest list %s: %w", snap.ManifestList, err))
+			return
+		}
+		for _, m := range manifests {
+			if m.ManifestContent() != content {
+				continue
+			}
+			for e, err := range m.Entries(fs, true) {
+				if err != nil {
+					yield(nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err))
+					return
+				}
+				if !yield(e, nil) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // partitionLabel names a file's partition for people: the partition
@@ -625,29 +644,15 @@ func addedSince(ctx context.Context, t jobs.Target, start *table.Snapshot) (map[
 // fileAges maps each live data file of the current snapshot to the commit
 // time of the snapshot that added it; files whose adding snapshot has
 // expired are absent (and old enough by any measure).
-func fileAges(tbl *table.Table) (map[string]time.Time, error) {
-	snap := tbl.CurrentSnapshot()
-	fs, err := tbl.FS(context.Background())
-	if err != nil {
-		return nil, err
-	}
-	manifests, err := snap.Manifests(fs)
-	if err != nil {
-		return nil, fmt.Errorf("read manifest list %s: %w", snap.ManifestList, err)
-	}
+func fileAges(ctx context.Context, tbl *table.Table) (map[string]time.Time, error) {
 	meta := tbl.Metadata()
 	out := map[string]time.Time{}
-	for _, m := range manifests {
-		if m.ManifestContent() != iceberg.ManifestContentData {
-			continue
+	for e, err := range liveEntries(ctx, tbl, iceberg.ManifestContentData) {
+		if err != nil {
+			return nil, err
 		}
-		for e, err := range m.Entries(fs, true) {
-			if err != nil {
-				return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-			}
-			if s := meta.SnapshotByID(e.SnapshotID()); s != nil {
-				out[e.DataFile().FilePath()] = time.UnixMilli(s.TimestampMs)
-			}
+		if s := meta.SnapshotByID(e.SnapshotID()); s != nil {
+			out[e.DataFile().FilePath()] = time.UnixMilli(s.TimestampMs)
 		}
 	}
 	return out, nil

@@ -126,8 +126,6 @@ func mergeable(meta table.Metadata, tasks []table.FileScanTask, target int64) er
 		switch {
 		case len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) > 0:
 			return fmt.Errorf("%w: %s has row-level deletes", errNotMergeable, df.FilePath())
-		case t.Start != 0 || t.Length != df.FileSizeBytes():
-			return fmt.Errorf("%w: %s is split", errNotMergeable, df.FilePath())
 		case df.FileFormat() != iceberg.ParquetFile:
 			return fmt.Errorf("%w: %s is %s", errNotMergeable, df.FilePath(), df.FileFormat())
 		case int(df.SpecID()) != meta.DefaultPartitionSpec():

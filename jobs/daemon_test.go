@@ -109,6 +109,17 @@ func waitEmpty(t *testing.T, s state.Store, within time.Duration) {
 	t.Fatalf("queue still holds %d jobs", n)
 }
 
+// runUntilEmpty runs w until s's queue is empty, then stops it and waits.
+func runUntilEmpty(t *testing.T, w *Worker, s state.Store) {
+	t.Helper()
+	ctx := context.Background()
+	stop, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { w.Run(stop, ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitEmpty(t, s, 10*time.Second)
+}
+
 // Two workers on one store (two replicas) run every queued job exactly
 // once and never two jobs of one table at a time.
 func TestWorkersRunEachJobOnce(t *testing.T) {
@@ -187,12 +198,7 @@ func TestTakeoverAfterCrash(t *testing.T) {
 	var takeovers atomic.Int32
 	w := &Worker{Store: s2, Registry: reg, Runner: &Runner{Store: s2, Jobs: map[maintenance.JobType]Job{maintenance.Compaction: fake}},
 		Holder: "survivor", LeaseTTL: ttl, Poll: 20 * time.Millisecond, OnTakeover: func(state.QueuedJob) { takeovers.Add(1) }}
-	stop, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { w.Run(stop, ctx); close(done) }()
-	waitEmpty(t, s2, 10*time.Second)
-	cancel()
-	<-done
+	runUntilEmpty(t, w, s2)
 	if fake.count(k) != 1 || takeovers.Load() != 1 {
 		t.Fatalf("runs %d, takeovers %d", fake.count(k), takeovers.Load())
 	}
@@ -221,12 +227,7 @@ func TestPanicAndTimeout(t *testing.T) {
 	for _, typ := range []maintenance.JobType{maintenance.Compaction, maintenance.SnapshotManagement} {
 		s.Enqueue(ctx, state.QueuedJob{Table: key(1), Type: typ, Trigger: "test", NotBefore: time.Now()})
 	}
-	stop, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { w.Run(stop, ctx); close(done) }()
-	waitEmpty(t, s, 10*time.Second)
-	cancel()
-	<-done
+	runUntilEmpty(t, w, s)
 	last, _ := s.LastRuns(ctx, key(1))
 	if r := last[maintenance.Compaction]; r.Status != state.Failed || !strings.Contains(r.FailureMessage, "internal error: boom") {
 		t.Fatalf("panicking job: %+v", r)
