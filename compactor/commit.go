@@ -2,185 +2,167 @@ package compactor
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"time"
 
-	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/jobs"
 )
 
-// commitBatch commits the batch on base as one REPLACE snapshot whose new
-// files carry start's sequence number. It returns the table after the
-// commit, the groups committed and those dropped for true conflicts; an
-// error means the batch gave up (its groups are neither).
-func (j *Job) commitBatch(ctx context.Context, t jobs.Target, base *table.Table, start *table.Snapshot, batch []table.CompactionGroupResult, deletes deleteIndex, fig *Figures) (after *table.Table, committed, dropped []table.CompactionGroupResult, err error) {
-	var landed []table.CompactionGroupResult // an earlier attempt landed though it reported failure
-	gone := map[string]bool{}                // delete files another commit removed since start
-	maxAttempts, backoff := j.MaxAttempts, j.Backoff
-	if maxAttempts <= 0 {
-		maxAttempts = 4
-	}
-	if backoff <= 0 {
-		backoff = 200 * time.Millisecond
-	}
-	for attempt := 1; ; attempt++ {
-		if attempt > 1 {
-			fresh, err := t.Bucket.LoadTable(ctx, t.Table)
-			if err != nil {
-				return base, landed, dropped, err
-			}
-			keep, drop, done, removed, err := conflicts(ctx, fresh, start, batch)
-			if err != nil {
-				return base, landed, dropped, err
-			}
-			for p := range removed {
-				gone[p] = true
-			}
-			dropped = append(dropped, drop...)
-			landed = append(landed, done...)
-			batch, base = keep, fresh
-			if len(batch) == 0 {
-				return base, landed, dropped, nil
-			}
-		}
-		batch = safeDeletes(batch, deletes)
-		for i := range batch {
-			batch[i].SafePosDeletes = slices.DeleteFunc(batch[i].SafePosDeletes, func(d iceberg.DataFile) bool { return gone[d.FilePath()] })
-		}
-		if j.beforeCommit != nil {
-			j.beforeCommit(attempt)
-		}
-		fig.CommitAttempts++
-		tx := base.NewTransaction()
-		rw := tx.NewRewrite(iceberg.Properties{"icekeeper.job": "icebergCompaction"})
-		for _, r := range batch {
-			rw.ApplyResult(r)
-		}
-		rw.DataSequenceNumber(start.SequenceNumber)
-		err := rw.Commit(ctx)
-		var after *table.Table
-		if err == nil {
-			after, err = tx.Commit(ctx)
-		}
-		if j.afterCommit != nil {
-			err = j.afterCommit(err)
-		}
-		if err == nil {
-			return after, append(landed, batch...), dropped, nil
-		}
-		if !errors.Is(err, table.ErrCommitFailed) && !moved(ctx, t, base) {
-			return base, landed, dropped, fmt.Errorf("commit compaction of %s: %w", t.Table, err)
-		}
-		if attempt >= maxAttempts {
-			return base, landed, dropped, errors.New(MsgStaleMetadata)
-		}
-		select {
-		case <-time.After(backoff << (attempt - 1)):
-		case <-ctx.Done():
-			return base, landed, dropped, ctx.Err()
-		}
-	}
+// committer commits a run's rewritten groups in batches, each a REPLACE
+// snapshot staged once and rebased on every attempt (replace.go).
+type committer struct {
+	t       jobs.Target
+	cat     catalog.Catalog
+	fs      icebergio.WriteFileIO
+	fsF     func(context.Context) (icebergio.IO, error)
+	locs    table.LocationProvider
+	start   *table.Snapshot
+	deletes deleteIndex
+	policy  commit.Policy
+
+	batchGroups, busyGroups int
+	batchBytes              int64
+
+	beforeCommit func(attempt int)
+	afterCommit  func(error) error
 }
 
-func moved(ctx context.Context, t jobs.Target, base *table.Table) bool {
-	now, err := t.Bucket.LoadTable(ctx, t.Table)
-	return err == nil && now.MetadataLocation() != base.MetadataLocation()
+// committed is what the commit stage did.
+type committed struct {
+	groups         []table.CompactionGroupResult
+	dropped        []string // "partition: why", one per dropped group
+	deletesRemoved int
+	commits        int
+	stats          commit.Stats
+	rebases        int
+	// unknown is set when a commit's outcome could not be learned: its
+	// outputs must stay, whether or not it landed.
+	unknown bool
 }
 
-// conflicts splits the batch into groups that can still commit on fresh,
-// groups whose rewrite already landed (a commit reported as failed that
-// went through: all their outputs were added since start), and groups that
-// truly conflict: a replaced file was removed since start,
-// or a position delete or deletion vector was added since start in the
-// partition of one of the group's files (it may delete rows the rewrite
-// has already copied). Equality deletes added since start do not
-// conflict: the rewritten files keep start's sequence number, so those
-// deletes still apply to them. It also returns the delete files removed
-// since start, which the retry must not try to remove again.
-func conflicts(ctx context.Context, fresh *table.Table, start *table.Snapshot, batch []table.CompactionGroupResult) (keep, drop, landed []table.CompactionGroupResult, removedDeletes map[string]bool, err error) {
-	fs, err := fresh.FS(ctx)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	removedDeletes = map[string]bool{}
-	meta := fresh.Metadata()
-	removed, added := map[string]bool{}, map[string]bool{}
-	deletedParts := map[string]bool{}
-	reached := false
-	cur := fresh.CurrentSnapshot()
-	for s := cur; s != nil; {
-		if s.SnapshotID == start.SnapshotID {
-			reached = true
-			break
+// run commits results in batches on base. The first batch holds up to
+// batchGroups groups (or batchBytes of input); once a batch has lost a race
+// the table is busy, and later batches hold at most busyGroups, so that a
+// batch that runs out of retry budget loses little and the groups already
+// committed stay committed.
+func (c *committer) run(ctx context.Context, base *table.Table, results []table.CompactionGroupResult) (committed, error) {
+	var out committed
+	busy := false
+	for len(results) > 0 {
+		limit := c.batchGroups
+		if busy {
+			limit = c.busyGroups
 		}
-		manifests, err := s.Manifests(fs)
+		n := batchLen(results, limit, c.batchBytes)
+		after, st, err := c.commitBatch(ctx, base, results[:n], &out)
+		out.stats.Add(st)
 		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("read manifest list %s: %w", s.ManifestList, err)
+			return out, err
 		}
-		for _, m := range manifests {
-			if m.SnapshotID() != s.SnapshotID {
-				continue // carried over, not written by this commit
-			}
-			for e, err := range m.Entries(fs, false) {
-				if err != nil {
-					return nil, nil, nil, nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-				}
-				if e.SnapshotID() != s.SnapshotID {
-					continue
-				}
-				df := e.DataFile()
-				switch {
-				case e.Status() == iceberg.EntryStatusDELETED && df.ContentType() == iceberg.EntryContentData:
-					removed[df.FilePath()] = true
-				case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentData:
-					added[df.FilePath()] = true
-				case e.Status() == iceberg.EntryStatusADDED && df.ContentType() == iceberg.EntryContentPosDeletes:
-					deletedParts[partitionKey(df)] = true
-				case e.Status() == iceberg.EntryStatusDELETED:
-					removedDeletes[df.FilePath()] = true // a delete file: no longer ours to remove
-				}
-			}
-		}
-		if s.ParentSnapshotID == nil {
-			break
-		}
-		s = meta.SnapshotByID(*s.ParentSnapshotID)
-	}
-	if !reached {
-		// The table was rolled back or replaced: nothing planned on the
-		// old state may commit.
-		return nil, batch, nil, removedDeletes, nil
-	}
-	for _, r := range batch {
-		if len(r.NewDataFiles) > 0 && allIn(r.NewDataFiles, added) {
-			landed = append(landed, r)
-			continue
-		}
-		bad := false
-		for _, df := range r.OldDataFiles {
-			if removed[df.FilePath()] || deletedParts[partitionKey(df)] {
-				bad = true
-				break
-			}
-		}
-		if bad {
-			drop = append(drop, r)
-		} else {
-			keep = append(keep, r)
+		busy = busy || st.Conflicts > 0
+		c.deletes.dangling = nil // removed with the first commit
+		results = results[n:]
+		if after != nil {
+			base = after
 		}
 	}
-	return keep, drop, landed, removedDeletes, nil
+	return out, nil
 }
 
-func allIn(files []iceberg.DataFile, set map[string]bool) bool {
-	for _, df := range files {
-		if !set[df.FilePath()] {
-			return false
+// batchLen is how many of results the next batch takes: at most maxGroups
+// and, once past the first group, at most maxBytes of input.
+func batchLen(results []table.CompactionGroupResult, maxGroups int, maxBytes int64) int {
+	var bytes int64
+	for i, r := range results {
+		var in int64
+		for _, df := range r.OldDataFiles {
+			in += df.FileSizeBytes()
+		}
+		if i > 0 && (i >= maxGroups || bytes+in > maxBytes) {
+			return i
+		}
+		bytes += in
+	}
+	return len(results)
+}
+
+// commitBatch commits one batch and adds what it did to out. It returns the
+// table after the commit (nil when nothing committed).
+func (c *committer) commitBatch(ctx context.Context, base *table.Table, batch []table.CompactionGroupResult, out *committed) (*table.Table, commit.Stats, error) {
+	r := newReplace(c.fs, c.locs, c.start, batch, c.deletes)
+	ident := base.Identifier()
+	meta := base.Metadata()
+	var after *table.Table
+	var landed *attempt
+	st, err := commit.Do(ctx, c.policy, func(ctx context.Context, n int) error {
+		if n > 1 {
+			fresh, err := c.t.Bucket.LoadTable(ctx, c.t.Table)
+			if err != nil {
+				return err
+			}
+			meta = fresh.Metadata()
+			if s := meta.SnapshotByID(r.id); s != nil {
+				// An earlier attempt landed though it was reported lost.
+				after, landed = fresh, r.attempts[s.ManifestList]
+				return nil
+			}
+		}
+		a, err := r.rebase(ctx, meta)
+		if err != nil || a == nil {
+			return err
+		}
+		if c.beforeCommit != nil {
+			c.beforeCommit(n)
+		}
+		newMeta, loc, err := c.cat.CommitTable(ctx, ident, a.reqs, a.updates)
+		if c.afterCommit != nil {
+			err = c.afterCommit(err)
+		}
+		if err == nil {
+			after, landed = table.New(ident, newMeta, loc, c.fsF, c.cat), a
+			return nil
+		}
+		if commit.IsConflict(err) {
+			return err
+		}
+		// A timeout, a 5xx, a cut connection: look before deciding.
+		fresh, lerr := c.t.Bucket.LoadTable(context.WithoutCancel(ctx), c.t.Table)
+		if lerr == nil && fresh.Metadata().SnapshotByID(r.id) != nil {
+			after, landed = fresh, a
+			return nil
+		}
+		// The SQL catalog commits in one database transaction, finished
+		// when its call returns, so the reload is the answer. A catalog
+		// across the network may still apply a request that was cut off,
+		// after the reload: its files must stay.
+		if _, sql := c.cat.(*sqlcat.Catalog); lerr != nil || !sql {
+			out.unknown = true
+			return fmt.Errorf("commit compaction of %s (whether it landed is unknown, so its files are kept): %w", c.t.Table, err)
+		}
+		return fmt.Errorf("commit compaction of %s: %w", c.t.Table, err)
+	})
+	out.rebases += r.rebases
+	for i := range batch {
+		if why, ok := r.dropped[i]; ok {
+			out.dropped = append(out.dropped, fmt.Sprintf("%s: %s", batch[i].PartitionKey, why))
 		}
 	}
-	return true
+	if landed == nil {
+		if !out.unknown {
+			r.cleanup(nil)
+		}
+		return nil, st, err
+	}
+	r.cleanup(landed)
+	out.commits++
+	out.groups = append(out.groups, landed.groups...)
+	for _, g := range landed.groups {
+		out.deletesRemoved += len(g.SafePosDeletes) + len(g.SafeDeletionVectors)
+	}
+	return after, st, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/tablecheck"
@@ -32,7 +33,7 @@ func smallTable(t *testing.T) (*env, *table.Table) {
 // rewritten rows: they keep the start's sequence number.
 func TestConcurrentEqualityDeleteStillApplies(t *testing.T) {
 	e, _ := smallTable(t)
-	job := &Job{MinInputFiles: 2, Backoff: time.Millisecond}
+	job := &Job{MinInputFiles: 2, Retry: quickRetry(8)}
 	job.beforeCommit = func(attempt int) {
 		if attempt == 1 {
 			e.eqDelete(e.load(), 10, 1010, 1999)
@@ -59,7 +60,7 @@ func TestConcurrentEqualityDeleteStillApplies(t *testing.T) {
 func TestConcurrentPositionDeleteDropsGroup(t *testing.T) {
 	e, _ := smallTable(t)
 	dataDir := strings.TrimPrefix(e.load().Location(), "file://") + "/data"
-	job := &Job{MinInputFiles: 2, Backoff: time.Millisecond}
+	job := &Job{MinInputFiles: 2, Retry: quickRetry(8)}
 	job.beforeCommit = func(attempt int) {
 		if attempt == 1 {
 			e.posDelete(e.load(), 7, 1507)
@@ -130,10 +131,10 @@ func TestStreamingWriter(t *testing.T) {
 	}()
 	succeeded := 0
 	for i := 0; i < 3; i++ {
-		out, _ := e.compact(&Job{MinInputFiles: 2, Backoff: 5 * time.Millisecond, MaxAttempts: 8})
+		out, _ := e.compact(&Job{MinInputFiles: 2, Retry: quickRetry(7)})
 		if out.Status == state.Successful {
 			succeeded++
-		} else if out.FailureMessage != MsgStaleMetadata {
+		} else if out.FailureMessage != commit.MsgStaleMetadata {
 			t.Errorf("compaction %d: %+v", i, out)
 		}
 	}
@@ -279,7 +280,7 @@ func TestMinimumFileAge(t *testing.T) {
 func TestLostCommitAnswerKeepsOutputs(t *testing.T) {
 	e, tbl := smallTable(t)
 	fp := e.rows(tbl, 0)
-	job := &Job{MinInputFiles: 2, MaxAttempts: 2, Backoff: time.Millisecond}
+	job := &Job{MinInputFiles: 2, Retry: quickRetry(1)}
 	job.afterCommit = func(err error) error {
 		if err == nil {
 			return errors.New("connection reset by peer (the commit landed)")
@@ -298,4 +299,9 @@ func TestLostCommitAnswerKeepsOutputs(t *testing.T) {
 	if err != nil || len(missing) > 0 {
 		t.Fatalf("compaction deleted files its own landed commit references: %v %v", missing, err)
 	}
+}
+
+// quickRetry is a commit retry policy that retries n times at once.
+func quickRetry(n int) *commit.Policy {
+	return &commit.Policy{Retries: n, MinWait: time.Millisecond, MaxWait: time.Millisecond, Timeout: time.Minute}
 }

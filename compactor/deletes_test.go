@@ -2,7 +2,6 @@ package compactor
 
 import (
 	"testing"
-	"time"
 
 	"github.com/apache/iceberg-go"
 )
@@ -151,7 +150,7 @@ func TestDeleteRemovedMeanwhile(t *testing.T) {
 	if len(dangling) != 1 {
 		t.Fatalf("setup: %d delete files, want the one dangling", len(dangling))
 	}
-	job := &Job{MinInputFiles: 2, Backoff: time.Millisecond}
+	job := &Job{MinInputFiles: 2, Retry: quickRetry(8)}
 	job.beforeCommit = func(attempt int) {
 		if attempt != 1 {
 			return

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/icekeeper/icekeeper/compactor/merge"
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 )
@@ -68,7 +69,7 @@ func BenchmarkRewritePaths(b *testing.B) {
 	b.Run("merge", func(b *testing.B) {
 		var rowGroups int
 		for i := 0; i < b.N; i++ {
-			r, err := mergeGroup(ctx, tbl, tasks, 1<<30, 0)
+			r, err := merge.Group(ctx, tbl, tasks, 1<<30, 0)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -46,7 +46,6 @@ const (
 const (
 	MsgPropsConflict  = "Iceberg table maintenance configuration is incompatible with 'history.expire.max-snapshot-age-ms' and 'history.expire.min-snapshots-to-keep' table properties."
 	MsgRefsNotAllowed = "Iceberg Snapshot management does not currently support user defined tags or references."
-	MsgStaleMetadata  = "Failed to commit because of out of date metadata. Maintenance will be retried at the next available opportunity."
 )
 
 // Sentinel errors of Decide.

@@ -2,13 +2,14 @@ package expire
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/internal/health"
 	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/jobs"
@@ -18,11 +19,9 @@ import (
 // S3 Tables: files that only expired snapshots referenced become
 // unreferenced and are left to icebergUnreferencedFileRemoval.
 type Job struct {
-	// MaxAttempts bounds commits when concurrent writers keep moving the
-	// table (default 5); Backoff is the first wait between them, doubled
-	// each time (default 100ms).
-	MaxAttempts int
-	Backoff     time.Duration
+	// Retry is the commit retry policy where the table sets no
+	// commit.retry.* property (default commit.DefaultPolicy()).
+	Retry *commit.Policy
 
 	// DeleteFiles deletes the given files of t that no metadata of the
 	// table references any more, re-checking each against freshly loaded
@@ -51,6 +50,7 @@ type Figures struct {
 	SpecsRemoved        []int     `json:"specsRemoved,omitempty"`
 	FilesDeleted        int       `json:"filesDeleted,omitempty"`
 	CommitAttempts      int       `json:"commitAttempts"`
+	Conflicts           int       `json:"conflicts"` // attempts lost to a concurrent commit
 	DurationMs          int64     `json:"durationMs"`
 }
 
@@ -88,8 +88,10 @@ func (f *Figures) Counters() map[string]float64 {
 	return map[string]float64{"snapshots_expired": float64(f.SnapshotsExpired), "refs_removed": float64(f.RefsRemoved)}
 }
 
-// Run implements jobs.Job: load, decide, commit; on a conflicting
-// concurrent commit, reload and decide again, up to MaxAttempts.
+// Run implements jobs.Job: load, decide, commit. When a writer commits
+// meanwhile, the next attempt loads the table again and decides on the new
+// state: a decision is cheap next to the load, and deciding again is the
+// only way to honour refs that moved.
 func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, opts jobs.Options) (jobs.Outcome, error) {
 	start := time.Now()
 	s := Settings{
@@ -100,49 +102,53 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 	if s.Mode == "" {
 		s.Mode = Conservative
 	}
-	maxAttempts, backoff := j.MaxAttempts, j.Backoff
-	if maxAttempts <= 0 {
-		maxAttempts = 5
-	}
-	if backoff <= 0 {
-		backoff = 100 * time.Millisecond
-	}
 	cat, err := t.Bucket.Catalog(ctx)
 	if err != nil {
 		return jobs.Outcome{}, err
 	}
 	fig := &Figures{Now: opts.Now.UTC()}
-	for attempt := 1; ; attempt++ {
-		tbl, err := t.Bucket.LoadTable(ctx, t.Table)
-		if err != nil {
-			return jobs.Outcome{Figures: fig}, err
+	out := jobs.Outcome{Figures: fig}
+	defer func() { fig.DurationMs = time.Since(start).Milliseconds() }()
+	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
+	if err != nil {
+		return out, err
+	}
+	policy, err := commit.PolicyFor(tbl.Properties(), j.policyDefaults())
+	if err != nil {
+		return out, fmt.Errorf("snapshot management of %s: %w", t.Table, err)
+	}
+	var committed table.Metadata
+	var newLoc string
+	var fs icebergio.IO
+	var d Decision
+	st, err := commit.Do(ctx, policy, func(ctx context.Context, attempt int) error {
+		if attempt > 1 {
+			if tbl, err = t.Bucket.LoadTable(ctx, t.Table); err != nil {
+				return err
+			}
 		}
-		fs, err := tbl.FS(ctx)
-		if err != nil {
-			return jobs.Outcome{Figures: fig}, fmt.Errorf("open file system of %s: %w", tbl.Location(), err)
+		if fs, err = tbl.FS(ctx); err != nil {
+			return fmt.Errorf("open file system of %s: %w", tbl.Location(), err)
 		}
 		if fig.MetadataBytesBefore, err = health.MetadataBytes(fs, tbl.MetadataLocation()); err != nil {
-			return jobs.Outcome{Figures: fig}, err
+			return err
 		}
 		meta := tbl.Metadata()
-		d, err := Decide(meta, s, opts.Now)
-		if err != nil {
-			return jobs.Outcome{Figures: fig}, err
+		if d, err = Decide(meta, s, opts.Now); err != nil {
+			return err
 		}
 		fig.Decision = d
 		if t.Bucket.Config.Expiration.PruneUnusedSchemasAndSpecs && !d.Empty() {
 			if fig.SchemasRemoved, fig.SpecsRemoved, err = unused(fs, meta, d); err != nil {
-				return jobs.Outcome{Figures: fig}, err
+				return err
 			}
 		}
 		fig.SnapshotsBefore = len(meta.Snapshots())
 		fig.SnapshotsExpired, fig.RefsRemoved = len(d.Expire), len(d.RemoveRefs)
 		fig.SnapshotsKept = fig.SnapshotsBefore - fig.SnapshotsExpired
-		fig.DurationMs = time.Since(start).Milliseconds()
 		if opts.DryRun || d.Empty() {
-			return jobs.Outcome{Figures: fig}, nil
+			return nil
 		}
-
 		if j.beforeCommit != nil {
 			j.beforeCommit(attempt)
 		}
@@ -154,42 +160,32 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 		if len(fig.SpecsRemoved) > 0 {
 			updates = append(updates, table.NewRemoveSpecUpdate(fig.SpecsRemoved))
 		}
-		_, newLoc, err := cat.CommitTable(ctx, tbl.Identifier(), reqs, updates)
-		if err == nil {
-			if fig.MetadataBytesAfter, err = health.MetadataBytes(fs, newLoc); err != nil {
-				return jobs.Outcome{Figures: fig}, err
-			}
-			if t.Bucket.Config.Expiration.DeleteExpiredFiles {
-				if err := j.deleteExpired(ctx, t, fs, meta, d, fig); err != nil {
-					return jobs.Outcome{Figures: fig}, fmt.Errorf("expired snapshots committed; deleting their files failed (unreferenced file removal will collect them): %w", err)
-				}
-			}
-			fig.DurationMs = time.Since(start).Milliseconds()
-			return jobs.Outcome{Figures: fig}, nil
+		committed, newLoc, err = cat.CommitTable(ctx, tbl.Identifier(), reqs, updates)
+		if err != nil && !commit.IsConflict(err) {
+			return fmt.Errorf("commit snapshot expiration of %s: %w", tbl.Identifier(), err)
 		}
-		// Whatever the catalog's error type, a table that moved since we
-		// loaded it is a conflict: decide again on the new state.
-		moved, rerr := j.moved(ctx, t, tbl)
-		if rerr != nil || !moved {
-			return jobs.Outcome{Figures: fig}, fmt.Errorf("commit snapshot expiration of %s: %w", tbl.Identifier(), err)
-		}
-		if attempt >= maxAttempts {
-			return jobs.Outcome{Figures: fig}, errors.New(MsgStaleMetadata)
-		}
-		select {
-		case <-time.After(backoff << (attempt - 1)):
-		case <-ctx.Done():
-			return jobs.Outcome{Figures: fig}, ctx.Err()
+		return err
+	})
+	fig.Conflicts = st.Conflicts
+	if err != nil || committed == nil {
+		return out, err
+	}
+	if fig.MetadataBytesAfter, err = health.MetadataBytes(fs, newLoc); err != nil {
+		return out, err
+	}
+	if t.Bucket.Config.Expiration.DeleteExpiredFiles {
+		if err := j.deleteExpired(ctx, t, fs, tbl.Metadata(), d, fig); err != nil {
+			return out, fmt.Errorf("expired snapshots committed; deleting their files failed (unreferenced file removal will collect them): %w", err)
 		}
 	}
+	return out, nil
 }
 
-func (j *Job) moved(ctx context.Context, t jobs.Target, before *table.Table) (bool, error) {
-	now, err := t.Bucket.LoadTable(ctx, t.Table)
-	if err != nil {
-		return false, err
+func (j *Job) policyDefaults() commit.Policy {
+	if j.Retry != nil {
+		return *j.Retry
 	}
-	return now.MetadataLocation() != before.MetadataLocation(), nil
+	return commit.DefaultPolicy()
 }
 
 // commitOf turns a decision into catalog updates, guarded by requirements

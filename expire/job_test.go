@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/internal/demo"
 	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
@@ -31,7 +32,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, appends int) *fixture {
 	d := tabletest.NewDemoTable(t, demo.Options{Appends: appends})
-	return &fixture{DemoTable: d, t: t, ctx: d.Ctx, job: &Job{Backoff: time.Millisecond}}
+	return &fixture{DemoTable: d, t: t, ctx: d.Ctx, job: &Job{Retry: &commit.Policy{Retries: 8, MinWait: time.Millisecond, MaxWait: time.Millisecond, Timeout: time.Minute}}}
 }
 
 func (f *fixture) load() *table.Table { return f.Load() }
@@ -178,14 +179,14 @@ func TestConflictRetries(t *testing.T) {
 
 	// A table that never holds still fails cleanly after MaxAttempts.
 	f2 := newFixture(t, 20)
-	f2.job.MaxAttempts = 3
+	f2.job.Retry = &commit.Policy{Retries: 2, Timeout: time.Minute}
 	f2.job.beforeCommit = func(int) {
 		if err := f2.appendRows(1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	out, fig = f2.run(jobs.Options{})
-	if out.Status != state.Failed || out.FailureMessage != MsgStaleMetadata || fig.CommitAttempts != 3 {
+	if out.Status != state.Failed || out.FailureMessage != commit.MsgStaleMetadata || fig.CommitAttempts != 3 {
 		t.Fatalf("outcome %+v, figures %+v", out, fig)
 	}
 }
@@ -221,7 +222,7 @@ func TestConcurrentWriter(t *testing.T) {
 	}()
 	for i := 0; i < 5; i++ {
 		out, _ := f.run(jobs.Options{Now: time.Now().Add(time.Duration(i) * 24 * time.Hour)})
-		if out.Status != state.Successful && out.FailureMessage != MsgStaleMetadata {
+		if out.Status != state.Successful && out.FailureMessage != commit.MsgStaleMetadata {
 			t.Errorf("run %d: %+v", i, out)
 		}
 	}

@@ -4,18 +4,23 @@
 // every rule is tested with tables of inputs, like Thanos' planner.
 //
 // A file is a candidate when it is small (under 75% of the target), too
-// large (over 180% of the target, to be split), or carries row-level
-// deletes (applying them is half the point of compaction). Candidates are
-// bin-packed per partition toward the target. A partition with fewer than
-// MinInputFiles candidates is left alone unless deletes or an oversized
-// file justify a rewrite, and a group that would rewrite one clean file
-// into itself is never planned.
+// large (over 180% of the target, to be split), carries row-level deletes
+// (applying them is half the point of compaction), or was written under an
+// older partition spec (its rows belong in the current spec's partitions,
+// as Iceberg's own planner decides). Candidates are bin-packed per
+// partition toward the target. A partition with fewer than MinInputFiles
+// candidates is left alone unless deletes, an oversized file or an older
+// spec justify a rewrite, and a group that would rewrite one clean file
+// into itself is never planned. Files committed less than MinFileAge ago
+// are left alone: a streaming writer's newest files are still being joined
+// by more, and compacting them races the writer for nothing.
 package planner
 
 import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Defaults of Options.
@@ -36,8 +41,14 @@ type File struct {
 	SizeBytes   int64
 	Records     int64
 	DeleteFiles int // position, equality and deletion-vector files attached
+	// OldSpec says the file was written under a partition spec other than
+	// the table's current one.
+	OldSpec bool
+	// AddedAt is when the snapshot that added the file was committed; the
+	// zero time means long ago (its snapshot has expired).
+	AddedAt time.Time
 	// Skip, when set, keeps the file out of every group; it is the reason
-	// reported (e.g. the file was written under an older partition spec).
+	// reported.
 	Skip string
 }
 
@@ -48,6 +59,9 @@ type Options struct {
 	// MaxGroupBytes bounds one group's input, which bounds the rewrite's
 	// work per commit (default DefaultMaxGroupMul × TargetBytes).
 	MaxGroupBytes int64
+	// MinFileAge leaves files committed less than this before Now alone.
+	MinFileAge time.Duration
+	Now        time.Time
 }
 
 // Group is one rewrite: files of one partition and what is expected out.
@@ -60,6 +74,10 @@ type Group struct {
 	DeleteFiles         int    `json:"deleteFiles"`
 	ExpectedOutputFiles int    `json:"expectedOutputFiles"`
 	Reason              string `json:"reason"`
+	// Path is how the executor will rewrite the group, and PathReason why
+	// when it is not its first choice; the planner leaves both empty.
+	Path       string `json:"path,omitempty"`
+	PathReason string `json:"pathReason,omitempty"`
 }
 
 // Skip records files or partitions the planner left alone, and why.
@@ -125,6 +143,11 @@ func Make(files []File, opts Options) (Plan, error) {
 			plan.Skipped = append(plan.Skipped, Skip{Partition: label, Files: 1, Reason: f.Skip})
 			continue
 		}
+		if age := opts.Now.Sub(f.AddedAt); opts.MinFileAge > 0 && !f.AddedAt.IsZero() && age < opts.MinFileAge {
+			plan.Skipped = append(plan.Skipped, Skip{Partition: label, Files: 1,
+				Reason: fmt.Sprintf("committed %v ago, younger than the minimum file age of %v", age.Round(time.Second), opts.MinFileAge)})
+			continue
+		}
 		if f.Format != "" && f.Format != "parquet" {
 			plan.Skipped = append(plan.Skipped, Skip{Partition: label, Files: 1, Reason: fmt.Sprintf("%s is %s; only Parquet is rewritten", f.Path, f.Format)})
 			continue
@@ -141,7 +164,7 @@ func Make(files []File, opts Options) (Plan, error) {
 		justified := false // deletes or an oversized file justify a rewrite of few files
 		for _, f := range byPart[part] {
 			switch {
-			case f.DeleteFiles > 0:
+			case f.DeleteFiles > 0, f.OldSpec:
 				cands = append(cands, f)
 				justified = true
 			case f.SizeBytes > large:
@@ -228,14 +251,17 @@ func pack(files []File, target, maxGroup, large int64) [][]File {
 }
 
 // noop reports a group whose rewrite would produce what it consumes: one
-// clean file of acceptable size.
+// clean file of acceptable size in the current spec.
 func noop(g []File, large int64) bool {
-	return len(g) == 1 && g[0].DeleteFiles == 0 && g[0].SizeBytes <= large
+	return len(g) == 1 && g[0].DeleteFiles == 0 && !g[0].OldSpec && g[0].SizeBytes <= large
 }
 
 func reason(g []File, small, large int64) string {
-	var nSmall, nLarge, nDel int
+	var nSmall, nLarge, nDel, nOld int
 	for _, f := range g {
+		if f.OldSpec {
+			nOld++
+		}
 		switch {
 		case f.SizeBytes > large:
 			nLarge++
@@ -252,6 +278,9 @@ func reason(g []File, small, large int64) string {
 	}
 	if nDel > 0 {
 		s += fmt.Sprintf(", %d with deletes", nDel)
+	}
+	if nOld > 0 {
+		s += fmt.Sprintf(", %d of an older partition spec", nOld)
 	}
 	return s
 }

@@ -3,6 +3,7 @@ package planner
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 const MB = 1 << 20
@@ -46,6 +47,8 @@ func TestPlan(t *testing.T) {
 		{"oversized file is split alone", ids(files("p", 400)), 1, 4, 1, ""},
 		{"partitions stay apart", ids(files("a", repeat(1, 5)...), files("b", repeat(1, 5)...)), 2, 2, 10, ""},
 		{"mixed partition: only candidates", ids(files("p", 100, 110, 1, 1, 1, 1, 1)), 1, 1, 5, ""},
+		{"good-sized files of an older spec are rewritten", oldSpec(ids(files("p", 100, 110))), 1, 2, 2, ""},
+		{"one good file of an older spec is rewritten", oldSpec(ids(files("p", 110))), 1, 1, 1, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := Make(tc.in, Options{TargetBytes: target})
@@ -133,7 +136,7 @@ func checkInvariants(t *testing.T, in []File, p Plan, target int64) {
 	for _, g := range p.Groups {
 		if len(g.FileIDs) == 1 {
 			f := in[g.FileIDs[0]]
-			if f.DeleteFiles == 0 && f.SizeBytes <= int64(float64(target)*LargeRatio) {
+			if f.DeleteFiles == 0 && !f.OldSpec && f.SizeBytes <= int64(float64(target)*LargeRatio) {
 				t.Fatalf("no-op group %+v", g)
 			}
 		}
@@ -168,4 +171,37 @@ func repeat(v float64, n int) []float64 {
 func withDeletes(fs []File, i int) []File {
 	fs[i].DeleteFiles = 1
 	return fs
+}
+
+func oldSpec(fs []File) []File {
+	for i := range fs {
+		fs[i].OldSpec = true
+	}
+	return fs
+}
+
+// Files younger than the minimum age stay out of every group, each with
+// its age in the reason; files whose adding snapshot expired are old.
+func TestMinFileAge(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	in := ids(files("p", repeat(1, 8)...))
+	for i := range in[:3] {
+		in[i].AddedAt = now.Add(-30 * time.Second)
+	}
+	in[3].AddedAt = now.Add(-2 * time.Hour)
+	// in[4:] have no AddedAt: expired snapshots, old enough.
+	p, err := Make(in, Options{TargetBytes: 128 * MB, MinFileAge: 10 * time.Minute, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.InputFiles() != 5 || len(p.Skipped) != 3 {
+		t.Fatalf("%d files planned, %d skipped; want 5 and 3: %+v", p.InputFiles(), len(p.Skipped), p)
+	}
+	if !strings.Contains(p.Skipped[0].Reason, "committed 30s ago, younger than the minimum file age of 10m0s") {
+		t.Fatalf("reason %q", p.Skipped[0].Reason)
+	}
+	// Without a minimum age every file is a candidate.
+	if p, _ := Make(in, Options{TargetBytes: 128 * MB, Now: now}); p.InputFiles() != 8 {
+		t.Fatalf("%d files planned without a minimum age, want 8", p.InputFiles())
+	}
 }

@@ -1,4 +1,4 @@
-package compactor
+package merge
 
 import (
 	"bytes"
@@ -158,4 +158,15 @@ func sumCounts(inputs []iceberg.DataFile, get func(iceberg.DataFile) map[int]int
 		}
 	}
 	return out
+}
+
+// CompareBound orders two Iceberg single-value bounds of type t as the
+// merge path orders them; ok is false for a type the merge path does not
+// take.
+func CompareBound(t iceberg.Type, a, b []byte) (c int, ok bool) {
+	k, ok := boundKinds[t.String()]
+	if !ok {
+		return 0, false
+	}
+	return k.compare(a, b), true
 }

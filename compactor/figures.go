@@ -1,0 +1,107 @@
+package compactor
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/icekeeper/icekeeper/planner"
+)
+
+// Figures is what a run reports and records.
+type Figures struct {
+	Strategy           string       `json:"strategy"`
+	TargetFileSizeMB   int          `json:"targetFileSizeMB"`
+	Plan               planner.Plan `json:"plan"`
+	InputFiles         int          `json:"inputFiles"`
+	InputBytes         int64        `json:"inputBytes"`
+	InputRecords       int64        `json:"inputRecords"`
+	OutputFiles        int          `json:"outputFiles"`
+	OutputBytes        int64        `json:"outputBytes"`
+	OutputRecords      int64        `json:"outputRecords"`
+	DeleteFilesRemoved int          `json:"deleteFilesRemoved"`
+	GroupsPlanned      int          `json:"groupsPlanned"`
+	GroupsMerged       int          `json:"groupsMerged"` // rewritten by the merge path
+	GroupsCommitted    int          `json:"groupsCommitted"`
+	GroupsFailed       int          `json:"groupsFailed"`
+	GroupsDropped      int          `json:"groupsDropped"` // dropped for a true conflict
+	Dropped            []string     `json:"dropped,omitempty"`
+	// Commits is the snapshots committed; CommitAttempts the commits
+	// tried, of which Conflicts lost to a concurrent commit; Rebases the
+	// attempts rebuilt on a newer head than the attempt before.
+	Commits        int      `json:"commits"`
+	CommitAttempts int      `json:"commitAttempts"`
+	Conflicts      int      `json:"conflicts"`
+	Rebases        int      `json:"rebases"`
+	Errors         []string `json:"errors,omitempty"`
+	RewriteMs      int64    `json:"rewriteMs"`
+	CommitMs       int64    `json:"commitMs"`
+	DurationMs     int64    `json:"durationMs"`
+}
+
+// Text is the readable form `icekeeper run` prints.
+func (f *Figures) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %s toward %d MB: %d groups planned, %d files (%d bytes) in, %d files expected out",
+		f.Strategy, f.TargetFileSizeMB, f.GroupsPlanned, f.Plan.InputFiles(), f.Plan.InputBytes(), f.Plan.ExpectedOutputFiles())
+	for _, g := range f.Plan.Groups {
+		path := g.Path
+		if g.PathReason != "" {
+			path += ": " + g.PathReason
+		}
+		fmt.Fprintf(&b, "\n  group %s: %d files, %d bytes, %d rows -> ~%d files (%s) by %s", g.Partition, g.InputFiles, g.InputBytes, g.InputRecords, g.ExpectedOutputFiles, g.Reason, path)
+	}
+	for _, s := range f.Plan.Skipped {
+		fmt.Fprintf(&b, "\n  skip %s: %s", s.Partition, s.Reason)
+	}
+	if f.CommitAttempts > 0 {
+		fmt.Fprintf(&b, "\n  committed %d groups (%d failed, %d dropped for conflicts, %d rewritten by merging columns): %d files -> %d files, %d -> %d bytes, %d delete files removed",
+			f.GroupsCommitted, f.GroupsFailed, f.GroupsDropped, f.GroupsMerged, f.InputFiles, f.OutputFiles, f.InputBytes, f.OutputBytes, f.DeleteFilesRemoved)
+		fmt.Fprintf(&b, "\n  %d commits in %d attempts (%d lost to concurrent commits, %d rebased), rewrite %d ms, commit %d ms, %d ms in all",
+			f.Commits, f.CommitAttempts, f.Conflicts, f.Rebases, f.RewriteMs, f.CommitMs, f.DurationMs)
+	}
+	for _, d := range f.Dropped {
+		fmt.Fprintf(&b, "\n  dropped %s", d)
+	}
+	for _, e := range f.Errors {
+		fmt.Fprintf(&b, "\n  error %s", e)
+	}
+	return b.String()
+}
+
+// Counters implements jobs.Counter.
+func (f *Figures) Counters() map[string]float64 {
+	return map[string]float64{"bytes_compacted": float64(f.InputBytes), "files_compacted": float64(f.InputFiles), "files_written": float64(f.OutputFiles)}
+}
+
+// addRewrites counts the rewrite stage.
+func (f *Figures) addRewrites(rws []rewritten) {
+	for _, rw := range rws {
+		switch {
+		case rw.err != nil:
+			f.GroupsFailed++
+			f.Errors = append(f.Errors, rw.err.Error())
+		case rw.path == PathMerge:
+			f.GroupsMerged++
+		}
+	}
+}
+
+// addCommits counts the commit stage.
+func (f *Figures) addCommits(c committed) {
+	f.Commits, f.CommitAttempts, f.Conflicts, f.Rebases = c.commits, c.stats.Attempts, c.stats.Conflicts, c.rebases
+	f.GroupsDropped, f.Dropped = len(c.dropped), c.dropped
+	f.DeleteFilesRemoved = c.deletesRemoved
+	for _, r := range c.groups {
+		f.GroupsCommitted++
+		f.InputFiles += len(r.OldDataFiles)
+		for _, df := range r.OldDataFiles {
+			f.InputBytes += df.FileSizeBytes()
+			f.InputRecords += df.Count()
+		}
+		f.OutputFiles += len(r.NewDataFiles)
+		for _, df := range r.NewDataFiles {
+			f.OutputBytes += df.FileSizeBytes()
+			f.OutputRecords += df.Count()
+		}
+	}
+}

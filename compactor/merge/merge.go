@@ -1,0 +1,259 @@
+// Package merge is compaction's fast rewrite path for the common case of a
+// streaming writer's output: delete-free Parquet files that all carry the
+// table's current schema. Their pages are decoded column by column with
+// parquet-go and re-encoded into row groups sized by the table's write
+// properties — no Arrow record is built and no row is assembled. Each
+// output's metrics come from its own footer and the inputs' bounds.
+//
+// Everything else (row-level deletes, older schemas or specs, nested
+// columns, files larger than the target, write properties the merge does
+// not implement) is for iceberg-go's ExecuteCompactionGroup: Check says so
+// from metadata, and Group says so when the files' own schemas differ.
+package merge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// ErrNotMergeable says a group must take iceberg-go's general path; it is
+// never a failure of the run.
+var ErrNotMergeable = errors.New("not mergeable column by column")
+
+// Check reports, from metadata alone, whether a group can take the merge
+// path (nil) or not (an error wrapping ErrNotMergeable that says why); the
+// files' own schemas are checked again as Group reads them.
+func Check(meta table.Metadata, tasks []table.FileScanTask, target int64) error {
+	if meta.Version() > 2 {
+		// Row lineage: rewritten rows must keep their row IDs, which is
+		// iceberg-go's writer's business.
+		return fmt.Errorf("%w: format version %d", ErrNotMergeable, meta.Version())
+	}
+	sc := meta.CurrentSchema()
+	for _, f := range sc.Fields() {
+		if _, ok := boundKinds[f.Type.String()]; !ok {
+			return fmt.Errorf("%w: column %s has type %s", ErrNotMergeable, f.Name, f.Type)
+		}
+	}
+	for _, t := range tasks {
+		df := t.File
+		switch {
+		case len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) > 0:
+			return fmt.Errorf("%w: %s has row-level deletes", ErrNotMergeable, df.FilePath())
+		case df.FileFormat() != iceberg.ParquetFile:
+			return fmt.Errorf("%w: %s is %s", ErrNotMergeable, df.FilePath(), df.FileFormat())
+		case int(df.SpecID()) != meta.DefaultPartitionSpec():
+			return fmt.Errorf("%w: %s has an older partition spec", ErrNotMergeable, df.FilePath())
+		case df.FileSizeBytes() > target:
+			// Input row groups are never split, so a file over the
+			// target is left to the general path, which can.
+			return fmt.Errorf("%w: %s is larger than the target", ErrNotMergeable, df.FilePath())
+		}
+		// Metrics name the columns a file holds: other columns mean an
+		// older schema, caught here before anything is read.
+		vc := df.ValueCounts()
+		if len(vc) != len(sc.Fields()) {
+			return fmt.Errorf("%w: %s has metrics for other columns than the schema's", ErrNotMergeable, df.FilePath())
+		}
+		for _, f := range sc.Fields() {
+			if _, ok := vc[f.ID]; !ok {
+				return fmt.Errorf("%w: %s has no column %s", ErrNotMergeable, df.FilePath(), f.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// Group rewrites a group by merging its files column by column into files
+// of about target bytes, beside the first input. It returns an error
+// wrapping ErrNotMergeable when the group must take the general path; an
+// output it had begun is never returned, and the caller removes it with its
+// other uncommitted files. wholeFileBytes is the size up to which an input
+// is read in one request (0: 16 MiB).
+func Group(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, target, wholeFileBytes int64) (table.CompactionGroupResult, error) {
+	if wholeFileBytes <= 0 {
+		wholeFileBytes = defaultWholeFileBytes
+	}
+	res := table.CompactionGroupResult{}
+	meta := tbl.Metadata()
+	if err := Check(meta, tasks, target); err != nil {
+		return res, err
+	}
+	set, err := mergeSettingsOf(meta.Properties())
+	if err != nil {
+		return res, err
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return res, err
+	}
+	wfs, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return res, fmt.Errorf("the file system of %s cannot write", tbl.Location())
+	}
+	spec := meta.PartitionSpec()
+	sc := meta.CurrentSchema()
+	// Outputs go beside the first input, in its partition's directory.
+	// (path.Dir would collapse the "//" of a URL.)
+	first := tasks[0].File.FilePath()
+	dir := first[:strings.LastIndexByte(first, '/')]
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	files := prefetch(ctx, fsys, tasks, wholeFileBytes)
+	defer func() {
+		cancel()
+		for f := range files { // release what was read ahead
+			f.close()
+		}
+	}()
+
+	var out *mergeOutput
+	defer func() {
+		if out != nil { // abandoned by an error
+			out.file.Close()
+		}
+	}()
+	var schema, outSchema *parquet.Schema
+	var inputs []iceberg.DataFile
+	finish := func() error {
+		if out == nil {
+			return nil
+		}
+		df, err := out.close(spec, sc, inputs)
+		out, inputs = nil, nil
+		if err != nil {
+			return err
+		}
+		res.NewDataFiles = append(res.NewDataFiles, df)
+		return nil
+	}
+	for f := range files {
+		if f.err != nil {
+			return res, f.err
+		}
+		// Every input must be the table's schema (names, field IDs,
+		// types) and the same Parquet schema as the first (optionality,
+		// logical types).
+		if err := matchSchema(sc, f.pf.Schema()); err != nil {
+			f.close()
+			return res, fmt.Errorf("%s: %w", f.df.FilePath(), err)
+		}
+		if schema == nil {
+			schema = f.pf.Schema()
+			outSchema = outputSchema(schema, set)
+		} else if !parquet.EqualNodes(schema, f.pf.Schema()) {
+			f.close()
+			return res, fmt.Errorf("%w: %s has another Parquet schema than %s", ErrNotMergeable, f.df.FilePath(), tasks[0].File.FilePath())
+		}
+		// Roll like iceberg-go's writer does, once the file has reached
+		// the target: the planner's groups spill over it by one file.
+		if out != nil && out.inputBytes >= target {
+			if err := finish(); err != nil {
+				f.close()
+				return res, err
+			}
+		}
+		if out == nil {
+			name := dir + "/" + uuid.NewString() + ".parquet"
+			if out, err = newMergeOutput(wfs, name, outSchema, set); err != nil {
+				f.close()
+				return res, err
+			}
+		}
+		err := out.copyFile(f.pf)
+		f.close()
+		if err != nil {
+			return res, fmt.Errorf("merge %s: %w", f.df.FilePath(), err)
+		}
+		out.inputBytes += f.df.FileSizeBytes()
+		inputs = append(inputs, f.df)
+		res.OldDataFiles = append(res.OldDataFiles, f.df)
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if len(res.OldDataFiles) != len(tasks) {
+		return res, fmt.Errorf("merge read %d of the group's %d files", len(res.OldDataFiles), len(tasks))
+	}
+	if err := finish(); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// matchSchema checks that a file's Parquet schema is the table's current
+// schema, flat: one top-level column per field, same field IDs, names and
+// physical types, in order.
+func matchSchema(sc *iceberg.Schema, ps *parquet.Schema) error {
+	fields := sc.Fields()
+	cols := ps.Fields()
+	if len(cols) != len(fields) {
+		return fmt.Errorf("%w: the file has %d columns, the schema %d", ErrNotMergeable, len(cols), len(fields))
+	}
+	for i, f := range fields {
+		c := cols[i]
+		if !c.Leaf() || c.Repeated() || c.ID() != f.ID || c.Name() != f.Name {
+			return fmt.Errorf("%w: column %d of the file is %q (id %d), the schema's is %q (id %d)", ErrNotMergeable, i, c.Name(), c.ID(), f.Name, f.ID)
+		}
+		if want := boundKinds[f.Type.String()].kind; c.Type().Kind() != want {
+			return fmt.Errorf("%w: column %s is %v in the file, %s in the schema", ErrNotMergeable, f.Name, c.Type().Kind(), f.Type)
+		}
+	}
+	return nil
+}
+
+// outputSchema is the inputs' schema with the table's codec in place of
+// the inputs' own: parquet-go gives a file's schema the codec and encoding
+// of its column chunks, and a writer would keep them. Each column keeps
+// the encoding its first input was written with — dictionary or not, the
+// writer that saw the data chose — except that a dictionary is used only
+// when the table allows them. The columns keep the inputs' order
+// (parquet.Group would sort them by name).
+func outputSchema(in *parquet.Schema, set mergeSettings) *parquet.Schema {
+	cols := in.Fields()
+	fields := make([]parquet.Field, len(cols))
+	for i, c := range cols {
+		enc := c.Encoding()
+		switch {
+		case enc == nil:
+			enc = &parquet.Plain
+		case enc.Encoding() == format.RLEDictionary || enc.Encoding() == format.PlainDictionary:
+			enc = &parquet.RLEDictionary
+			if !set.dictionary {
+				enc = &parquet.Plain
+			}
+		}
+		fields[i] = outputColumn{Node: parquet.Compressed(parquet.Encoded(c, enc), set.codec), name: c.Name()}
+	}
+	return parquet.NewSchema(in.Name(), orderedGroup{fields: fields})
+}
+
+// orderedGroup is a group node whose fields keep the order given.
+type orderedGroup struct {
+	parquet.Group // the other methods of a group node
+	fields        []parquet.Field
+}
+
+func (g orderedGroup) Fields() []parquet.Field { return g.fields }
+
+// outputColumn names a re-encoded column. Its values are written column
+// by column, never taken from Go values, so Value is never called.
+type outputColumn struct {
+	parquet.Node
+	name string
+}
+
+func (c outputColumn) Name() string { return c.name }
+
+func (c outputColumn) Value(reflect.Value) reflect.Value { return reflect.Value{} }

@@ -1,0 +1,83 @@
+package merge
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+)
+
+// mergeSettings are the table's Parquet write properties the merge honours.
+type mergeSettings struct {
+	codec         compress.Codec
+	pageVersion   int
+	pageBytes     int
+	dictionary    bool
+	dictBytes     int64
+	rowGroupBytes int64
+	rowGroupRows  int64
+}
+
+// mergeSettingsOf reads the table's write properties, with iceberg-go's
+// defaults. A property the merge does not implement (bloom filters, per-
+// column dictionary switches, a codec parquet-go lacks) makes the group
+// not mergeable, so that iceberg-go's writer honours it instead.
+func mergeSettingsOf(props iceberg.Properties) (mergeSettings, error) {
+	for k := range props {
+		if strings.HasPrefix(k, table.ParquetBloomFilterColumnEnabledKeyPrefix+".") || strings.HasPrefix(k, "write.parquet.dict-encoding-enabled.column.") {
+			return mergeSettings{}, fmt.Errorf("%w: table property %s", ErrNotMergeable, k)
+		}
+	}
+	s := mergeSettings{
+		pageBytes:     props.GetInt(table.ParquetPageSizeBytesKey, table.ParquetPageSizeBytesDefault),
+		dictionary:    props.GetBool("parquet.enable.dictionary", true),
+		dictBytes:     int64(props.GetInt(table.ParquetDictSizeBytesKey, table.ParquetDictSizeBytesDefault)),
+		rowGroupBytes: int64(props.GetInt(table.ParquetRowGroupSizeBytesKey, table.ParquetRowGroupSizeBytesDefault)),
+		rowGroupRows:  int64(props.GetInt("write.parquet.row-group-limit", table.ParquetRowGroupLimitDefault)),
+	}
+	switch v := props.Get("write.parquet.page-version", "2"); v {
+	case "1", "2":
+		s.pageVersion, _ = strconv.Atoi(v)
+	default:
+		return s, fmt.Errorf("%w: write.parquet.page-version %q", ErrNotMergeable, v)
+	}
+	level := props.GetInt(table.ParquetCompressionLevelKey, table.ParquetCompressionLevelDefault)
+	switch c := props.Get(table.ParquetCompressionKey, table.ParquetCompressionDefault); c {
+	case "zstd":
+		z := &zstd.Codec{}
+		if level > 0 {
+			z.Level = zstdLevel(level)
+		}
+		s.codec = z
+	case "snappy":
+		s.codec = &parquet.Snappy
+	case "gzip":
+		s.codec = &parquet.Gzip
+	case "uncompressed":
+		s.codec = &parquet.Uncompressed
+	case "lz4raw":
+		s.codec = &parquet.Lz4Raw
+	default:
+		return s, fmt.Errorf("%w: codec %q", ErrNotMergeable, c)
+	}
+	return s, nil
+}
+
+// zstdLevel maps a zstd level (1–22) onto the four speeds of the Go
+// encoder, as the encoder's own documentation pairs them.
+func zstdLevel(level int) zstd.Level {
+	switch {
+	case level <= 1:
+		return zstd.SpeedFastest
+	case level <= 4:
+		return zstd.SpeedDefault
+	case level <= 8:
+		return zstd.SpeedBetterCompression
+	}
+	return zstd.SpeedBestCompression
+}

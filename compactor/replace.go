@@ -1,0 +1,653 @@
+package compactor
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+)
+
+// replace is one batch's REPLACE snapshot. Its manifests are written once
+// and reused; on every attempt the manifest list is rebuilt on the table's
+// current head (rebased). A lost race with a writer therefore costs a
+// metadata load, the manifests committed since the previous attempt and one
+// manifest list — not a rewrite of the table's manifests, which is what
+// lets compaction win beside a writer committing every 100 ms.
+//
+// Rebasing is also where conflicts are found. A group is dropped when one
+// of its inputs is no longer live (another commit removed it), or when a
+// position delete or deletion vector committed after the run's start may
+// apply to one of its inputs (its rows were copied before the delete).
+// Appends never conflict, nor do equality deletes: the new files keep the
+// start's data sequence number, so later equality deletes still apply.
+type replace struct {
+	fs       icebergio.WriteFileIO
+	locs     table.LocationProvider
+	id       int64 // the snapshot's ID, the same on every attempt
+	startID  int64 // the snapshot the run planned on
+	startSeq int64 // data sequence number of the new files
+	props    iceberg.Properties
+	commitID uuid.UUID
+
+	groups  []table.CompactionGroupResult
+	dropped map[int]string // group index → why
+	deletes deleteIndex
+	// gone are delete files another commit removed since the start: no
+	// longer ours to remove.
+	gone map[string]bool
+
+	// candidates holds the key of every file this batch might remove, with
+	// the index of the group whose input it is (-1 for a delete file).
+	candidates map[string]int
+	// byPartition maps a partition key to the inputs in it, for matching
+	// new position deletes against groups.
+	byPartition map[string][]input
+	// since holds the snapshots committed after the start on the lineage
+	// of the last head seen.
+	since map[int64]bool
+	// seen maps every manifest read to the candidate keys it holds live.
+	seen map[string][]string
+	// rewrites maps a manifest to our copy of it with some entries marked
+	// deleted, and which.
+	rewrites map[string]rewrite
+	// added are the manifests of the new files of the groups in addedFor.
+	added    []iceberg.ManifestFile
+	addedFor string
+	written  []string            // every file written, in order
+	attempts map[string]*attempt // by manifest list path
+	head     int64               // the head the last attempt was built on
+	rebases  int
+}
+
+type input struct {
+	group int
+	path  string
+}
+
+type rewrite struct {
+	file    iceberg.ManifestFile
+	removes string // the keys it marks deleted, sorted and joined
+}
+
+// removalKey names a file to remove in a manifest. Deletion vectors share
+// one Puffin file, so a vector is its file and offset.
+func removalKey(df iceberg.DataFile) string {
+	if df.FileFormat() == iceberg.PuffinFile && df.ContentOffset() != nil {
+		return df.FilePath() + "@" + strconv.FormatInt(*df.ContentOffset(), 10)
+	}
+	return df.FilePath()
+}
+
+func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *table.Snapshot, batch []table.CompactionGroupResult, deletes deleteIndex) *replace {
+	r := &replace{
+		fs: fs, locs: locs, startID: start.SnapshotID, startSeq: start.SequenceNumber,
+		id:       newSnapshotID(),
+		props:    iceberg.Properties{"icekeeper.job": "icebergCompaction"},
+		commitID: uuid.New(),
+		groups:   batch, dropped: map[int]string{}, deletes: deletes, gone: map[string]bool{},
+		candidates: map[string]int{}, byPartition: map[string][]input{},
+		seen: map[string][]string{}, rewrites: map[string]rewrite{}, attempts: map[string]*attempt{},
+	}
+	for i, g := range batch {
+		for _, df := range g.OldDataFiles {
+			r.candidates[df.FilePath()] = i
+			pk := partitionKey(df)
+			r.byPartition[pk] = append(r.byPartition[pk], input{group: i, path: df.FilePath()})
+		}
+	}
+	for _, g := range safeDeletes(batch, deletes) {
+		for _, d := range g.SafePosDeletes {
+			r.candidates[removalKey(d)] = -1
+		}
+		for _, d := range g.SafeDeletionVectors {
+			r.candidates[removalKey(d)] = -1
+		}
+	}
+	return r
+}
+
+// newSnapshotID draws a positive random snapshot ID, as iceberg-go does.
+func newSnapshotID() int64 {
+	u := uuid.New()
+	var v int64
+	for i := 0; i < 8; i++ {
+		v = v<<8 | int64(u[i]^u[i+8])
+	}
+	if v < 0 {
+		v = -v
+	}
+	if v == 0 {
+		v = 1
+	}
+	return v
+}
+
+// live returns the groups not dropped, with the delete files they remove.
+func (r *replace) live() ([]table.CompactionGroupResult, []int) {
+	var keep []table.CompactionGroupResult
+	var idx []int
+	for i, g := range r.groups {
+		if _, ok := r.dropped[i]; !ok {
+			keep = append(keep, g)
+			idx = append(idx, i)
+		}
+	}
+	keep = safeDeletes(keep, r.deletes)
+	for i := range keep {
+		keep[i].SafePosDeletes = slices.DeleteFunc(keep[i].SafePosDeletes, func(d iceberg.DataFile) bool { return r.gone[removalKey(d)] })
+		keep[i].SafeDeletionVectors = slices.DeleteFunc(slices.Clone(keep[i].SafeDeletionVectors), func(d iceberg.DataFile) bool { return r.gone[removalKey(d)] })
+	}
+	return keep, idx
+}
+
+// attempt is one commit, built on meta's current head.
+type attempt struct {
+	reqs    []table.Requirement
+	updates []table.Update
+	groups  []table.CompactionGroupResult // the groups it commits
+	own     []string                      // the files of ours it references
+}
+
+// rebase builds the commit of the live groups on meta's current head.
+// It returns nil when every group was dropped.
+func (r *replace) rebase(ctx context.Context, meta table.Metadata) (*attempt, error) {
+	head := meta.CurrentSnapshot()
+	if head != nil && head.SnapshotID != r.head && r.head != 0 {
+		r.rebases++
+	}
+	if head == nil || !r.walkSince(meta, head) {
+		for i := range r.groups {
+			if _, ok := r.dropped[i]; !ok {
+				r.dropped[i] = "the table was rolled back or replaced since compaction planned"
+			}
+		}
+		return nil, nil
+	}
+	r.head = head.SnapshotID
+	manifests, err := head.Manifests(r.fs)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest list %s: %w", head.ManifestList, err)
+	}
+	// Read what has not been read yet: on the first attempt every
+	// manifest, later only those committed since.
+	for _, m := range manifests {
+		if _, ok := r.seen[m.FilePath()]; !ok {
+			if err := r.read(m); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Drops and vanished delete files change what must be removed, so
+	// settle them first.
+	for {
+		want, _ := r.wanted()
+		found := map[string]bool{}
+		for _, m := range manifests {
+			for _, k := range r.seen[m.FilePath()] {
+				if want[k] {
+					found[k] = true
+				}
+			}
+		}
+		changed := false
+		for k := range want {
+			if found[k] {
+				continue
+			}
+			changed = true
+			if g := r.candidates[k]; g >= 0 {
+				r.dropped[g] = "an input file was removed by another commit"
+			} else {
+				r.gone[k] = true
+			}
+		}
+		if !changed {
+			break
+		}
+	}
+	groups, idx := r.live()
+	if len(groups) == 0 {
+		return nil, nil
+	}
+	want, wantDeletes := r.wanted()
+
+	var list []iceberg.ManifestFile
+	var own []string
+	if err := r.writeAdded(meta, groups, idx); err != nil {
+		return nil, err
+	}
+	list = append(list, r.added...)
+	for _, m := range r.added {
+		own = append(own, m.FilePath())
+	}
+	for _, m := range manifests {
+		var keys []string
+		for _, k := range r.seen[m.FilePath()] {
+			if want[k] {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			list = append(list, m)
+			continue
+		}
+		slices.Sort(keys)
+		joined := strings.Join(keys, "\n")
+		rw, ok := r.rewrites[m.FilePath()]
+		if !ok || rw.removes != joined {
+			f, err := r.rewriteManifest(meta, m, want)
+			if err != nil {
+				return nil, err
+			}
+			rw = rewrite{file: f, removes: joined}
+			r.rewrites[m.FilePath()] = rw
+		}
+		list = append(list, rw.file)
+		own = append(own, rw.file.FilePath())
+	}
+
+	seq := int64(0)
+	if meta.Version() >= 2 {
+		seq = meta.LastSequenceNumber() + 1
+	}
+	firstRowID := int64(0)
+	if meta.Version() >= 3 {
+		firstRowID = meta.NextRowID()
+	}
+	name := fmt.Sprintf("snap-%d-%d-%s.avro", r.id, len(r.attempts), r.commitID)
+	path := r.locs.NewMetadataLocation(name)
+	addedRows, err := r.writeList(path, meta.Version(), seq, firstRowID, head.SnapshotID, list)
+	if err != nil {
+		return nil, err
+	}
+
+	sum, err := r.summary(head, groups, wantDeletes)
+	if err != nil {
+		return nil, err
+	}
+	parent := head.SnapshotID
+	schemaID := meta.CurrentSchema().ID
+	snap := &table.Snapshot{
+		SnapshotID: r.id, ParentSnapshotID: &parent, SequenceNumber: seq,
+		TimestampMs: time.Now().UnixMilli(), ManifestList: path, Summary: sum, SchemaID: &schemaID,
+	}
+	if meta.Version() >= 3 {
+		snap.FirstRowID, snap.AddedRows = &firstRowID, &addedRows
+	}
+	ref := meta.Refs()
+	var mainRef table.SnapshotRef
+	for name, rf := range ref {
+		if name == table.MainBranch {
+			mainRef = rf
+		}
+	}
+	var maxRefAge, maxSnapAge int64
+	var minKeep int
+	if mainRef.MaxRefAgeMs != nil {
+		maxRefAge = *mainRef.MaxRefAgeMs
+	}
+	if mainRef.MaxSnapshotAgeMs != nil {
+		maxSnapAge = *mainRef.MaxSnapshotAgeMs
+	}
+	if mainRef.MinSnapshotsToKeep != nil {
+		minKeep = *mainRef.MinSnapshotsToKeep
+	}
+	a := &attempt{
+		reqs: []table.Requirement{table.AssertTableUUID(meta.TableUUID()), table.AssertRefSnapshotID(table.MainBranch, &parent)},
+		updates: []table.Update{
+			table.NewAddSnapshotUpdate(snap),
+			table.NewSetSnapshotRefUpdate(table.MainBranch, r.id, table.BranchRef, maxRefAge, maxSnapAge, minKeep),
+		},
+		groups: groups, own: append(own, path),
+	}
+	r.attempts[path] = a
+	return a, nil
+}
+
+func liveKey(idx []int) string {
+	s := make([]string, len(idx))
+	for i, v := range idx {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+
+// wanted is the set of keys the live groups remove, and the delete files
+// among them.
+func (r *replace) wanted() (map[string]bool, []iceberg.DataFile) {
+	groups, _ := r.live()
+	want := map[string]bool{}
+	var deletes []iceberg.DataFile
+	for _, g := range groups {
+		for _, df := range g.OldDataFiles {
+			want[df.FilePath()] = true
+		}
+		for _, d := range append(slices.Clone(g.SafePosDeletes), g.SafeDeletionVectors...) {
+			if k := removalKey(d); !want[k] {
+				want[k] = true
+				deletes = append(deletes, d)
+			}
+		}
+	}
+	return want, deletes
+}
+
+// walkSince records the snapshots between the start and head; it reports
+// false when head does not descend from the start (a rollback, a replaced
+// table), and nothing planned on the start may commit.
+func (r *replace) walkSince(meta table.Metadata, head *table.Snapshot) bool {
+	since := map[int64]bool{}
+	for s := head; s != nil; {
+		if s.SnapshotID == r.startID {
+			r.since = since
+			return true
+		}
+		since[s.SnapshotID] = true
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return false
+}
+
+// read records the candidate keys manifest m holds live, and drops the
+// groups that a position delete or deletion vector committed after the
+// start may apply to. Such a delete may already sit in a manifest that a
+// writer merged: it is recognised by the snapshot that added it, whatever
+// its entry's status now.
+func (r *replace) read(m iceberg.ManifestFile) error {
+	entries, err := m.FetchEntries(r.fs, true)
+	if err != nil {
+		return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+	}
+	keys := []string{}
+	for _, e := range entries {
+		df := e.DataFile()
+		k := removalKey(df)
+		if _, ok := r.candidates[k]; ok {
+			keys = append(keys, k)
+		}
+		if m.ManifestContent() == iceberg.ManifestContentDeletes && df.ContentType() == iceberg.EntryContentPosDeletes && r.since[e.SnapshotID()] {
+			r.dropFor(df)
+		}
+	}
+	r.seen[m.FilePath()] = keys
+	return nil
+}
+
+// dropFor drops the groups a new position delete file (or deletion vector)
+// may apply to: same partition, and its referenced data file, or else the
+// range of data file paths its bounds give, names one of their inputs.
+func (r *replace) dropFor(d iceberg.DataFile) {
+	for _, in := range r.byPartition[partitionKey(d)] {
+		if _, ok := r.dropped[in.group]; ok {
+			continue
+		}
+		if mayApply(d, in.path) {
+			r.dropped[in.group] = "a position delete committed meanwhile may apply to an input file"
+		}
+	}
+}
+
+// filePathFieldID is the field ID of a position delete file's file_path
+// column, whose bounds say which data files it may name.
+const filePathFieldID = 2147483546
+
+func mayApply(d iceberg.DataFile, path string) bool {
+	if ref := d.ReferencedDataFile(); ref != nil {
+		return *ref == path
+	}
+	lo, hasLo := d.LowerBoundValues()[filePathFieldID]
+	hi, hasHi := d.UpperBoundValues()[filePathFieldID]
+	if !hasLo || !hasHi {
+		return true
+	}
+	p := []byte(path)
+	// Bounds may be truncated prefixes: a path is out of range only when it
+	// sorts before the lower bound or after every string the upper bound's
+	// prefix allows.
+	if bytes.Compare(p, lo) < 0 {
+		return false
+	}
+	if bytes.Compare(p, hi) > 0 && !bytes.HasPrefix(p, hi) {
+		return false
+	}
+	return true
+}
+
+// rewriteManifest writes m again with the entries whose keys are in want
+// marked deleted by this snapshot.
+func (r *replace) rewriteManifest(meta table.Metadata, m iceberg.ManifestFile, want map[string]bool) (iceberg.ManifestFile, error) {
+	entries, err := m.FetchEntries(r.fs, true)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+	}
+	spec := meta.PartitionSpecByID(int(m.PartitionSpecID()))
+	if spec == nil {
+		return nil, fmt.Errorf("manifest %s names partition spec %d, which the table does not have", m.FilePath(), m.PartitionSpecID())
+	}
+	return r.writeManifest(meta, *spec, m.ManifestContent(), func(w *iceberg.ManifestWriter) error {
+		for _, e := range entries {
+			var err error
+			if want[removalKey(e.DataFile())] {
+				err = w.Delete(e)
+			} else {
+				err = w.Existing(e)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// writeAdded writes the manifests of the live groups' new files, unless
+// those already written are for the same groups.
+func (r *replace) writeAdded(meta table.Metadata, groups []table.CompactionGroupResult, idx []int) error {
+	key := liveKey(idx)
+	if r.added != nil && r.addedFor == key {
+		return nil
+	}
+	bySpec := map[int32][]iceberg.DataFile{}
+	var specs []int32
+	for _, g := range groups {
+		for _, df := range g.NewDataFiles {
+			if _, ok := bySpec[df.SpecID()]; !ok {
+				specs = append(specs, df.SpecID())
+			}
+			bySpec[df.SpecID()] = append(bySpec[df.SpecID()], df)
+		}
+	}
+	slices.Sort(specs)
+	added := []iceberg.ManifestFile{}
+	for _, id := range specs {
+		spec := meta.PartitionSpecByID(int(id))
+		if spec == nil {
+			return fmt.Errorf("a new file has partition spec %d, which the table does not have", id)
+		}
+		f, err := r.writeManifest(meta, *spec, iceberg.ManifestContentData, func(w *iceberg.ManifestWriter) error {
+			for _, df := range bySpec[id] {
+				seq := r.startSeq
+				if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &r.id, &seq, nil, df)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		added = append(added, f)
+	}
+	r.added, r.addedFor = added, key
+	return nil
+}
+
+func (r *replace) writeManifest(meta table.Metadata, spec iceberg.PartitionSpec, content iceberg.ManifestContent, fill func(*iceberg.ManifestWriter) error) (_ iceberg.ManifestFile, err error) {
+	path := r.locs.NewMetadataLocation(fmt.Sprintf("%s-m%d.avro", r.commitID, len(r.written)))
+	out, err := r.fs.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create manifest %s: %w", path, err)
+	}
+	r.written = append(r.written, path)
+	cw := &countingWriter{w: out}
+	w, err := iceberg.NewManifestWriter(meta.Version(), cw, spec, meta.CurrentSchema(), r.id, iceberg.WithManifestWriterContent(content))
+	if err == nil {
+		err = fill(w)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write manifest %s: %w", path, err)
+	}
+	return w.ToManifestFile(path, cw.n)
+}
+
+func (r *replace) writeList(path string, version int, seq, firstRowID, parent int64, list []iceberg.ManifestFile) (addedRows int64, err error) {
+	out, err := r.fs.Create(path)
+	if err != nil {
+		return 0, fmt.Errorf("create manifest list %s: %w", path, err)
+	}
+	r.written = append(r.written, path)
+	var w *iceberg.ManifestListWriter
+	switch version {
+	case 1:
+		w, err = iceberg.NewManifestListWriterV1(out, r.id, &parent)
+	case 2:
+		w, err = iceberg.NewManifestListWriterV2(out, r.id, seq, &parent)
+	case 3:
+		w, err = iceberg.NewManifestListWriterV3(out, r.id, seq, firstRowID, &parent)
+	default:
+		err = fmt.Errorf("format version %d", version)
+	}
+	if err == nil {
+		err = w.AddManifests(list)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if version >= 3 && err == nil && w.NextRowID() != nil {
+			addedRows = *w.NextRowID() - firstRowID
+		}
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("write manifest list %s: %w", path, err)
+	}
+	return addedRows, nil
+}
+
+// summary is the snapshot summary of a replace: what it adds and removes,
+// and the table's totals carried over from head.
+func (r *replace) summary(head *table.Snapshot, groups []table.CompactionGroupResult, deletes []iceberg.DataFile) (*table.Summary, error) {
+	var m struct{ addFiles, addRecs, addSize, delFiles, delRecs, delSize, rmDel, rmPos, rmPosFiles, rmEq, rmEqFiles int64 }
+	for _, g := range groups {
+		for _, df := range g.NewDataFiles {
+			m.addFiles++
+			m.addRecs += df.Count()
+			m.addSize += df.FileSizeBytes()
+		}
+		for _, df := range g.OldDataFiles {
+			m.delFiles++
+			m.delRecs += df.Count()
+			m.delSize += df.FileSizeBytes()
+		}
+	}
+	for _, d := range deletes {
+		m.rmDel++
+		m.delSize += d.FileSizeBytes()
+		switch d.ContentType() {
+		case iceberg.EntryContentPosDeletes:
+			m.rmPosFiles++
+			m.rmPos += d.Count()
+		case iceberg.EntryContentEqDeletes:
+			m.rmEqFiles++
+			m.rmEq += d.Count()
+		}
+	}
+	p := iceberg.Properties{}
+	for k, v := range r.props {
+		p[k] = v
+	}
+	set := func(k string, v int64) {
+		if v > 0 {
+			p[k] = strconv.FormatInt(v, 10)
+		}
+	}
+	set("added-data-files", m.addFiles)
+	set("added-records", m.addRecs)
+	set("added-files-size", m.addSize)
+	set("deleted-data-files", m.delFiles)
+	set("deleted-records", m.delRecs)
+	set("removed-files-size", m.delSize)
+	set("removed-delete-files", m.rmDel)
+	set("removed-position-delete-files", m.rmPosFiles)
+	set("removed-position-deletes", m.rmPos)
+	set("removed-equality-delete-files", m.rmEqFiles)
+	set("removed-equality-deletes", m.rmEq)
+	// Totals follow from the parent's; a parent without them leaves them out
+	// rather than guessing.
+	if head.Summary != nil {
+		prev := head.Summary.Properties
+		total := func(k string, delta int64) {
+			if s, ok := prev[k]; ok {
+				if v, err := strconv.ParseInt(s, 10, 64); err == nil && v+delta >= 0 {
+					p[k] = strconv.FormatInt(v+delta, 10)
+				}
+			}
+		}
+		total("total-data-files", m.addFiles-m.delFiles)
+		total("total-records", m.addRecs-m.delRecs)
+		total("total-files-size", m.addSize-m.delSize)
+		total("total-delete-files", -m.rmDel)
+		total("total-position-deletes", -m.rmPos)
+		total("total-equality-deletes", -m.rmEq)
+	}
+	return &table.Summary{Operation: table.OpReplace, Properties: p}, nil
+}
+
+// cleanup removes the files written that keep does not reference (all of
+// them when keep is nil). A failure only leaves them to unreferenced file
+// removal.
+func (r *replace) cleanup(keep *attempt) {
+	kept := map[string]bool{}
+	if keep != nil {
+		for _, p := range keep.own {
+			kept[p] = true
+		}
+	}
+	for _, p := range r.written {
+		if !kept[p] {
+			_ = r.fs.Remove(p)
+		}
+	}
+}
+
+// countingWriter counts the bytes written through it: a manifest's length
+// goes into the manifest list.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

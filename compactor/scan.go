@@ -1,0 +1,193 @@
+package compactor
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/planner"
+)
+
+// scanned is the table as the run found it: the snapshot it plans on, the
+// live data files with the deletes that apply to each, and those files as
+// the planner sees them.
+type scanned struct {
+	start   *table.Snapshot
+	tasks   []table.FileScanTask
+	files   []planner.File
+	deletes deleteIndex
+}
+
+// scan reads tbl's current snapshot. Commit times of the files are read
+// only when withAges is set (a minimum file age is configured): it costs a
+// pass over the data manifests.
+func scan(ctx context.Context, tbl *table.Table, withAges bool) (scanned, error) {
+	sc := scanned{start: tbl.CurrentSnapshot()}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return sc, fmt.Errorf("plan scan of %s: %w", tbl.Identifier(), err)
+	}
+	sc.tasks = wholeFiles(tasks)
+	var addedAt map[string]time.Time
+	if withAges {
+		if addedAt, err = fileAges(ctx, tbl); err != nil {
+			return sc, err
+		}
+	}
+	meta := tbl.Metadata()
+	sc.files = make([]planner.File, len(sc.tasks))
+	for i, task := range sc.tasks {
+		df := task.File
+		sc.files[i] = planner.File{ID: i, Path: df.FilePath(), Partition: partitionKey(df), Label: partitionLabel(meta, df),
+			Format: strings.ToLower(string(df.FileFormat())), SizeBytes: df.FileSizeBytes(), Records: df.Count(),
+			DeleteFiles: len(task.DeleteFiles) + len(task.EqualityDeleteFiles) + len(task.DeletionVectorFiles),
+			OldSpec:     int(df.SpecID()) != meta.DefaultPartitionSpec(),
+			AddedAt:     addedAt[df.FilePath()]}
+	}
+	sc.deletes = attachments(sc.tasks)
+	if sc.deletes.dangling, err = danglingDeletes(ctx, tbl, sc.deletes.covers); err != nil {
+		return sc, err
+	}
+	return sc, nil
+}
+
+// wholeFiles joins the scan's splits of one file (a large Parquet file is
+// planned as several byte ranges) back into one task: compaction replaces
+// files, and a file planned twice would be removed by one commit while
+// another still had to copy the rest of its rows.
+func wholeFiles(tasks []table.FileScanTask) []table.FileScanTask {
+	out := make([]table.FileScanTask, 0, len(tasks))
+	at := map[string]int{}
+	for _, t := range tasks {
+		p := t.File.FilePath()
+		i, ok := at[p]
+		if !ok {
+			at[p] = len(out)
+			t.Start, t.Length, t.Residual = 0, t.File.FileSizeBytes(), nil
+			out = append(out, t)
+			continue
+		}
+		w := &out[i]
+		w.DeleteFiles = unionFiles(w.DeleteFiles, t.DeleteFiles)
+		w.EqualityDeleteFiles = unionFiles(w.EqualityDeleteFiles, t.EqualityDeleteFiles)
+		w.DeletionVectorFiles = unionFiles(w.DeletionVectorFiles, t.DeletionVectorFiles)
+	}
+	return out
+}
+
+func unionFiles(a, b []iceberg.DataFile) []iceberg.DataFile {
+	for _, f := range b {
+		if !slices.ContainsFunc(a, func(g iceberg.DataFile) bool { return g.FilePath() == f.FilePath() }) {
+			a = append(a, f)
+		}
+	}
+	return a
+}
+
+// fileAges maps each live data file of the current snapshot to the commit
+// time of the snapshot that added it; files whose adding snapshot has
+// expired are absent (and old enough by any measure).
+func fileAges(ctx context.Context, tbl *table.Table) (map[string]time.Time, error) {
+	meta := tbl.Metadata()
+	out := map[string]time.Time{}
+	for e, err := range liveEntries(ctx, tbl, iceberg.ManifestContentData) {
+		if err != nil {
+			return nil, err
+		}
+		if s := meta.SnapshotByID(e.SnapshotID()); s != nil {
+			out[e.DataFile().FilePath()] = time.UnixMilli(s.TimestampMs)
+		}
+	}
+	return out, nil
+}
+
+// liveEntries yields the live entries of the current snapshot's manifests
+// of one content type.
+func liveEntries(ctx context.Context, tbl *table.Table, content iceberg.ManifestContent) iter.Seq2[iceberg.ManifestEntry, error] {
+	return func(yield func(iceberg.ManifestEntry, error) bool) {
+		fs, err := tbl.FS(ctx)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		snap := tbl.CurrentSnapshot()
+		manifests, err := snap.Manifests(fs)
+		if err != nil {
+			yield(nil, fmt.Errorf("read manifest list %s: %w", snap.ManifestList, err))
+			return
+		}
+		for _, m := range manifests {
+			if m.ManifestContent() != content {
+				continue
+			}
+			for e, err := range m.Entries(fs, true) {
+				if err != nil {
+					yield(nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err))
+					return
+				}
+				if !yield(e, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// partitionLabel names a file's partition for people: the partition
+// fields' names and human-readable values ("ts_day=2026-11-10"), with the
+// spec ID when it is not the current one. Grouping uses partitionKey.
+func partitionLabel(meta table.Metadata, df iceberg.DataFile) string {
+	spec := meta.PartitionSpecByID(int(df.SpecID()))
+	if spec == nil || spec.NumFields() == 0 {
+		if int(df.SpecID()) == meta.DefaultPartitionSpec() {
+			return "unpartitioned"
+		}
+		return partitionKey(df)
+	}
+	part := df.Partition()
+	var b strings.Builder
+	if int(df.SpecID()) != meta.DefaultPartitionSpec() {
+		fmt.Fprintf(&b, "spec %d: ", df.SpecID())
+	}
+	for i := 0; i < spec.NumFields(); i++ {
+		f := spec.Field(i)
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		v := part[f.FieldID]
+		val := "null"
+		if v != nil {
+			val = fmt.Sprint(v)
+			if src, ok := meta.CurrentSchema().FindFieldByID(f.SourceID()); ok {
+				if rt := f.Transform.ResultType(src.Type); rt != nil {
+					val = f.Transform.ToHumanStrType(rt, v)
+				}
+			}
+		}
+		fmt.Fprintf(&b, "%s=%s", f.Name, val)
+	}
+	return b.String()
+}
+
+// partitionKey is the canonical partition of a file: spec ID and the
+// partition values by field ID.
+func partitionKey(df iceberg.DataFile) string {
+	part := df.Partition()
+	ids := make([]int, 0, len(part))
+	for id := range part {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var b strings.Builder
+	fmt.Fprintf(&b, "spec=%d", df.SpecID())
+	for _, id := range ids {
+		fmt.Fprintf(&b, "/%d=%v", id, part[id])
+	}
+	return b.String()
+}
