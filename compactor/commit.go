@@ -32,6 +32,14 @@ type committer struct {
 	afterCommit  func(error) error
 }
 
+func (c *committed) addDropped(batch []table.CompactionGroupResult, r *replace) {
+	for i := range batch {
+		if why, ok := r.dropped[i]; ok {
+			c.dropped = append(c.dropped, fmt.Sprintf("%s: %s", batch[i].PartitionKey, why))
+		}
+	}
+}
+
 // committed is what the commit stage did.
 type committed struct {
 	groups         []table.CompactionGroupResult
@@ -96,21 +104,27 @@ func batchLen(results []table.CompactionGroupResult, maxGroups int, maxBytes int
 func (c *committer) commitBatch(ctx context.Context, base *table.Table, batch []table.CompactionGroupResult, out *committed) (*table.Table, commit.Stats, error) {
 	r := newReplace(c.fs, c.locs, c.start, batch, c.deletes)
 	ident := base.Identifier()
-	meta := base.Metadata()
 	var after *table.Table
 	var landed *attempt
+	// Stage on base: read its manifests and write ours. This is the slow
+	// part, so it happens before the first attempt, which then only
+	// rebases on the head as it is by then.
+	staged, err := r.rebase(ctx, base.Metadata())
+	if err != nil || staged == nil {
+		out.addDropped(batch, r)
+		r.cleanup(nil)
+		return nil, commit.Stats{}, err
+	}
 	st, err := commit.Do(ctx, c.policy, func(ctx context.Context, n int) error {
-		if n > 1 {
-			fresh, err := c.t.Bucket.LoadTable(ctx, c.t.Table)
-			if err != nil {
-				return err
-			}
-			meta = fresh.Metadata()
-			if s := meta.SnapshotByID(r.id); s != nil {
-				// An earlier attempt landed though it was reported lost.
-				after, landed = fresh, r.attempts[s.ManifestList]
-				return nil
-			}
+		fresh, err := c.t.Bucket.LoadTable(ctx, c.t.Table)
+		if err != nil {
+			return err
+		}
+		meta := fresh.Metadata()
+		if s := meta.SnapshotByID(r.id); s != nil {
+			// An earlier attempt landed though it was reported lost.
+			after, landed = fresh, r.attempts[s.ManifestList]
+			return nil
 		}
 		a, err := r.rebase(ctx, meta)
 		if err != nil || a == nil {
@@ -147,11 +161,7 @@ func (c *committer) commitBatch(ctx context.Context, base *table.Table, batch []
 		return fmt.Errorf("commit compaction of %s: %w", c.t.Table, err)
 	})
 	out.rebases += r.rebases
-	for i := range batch {
-		if why, ok := r.dropped[i]; ok {
-			out.dropped = append(out.dropped, fmt.Sprintf("%s: %s", batch[i].PartitionKey, why))
-		}
-	}
+	out.addDropped(batch, r)
 	if landed == nil {
 		if !out.unknown {
 			r.cleanup(nil)

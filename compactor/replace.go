@@ -54,11 +54,17 @@ type replace struct {
 	// since holds the snapshots committed after the start on the lineage
 	// of the last head seen.
 	since map[int64]bool
-	// seen maps every manifest read to the candidate keys it holds live.
-	seen map[string][]string
-	// rewrites maps a manifest to our copy of it with some entries marked
-	// deleted, and which.
-	rewrites map[string]rewrite
+	// seen maps every manifest read to the candidate keys it holds live;
+	// entries holds the entries of those that hold some, until they are
+	// rewritten (then they are read again only if a rewrite must change).
+	seen    map[string][]string
+	entries map[string][]iceberg.ManifestEntry
+	// rewrites holds, per partition spec and content, our one manifest
+	// that replaces every manifest holding files we remove: their live
+	// entries, those we remove marked deleted. One manifest for all keeps
+	// the table's manifest count down where a streaming writer left one
+	// manifest per commit.
+	rewrites map[rewriteKey]rewrite
 	// added are the manifests of the new files of the groups in addedFor.
 	added    []iceberg.ManifestFile
 	addedFor string
@@ -73,9 +79,14 @@ type input struct {
 	path  string
 }
 
+type rewriteKey struct {
+	spec    int32
+	content iceberg.ManifestContent
+}
+
 type rewrite struct {
-	file    iceberg.ManifestFile
-	removes string // the keys it marks deleted, sorted and joined
+	file iceberg.ManifestFile
+	sig  string // the manifests it replaces and the keys it marks deleted
 }
 
 // removalKey names a file to remove in a manifest. Deletion vectors share
@@ -95,7 +106,8 @@ func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *ta
 		commitID: uuid.New(),
 		groups:   batch, dropped: map[int]string{}, deletes: deletes, gone: map[string]bool{},
 		candidates: map[string]int{}, byPartition: map[string][]input{},
-		seen: map[string][]string{}, rewrites: map[string]rewrite{}, attempts: map[string]*attempt{},
+		seen: map[string][]string{}, entries: map[string][]iceberg.ManifestEntry{},
+		rewrites: map[rewriteKey]rewrite{}, attempts: map[string]*attempt{},
 	}
 	for i, g := range batch {
 		for _, df := range g.OldDataFiles {
@@ -229,31 +241,34 @@ func (r *replace) rebase(ctx context.Context, meta table.Metadata) (*attempt, er
 	for _, m := range r.added {
 		own = append(own, m.FilePath())
 	}
+	affected := map[rewriteKey][]iceberg.ManifestFile{}
+	var order []rewriteKey
 	for _, m := range manifests {
-		var keys []string
-		for _, k := range r.seen[m.FilePath()] {
-			if want[k] {
-				keys = append(keys, k)
-			}
-		}
-		if len(keys) == 0 {
+		if !slices.ContainsFunc(r.seen[m.FilePath()], func(k string) bool { return want[k] }) {
 			list = append(list, m)
 			continue
 		}
-		slices.Sort(keys)
-		joined := strings.Join(keys, "\n")
-		rw, ok := r.rewrites[m.FilePath()]
-		if !ok || rw.removes != joined {
-			f, err := r.rewriteManifest(meta, m, want)
+		rk := rewriteKey{m.PartitionSpecID(), m.ManifestContent()}
+		if _, ok := affected[rk]; !ok {
+			order = append(order, rk)
+		}
+		affected[rk] = append(affected[rk], m)
+	}
+	for _, rk := range order {
+		sig := r.signature(affected[rk], want)
+		rw, ok := r.rewrites[rk]
+		if !ok || rw.sig != sig {
+			f, err := r.rewriteManifests(meta, rk, affected[rk], want)
 			if err != nil {
 				return nil, err
 			}
-			rw = rewrite{file: f, removes: joined}
-			r.rewrites[m.FilePath()] = rw
+			rw = rewrite{file: f, sig: sig}
+			r.rewrites[rk] = rw
 		}
 		list = append(list, rw.file)
 		own = append(own, rw.file.FilePath())
 	}
+	clear(r.entries)
 
 	seq := int64(0)
 	if meta.Version() >= 2 {
@@ -382,6 +397,9 @@ func (r *replace) read(m iceberg.ManifestFile) error {
 		}
 	}
 	r.seen[m.FilePath()] = keys
+	if len(keys) > 0 {
+		r.entries[m.FilePath()] = entries
+	}
 	return nil
 }
 
@@ -425,27 +443,50 @@ func mayApply(d iceberg.DataFile, path string) bool {
 	return true
 }
 
-// rewriteManifest writes m again with the entries whose keys are in want
-// marked deleted by this snapshot.
-func (r *replace) rewriteManifest(meta table.Metadata, m iceberg.ManifestFile, want map[string]bool) (iceberg.ManifestFile, error) {
-	entries, err := m.FetchEntries(r.fs, true)
-	if err != nil {
-		return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-	}
-	spec := meta.PartitionSpecByID(int(m.PartitionSpecID()))
-	if spec == nil {
-		return nil, fmt.Errorf("manifest %s names partition spec %d, which the table does not have", m.FilePath(), m.PartitionSpecID())
-	}
-	return r.writeManifest(meta, *spec, m.ManifestContent(), func(w *iceberg.ManifestWriter) error {
-		for _, e := range entries {
-			var err error
-			if want[removalKey(e.DataFile())] {
-				err = w.Delete(e)
-			} else {
-				err = w.Existing(e)
+// signature names a rewrite: the manifests it replaces and the keys it
+// marks deleted.
+func (r *replace) signature(ms []iceberg.ManifestFile, want map[string]bool) string {
+	var b strings.Builder
+	for _, m := range ms {
+		b.WriteString(m.FilePath())
+		b.WriteByte('\n')
+		for _, k := range r.seen[m.FilePath()] {
+			if want[k] {
+				b.WriteString("- ")
+				b.WriteString(k)
+				b.WriteByte('\n')
 			}
-			if err != nil {
-				return err
+		}
+	}
+	return b.String()
+}
+
+// rewriteManifests writes one manifest holding the live entries of ms, the
+// entries whose keys are in want marked deleted by this snapshot.
+func (r *replace) rewriteManifests(meta table.Metadata, rk rewriteKey, ms []iceberg.ManifestFile, want map[string]bool) (iceberg.ManifestFile, error) {
+	spec := meta.PartitionSpecByID(int(rk.spec))
+	if spec == nil {
+		return nil, fmt.Errorf("manifest %s names partition spec %d, which the table does not have", ms[0].FilePath(), rk.spec)
+	}
+	return r.writeManifest(meta, *spec, rk.content, func(w *iceberg.ManifestWriter) error {
+		for _, m := range ms {
+			entries, ok := r.entries[m.FilePath()]
+			if !ok {
+				var err error
+				if entries, err = m.FetchEntries(r.fs, true); err != nil {
+					return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+				}
+			}
+			for _, e := range entries {
+				var err error
+				if want[removalKey(e.DataFile())] {
+					err = w.Delete(e)
+				} else {
+					err = w.Existing(e)
+				}
+				if err != nil {
+					return err
+				}
 			}
 		}
 		return nil

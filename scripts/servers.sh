@@ -1,7 +1,21 @@
-# Sourced by test.sh and bench.sh: installs PostgreSQL and versitygw when
-# missing, starts both on free 127.0.0.1 ports with throw-away data, exports
-# the ICEKEEPER_TEST_* variables, and stops them when the shell exits.
+# Sourced by test.sh and bench.sh: installs PostgreSQL, versitygw and
+# SeaweedFS when missing, starts them on free 127.0.0.1 ports with
+# throw-away data, exports the ICEKEEPER_TEST_* variables, and stops them
+# when the shell exits.
+#
+# SeaweedFS is the Iceberg REST catalog (with SigV4, S3 Tables and S3)
+# that the REST-path tests run against. It runs as `weed server`, not
+# `weed mini`: `server` binds every listener to -ip.bind and starts neither
+# the admin server (which `mini` binds to every interface) nor SeaweedFS's
+# own maintenance worker (which `mini` runs on every table, and which would
+# compact the tables under test). Its go.mod has a replace directive, so
+# `go install` refuses it: the module source is downloaded, copied and
+# built (about 4 minutes on 2 cores), and the binary is kept in GOPATH/bin
+# under its version for the next run. Every table bucket is a collection
+# that takes 7 volumes, so volumes are small (64 MB) and many (1,000): a
+# test makes a table bucket of its own.
 VERSITYGW_VERSION=v1.8.0
+SEAWEEDFS_VERSION=v0.0.0-20261109003541-7506e5f91cd6
 GOBIN_DIR="$(go env GOPATH)/bin"
 export PATH="$GOBIN_DIR:$PATH"
 
@@ -48,19 +62,65 @@ ensure_versitygw() {
 	fi
 }
 
+WEED="$GOBIN_DIR/weed-$SEAWEEDFS_VERSION"
+ensure_seaweedfs() {
+	[ -x "$WEED" ] && return
+	log "building SeaweedFS $SEAWEEDFS_VERSION (about 4 minutes)"
+	local dir src
+	dir="$(cd "$WORK" && GOFLAGS= go mod download -json "github.com/seaweedfs/seaweedfs@$SEAWEEDFS_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+	[ -d "$dir" ] || { echo "go mod download of SeaweedFS gave no directory" >&2; return 1; }
+	src="$WORK/seaweedfs-src"
+	cp -r "$dir" "$src"
+	chmod -R u+w "$src"
+	(cd "$src" && GOFLAGS= go build -o "$WEED.tmp" ./weed)
+	mv "$WEED.tmp" "$WEED"
+	rm -rf "$src"
+}
+
+# stop_pid sends SIGTERM, waits up to 10 s, then sends SIGKILL.
+stop_pid() {
+	local pid=$1
+	kill "$pid" 2>/dev/null || return 0
+	for _ in $(seq 1 100); do
+		kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
+		sleep 0.1
+	done
+	kill -9 "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+}
+
+# free_port_pair prints a free port P whose gRPC companion P+10000 (the
+# SeaweedFS convention) is free too.
+free_port_pair() {
+	local p
+	for _ in $(seq 1 50); do
+		p=$(( (RANDOM % 20000) + 20000 ))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && ! (exec 3<>"/dev/tcp/127.0.0.1/$((p + 10000))") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+	echo "no free port pair found" >&2
+	return 1
+}
+
 WORK="$(mktemp -d /tmp/icekeeper-test.XXXXXX)"
 PG_DATA="$WORK/pg"
 GW_PID=""
+SW_PID=""
 cleanup() {
 	set +e
-	[ -n "$GW_PID" ] && kill "$GW_PID" 2>/dev/null && wait "$GW_PID" 2>/dev/null
+	[ -n "$GW_PID" ] && stop_pid "$GW_PID"
+	[ -n "$SW_PID" ] && stop_pid "$SW_PID"
 	[ -f "$PG_DATA/postmaster.pid" ] && as_postgres "$(pg_bin)/pg_ctl" -D "$PG_DATA" -m immediate stop >/dev/null 2>&1
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
+trap "exit 143" TERM INT
 
 ensure_postgres
 ensure_versitygw
+ensure_seaweedfs
 
 log "starting PostgreSQL"
 PG_PORT="$(free_port)"
@@ -82,6 +142,35 @@ for _ in $(seq 1 100); do
 	sleep 0.1
 done
 
+log "starting SeaweedFS"
+SW_MASTER="$(free_port_pair)"
+SW_VOLUME="$(free_port_pair)"
+SW_FILER="$(free_port_pair)"
+SW_S3="$(free_port_pair)"
+SW_REST="$(free_port)"
+mkdir -p "$WORK/seaweedfs"
+AWS_ACCESS_KEY_ID=icekeeper AWS_SECRET_ACCESS_KEY=icekeeper-secret \
+	"$WEED" server -dir="$WORK/seaweedfs" -ip=127.0.0.1 -ip.bind=127.0.0.1 -master.telemetry=false \
+	-master.volumeSizeLimitMB=64 -volume.max=1000 \
+	-master.port="$SW_MASTER" -volume.port="$SW_VOLUME" -filer -filer.port="$SW_FILER" \
+	-s3 -s3.port="$SW_S3" -s3.port.iceberg="$SW_REST" -s3.port.lance=0 \
+	-s3.localSocket="$WORK/seaweedfs-s3.sock" -filer.localSocket="$WORK/seaweedfs-filer.sock" \
+	>"$WORK/seaweedfs.log" 2>&1 &
+SW_PID=$!
+for i in $(seq 1 600); do
+	curl -sf "http://127.0.0.1:$SW_REST/v1/config" >/dev/null 2>&1 && break
+	if [ "$i" = 600 ] || ! kill -0 "$SW_PID" 2>/dev/null; then
+		echo "SeaweedFS did not start; its log:" >&2
+		tail -20 "$WORK/seaweedfs.log" >&2
+		exit 1
+	fi
+	sleep 0.1
+done
+
+export ICEKEEPER_TEST_REST="http://127.0.0.1:$SW_REST"
+export ICEKEEPER_TEST_REST_S3="http://127.0.0.1:$SW_S3"
+export ICEKEEPER_TEST_REST_KEY=icekeeper
+export ICEKEEPER_TEST_REST_SECRET=icekeeper-secret
 export ICEKEEPER_TEST_POSTGRES="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
 export ICEKEEPER_TEST_S3="http://127.0.0.1:$GW_PORT"
 export ICEKEEPER_TEST_S3_KEY=icekeeper

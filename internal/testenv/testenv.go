@@ -1,6 +1,7 @@
 // Package testenv gives tests the real servers that scripts/test.sh starts:
-// a PostgreSQL server and an S3 server (versitygw), both on 127.0.0.1. Each
-// test gets its own database or bucket and removes it afterwards.
+// a PostgreSQL server, an S3 server (versitygw) and an Iceberg REST catalog
+// with S3 Tables and S3 behind it (SeaweedFS), all on 127.0.0.1. Each test
+// gets its own database, bucket or table bucket and removes it afterwards.
 //
 // When the servers' variables are unset the tests that need them are
 // skipped, unless ICEKEEPER_REQUIRE_SERVERS=1 (set by scripts/test.sh and so
@@ -22,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3tables"
 	_ "github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -32,6 +34,11 @@ const (
 	EnvS3Key    = "ICEKEEPER_TEST_S3_KEY"     // access key id
 	EnvS3Secret = "ICEKEEPER_TEST_S3_SECRET"  // secret access key
 	EnvRequire  = "ICEKEEPER_REQUIRE_SERVERS" // "1": missing servers fail tests
+
+	EnvREST       = "ICEKEEPER_TEST_REST"        // Iceberg REST catalog, http://127.0.0.1:PORT
+	EnvRESTS3     = "ICEKEEPER_TEST_REST_S3"     // its S3 and S3 Tables endpoint
+	EnvRESTKey    = "ICEKEEPER_TEST_REST_KEY"    // access key id for both
+	EnvRESTSecret = "ICEKEEPER_TEST_REST_SECRET" // secret access key
 )
 
 func need(t testing.TB, vars ...string) {
@@ -145,4 +152,58 @@ func EmptyAndDeleteBucket(c *s3.Client, bucket string) {
 		}
 	}
 	_, _ = c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)})
+}
+
+// RESTServer describes the Iceberg REST catalog (SeaweedFS) and a table
+// bucket made for one test.
+type RESTServer struct {
+	URI, S3Endpoint, Key, Secret string
+	Bucket, BucketARN            string
+}
+
+// Props returns the catalog properties of the table bucket: the REST
+// catalog with SigV4 (signing name s3tables) and S3 file IO at the
+// server's S3 endpoint. The signer reads its credentials from the
+// environment, which REST sets for the test.
+func (s RESTServer) Props() map[string]string {
+	return map[string]string{
+		"type":                 "rest",
+		"uri":                  s.URI,
+		"warehouse":            "s3://" + s.Bucket,
+		"rest.sigv4-enabled":   "true",
+		"rest.signing-name":    "s3tables",
+		"rest.signing-region":  "us-east-1",
+		"s3.endpoint":          s.S3Endpoint,
+		"s3.region":            "us-east-1",
+		"s3.access-key-id":     s.Key,
+		"s3.secret-access-key": s.Secret,
+	}
+}
+
+// REST creates a fresh table bucket on the REST catalog's server, and sets
+// the AWS credential variables the REST catalog's SigV4 signer reads for
+// the test's duration (so a test using it cannot run in parallel).
+func REST(t testing.TB) RESTServer {
+	t.Helper()
+	need(t, EnvREST, EnvRESTS3, EnvRESTKey, EnvRESTSecret)
+	srv := RESTServer{URI: os.Getenv(EnvREST), S3Endpoint: os.Getenv(EnvRESTS3), Key: os.Getenv(EnvRESTKey), Secret: os.Getenv(EnvRESTSecret),
+		Bucket: RandomName("icekeeper-")}
+	if st, ok := t.(interface{ Setenv(string, string) }); ok {
+		st.Setenv("AWS_ACCESS_KEY_ID", srv.Key)
+		st.Setenv("AWS_SECRET_ACCESS_KEY", srv.Secret)
+		st.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	}
+	client := s3tables.New(s3tables.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(srv.S3Endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider(srv.Key, srv.Secret, ""),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := client.CreateTableBucket(ctx, &s3tables.CreateTableBucketInput{Name: aws.String(srv.Bucket)})
+	if err != nil {
+		t.Fatalf("create table bucket on %s: %v", srv.S3Endpoint, err)
+	}
+	srv.BucketARN = aws.ToString(out.Arn)
+	return srv
 }
