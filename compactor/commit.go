@@ -28,6 +28,7 @@ type committer struct {
 	batchGroups, busyGroups int
 	batchBytes              int64
 
+	commitTable  func(context.Context, table.Identifier, []table.Requirement, []table.Update) (table.Metadata, string, error)
 	beforeCommit func(attempt int)
 	afterCommit  func(error) error
 }
@@ -133,7 +134,7 @@ func (c *committer) commitBatch(ctx context.Context, base *table.Table, batch []
 		if c.beforeCommit != nil {
 			c.beforeCommit(n)
 		}
-		newMeta, loc, err := c.cat.CommitTable(ctx, ident, a.reqs, a.updates)
+		newMeta, loc, err := c.commitTable(ctx, ident, a.reqs, a.updates)
 		if c.afterCommit != nil {
 			err = c.afterCommit(err)
 		}

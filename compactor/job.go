@@ -70,9 +70,11 @@ type Job struct {
 	// only: 1 sends every input through ranged reads).
 	wholeFileBytes int64
 	// beforeCommit, when set (tests only), runs before each commit attempt;
-	// afterCommit may replace a commit's result (fault injection).
+	// afterCommit may replace a commit's result, and commitTable the
+	// catalog's commit (fault injection).
 	beforeCommit func(attempt int)
 	afterCommit  func(error) error
+	commitTable  func(context.Context, table.Identifier, []table.Requirement, []table.Update) (table.Metadata, string, error)
 }
 
 // Type implements jobs.Job.
@@ -158,7 +160,10 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 	}
 	c := &committer{t: t, cat: cat, fs: wfs, fsF: tbl.FS, locs: locs, start: sc.start, deletes: sc.deletes, policy: policy,
 		batchGroups: orDefault(j.BatchGroups, 100), busyGroups: orDefault(j.BusyBatchGroups, 8), batchBytes: batchBytes,
-		beforeCommit: j.beforeCommit, afterCommit: j.afterCommit}
+		beforeCommit: j.beforeCommit, afterCommit: j.afterCommit, commitTable: cat.CommitTable}
+	if j.commitTable != nil {
+		c.commitTable = j.commitTable
+	}
 	commitStart := time.Now()
 	done, err := c.run(ctx, tbl, results)
 	fig.CommitMs = time.Since(commitStart).Milliseconds()

@@ -260,3 +260,43 @@ func TestUnreadableMetadata(t *testing.T) {
 		t.Fatal("table changed")
 	}
 }
+
+// Beside a writer that appends a batch every 100 ms, every expiration run
+// commits, and no row the writer committed is lost.
+func TestBesideStreamingWriter(t *testing.T) {
+	f := newFixture(t, 30)
+	f.job.Retry = nil // icekeeper's default policy, as users get it
+	want, err := tablecheck.Rows(f.ctx, f.load(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &tabletest.Writer{
+		Load:     func(ctx context.Context) (*table.Table, error) { return f.Bucket.LoadTable(ctx, f.ID) },
+		Interval: 100 * time.Millisecond, Rows: 50, NextID: 1 << 40, Seed: 5,
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	for i := 0; i < 5; i++ {
+		for n := w.Stats().Batches; w.Stats().Batches < n+5; {
+			time.Sleep(20 * time.Millisecond)
+		}
+		// Each run a day later, so that each has snapshots to expire.
+		out, fig := f.run(jobs.Options{Now: time.Now().Add(time.Duration(6+i) * 24 * time.Hour)})
+		if out.Status != state.Successful || fig.SnapshotsExpired == 0 {
+			t.Fatalf("run %d beside the writer: %s %s, %d expired", i, out.Status, out.FailureMessage, fig.SnapshotsExpired)
+		}
+		t.Logf("run %d: %d of %d snapshots expired in %d attempts (%d lost)", i, fig.SnapshotsExpired, fig.SnapshotsBefore, fig.CommitAttempts, fig.Conflicts)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatalf("the writer failed: %v", err)
+	}
+	st := w.Stats()
+	t.Logf("writer: %d batches, %d retries", st.Batches, st.Retries)
+	want.Add(w.Written())
+	if got, err := tablecheck.Rows(f.ctx, f.load(), 0); err != nil || !got.Equal(want) {
+		t.Fatalf("rows %v, want %v (%v)", got, want, err)
+	}
+}

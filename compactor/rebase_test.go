@@ -1,0 +1,244 @@
+package compactor
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/internal/commit"
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/tablecheck"
+)
+
+// A writer that rewrites the table's manifests while compaction commits
+// (Flink's merge-append does, every so many commits) moves the inputs into
+// manifests compaction has not seen: the rebase reads them, marks the
+// inputs deleted there, and the rows stay exact.
+func TestRebaseOnRewrittenManifests(t *testing.T) {
+	e, tbl := smallTable(t)
+	if n := len(manifestsOf(t, e, tbl)); n < 10 {
+		t.Fatalf("%d manifests, want one per append", n)
+	}
+	fp := e.rows(tbl, 0)
+	job := &Job{MinInputFiles: 2, Retry: quickRetry(8)}
+	job.beforeCommit = func(attempt int) {
+		if attempt != 1 {
+			return
+		}
+		tx := e.load().NewTransaction()
+		if _, err := tx.RewriteManifests(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Commit(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, fig := e.compact(job)
+	if out.Status != state.Successful || fig.GroupsCommitted == 0 || fig.Conflicts != 1 || fig.Rebases == 0 {
+		t.Fatalf("%+v %+v", out, fig)
+	}
+	after := e.load()
+	if !e.rows(after, 0).Equal(fp) {
+		t.Fatal("rows changed across a rebase on rewritten manifests")
+	}
+	if missing, err := tablecheck.MissingFiles(e.ctx, after); err != nil || len(missing) > 0 {
+		t.Fatalf("missing %v %v", missing, err)
+	}
+	// The inputs are gone from the table: one live file is left.
+	live := 0
+	for _, m := range manifestsOf(t, e, after) {
+		entries, err := m.FetchEntries(mustFS(t, e, after), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live += len(entries)
+	}
+	if live != fig.OutputFiles {
+		t.Fatalf("%d live data files, want the %d outputs", live, fig.OutputFiles)
+	}
+}
+
+// A position delete committed meanwhile in a partition compaction does not
+// touch leaves every group alone.
+func TestConcurrentDeleteElsewhere(t *testing.T) {
+	spec := iceberg.NewPartitionSpec(pf(1, 1000, "id_trunc", iceberg.TruncateTransform{Width: 1000}))
+	e, tbl := newEnv(t, baseSchema, spec, "2")
+	for i := 0; i < 8; i++ {
+		tbl = e.append(tbl, 100)
+	}
+	job := &Job{MinInputFiles: 2, Retry: quickRetry(8)}
+	const newID = 5000 // partition id_trunc=5000, which has no group
+	job.beforeCommit = func(attempt int) {
+		if attempt != 1 {
+			return
+		}
+		e.next = newID
+		e.posDelete(e.append(e.load(), 20), newID)
+	}
+	out, fig := e.compact(job)
+	if out.Status != state.Successful || fig.GroupsDropped != 0 || fig.GroupsCommitted != 1 || fig.Conflicts == 0 {
+		t.Fatalf("a delete in another partition dropped groups: %+v %+v", out, fig)
+	}
+	if n := count(e.liveDeletes(), iceberg.EntryContentPosDeletes); n != 1 {
+		t.Fatalf("%d position delete files, want the concurrent one", n)
+	}
+	got := ids(t, e.ctx, e.load())
+	if got[newID] != 0 || len(got) != 800+19 {
+		t.Fatalf("%d rows, row %d: %d; want 819 and the deleted row gone", len(got), newID, got[newID])
+	}
+}
+
+// Which data files a position delete may apply to, by its referenced data
+// file or the bounds of its file_path column (full or truncated).
+func TestMayApply(t *testing.T) {
+	del := func(ref *string, lo, hi string) iceberg.DataFile {
+		b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentPosDeletes, "d.parquet", iceberg.ParquetFile, nil, nil, nil, 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ref != nil {
+			b.ReferencedDataFile(*ref)
+		}
+		if lo != "" {
+			b.LowerBoundValues(map[int][]byte{filePathFieldID: []byte(lo)}).UpperBoundValues(map[int][]byte{filePathFieldID: []byte(hi)})
+		}
+		return b.Build()
+	}
+	a, z := "s3://b/t/data/a.parquet", "s3://b/t/data/z.parquet"
+	for _, tc := range []struct {
+		name string
+		d    iceberg.DataFile
+		path string
+		want bool
+	}{
+		{"referenced file", del(&a, "", ""), a, true},
+		{"another referenced file", del(&a, "", ""), z, false},
+		{"no bounds", del(nil, "", ""), z, true},
+		{"full bounds, inside", del(nil, a, z), "s3://b/t/data/m.parquet", true},
+		{"full bounds, the upper one", del(nil, a, z), z, true},
+		{"full bounds, below", del(nil, z, z), a, false},
+		{"full bounds, above", del(nil, a, a), z, false},
+		{"truncated bounds hold every path with the prefix", del(nil, "s3://b/t/data/", "s3://b/t/data0"), z, true},
+	} {
+		if got := mayApply(tc.d, tc.path); got != tc.want {
+			t.Errorf("%s: mayApply = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A deletion vector committed meanwhile on an input drops its group (v3).
+func TestConcurrentDeletionVectorDropsGroup(t *testing.T) {
+	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "3")
+	for i := 0; i < 6; i++ {
+		tbl = e.append(tbl, 100)
+	}
+	job := &Job{MinInputFiles: 2, Retry: quickRetry(8)}
+	job.beforeCommit = func(attempt int) {
+		if attempt == 1 {
+			e.posDelete(e.load(), 42)
+		}
+	}
+	out, fig := e.compact(job)
+	if out.Status != state.Successful || fig.GroupsDropped != 1 || fig.GroupsCommitted != 0 || !strings.Contains(fig.Dropped[0], "position delete") {
+		t.Fatalf("%+v %+v", out, fig)
+	}
+	if got := ids(t, e.ctx, e.load()); got[42] != 0 || len(got) != 599 {
+		t.Fatalf("%d rows, row 42: %d", len(got), got[42])
+	}
+}
+
+// A table rolled back past the run's start while it commits: nothing
+// planned on the old state commits, and its outputs are removed.
+func TestRollbackDuringCommit(t *testing.T) {
+	e, tbl := smallTable(t)
+	old := tbl.Metadata().Snapshots()[3].SnapshotID
+	job := &Job{MinInputFiles: 2, Retry: quickRetry(8)}
+	job.beforeCommit = func(attempt int) {
+		if attempt != 1 {
+			return
+		}
+		cat, err := e.b.Catalog(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur := e.load().CurrentSnapshot().SnapshotID
+		if _, _, err := cat.CommitTable(e.ctx, table.Identifier{"t", "x"},
+			[]table.Requirement{table.AssertRefSnapshotID(table.MainBranch, &cur)},
+			[]table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, old, table.BranchRef, 0, 0, 0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := e.rows(tbl, old)
+	dataDir := strings.TrimPrefix(tbl.Location(), "file://") + "/data"
+	before := countFiles(t, dataDir)
+	out, fig := e.compact(job)
+	if out.Status != state.Successful || fig.GroupsCommitted != 0 || fig.GroupsDropped != fig.GroupsPlanned || !strings.Contains(fig.Dropped[0], "rolled back") {
+		t.Fatalf("%+v %+v", out, fig)
+	}
+	if !e.rows(e.load(), 0).Equal(want) {
+		t.Fatal("rows are not the rolled-back snapshot's")
+	}
+	if after := countFiles(t, dataDir); after != before {
+		t.Fatalf("data files %d → %d: outputs left behind", before, after)
+	}
+}
+
+// Only a true conflict reads as stale metadata; any other commit error
+// keeps its cause in the failure message, and nothing is committed or left
+// behind.
+func TestCommitErrorsKeepTheirCause(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		err        error
+	}{
+		{"storage failure", "commit compaction of t.x: write metadata: disk full", errors.New("write metadata: disk full")},
+		{"conflict every time", commit.MsgStaleMetadata, table.ErrCommitFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, tbl := smallTable(t)
+			loc := tbl.MetadataLocation()
+			meta := strings.TrimPrefix(tbl.Location(), "file://") + "/metadata"
+			metaBefore := countFiles(t, meta)
+			job := &Job{MinInputFiles: 2, Retry: quickRetry(3)}
+			job.commitTable = func(context.Context, table.Identifier, []table.Requirement, []table.Update) (table.Metadata, string, error) {
+				return nil, "", tc.err
+			}
+			out, fig := e.compact(job)
+			if out.Status != state.Failed || out.FailureMessage != tc.want {
+				t.Fatalf("failure %q, want %q", out.FailureMessage, tc.want)
+			}
+			if tc.err == table.ErrCommitFailed && fig.CommitAttempts != 4 {
+				t.Fatalf("%d attempts, want 4", fig.CommitAttempts)
+			}
+			if e.load().MetadataLocation() != loc {
+				t.Fatal("the table changed")
+			}
+			if n := countFiles(t, meta); n != metaBefore {
+				t.Fatalf("metadata files %d → %d: manifests of a failed commit left behind", metaBefore, n)
+			}
+		})
+	}
+}
+
+func manifestsOf(t *testing.T, e *env, tbl *table.Table) []iceberg.ManifestFile {
+	t.Helper()
+	ms, err := tbl.CurrentSnapshot().Manifests(mustFS(t, e, tbl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+func mustFS(t *testing.T, e *env, tbl *table.Table) icebergio.IO {
+	t.Helper()
+	fs, err := tbl.FS(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
