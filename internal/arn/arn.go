@@ -27,6 +27,10 @@ var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$`)
 
 var field = regexp.MustCompile(`^[a-z0-9-]+$`)
 
+// account is AWS's 12 digits, Alibaba's digits, or a name: SeaweedFS puts
+// its identity's name there ("admin").
+var account = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
 // Parse parses s, naming the part that is wrong when it fails.
 func Parse(s string) (BucketARN, error) {
 	parts := strings.SplitN(s, ":", 6)
@@ -60,8 +64,8 @@ func Parse(s string) (BucketARN, error) {
 	if !field.MatchString(a.Region) {
 		return a, fmt.Errorf("%q: region %q is not valid", s, a.Region)
 	}
-	if a.Account == "" || strings.Trim(a.Account, "0123456789") != "" {
-		return a, fmt.Errorf("%q: account %q is not a number", s, a.Account)
+	if !account.MatchString(a.Account) {
+		return a, fmt.Errorf("%q: account %q is not valid (letters, digits, '-' and '_')", s, a.Account)
 	}
 	name, ok := strings.CutPrefix(resource, "bucket/")
 	if !ok {

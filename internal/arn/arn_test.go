@@ -11,6 +11,7 @@ func TestParse(t *testing.T) {
 		"arn:aws-cn:s3tables:cn-north-1:111122223333:bucket/a-b-c": {"aws-cn", "s3tables", "cn-north-1", "111122223333", "a-b-c"},
 		"acs:osstables:cn-hangzhou:1234567890:bucket/lake":         {"", "osstables", "cn-hangzhou", "1234567890", "lake"},
 		"arn:aws:s3tables:local:000000000000:bucket/local":         {"aws", "s3tables", "local", "000000000000", "local"},
+		"arn:aws:s3tables:us-east-1:admin:bucket/warehouse":        {"aws", "s3tables", "us-east-1", "admin", "warehouse"}, // SeaweedFS
 	}
 	for in, want := range good {
 		got, err := Parse(in)
@@ -28,7 +29,8 @@ func TestParse(t *testing.T) {
 	bad := map[string]string{
 		"":                                 "not a table-bucket ARN",
 		"arn:aws:s3:us-east-1:1:bucket/x1": "service \"s3\"",
-		"arn:aws:s3tables:us-east-1:abc:bucket/abc": "account \"abc\"",
+		"arn:aws:s3tables:us-east-1:a.b:bucket/abc": "account \"a.b\"",
+		"arn:aws:s3tables:us-east-1::bucket/abc":    "account \"\"",
 		"arn:aws:s3tables:us-east-1:1:table/abc":    "does not start with bucket/",
 		"arn:aws:s3tables:us-east-1:1:bucket/A_B":   "bucket name \"A_B\"",
 		"arn:aws:s3tables:us-east-1:1:bucket/ab":    "bucket name \"ab\"",

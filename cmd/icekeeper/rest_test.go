@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/demo"
+	"github.com/icekeeper/icekeeper/internal/tablecheck"
+	"github.com/icekeeper/icekeeper/internal/tabletest"
+	"github.com/icekeeper/icekeeper/internal/testenv"
+)
+
+// The three jobs end to end on a table bucket behind an Iceberg REST
+// catalog with SigV4 and S3 (SeaweedFS), as `icekeeper run` runs them:
+// compaction beside a writer committing every 100 ms, then snapshot
+// expiration, then unreferenced file removal marking the strays and the
+// files only expired snapshots reached, and deleting them once their
+// noncurrent days have passed. The rows stay exact throughout and no file
+// the metadata reaches goes missing.
+func TestRESTCatalogEndToEnd(t *testing.T) {
+	srv := testenv.REST(t)
+	c := newCLI(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	var props []string
+	for k, v := range srv.Props() {
+		props = append(props, fmt.Sprintf("      %s: %q", k, v))
+	}
+	cfgPath := filepath.Join(dir, "icekeeper.yaml")
+	yaml := fmt.Sprintf(`state: sqlite://state.db
+buckets:
+  - arn: %s
+    catalog:
+%s
+    maintenance:
+      icebergCompaction: {targetFileSizeMB: 64, strategy: binpack}
+      icebergSnapshotManagement: {minSnapshotsToKeep: 1, maxSnapshotAgeHours: 1}
+      icebergUnreferencedFileRemoval: {unreferencedDays: 1, nonCurrentDays: 1}
+`, srv.BucketARN, strings.Join(props, "\n"))
+	if err := os.WriteFile(cfgPath, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// The table, created and filled through the REST catalog.
+	cfg, err := configs.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := bucket.New(cfg)
+	defer reg.Close()
+	b, _ := reg.Bucket(srv.Bucket)
+	cat, err := b.Catalog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateNamespace(ctx, table.Identifier{"db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.CreateTable(ctx, table.Identifier{"db", "events"}, demo.Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 40; i++ {
+		if tbl, err = tabletest.AppendRandom(ctx, tbl, 100, 0, rng); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := bucket.TableID{Namespace: []string{"db"}, Name: "events"}
+	load := func() *table.Table {
+		t.Helper()
+		tbl, err := b.LoadTable(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl
+	}
+	want, err := tablecheck.Rows(ctx, load(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A crashed writer's files: under the table's data directory, in no
+	// snapshot.
+	s3c := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.S3Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.Key, srv.Secret, "")})
+	prefix := strings.TrimPrefix(tbl.Location(), "s3://"+srv.Bucket+"/") + "/data/"
+	var strays []string
+	for i := 0; i < 3; i++ {
+		key := fmt.Sprintf("%sstray-%d.parquet", prefix, i)
+		if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(srv.Bucket), Key: aws.String(key), Body: bytes.NewReader([]byte("half a file"))}); err != nil {
+			t.Fatal(err)
+		}
+		strays = append(strays, key)
+	}
+
+	run := func(job string, now time.Time) map[string]any {
+		t.Helper()
+		args := []string{"run", "--config", cfgPath, "--table", srv.Bucket + "/db/events", "--job", job, "--json"}
+		if !now.IsZero() {
+			args = append(args, "--now", now.UTC().Format(time.RFC3339))
+		}
+		var res map[string]struct {
+			Status         string         `json:"status"`
+			FailureMessage string         `json:"failureMessage"`
+			Figures        map[string]any `json:"figures"`
+		}
+		if err := json.Unmarshal([]byte(c.must(args...)), &res); err != nil {
+			t.Fatal(err)
+		}
+		if r := res[job]; r.Status != "Successful" {
+			t.Fatalf("%s: %s %s", job, r.Status, r.FailureMessage)
+		}
+		return res[job].Figures
+	}
+
+	// Compaction beside the writer.
+	w := &tabletest.Writer{Load: func(ctx context.Context) (*table.Table, error) { return b.LoadTable(ctx, id) },
+		Interval: 100 * time.Millisecond, Rows: 20, Seed: 9}
+	wctx, stop := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(wctx) }()
+	for w.Stats().Batches < 3 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	fig := run("icebergCompaction", time.Time{})
+	stop()
+	if err := <-errc; err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	if fig["commits"].(float64) < 1 || fig["outputFiles"].(float64) >= fig["inputFiles"].(float64) {
+		t.Fatalf("compaction did not compact: %v", fig)
+	}
+	t.Logf("compaction: %v files -> %v in %v attempts (%v lost); writer %+v", fig["inputFiles"], fig["outputFiles"], fig["commitAttempts"], fig["conflicts"], w.Stats())
+	want.Add(w.Written())
+	check := func(stage string) {
+		t.Helper()
+		after := load()
+		if got, err := tablecheck.Rows(ctx, after, 0); err != nil || !got.Equal(want) {
+			t.Fatalf("after %s: rows %v, want %v (%v)", stage, got, want, err)
+		}
+		if missing, err := tablecheck.MissingFiles(ctx, after); err != nil || len(missing) > 0 {
+			t.Fatalf("after %s: reachable files missing: %v %v", stage, missing, err)
+		}
+	}
+	check("compaction")
+
+	// Two hours on, every snapshot but the current one is past its age.
+	now := time.Now()
+	if fig := run("icebergSnapshotManagement", now.Add(2*time.Hour)); fig["snapshotsExpired"].(float64) < 40 {
+		t.Fatalf("expired %v snapshots, want the 40 appends' at least", fig["snapshotsExpired"])
+	}
+	check("snapshot expiration")
+
+	// Two days on, the strays and what only expired snapshots reached are
+	// marked; two days later still, they are deleted.
+	fig = run("icebergUnreferencedFileRemoval", now.Add(48*time.Hour))
+	if fig["marked"].(float64) < 3+40 {
+		t.Fatalf("marked %v, want the 3 strays and the 40 compacted files at least: %v", fig["marked"], fig)
+	}
+	check("marking")
+	fig = run("icebergUnreferencedFileRemoval", now.Add(96*time.Hour))
+	if fig["deleted"].(float64) < 3+40 {
+		t.Fatalf("deleted %v: %v", fig["deleted"], fig)
+	}
+	check("deletion")
+	for _, key := range strays {
+		_, err := s3c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(srv.Bucket), Key: aws.String(key)})
+		var nf *types.NotFound
+		if !errors.As(err, &nf) {
+			t.Errorf("stray %s: %v, want it deleted", key, err)
+		}
+	}
+}
