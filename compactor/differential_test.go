@@ -25,7 +25,7 @@ import (
 
 // env is a table in a fresh embedded catalog plus what runs jobs on it.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	b     *bucket.Bucket
 	id    bucket.TableID
@@ -54,7 +54,7 @@ func newS3Env(t *testing.T, sc *iceberg.Schema, spec iceberg.PartitionSpec, form
 	return newEnvWith(t, cfg, home, sc, spec, format)
 }
 
-func newEnvWith(t *testing.T, cfg *configs.Config, home string, sc *iceberg.Schema, spec iceberg.PartitionSpec, format string) (*env, *table.Table) {
+func newEnvWith(t testing.TB, cfg *configs.Config, home string, sc *iceberg.Schema, spec iceberg.PartitionSpec, format string) (*env, *table.Table) {
 	t.Helper()
 	ctx := context.Background()
 	cfg.Buckets[0].Maintenance.Compaction = &configs.CompactionConfig{CompactionSettings: maintenance.CompactionSettings{

@@ -242,3 +242,34 @@ func mustFS(t *testing.T, e *env, tbl *table.Table) icebergio.IO {
 	}
 	return fs
 }
+
+// Once a commit has lost a race, the table is busy: the rest of the run
+// commits in smaller batches, each of which keeps what it committed.
+func TestBusyTableCommitsSmallerBatches(t *testing.T) {
+	spec := iceberg.NewPartitionSpec(pf(1, 1000, "id_bucket", iceberg.BucketTransform{NumBuckets: 40}))
+	e, tbl := newEnv(t, baseSchema, spec, "2")
+	for i := 0; i < 4; i++ {
+		tbl = e.append(tbl, 1000) // 40 partitions of 4 files
+	}
+	fp := e.rows(tbl, 0)
+	job := &Job{MinInputFiles: 2, BatchGroups: 10, BusyBatchGroups: 3, Retry: quickRetry(8)}
+	raced := false
+	job.beforeCommit = func(int) {
+		if !raced {
+			raced = true
+			e.next = 1 << 30
+			e.append(e.load(), 10)
+		}
+	}
+	out, fig := e.compact(job)
+	if out.Status != state.Successful || fig.GroupsPlanned != 40 || fig.GroupsCommitted != 40 {
+		t.Fatalf("%+v %+v", out, fig)
+	}
+	// The first batch of 10 lost once; the other 30 groups went 3 at a time.
+	if fig.Commits != 1+10 || fig.Conflicts != 1 {
+		t.Fatalf("%d commits (%d conflicts), want 11", fig.Commits, fig.Conflicts)
+	}
+	if got := e.rows(e.load(), 0); got.Rows != fp.Rows+10 {
+		t.Fatalf("%d rows, want %d", got.Rows, fp.Rows+10)
+	}
+}

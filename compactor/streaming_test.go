@@ -19,7 +19,7 @@ import (
 
 // newRESTEnv is newEnv on the Iceberg REST catalog with SigV4 and S3
 // (SeaweedFS), the path users of table buckets take.
-func newRESTEnv(t *testing.T, sc *iceberg.Schema, spec iceberg.PartitionSpec, format string) (*env, *table.Table) {
+func newRESTEnv(t testing.TB, sc *iceberg.Schema, spec iceberg.PartitionSpec, format string) (*env, *table.Table) {
 	t.Helper()
 	srv := testenv.REST(t)
 	home := t.TempDir()

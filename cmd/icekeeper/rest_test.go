@@ -29,8 +29,8 @@ import (
 
 // The three jobs end to end on a table bucket behind an Iceberg REST
 // catalog with SigV4 and S3 (SeaweedFS), as `icekeeper run` runs them:
-// compaction beside a writer committing every 100 ms, then snapshot
-// expiration, then unreferenced file removal marking the strays and the
+// compaction and snapshot expiration beside a writer committing every
+// 100 ms, then unreferenced file removal marking the strays and the
 // files only expired snapshots reached, and deleting them once their
 // noncurrent days have passed. The rows stay exact throughout and no file
 // the metadata reaches goes missing.
@@ -140,14 +140,21 @@ buckets:
 		time.Sleep(20 * time.Millisecond)
 	}
 	fig := run("icebergCompaction", time.Time{})
+	if fig["commits"].(float64) < 1 || fig["outputFiles"].(float64) >= fig["inputFiles"].(float64) {
+		t.Fatalf("compaction did not compact: %v", fig)
+	}
+	t.Logf("compaction: %v files -> %v in %v attempts (%v lost)", fig["inputFiles"], fig["outputFiles"], fig["commitAttempts"], fig["conflicts"])
+	// Two hours on, every snapshot but the newest is past its age; the
+	// writer goes on meanwhile.
+	now := time.Now()
+	if fig := run("icebergSnapshotManagement", now.Add(2*time.Hour)); fig["snapshotsExpired"].(float64) < 40 {
+		t.Fatalf("expired %v snapshots, want the 40 appends' at least", fig["snapshotsExpired"])
+	}
 	stop()
 	if err := <-errc; err != nil {
 		t.Fatalf("writer: %v", err)
 	}
-	if fig["commits"].(float64) < 1 || fig["outputFiles"].(float64) >= fig["inputFiles"].(float64) {
-		t.Fatalf("compaction did not compact: %v", fig)
-	}
-	t.Logf("compaction: %v files -> %v in %v attempts (%v lost); writer %+v", fig["inputFiles"], fig["outputFiles"], fig["commitAttempts"], fig["conflicts"], w.Stats())
+	t.Logf("writer: %+v", w.Stats())
 	want.Add(w.Written())
 	check := func(stage string) {
 		t.Helper()
@@ -159,14 +166,7 @@ buckets:
 			t.Fatalf("after %s: reachable files missing: %v %v", stage, missing, err)
 		}
 	}
-	check("compaction")
-
-	// Two hours on, every snapshot but the current one is past its age.
-	now := time.Now()
-	if fig := run("icebergSnapshotManagement", now.Add(2*time.Hour)); fig["snapshotsExpired"].(float64) < 40 {
-		t.Fatalf("expired %v snapshots, want the 40 appends' at least", fig["snapshotsExpired"])
-	}
-	check("snapshot expiration")
+	check("compaction and snapshot expiration")
 
 	// Two days on, the strays and what only expired snapshots reached are
 	// marked; two days later still, they are deleted.
