@@ -177,15 +177,7 @@ func buildCompactionInput(home string, appends, rows int, partitioned bool) (int
 	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil {
 		return 0, err
 	}
-	sc := iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: "i", Type: iceberg.PrimitiveTypes.Int32},
-		iceberg.NestedField{ID: 2, Name: "l", Type: iceberg.PrimitiveTypes.Int64},
-		iceberg.NestedField{ID: 3, Name: "ts", Type: iceberg.PrimitiveTypes.TimestampTz},
-		iceberg.NestedField{ID: 4, Name: "d", Type: iceberg.PrimitiveTypes.Float64},
-		iceberg.NestedField{ID: 5, Name: "kind", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 6, Name: "text", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 7, Name: "p", Type: iceberg.PrimitiveTypes.Int32},
-	)
+	sc := benchSchema()
 	spec := *iceberg.UnpartitionedSpec
 	if partitioned {
 		spec = iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{7}, FieldID: 1000, Name: "p", Transform: iceberg.IdentityTransform{}})
@@ -213,6 +205,21 @@ func buildCompactionInput(home string, appends, rows int, partitioned bool) (int
 		total = n
 	}
 	return total, nil
+}
+
+// benchSchema is a streaming writer's typical table: numbers, a timestamp,
+// a low-cardinality string and a random text column that holds most of the
+// bytes.
+func benchSchema() *iceberg.Schema {
+	return iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "i", Type: iceberg.PrimitiveTypes.Int32},
+		iceberg.NestedField{ID: 2, Name: "l", Type: iceberg.PrimitiveTypes.Int64},
+		iceberg.NestedField{ID: 3, Name: "ts", Type: iceberg.PrimitiveTypes.TimestampTz},
+		iceberg.NestedField{ID: 4, Name: "d", Type: iceberg.PrimitiveTypes.Float64},
+		iceberg.NestedField{ID: 5, Name: "kind", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 6, Name: "text", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 7, Name: "p", Type: iceberg.PrimitiveTypes.Int32},
+	)
 }
 
 var kinds = []string{"view", "click", "purchase", "signup", "logout", "error", "bot", "share"}

@@ -34,6 +34,9 @@ var ErrNotMergeable = errors.New("not mergeable column by column")
 // path (nil) or not (an error wrapping ErrNotMergeable that says why); the
 // files' own schemas are checked again as Group reads them.
 func Check(meta table.Metadata, tasks []table.FileScanTask, target int64) error {
+	if _, err := mergeSettingsOf(meta.Properties()); err != nil {
+		return err
+	}
 	if meta.Version() > 2 {
 		// Row lineage: rewritten rows must keep their row IDs, which is
 		// iceberg-go's writer's business.
@@ -149,6 +152,10 @@ func Group(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, ta
 			f.close()
 			return res, fmt.Errorf("%s: %w", f.df.FilePath(), err)
 		}
+		if err := readableCodecs(f.pf); err != nil {
+			f.close()
+			return res, fmt.Errorf("%w: %s: %v", ErrNotMergeable, f.df.FilePath(), err)
+		}
 		if schema == nil {
 			schema = f.pf.Schema()
 			outSchema = outputSchema(schema, set)
@@ -190,6 +197,20 @@ func Group(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, ta
 		return res, err
 	}
 	return res, nil
+}
+
+// readableCodecs refuses inputs whose pages parquet-go v0.32.0 cannot
+// decode as arrow-go wrote them: LZ4_RAW pages of iceberg-go's writer fail
+// with "too short to contain a PLAIN encoded byte array value".
+func readableCodecs(pf *parquet.File) error {
+	for _, rg := range pf.Metadata().RowGroups {
+		for _, cc := range rg.Columns {
+			if cc.MetaData.Codec == format.Lz4Raw {
+				return fmt.Errorf("column %s is LZ4_RAW", strings.Join(cc.MetaData.PathInSchema, "."))
+			}
+		}
+	}
+	return nil
 }
 
 // matchSchema checks that a file's Parquet schema is the table's current

@@ -9,7 +9,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
-	"github.com/parquet-go/parquet-go/compress/zstd"
+	"github.com/parquet-go/parquet-go/compress/gzip"
 )
 
 // mergeSettings are the table's Parquet write properties the merge honours.
@@ -49,35 +49,19 @@ func mergeSettingsOf(props iceberg.Properties) (mergeSettings, error) {
 	level := props.GetInt(table.ParquetCompressionLevelKey, table.ParquetCompressionLevelDefault)
 	switch c := props.Get(table.ParquetCompressionKey, table.ParquetCompressionDefault); c {
 	case "zstd":
-		z := &zstd.Codec{}
-		if level > 0 {
-			z.Level = zstdLevel(level)
-		}
-		s.codec = z
+		s.codec = newZstdCodec(level)
 	case "snappy":
 		s.codec = &parquet.Snappy
 	case "gzip":
-		s.codec = &parquet.Gzip
+		g := &gzip.Codec{Level: gzip.DefaultCompression}
+		if level >= 0 {
+			g.Level = level
+		}
+		s.codec = g
 	case "uncompressed":
 		s.codec = &parquet.Uncompressed
-	case "lz4raw":
-		s.codec = &parquet.Lz4Raw
 	default:
 		return s, fmt.Errorf("%w: codec %q", ErrNotMergeable, c)
 	}
 	return s, nil
-}
-
-// zstdLevel maps a zstd level (1–22) onto the four speeds of the Go
-// encoder, as the encoder's own documentation pairs them.
-func zstdLevel(level int) zstd.Level {
-	switch {
-	case level <= 1:
-		return zstd.SpeedFastest
-	case level <= 4:
-		return zstd.SpeedDefault
-	case level <= 8:
-		return zstd.SpeedBetterCompression
-	}
-	return zstd.SpeedBestCompression
 }
