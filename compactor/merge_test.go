@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/icekeeper/icekeeper/compactor/merge"
+	"github.com/icekeeper/icekeeper/internal/version"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -135,6 +136,9 @@ func TestMergePath(t *testing.T) {
 					t.Errorf("%s: column sizes %v, split offsets %v", df.FilePath(), df.ColumnSizes(), df.SplitOffsets())
 				}
 				pq := openParquet(t, df)
+				if want := "icekeeper version " + version.Version() + " (build " + version.Commit() + ")"; pq.Metadata().CreatedBy != want {
+					t.Errorf("created_by %q, want %q", pq.Metadata().CreatedBy, want)
+				}
 				for i, col := range pq.Schema().Fields() {
 					if want := baseSchema.Fields()[i]; col.ID() != want.ID || col.Name() != want.Name {
 						t.Errorf("%s: column %d is %s (id %d), want %s (id %d)", df.FilePath(), i, col.Name(), col.ID(), want.Name, want.ID)

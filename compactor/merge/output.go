@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/icekeeper/icekeeper/internal/version"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 	"github.com/sourcegraph/conc/pool"
@@ -39,7 +40,7 @@ func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Sche
 		parquet.PageBufferSize(set.pageBytes),
 		parquet.DataPageVersion(set.pageVersion),
 		parquet.WriteBufferSize(64 << 10),
-		parquet.CreatedBy("icekeeper", "", ""),
+		createdBy("icekeeper version " + version.Version() + " (build " + version.Commit() + ")"),
 	}
 	if set.dictionary {
 		// Dictionary-encoded columns fall back to plain pages once their
@@ -216,3 +217,10 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
+
+// createdBy sets the footer's created_by in parquet-mr's form, "APP version
+// V (build B)", which readers parse to know a writer's bugs; parquet-go's
+// CreatedBy option leaves out the space before "(build".
+type createdBy string
+
+func (c createdBy) ConfigureWriter(cfg *parquet.WriterConfig) { cfg.CreatedBy = string(c) }
