@@ -2,6 +2,7 @@ package compactor
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+	"github.com/sourcegraph/conc/stream"
 )
 
 // replace is one batch's REPLACE snapshot. Its manifests are written once
@@ -191,12 +193,8 @@ func (r *replace) rebase(ctx context.Context, meta table.Metadata) (*attempt, er
 	}
 	// Read what has not been read yet: on the first attempt every
 	// manifest, later only those committed since.
-	for _, m := range manifests {
-		if _, ok := r.seen[m.FilePath()]; !ok {
-			if err := r.read(m); err != nil {
-				return nil, err
-			}
-		}
+	if err := r.readNew(manifests); err != nil {
+		return nil, err
 	}
 	// Drops and vanished delete files change what must be removed, so
 	// settle them first.
@@ -375,16 +373,42 @@ func (r *replace) walkSince(meta table.Metadata, head *table.Snapshot) bool {
 	return false
 }
 
-// read records the candidate keys manifest m holds live, and drops the
+// manifestReads is how many manifests are read at once: on object storage
+// each read is a round trip, and a table can hold thousands.
+const manifestReads = 16
+
+// readNew reads the manifests not read before, manifestReads at a time,
+// and records what each holds in order.
+func (r *replace) readNew(manifests []iceberg.ManifestFile) error {
+	var firstErr error
+	st := stream.New().WithMaxGoroutines(manifestReads)
+	for _, m := range manifests {
+		if _, ok := r.seen[m.FilePath()]; ok {
+			continue
+		}
+		r.seen[m.FilePath()] = nil // listed twice, read once
+		st.Go(func() stream.Callback {
+			entries, err := m.FetchEntries(r.fs, true)
+			return func() {
+				if err != nil {
+					delete(r.seen, m.FilePath())
+					firstErr = cmp.Or(firstErr, fmt.Errorf("read manifest %s: %w", m.FilePath(), err))
+					return
+				}
+				r.record(m, entries)
+			}
+		})
+	}
+	st.Wait()
+	return firstErr
+}
+
+// record notes the candidate keys manifest m holds live, and drops the
 // groups that a position delete or deletion vector committed after the
 // start may apply to. Such a delete may already sit in a manifest that a
 // writer merged: it is recognised by the snapshot that added it, whatever
 // its entry's status now.
-func (r *replace) read(m iceberg.ManifestFile) error {
-	entries, err := m.FetchEntries(r.fs, true)
-	if err != nil {
-		return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-	}
+func (r *replace) record(m iceberg.ManifestFile, entries []iceberg.ManifestEntry) {
 	keys := []string{}
 	for _, e := range entries {
 		df := e.DataFile()
@@ -400,7 +424,6 @@ func (r *replace) read(m iceberg.ManifestFile) error {
 	if len(keys) > 0 {
 		r.entries[m.FilePath()] = entries
 	}
-	return nil
 }
 
 // dropFor drops the groups a new position delete file (or deletion vector)
