@@ -2,6 +2,7 @@ package compactor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -24,20 +25,24 @@ import (
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testenv"
 	"github.com/icekeeper/icekeeper/jobs"
 )
 
 // BenchmarkCompaction compares icekeeper's compaction with iceberg-go
 // v0.7.0's compaction.Analyze + Table.RewriteDataFiles, side by side on
-// identical copies of two inputs, each side in its own child process:
+// identical copies of each input, each side in its own child process:
 //
 //   - small-files: 200 Parquet files of about 1 MB (int, long, timestamp,
 //     double with nulls, a low-cardinality string, a random 50–200 character
-//     string; snappy, like Flink output) compacted toward 128 MB;
+//     string; zstd, iceberg-go's and Flink's default) toward 128 MB; the
+//     same with snappy;
+//   - many-partitions: 3,200 tiny files over 16 partitions;
 //
-//   - many-partitions: 3,200 tiny files over 16 partitions.
+// on local disk, on S3 (versitygw on loopback) and on S3 behind a proxy
+// that holds every response back 20 ms, as a remote object store does.
 //
-//     scripts/bench.sh -bench Compaction ./compactor
+//	scripts/bench.sh -bench Compaction ./compactor
 func BenchmarkCompaction(b *testing.B) {
 	files := 200
 	if v, err := strconv.Atoi(os.Getenv("ICEKEEPER_BENCH_COMPACT_FILES")); err == nil && v > 0 {
@@ -45,12 +50,19 @@ func BenchmarkCompaction(b *testing.B) {
 	}
 	for _, in := range []struct {
 		name        string
+		storage     string // local, s3, s3-20ms
 		appends     int
 		partitioned bool
 		rows        int
+		codec       string
 	}{
-		{"small-files", files, false, 4800},
-		{"many-partitions", files, true, 40},
+		{"local/small-files", "local", files, false, 4800, "zstd"},
+		{"local/small-files-snappy", "local", files, false, 4800, "snappy"},
+		{"local/many-partitions", "local", files, true, 40, "zstd"},
+		{"s3/small-files", "s3", files, false, 4800, "zstd"},
+		{"s3/many-partitions", "s3", files, true, 40, "zstd"},
+		{"s3-20ms/small-files", "s3-20ms", files, false, 4800, "zstd"},
+		{"s3-20ms/many-partitions", "s3-20ms", files, true, 40, "zstd"},
 	} {
 		b.Run(in.name, func(b *testing.B) {
 			var ik, ig benchproc.Result
@@ -58,8 +70,12 @@ func BenchmarkCompaction(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				home := b.TempDir()
+				build, run := benchConfigs(b, home, in.storage)
 				var err error
-				if inputBytes, err = buildCompactionInput(home, in.appends, in.rows, in.partitioned); err != nil {
+				if inputBytes, err = buildCompactionInput(build, in.appends, in.rows, in.partitioned, in.codec); err != nil {
+					b.Fatal(err)
+				}
+				if err := writeConfig(filepath.Join(home, "catalog.json"), run); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
@@ -98,6 +114,38 @@ func BenchmarkCompaction(b *testing.B) {
 	}
 }
 
+// benchConfigs returns the configuration the input is built with and the
+// one the sides run with: the embedded default on local disk, or a SQLite
+// catalog over an S3 warehouse, reached directly to build and through the
+// latency proxy to run.
+func benchConfigs(b *testing.B, home, storage string) (build, run *configs.Config) {
+	if storage == "local" {
+		return configs.Embedded(home), configs.Embedded(home)
+	}
+	srv := testenv.S3(b)
+	mk := func(s testenv.S3Server) *configs.Config {
+		cfg := configs.Embedded(home)
+		props := s.Props()
+		props["type"], props["uri"], props["warehouse"] = "sql", "file:"+filepath.Join(home, "catalog.db"), "s3://"+srv.Bucket+"/warehouse"
+		cfg.Buckets[0].Catalog = props
+		return cfg
+	}
+	build, run = mk(srv), mk(srv)
+	if storage == "s3-20ms" {
+		run = mk(srv.WithLatency(b, 20*time.Millisecond))
+	}
+	return build, run
+}
+
+// writeConfig writes the catalog properties the children open.
+func writeConfig(path string, cfg *configs.Config) error {
+	data, err := json.Marshal(cfg.Buckets[0].Catalog)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
 // TestCompactionBenchChild is the child side of BenchmarkCompaction.
 func TestCompactionBenchChild(t *testing.T) {
 	spec := benchproc.Spec()
@@ -106,7 +154,15 @@ func TestCompactionBenchChild(t *testing.T) {
 	}
 	variant, home, _ := strings.Cut(spec, "|")
 	ctx := context.Background()
-	reg := bucket.New(configs.Embedded(home))
+	cfg := configs.Embedded(home)
+	data, err := os.ReadFile(filepath.Join(home, "catalog.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &cfg.Buckets[0].Catalog); err != nil {
+		t.Fatal(err)
+	}
+	reg := bucket.New(cfg)
 	defer reg.Close()
 	b, _ := reg.Bucket("local")
 	id := bucket.TableID{Namespace: []string{"bench"}, Name: variant}
@@ -129,6 +185,9 @@ func TestCompactionBenchChild(t *testing.T) {
 		}
 		fig := out.Figures.(*Figures)
 		files, bytes = fig.OutputFiles, fig.OutputBytes
+		if os.Getenv("ICEKEEPER_BENCH_VERBOSE") != "" {
+			fmt.Fprintln(os.Stderr, fig.Text())
+		}
 	case "iceberg_go":
 		tbl, err := b.LoadTable(ctx, id)
 		if err != nil {
@@ -165,9 +224,9 @@ var benchArrow = arrow.NewSchema([]arrow.Field{
 
 // buildCompactionInput creates bench.icekeeper and bench.iceberg_go with
 // identical contents (same seed) and returns one copy's data bytes.
-func buildCompactionInput(home string, appends, rows int, partitioned bool) (int64, error) {
+func buildCompactionInput(cfg *configs.Config, appends, rows int, partitioned bool, codec string) (int64, error) {
 	ctx := context.Background()
-	reg := bucket.New(configs.Embedded(home))
+	reg := bucket.New(cfg)
 	defer reg.Close()
 	b, _ := reg.Bucket("local")
 	cat, err := b.Catalog(ctx)
@@ -185,7 +244,7 @@ func buildCompactionInput(home string, appends, rows int, partitioned bool) (int
 	var total int64
 	for _, name := range []string{"icekeeper", "iceberg_go"} {
 		tbl, err := cat.CreateTable(ctx, table.Identifier{"bench", name}, sc, catalog.WithPartitionSpec(&spec),
-			catalog.WithProperties(iceberg.Properties{"write.parquet.compression-codec": "snappy", "commit.manifest-merge.enabled": "false"}))
+			catalog.WithProperties(iceberg.Properties{"write.parquet.compression-codec": codec, "commit.manifest-merge.enabled": "false"}))
 		if err != nil {
 			return 0, err
 		}

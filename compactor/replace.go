@@ -2,7 +2,6 @@ package compactor
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
-	"github.com/sourcegraph/conc/stream"
 )
 
 // replace is one batch's REPLACE snapshot. Its manifests are written once
@@ -193,7 +191,7 @@ func (r *replace) rebase(ctx context.Context, meta table.Metadata) (*attempt, er
 	}
 	// Read what has not been read yet: on the first attempt every
 	// manifest, later only those committed since.
-	if err := r.readNew(manifests); err != nil {
+	if err := r.readNew(ctx, manifests); err != nil {
 		return nil, err
 	}
 	// Drops and vanished delete files change what must be removed, so
@@ -373,34 +371,28 @@ func (r *replace) walkSince(meta table.Metadata, head *table.Snapshot) bool {
 	return false
 }
 
-// manifestReads is how many manifests are read at once: on object storage
-// each read is a round trip, and a table can hold thousands.
-const manifestReads = 16
-
-// readNew reads the manifests not read before, manifestReads at a time,
-// and records what each holds in order.
-func (r *replace) readNew(manifests []iceberg.ManifestFile) error {
-	var firstErr error
-	st := stream.New().WithMaxGoroutines(manifestReads)
+// readNew reads the manifests not read before and records what each
+// holds, in order.
+func (r *replace) readNew(ctx context.Context, manifests []iceberg.ManifestFile) error {
+	var unseen []iceberg.ManifestFile
 	for _, m := range manifests {
-		if _, ok := r.seen[m.FilePath()]; ok {
-			continue
+		if _, ok := r.seen[m.FilePath()]; !ok {
+			r.seen[m.FilePath()] = nil // listed twice, read once
+			unseen = append(unseen, m)
 		}
-		r.seen[m.FilePath()] = nil // listed twice, read once
-		st.Go(func() stream.Callback {
-			entries, err := m.FetchEntries(r.fs, true)
-			return func() {
-				if err != nil {
-					delete(r.seen, m.FilePath())
-					firstErr = cmp.Or(firstErr, fmt.Errorf("read manifest %s: %w", m.FilePath(), err))
-					return
-				}
-				r.record(m, entries)
-			}
-		})
 	}
-	st.Wait()
-	return firstErr
+	for m, err := range readManifests(ctx, r.fs, unseen) {
+		if err != nil {
+			for _, m := range unseen {
+				if r.seen[m.FilePath()] == nil {
+					delete(r.seen, m.FilePath())
+				}
+			}
+			return err
+		}
+		r.record(m.ManifestFile, m.entries)
+	}
+	return nil
 }
 
 // record notes the candidate keys manifest m holds live, and drops the

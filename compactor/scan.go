@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/planner"
@@ -29,7 +30,9 @@ type scanned struct {
 // pass over the data manifests.
 func scan(ctx context.Context, tbl *table.Table, withAges bool) (scanned, error) {
 	sc := scanned{start: tbl.CurrentSnapshot()}
-	tasks, err := tbl.Scan().PlanFiles(ctx)
+	// Planning reads every manifest; on object storage each is a round
+	// trip, so more are read at once than there are cores.
+	tasks, err := tbl.Scan(table.WithMaxConcurrency(manifestReads)).PlanFiles(ctx)
 	if err != nil {
 		return sc, fmt.Errorf("plan scan of %s: %w", tbl.Identifier(), err)
 	}
@@ -122,18 +125,72 @@ func liveEntries(ctx context.Context, tbl *table.Table, content iceberg.Manifest
 			yield(nil, fmt.Errorf("read manifest list %s: %w", snap.ManifestList, err))
 			return
 		}
-		for _, m := range manifests {
-			if m.ManifestContent() != content {
-				continue
+		manifests = slices.DeleteFunc(manifests, func(m iceberg.ManifestFile) bool { return m.ManifestContent() != content })
+		for m, err := range readManifests(ctx, fs, manifests) {
+			if err != nil {
+				yield(nil, err)
+				return
 			}
-			for e, err := range m.Entries(fs, true) {
-				if err != nil {
-					yield(nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err))
-					return
-				}
+			for _, e := range m.entries {
 				if !yield(e, nil) {
 					return
 				}
+			}
+		}
+	}
+}
+
+// manifestReads is how many manifests are read at once: on object storage
+// each read is a round trip, and a table can hold thousands.
+const manifestReads = 16
+
+type readManifest struct {
+	iceberg.ManifestFile
+	entries []iceberg.ManifestEntry // live ones
+}
+
+// readManifests yields the live entries of each manifest in order, reading
+// up to manifestReads ahead of the consumer.
+func readManifests(ctx context.Context, fs icebergio.IO, manifests []iceberg.ManifestFile) iter.Seq2[readManifest, error] {
+	return func(yield func(readManifest, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		type result struct {
+			entries []iceberg.ManifestEntry
+			err     error
+		}
+		results := make([]chan result, len(manifests))
+		for i := range results {
+			results[i] = make(chan result, 1)
+		}
+		ahead := make(chan struct{}, manifestReads)
+		go func() {
+			for i, m := range manifests {
+				select {
+				case ahead <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				go func() {
+					entries, err := m.FetchEntries(fs, true)
+					if err != nil {
+						err = fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+					}
+					results[i] <- result{entries, err}
+				}()
+			}
+		}()
+		for i, m := range manifests {
+			var r result
+			select {
+			case r = <-results[i]:
+			case <-ctx.Done():
+				yield(readManifest{}, ctx.Err())
+				return
+			}
+			<-ahead
+			if !yield(readManifest{m, r.entries}, r.err) || r.err != nil {
+				return
 			}
 		}
 	}

@@ -14,8 +14,12 @@
 # under its version for the next run. Every table bucket is a collection
 # that takes 7 volumes, so volumes are small (64 MB) and many (1,000): a
 # test makes a table bucket of its own.
+#
+# toxiproxy sits between tests and an S3 server where a test wants the
+# latency of real object storage; tests make their proxies through its API.
 VERSITYGW_VERSION=v1.8.0
 SEAWEEDFS_VERSION=v0.0.0-20261109003541-7506e5f91cd6
+TOXIPROXY_VERSION=v2.5.0
 GOBIN_DIR="$(go env GOPATH)/bin"
 export PATH="$GOBIN_DIR:$PATH"
 
@@ -60,6 +64,15 @@ ensure_versitygw() {
 		log "installing versitygw $VERSITYGW_VERSION"
 		GOFLAGS= go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
 	fi
+}
+
+TOXIPROXY="$GOBIN_DIR/toxiproxy-server-$TOXIPROXY_VERSION"
+ensure_toxiproxy() {
+	[ -x "$TOXIPROXY" ] && return
+	log "installing toxiproxy $TOXIPROXY_VERSION"
+	# Its command is named "server"; it is kept under a name of its own.
+	GOFLAGS= GOBIN="$WORK/bin" go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION"
+	mv "$WORK/bin/server" "$TOXIPROXY"
 }
 
 WEED="$GOBIN_DIR/weed-$SEAWEEDFS_VERSION"
@@ -108,8 +121,10 @@ WORK="$(mktemp -d /tmp/icekeeper-test.XXXXXX)"
 PG_DATA="$WORK/pg"
 GW_PID=""
 SW_PID=""
+TP_PID=""
 cleanup() {
 	set +e
+	[ -n "$TP_PID" ] && stop_pid "$TP_PID"
 	[ -n "$GW_PID" ] && stop_pid "$GW_PID"
 	[ -n "$SW_PID" ] && stop_pid "$SW_PID"
 	[ -f "$PG_DATA/postmaster.pid" ] && as_postgres "$(pg_bin)/pg_ctl" -D "$PG_DATA" -m immediate stop >/dev/null 2>&1
@@ -121,6 +136,7 @@ trap "exit 143" TERM INT
 ensure_postgres
 ensure_versitygw
 ensure_seaweedfs
+ensure_toxiproxy
 
 log "starting PostgreSQL"
 PG_PORT="$(free_port)"
@@ -139,6 +155,15 @@ ROOT_ACCESS_KEY=icekeeper ROOT_SECRET_KEY=icekeeper-secret \
 GW_PID=$!
 for _ in $(seq 1 100); do
 	(exec 3<>"/dev/tcp/127.0.0.1/$GW_PORT") 2>/dev/null && break
+	sleep 0.1
+done
+
+log "starting toxiproxy"
+TP_PORT="$(free_port)"
+"$TOXIPROXY" -host 127.0.0.1 -port "$TP_PORT" >"$WORK/toxiproxy.log" 2>&1 &
+TP_PID=$!
+for _ in $(seq 1 100); do
+	curl -sf "http://127.0.0.1:$TP_PORT/version" >/dev/null 2>&1 && break
 	sleep 0.1
 done
 
@@ -167,6 +192,7 @@ for i in $(seq 1 600); do
 	sleep 0.1
 done
 
+export ICEKEEPER_TEST_TOXIPROXY="http://127.0.0.1:$TP_PORT"
 export ICEKEEPER_TEST_REST="http://127.0.0.1:$SW_REST"
 export ICEKEEPER_TEST_REST_S3="http://127.0.0.1:$SW_S3"
 export ICEKEEPER_TEST_REST_KEY=icekeeper

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -34,6 +35,8 @@ const (
 	EnvS3Key    = "ICEKEEPER_TEST_S3_KEY"     // access key id
 	EnvS3Secret = "ICEKEEPER_TEST_S3_SECRET"  // secret access key
 	EnvRequire  = "ICEKEEPER_REQUIRE_SERVERS" // "1": missing servers fail tests
+
+	EnvToxiproxy = "ICEKEEPER_TEST_TOXIPROXY" // toxiproxy's API, http://127.0.0.1:PORT
 
 	EnvREST       = "ICEKEEPER_TEST_REST"        // Iceberg REST catalog, http://127.0.0.1:PORT
 	EnvRESTS3     = "ICEKEEPER_TEST_REST_S3"     // its S3 and S3 Tables endpoint
@@ -206,4 +209,33 @@ func REST(t testing.TB) RESTServer {
 	}
 	srv.BucketARN = aws.ToString(out.Arn)
 	return srv
+}
+
+// WithLatency returns s reached through a proxy that holds every response
+// back by latency, as a remote object store's round trip does; the proxy
+// is removed when the test ends.
+func (s S3Server) WithLatency(t testing.TB, latency time.Duration) S3Server {
+	t.Helper()
+	need(t, EnvToxiproxy)
+	u, err := url.Parse(s.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := toxiproxy.NewClient(os.Getenv(EnvToxiproxy))
+	p, err := c.CreateProxy(RandomName("s3-"), "127.0.0.1:0", u.Host)
+	if err != nil {
+		t.Fatalf("create latency proxy to %s: %v", u.Host, err)
+	}
+	t.Cleanup(func() { _ = p.Delete() })
+	if _, err := p.AddToxic("latency", "latency", "downstream", 1, toxiproxy.Attributes{"latency": latency.Milliseconds()}); err != nil {
+		t.Fatalf("add latency to %s: %v", u.Host, err)
+	}
+	s.Endpoint = "http://" + p.Listen
+	s.Client = s3.New(s3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(s.Endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(s.Key, s.Secret, ""),
+	})
+	return s
 }
