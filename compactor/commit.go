@@ -124,7 +124,10 @@ func (c *committer) commitBatch(ctx context.Context, base *table.Table, batch []
 		meta := fresh.Metadata()
 		if s := meta.SnapshotByID(r.id); s != nil {
 			// An earlier attempt landed though it was reported lost.
-			after, landed = fresh, r.attempts[s.ManifestList]
+			if after, landed = fresh, r.attempts[s.ManifestList]; landed == nil {
+				out.unknown = true
+				return fmt.Errorf("commit compaction of %s: snapshot %d is in the table with a manifest list this run did not write (%s); its files are kept", c.t.Table, r.id, s.ManifestList)
+			}
 			return nil
 		}
 		a, err := r.rebase(ctx, meta)

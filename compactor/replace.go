@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -550,44 +549,51 @@ func (r *replace) writeAdded(meta table.Metadata, groups []table.CompactionGroup
 	return nil
 }
 
-func (r *replace) writeManifest(meta table.Metadata, spec iceberg.PartitionSpec, content iceberg.ManifestContent, fill func(*iceberg.ManifestWriter) error) (_ iceberg.ManifestFile, err error) {
+func (r *replace) writeManifest(meta table.Metadata, spec iceberg.PartitionSpec, content iceberg.ManifestContent, fill func(*iceberg.ManifestWriter) error) (iceberg.ManifestFile, error) {
+	// Written whole into memory first: a manifest is small, its length goes
+	// into the manifest list, and on object storage one PUT is best.
 	path := r.locs.NewMetadataLocation(fmt.Sprintf("%s-m%d.avro", r.commitID, len(r.written)))
-	out, err := r.fs.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("create manifest %s: %w", path, err)
-	}
-	r.written = append(r.written, path)
-	cw := &countingWriter{w: out}
-	w, err := iceberg.NewManifestWriter(meta.Version(), cw, spec, meta.CurrentSchema(), r.id, iceberg.WithManifestWriterContent(content))
+	var buf bytes.Buffer
+	w, err := iceberg.NewManifestWriter(meta.Version(), &buf, spec, meta.CurrentSchema(), r.id, iceberg.WithManifestWriterContent(content))
 	if err == nil {
 		err = fill(w)
 	}
 	if err == nil {
 		err = w.Close()
 	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
+	if err == nil {
+		r.written = append(r.written, path)
+		err = writeFile(r.fs, path, buf.Bytes())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("write manifest %s: %w", path, err)
 	}
-	return w.ToManifestFile(path, cw.n)
+	return w.ToManifestFile(path, int64(buf.Len()))
+}
+
+// writeFile writes data as the file at path.
+func writeFile(fs icebergio.WriteFileIO, path string, data []byte) error {
+	out, err := fs.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(data)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func (r *replace) writeList(path string, version int, seq, firstRowID, parent int64, list []iceberg.ManifestFile) (addedRows int64, err error) {
-	out, err := r.fs.Create(path)
-	if err != nil {
-		return 0, fmt.Errorf("create manifest list %s: %w", path, err)
-	}
-	r.written = append(r.written, path)
+	var buf bytes.Buffer
 	var w *iceberg.ManifestListWriter
 	switch version {
 	case 1:
-		w, err = iceberg.NewManifestListWriterV1(out, r.id, &parent)
+		w, err = iceberg.NewManifestListWriterV1(&buf, r.id, &parent)
 	case 2:
-		w, err = iceberg.NewManifestListWriterV2(out, r.id, seq, &parent)
+		w, err = iceberg.NewManifestListWriterV2(&buf, r.id, seq, &parent)
 	case 3:
-		w, err = iceberg.NewManifestListWriterV3(out, r.id, seq, firstRowID, &parent)
+		w, err = iceberg.NewManifestListWriterV3(&buf, r.id, seq, firstRowID, &parent)
 	default:
 		err = fmt.Errorf("format version %d", version)
 	}
@@ -600,8 +606,9 @@ func (r *replace) writeList(path string, version int, seq, firstRowID, parent in
 			addedRows = *w.NextRowID() - firstRowID
 		}
 	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
+	if err == nil {
+		r.written = append(r.written, path)
+		err = writeFile(r.fs, path, buf.Bytes())
 	}
 	if err != nil {
 		return 0, fmt.Errorf("write manifest list %s: %w", path, err)
@@ -693,17 +700,4 @@ func (r *replace) cleanup(keep *attempt) {
 			_ = r.fs.Remove(p)
 		}
 	}
-}
-
-// countingWriter counts the bytes written through it: a manifest's length
-// goes into the manifest list.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }

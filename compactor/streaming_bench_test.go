@@ -12,9 +12,12 @@ import (
 	"github.com/apache/iceberg-go/table/compaction"
 
 	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/expire"
 	"github.com/icekeeper/icekeeper/internal/commit"
+	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/tabletest"
+	"github.com/icekeeper/icekeeper/jobs"
 )
 
 // BenchmarkBesideWriter measures compaction against a streaming writer:
@@ -24,7 +27,9 @@ import (
 // twin tables each with its own writer, the baseline is iceberg-go's
 // compaction.Analyze + Table.RewriteDataFiles with the table property
 // commit.retry.num-retries=10; icekeeper runs with its defaults. Runs
-// alternate between the sides.
+// alternate between the sides; after each pair, snapshot expiration keeps
+// both tables' metadata small, as a daemon would (a writer committing
+// every 100 ms makes 36,000 snapshots an hour).
 //
 //	scripts/bench.sh -bench BesideWriter -benchtime 1x ./compactor
 //
@@ -56,6 +61,8 @@ func BenchmarkBesideWriter(b *testing.B) {
 						}
 						first.run(b)
 						second.run(b)
+						ik.expire(b)
+						ig.expire(b)
 					}
 					ik.stop(b)
 					ig.stop(b)
@@ -80,8 +87,7 @@ type side struct {
 	e        *env
 	baseline bool
 	writer   *tabletest.Writer
-	cancel   context.CancelFunc
-	errc     chan error
+	stopW    func() error
 	ok       int
 	lastErr  string // the baseline's last failure
 	okMs     int64
@@ -98,12 +104,10 @@ func newSide(b *testing.B, mk func(testing.TB, *iceberg.Schema, iceberg.Partitio
 	for i := 0; i < 100; i++ {
 		tbl = e.append(tbl, 50)
 	}
-	s := &side{e: e, baseline: props != nil, errc: make(chan error, 1)}
+	s := &side{e: e, baseline: props != nil}
 	s.writer = &tabletest.Writer{Load: func(ctx context.Context) (*table.Table, error) { return e.b.LoadTable(ctx, e.id) },
 		Interval: interval, Rows: 50, NextID: 1 << 40, Seed: 11}
-	ctx, cancel := context.WithCancel(e.ctx)
-	s.cancel = cancel
-	go func() { s.errc <- s.writer.Run(ctx) }()
+	s.stopW = s.writer.Start(e.ctx)
 	return s
 }
 
@@ -139,6 +143,17 @@ func (s *side) run(b *testing.B) {
 	}
 }
 
+// expire expires every snapshot but the newest, outside the timer.
+func (s *side) expire(b *testing.B) {
+	b.StopTimer()
+	defer b.StartTimer()
+	r := &jobs.Runner{Store: s.e.store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.SnapshotManagement: &expire.Job{}}}
+	out, err := r.Run(s.e.ctx, jobs.Target{Bucket: s.e.b, Table: s.e.id}, maintenance.SnapshotManagement, "bench", jobs.Options{Now: time.Now().Add(1000 * time.Hour)})
+	if err != nil || out.Status != state.Successful {
+		b.Fatalf("expire between runs: %+v %v", out, err)
+	}
+}
+
 func (s *side) rewriteDataFiles(b *testing.B) bool {
 	tbl := s.e.load()
 	const target = 1 << 20 // as the test env's targetFileSizeMB
@@ -164,8 +179,7 @@ func (s *side) rewriteDataFiles(b *testing.B) bool {
 }
 
 func (s *side) stop(b *testing.B) {
-	s.cancel()
-	if err := <-s.errc; err != nil {
+	if err := s.stopW(); err != nil {
 		b.Fatalf("writer: %v", err)
 	}
 }

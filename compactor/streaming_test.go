@@ -65,16 +65,11 @@ func besideWriter(t *testing.T, e *env, tbl *table.Table, files, runs int) {
 		Load:     func(ctx context.Context) (*table.Table, error) { return e.b.LoadTable(ctx, e.id) },
 		Interval: 100 * time.Millisecond, Rows: 50, NextID: 1 << 40, Seed: 3,
 	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(ctx) }()
+	stop := w.Start(e.ctx)
 	for i := 0; i < runs; i++ {
 		// Let the writer add a few files, so that every run has work and
 		// the writer commits while it runs.
-		for n := w.Stats().Batches; w.Stats().Batches < n+5; {
-			time.Sleep(20 * time.Millisecond)
-		}
+		w.Await(5)
 		out, fig := e.compact(&Job{MinInputFiles: 2})
 		if out.Status != state.Successful || fig.Commits == 0 {
 			t.Errorf("run %d beside the writer: %s %s, %d commits", i, out.Status, out.FailureMessage, fig.Commits)
@@ -83,8 +78,7 @@ func besideWriter(t *testing.T, e *env, tbl *table.Table, files, runs int) {
 		t.Logf("run %d: %d files -> %d in %d commits, %d attempts (%d lost, %d rebased), %d dropped, rewrite %d ms, commit %d ms",
 			i, fig.InputFiles, fig.OutputFiles, fig.Commits, fig.CommitAttempts, fig.Conflicts, fig.Rebases, fig.GroupsDropped, fig.RewriteMs, fig.CommitMs)
 	}
-	cancel()
-	if err := <-errc; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("the writer failed: %v", err)
 	}
 	st := w.Stats()

@@ -274,14 +274,9 @@ func TestBesideStreamingWriter(t *testing.T) {
 		Load:     func(ctx context.Context) (*table.Table, error) { return f.Bucket.LoadTable(ctx, f.ID) },
 		Interval: 100 * time.Millisecond, Rows: 50, NextID: 1 << 40, Seed: 5,
 	}
-	ctx, cancel := context.WithCancel(f.ctx)
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(ctx) }()
+	stop := w.Start(f.ctx)
 	for i := 0; i < 5; i++ {
-		for n := w.Stats().Batches; w.Stats().Batches < n+5; {
-			time.Sleep(20 * time.Millisecond)
-		}
+		w.Await(5)
 		// Each run a day later, so that each has snapshots to expire.
 		out, fig := f.run(jobs.Options{Now: time.Now().Add(time.Duration(6+i) * 24 * time.Hour)})
 		if out.Status != state.Successful || fig.SnapshotsExpired == 0 {
@@ -289,8 +284,7 @@ func TestBesideStreamingWriter(t *testing.T) {
 		}
 		t.Logf("run %d: %d of %d snapshots expired in %d attempts (%d lost)", i, fig.SnapshotsExpired, fig.SnapshotsBefore, fig.CommitAttempts, fig.Conflicts)
 	}
-	cancel()
-	if err := <-errc; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("the writer failed: %v", err)
 	}
 	st := w.Stats()

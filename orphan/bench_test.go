@@ -36,7 +36,9 @@ import (
 //
 //	scripts/bench.sh -bench RemovalScan ./orphan
 //
-// (bench.sh starts the versitygw S3 server the s3 case needs.)
+// (bench.sh starts the versitygw S3 server the s3 cases need.) The s3-20ms
+// case reaches the same server through a proxy that holds every response
+// back 20 ms, as a remote object store's round trip does.
 // ICEKEEPER_BENCH_OBJECTS sets N for local disk (default 1,000,000);
 // ICEKEEPER_BENCH_S3_OBJECTS for the S3 server (default 100,000).
 func BenchmarkRemovalScan(b *testing.B) {
@@ -47,18 +49,28 @@ func BenchmarkRemovalScan(b *testing.B) {
 		if err := buildRemovalTable(context.Background(), bk, n, localPut(home)); err != nil {
 			b.Fatal(err)
 		}
-		compareRemoval(b, home, "", n)
+		compareRemoval(b, home, "", "", n)
 	})
-	b.Run("s3", func(b *testing.B) {
-		n := envInt("ICEKEEPER_BENCH_S3_OBJECTS", 100_000)
-		srv := testenv.S3(b)
-		home := b.TempDir()
-		bk := benchBucket(b, home, "s3://"+srv.Bucket+"/warehouse", srv.Props())
-		if err := buildRemovalTable(context.Background(), bk, n, s3Put(srv)); err != nil {
-			b.Fatal(err)
+	for _, latency := range []time.Duration{0, 20 * time.Millisecond} {
+		name := "s3"
+		if latency > 0 {
+			name = fmt.Sprintf("s3-%dms", latency.Milliseconds())
 		}
-		compareRemoval(b, home, srv.Bucket, n)
-	})
+		b.Run(name, func(b *testing.B) {
+			n := envInt("ICEKEEPER_BENCH_S3_OBJECTS", 100_000)
+			srv := testenv.S3(b)
+			home := b.TempDir()
+			bk := benchBucket(b, home, "s3://"+srv.Bucket+"/warehouse", srv.Props())
+			if err := buildRemovalTable(context.Background(), bk, n, s3Put(srv)); err != nil {
+				b.Fatal(err)
+			}
+			endpoint := srv.Endpoint
+			if latency > 0 {
+				endpoint = srv.WithLatency(b, latency).Endpoint
+			}
+			compareRemoval(b, home, srv.Bucket, endpoint, n)
+		})
+	}
 }
 
 func envInt(name string, def int) int {
@@ -68,7 +80,7 @@ func envInt(name string, def int) int {
 	return def
 }
 
-func compareRemoval(b *testing.B, home, s3Bucket string, n int) {
+func compareRemoval(b *testing.B, home, s3Bucket, endpoint string, n int) {
 	var ik, ig benchproc.Result
 	for i := 0; i < b.N; i++ {
 		order := []string{"icekeeper", "iceberg-go"}
@@ -76,7 +88,7 @@ func compareRemoval(b *testing.B, home, s3Bucket string, n int) {
 			order = []string{"iceberg-go", "icekeeper"}
 		}
 		for _, variant := range order {
-			r, err := benchproc.Run("TestRemovalBenchChild", strings.Join([]string{variant, home, s3Bucket}, "|"))
+			r, err := benchproc.Run("TestRemovalBenchChild", strings.Join([]string{variant, home, s3Bucket, endpoint}, "|"))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -107,12 +119,12 @@ func TestRemovalBenchChild(t *testing.T) {
 		t.Skip("benchmark child only")
 	}
 	parts := strings.Split(spec, "|")
-	variant, home, s3Bucket := parts[0], parts[1], parts[2]
+	variant, home, s3Bucket, endpoint := parts[0], parts[1], parts[2], parts[3]
 	ctx := context.Background()
 	var props map[string]string
 	warehouse := "file://" + filepath.Join(home, "warehouse")
 	if s3Bucket != "" {
-		props = testenv.S3Server{Endpoint: os.Getenv(testenv.EnvS3), Key: os.Getenv(testenv.EnvS3Key), Secret: os.Getenv(testenv.EnvS3Secret)}.Props()
+		props = testenv.S3Server{Endpoint: endpoint, Key: os.Getenv(testenv.EnvS3Key), Secret: os.Getenv(testenv.EnvS3Secret)}.Props()
 		warehouse = "s3://" + s3Bucket + "/warehouse"
 	}
 	bk := benchBucket(t, home, warehouse, props)

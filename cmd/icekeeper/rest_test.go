@@ -133,12 +133,8 @@ buckets:
 	// Compaction beside the writer.
 	w := &tabletest.Writer{Load: func(ctx context.Context) (*table.Table, error) { return b.LoadTable(ctx, id) },
 		Interval: 100 * time.Millisecond, Rows: 20, Seed: 9}
-	wctx, stop := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(wctx) }()
-	for w.Stats().Batches < 3 {
-		time.Sleep(20 * time.Millisecond)
-	}
+	stop := w.Start(ctx)
+	w.Await(3)
 	fig := run("icebergCompaction", time.Time{})
 	if fig["commits"].(float64) < 1 || fig["outputFiles"].(float64) >= fig["inputFiles"].(float64) {
 		t.Fatalf("compaction did not compact: %v", fig)
@@ -150,8 +146,7 @@ buckets:
 	if fig := run("icebergSnapshotManagement", now.Add(2*time.Hour)); fig["snapshotsExpired"].(float64) < 40 {
 		t.Fatalf("expired %v snapshots, want the 40 appends' at least", fig["snapshotsExpired"])
 	}
-	stop()
-	if err := <-errc; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("writer: %v", err)
 	}
 	t.Logf("writer: %+v", w.Stats())

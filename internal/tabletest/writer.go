@@ -107,6 +107,25 @@ func (w *Writer) batch(ctx context.Context, rng *rand.Rand) error {
 	}
 }
 
+// Start runs the writer on another goroutine until the returned stop is
+// called; stop returns Run's error.
+func (w *Writer) Start(ctx context.Context) (stop func() error) {
+	ctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	return func() error {
+		cancel()
+		return <-errc
+	}
+}
+
+// Await returns once the writer has committed n more batches.
+func (w *Writer) Await(n int) {
+	for until := w.Stats().Batches + n; w.Stats().Batches < until; {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // Written is the fingerprint of every row the writer committed.
 func (w *Writer) Written() tablecheck.Fingerprint {
 	w.mu.Lock()
