@@ -102,18 +102,22 @@ stop_pid() {
 	wait "$pid" 2>/dev/null
 }
 
-# free_port_pair prints a free port P whose gRPC companion P+10000 (the
-# SeaweedFS convention) is free too.
-free_port_pair() {
-	local p
+# seaweedfs_ports prints a base port B such that B..B+4 (master, volume,
+# filer, S3, Iceberg REST) and their gRPC companions B+10000..B+10004 (the
+# SeaweedFS convention) are free. B is below 22800, so that the gRPC ports
+# stay under the kernel's ephemeral range, where outgoing connections could
+# take them first.
+seaweedfs_ports() {
+	local b i ok
 	for _ in $(seq 1 50); do
-		p=$(( (RANDOM % 20000) + 20000 ))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && ! (exec 3<>"/dev/tcp/127.0.0.1/$((p + 10000))") 2>/dev/null; then
-			echo "$p"
-			return
-		fi
+		b=$(( (RANDOM % 2700) + 20000 ))
+		ok=1
+		for i in 0 1 2 3 4 10000 10001 10002 10003 10004; do
+			if (exec 3<>"/dev/tcp/127.0.0.1/$((b + i))") 2>/dev/null; then ok=0; break; fi
+		done
+		[ "$ok" = 1 ] && { echo "$b"; return; }
 	done
-	echo "no free port pair found" >&2
+	echo "no free SeaweedFS ports found" >&2
 	return 1
 }
 
@@ -168,11 +172,8 @@ for _ in $(seq 1 100); do
 done
 
 log "starting SeaweedFS"
-SW_MASTER="$(free_port_pair)"
-SW_VOLUME="$(free_port_pair)"
-SW_FILER="$(free_port_pair)"
-SW_S3="$(free_port_pair)"
-SW_REST="$(free_port)"
+SW_BASE="$(seaweedfs_ports)"
+SW_MASTER=$SW_BASE SW_VOLUME=$((SW_BASE + 1)) SW_FILER=$((SW_BASE + 2)) SW_S3=$((SW_BASE + 3)) SW_REST=$((SW_BASE + 4))
 mkdir -p "$WORK/seaweedfs"
 AWS_ACCESS_KEY_ID=icekeeper AWS_SECRET_ACCESS_KEY=icekeeper-secret \
 	"$WEED" server -dir="$WORK/seaweedfs" -ip=127.0.0.1 -ip.bind=127.0.0.1 -master.telemetry=false \
