@@ -10,6 +10,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/parquet-go/parquet-go"
+	"golang.org/x/sync/semaphore"
 )
 
 // openedFile is one input, read ahead.
@@ -30,28 +31,93 @@ const (
 	readBufferBytes       = 4 << 20
 )
 
-// prefetch opens the tasks' files in order on another goroutine, reading
-// up to two ahead of the writer, so that reading overlaps encoding. The
-// buffers of whole-file reads are recycled once the writer closes a file.
+// Read-ahead of one group: up to readAheadFiles inputs are read at once,
+// and at most readAheadBytes of whole-file reads are held ahead of the
+// encoder. On object storage every input costs a round trip; reading one
+// at a time left the encoder waiting on latency (20 ms a request made a
+// 200-file group wait seconds), while the bytes bound keeps memory close
+// to what one group needs.
+const (
+	readAheadFiles = 8
+	readAheadBytes = 32 << 20
+)
+
+// prefetch opens the tasks' files in order, several at once ahead of the
+// encoder, and delivers them in order until ctx is done. A file's
+// read-ahead budget is given back when the encoder closes it, and the
+// buffers of whole-file reads are recycled. Reads the encoder never took
+// are closed when delivery stops.
 func prefetch(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanTask, wholeFileBytes int64) <-chan openedFile {
-	ch := make(chan openedFile, 2)
-	free := make(chan []byte, 4)
-	go func() {
-		defer close(ch)
-		for _, t := range tasks {
-			f := openInput(fsys, t.File, wholeFileBytes, free)
+	out := make(chan openedFile)
+	results := make([]chan openedFile, len(tasks))
+	for i := range results {
+		results[i] = make(chan openedFile, 1)
+	}
+	files := make(chan struct{}, readAheadFiles)
+	budget := semaphore.NewWeighted(readAheadBytes)
+	free := make(chan []byte, readAheadFiles)
+	started := 0
+	dispatched := make(chan struct{})
+	go func() { // start reads, within the budget
+		defer close(dispatched)
+		for i, t := range tasks {
+			n := t.File.FileSizeBytes()
+			if n > wholeFileBytes {
+				n = readBufferBytes // read through one buffer, not whole
+			}
+			n = min(n, readAheadBytes)
+			if budget.Acquire(ctx, n) != nil {
+				return
+			}
 			select {
-			case ch <- f:
-				if f.err != nil {
-					return
+			case files <- struct{}{}:
+			case <-ctx.Done():
+				budget.Release(n)
+				return
+			}
+			started++
+			go func() {
+				f := openInput(fsys, t.File, wholeFileBytes, free)
+				inner := f.close
+				f.close = func() {
+					inner()
+					<-files
+					budget.Release(n)
 				}
+				results[i] <- f
+			}()
+		}
+	}()
+	go func() { // deliver in order
+		next := 0
+		defer func() {
+			close(out)
+			<-dispatched
+			for ; next < started; next++ {
+				(<-results[next]).close()
+			}
+		}()
+		for ; next < len(tasks); next++ {
+			var f openedFile
+			select {
+			case f = <-results[next]:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case out <- f:
 			case <-ctx.Done():
 				f.close()
+				next++
+				return
+			}
+			if f.err != nil {
+				next++
 				return
 			}
 		}
 	}()
-	return ch
+	return out
 }
 
 func openInput(fsys icebergio.IO, df iceberg.DataFile, wholeFileBytes int64, free chan []byte) openedFile {
