@@ -33,14 +33,6 @@ type committer struct {
 	afterCommit  func(error) error
 }
 
-func (c *committed) addDropped(batch []table.CompactionGroupResult, r *replace) {
-	for i := range batch {
-		if why, ok := r.dropped[i]; ok {
-			c.dropped = append(c.dropped, fmt.Sprintf("%s: %s", batch[i].PartitionKey, why))
-		}
-	}
-}
-
 // committed is what the commit stage did.
 type committed struct {
 	groups         []table.CompactionGroupResult
@@ -52,6 +44,15 @@ type committed struct {
 	// unknown is set when a commit's outcome could not be learned: its
 	// outputs must stay, whether or not it landed.
 	unknown bool
+}
+
+// addDropped notes the groups of batch that r dropped, with why.
+func (c *committed) addDropped(batch []table.CompactionGroupResult, r *replace) {
+	for i := range batch {
+		if why, ok := r.dropped[i]; ok {
+			c.dropped = append(c.dropped, fmt.Sprintf("%s: %s", batch[i].PartitionKey, why))
+		}
+	}
 }
 
 // run commits results in batches on base. The first batch holds up to
@@ -121,16 +122,12 @@ func (c *committer) commitBatch(ctx context.Context, base *table.Table, batch []
 		if err != nil {
 			return err
 		}
-		meta := fresh.Metadata()
-		if s := meta.SnapshotByID(r.id); s != nil {
+		if a, err := c.landed(r, fresh, out); a != nil || err != nil {
 			// An earlier attempt landed though it was reported lost.
-			if after, landed = fresh, r.attempts[s.ManifestList]; landed == nil {
-				out.unknown = true
-				return fmt.Errorf("commit compaction of %s: snapshot %d is in the table with a manifest list this run did not write (%s); its files are kept", c.t.Table, r.id, s.ManifestList)
-			}
-			return nil
+			after, landed = fresh, a
+			return err
 		}
-		a, err := r.rebase(ctx, meta)
+		a, err := r.rebase(ctx, fresh.Metadata())
 		if err != nil || a == nil {
 			return err
 		}
@@ -150,9 +147,11 @@ func (c *committer) commitBatch(ctx context.Context, base *table.Table, batch []
 		}
 		// A timeout, a 5xx, a cut connection: look before deciding.
 		fresh, lerr := c.t.Bucket.LoadTable(context.WithoutCancel(ctx), c.t.Table)
-		if lerr == nil && fresh.Metadata().SnapshotByID(r.id) != nil {
-			after, landed = fresh, a
-			return nil
+		if lerr == nil {
+			if a, err := c.landed(r, fresh, out); a != nil || err != nil {
+				after, landed = fresh, a
+				return err
+			}
 		}
 		// The SQL catalog commits in one database transaction, finished
 		// when its call returns, so the reload is the answer. A catalog
@@ -167,6 +166,7 @@ func (c *committer) commitBatch(ctx context.Context, base *table.Table, batch []
 	out.rebases += r.rebases
 	out.addDropped(batch, r)
 	if landed == nil {
+		after = nil
 		if !out.unknown {
 			r.cleanup(nil)
 		}
@@ -179,4 +179,20 @@ func (c *committer) commitBatch(ctx context.Context, base *table.Table, batch []
 		out.deletesRemoved += len(g.SafePosDeletes) + len(g.SafeDeletionVectors)
 	}
 	return after, st, nil
+}
+
+// landed returns the attempt whose snapshot fresh holds — one that landed
+// though its answer was lost — or nil. A snapshot of the batch's ID whose
+// manifest list is not one this run wrote is an error, and its files stay.
+func (c *committer) landed(r *replace, fresh *table.Table, out *committed) (*attempt, error) {
+	s := fresh.Metadata().SnapshotByID(r.id)
+	if s == nil {
+		return nil, nil
+	}
+	a := r.attempts[s.ManifestList]
+	if a == nil {
+		out.unknown = true
+		return nil, fmt.Errorf("commit compaction of %s: snapshot %d is in the table with a manifest list this run did not write (%s); its files are kept", c.t.Table, r.id, s.ManifestList)
+	}
+	return a, nil
 }
