@@ -37,6 +37,9 @@ func Run(childTest, spec string) (Result, error) {
 	if err := cmd.Run(); err != nil {
 		return Result{}, fmt.Errorf("child %s: %v\n%s%s", spec, err, out.String(), errOut.String())
 	}
+	if os.Getenv("ICEKEEPER_BENCH_VERBOSE") != "" {
+		os.Stderr.Write(errOut.Bytes()) // what the child says of its run
+	}
 	for _, line := range strings.Split(out.String(), "\n") {
 		if js, ok := strings.CutPrefix(line, "RESULT "); ok {
 			var r Result
