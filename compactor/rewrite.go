@@ -33,11 +33,12 @@ func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileS
 		par = 2
 	}
 	out := make([]rewritten, len(groups))
+	merger := &merge.Merger{WholeFileBytes: j.wholeFileBytes}
 	var done atomic.Int64
 	p := pool.New().WithContext(ctx).WithMaxGoroutines(par)
 	for i, g := range groups {
 		p.Go(func(ctx context.Context) error {
-			out[i] = j.rewriteGroup(ctx, tbl, groupTasks(tasks, g), g, target)
+			out[i] = rewriteGroup(ctx, merger, tbl, groupTasks(tasks, g), g, target)
 			if progress != nil {
 				progress(int(done.Add(1)), len(groups))
 			}
@@ -48,7 +49,7 @@ func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileS
 	return out
 }
 
-func (j *Job) rewriteGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, g planner.Group, target int64) rewritten {
+func rewriteGroup(ctx context.Context, merger *merge.Merger, tbl *table.Table, tasks []table.FileScanTask, g planner.Group, target int64) rewritten {
 	rw := rewritten{path: g.Path}
 	switch g.Path {
 	case PathRepartition:
@@ -56,7 +57,7 @@ func (j *Job) rewriteGroup(ctx context.Context, tbl *table.Table, tasks []table.
 	case PathSort, PathZOrder:
 		rw.result, rw.err = sortedGroup(ctx, tbl, tasks, target, g.Path == PathZOrder)
 	case PathMerge:
-		rw.result, rw.err = merge.Group(ctx, tbl, tasks, target, j.wholeFileBytes)
+		rw.result, rw.err = merger.Group(ctx, tbl, tasks, target)
 		if !errors.Is(rw.err, merge.ErrNotMergeable) {
 			break
 		}

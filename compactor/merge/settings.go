@@ -24,10 +24,10 @@ type mergeSettings struct {
 }
 
 // mergeSettingsOf reads the table's write properties, with iceberg-go's
-// defaults. A property the merge does not implement (bloom filters, per-
+// defaults, with m's compressors (nil: new ones). A property the merge does not implement (bloom filters, per-
 // column dictionary switches, a codec parquet-go lacks) makes the group
 // not mergeable, so that iceberg-go's writer honours it instead.
-func mergeSettingsOf(props iceberg.Properties) (mergeSettings, error) {
+func mergeSettingsOf(props iceberg.Properties, m *Merger) (mergeSettings, error) {
 	for k := range props {
 		if strings.HasPrefix(k, table.ParquetBloomFilterColumnEnabledKeyPrefix+".") || strings.HasPrefix(k, "write.parquet.dict-encoding-enabled.column.") {
 			return mergeSettings{}, fmt.Errorf("%w: table property %s", ErrNotMergeable, k)
@@ -49,7 +49,11 @@ func mergeSettingsOf(props iceberg.Properties) (mergeSettings, error) {
 	level := props.GetInt(table.ParquetCompressionLevelKey, table.ParquetCompressionLevelDefault)
 	switch c := props.Get(table.ParquetCompressionKey, table.ParquetCompressionDefault); c {
 	case "zstd":
-		s.codec = newZstdCodec(level)
+		if m != nil {
+			s.codec = m.zstdCodec(level)
+		} else {
+			s.codec = newZstdCodec(level)
+		}
 	case "snappy":
 		s.codec = &parquet.Snappy
 	case "gzip":
