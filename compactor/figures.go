@@ -9,6 +9,7 @@ import (
 
 // Figures is what a run reports and records.
 type Figures struct {
+	DryRun             bool         `json:"dryRun,omitempty"`
 	Strategy           string       `json:"strategy"`
 	TargetFileSizeMB   int          `json:"targetFileSizeMB"`
 	Plan               planner.Plan `json:"plan"`
@@ -41,8 +42,12 @@ type Figures struct {
 // Text is the readable form `icekeeper run` prints.
 func (f *Figures) Text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "  %s toward %d MB: %d groups planned, %d files (%d bytes) in, %d files expected out",
-		f.Strategy, f.TargetFileSizeMB, f.GroupsPlanned, f.Plan.InputFiles(), f.Plan.InputBytes(), f.Plan.ExpectedOutputFiles())
+	planned := "planned"
+	if f.DryRun {
+		planned = "would be rewritten"
+	}
+	fmt.Fprintf(&b, "  %s toward %d MB: %d groups %s, %d files (%d bytes) in, %d files expected out",
+		f.Strategy, f.TargetFileSizeMB, f.GroupsPlanned, planned, f.Plan.InputFiles(), f.Plan.InputBytes(), f.Plan.ExpectedOutputFiles())
 	for _, g := range f.Plan.Groups {
 		path := g.Path
 		if g.PathReason != "" {

@@ -80,11 +80,25 @@ type Job struct {
 // Type implements jobs.Job.
 func (j *Job) Type() maintenance.JobType { return maintenance.Compaction }
 
+// CheckConfig implements jobs.Checker: a strategy the table cannot take
+// (sort or z-order without a sort order this engine applies) is refused
+// when it is configured, not at the next scheduled run.
+func (j *Job) CheckConfig(ctx context.Context, t jobs.Target, cfg maintenance.Config) error {
+	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
+	if err != nil {
+		return err
+	}
+	if _, err := strategy(cfg.Compaction.Strategy, tbl); err != nil {
+		return fmt.Errorf("%w: %s: %w", maintenance.ErrInvalid, t.Table, err)
+	}
+	return nil
+}
+
 // Run implements jobs.Job.
 func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, opts jobs.Options) (jobs.Outcome, error) {
 	begin := time.Now()
 	targetMB := *cfg.Compaction.TargetFileSizeMB
-	fig := &Figures{TargetFileSizeMB: targetMB}
+	fig := &Figures{TargetFileSizeMB: targetMB, DryRun: opts.DryRun}
 	out := jobs.Outcome{Figures: fig}
 	defer func() { fig.DurationMs = time.Since(begin).Milliseconds() }()
 	tbl, err := t.Bucket.LoadTable(ctx, t.Table)

@@ -3,9 +3,11 @@ package compactor
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/compactor/merge"
@@ -85,22 +87,46 @@ func choosePath(meta table.Metadata, tasks []table.FileScanTask, strat string, t
 
 // strategy resolves the configured strategy for tbl: auto is sort when the
 // table has a sort order, else binpack; sort and z-order need a sort order
-// and fail without one rather than silently fall back to binpack.
+// this engine can apply, and fail without one rather than silently fall
+// back to binpack.
 func strategy(s maintenance.Strategy, tbl *table.Table) (string, error) {
 	sorted := !tbl.SortOrder().IsUnsorted()
 	switch s {
 	case maintenance.StrategyBinpack:
 		return string(s), nil
 	case maintenance.StrategyAuto, "":
-		if sorted {
-			return string(maintenance.StrategySort), nil
+		if !sorted {
+			return string(maintenance.StrategyBinpack), nil
 		}
-		return string(maintenance.StrategyBinpack), nil
+		s = maintenance.StrategySort
 	case maintenance.StrategySort, maintenance.StrategyZOrder:
 		if !sorted {
 			return "", fmt.Errorf("%w: strategy %s needs a table sort order (its columns) and the table has none", ErrStrategy, s)
 		}
-		return string(s), nil
+	default:
+		return "", fmt.Errorf("%w: unknown strategy %q", ErrStrategy, s)
 	}
-	return "", fmt.Errorf("%w: unknown strategy %q", ErrStrategy, s)
+	if err := checkSortOrder(tbl); err != nil {
+		return "", err
+	}
+	return string(s), nil
+}
+
+// checkSortOrder tells whether sortKeys can apply the table's sort order:
+// identity fields on top-level columns.
+func checkSortOrder(tbl *table.Table) error {
+	sc := tbl.Schema()
+	for _, f := range tbl.SortOrder().Fields() {
+		if _, ok := f.Transform.(iceberg.IdentityTransform); !ok {
+			return fmt.Errorf("%w: sort order field %v uses transform %s; only identity sort fields are supported", ErrStrategy, f.SourceIDs, f.Transform)
+		}
+		name, ok := sc.FindColumnName(f.SourceIDs[0])
+		if !ok {
+			return fmt.Errorf("%w: sort order names column id %d, which the schema does not have", ErrStrategy, f.SourceIDs[0])
+		}
+		if !slices.ContainsFunc(sc.Fields(), func(c iceberg.NestedField) bool { return c.ID == f.SourceIDs[0] }) {
+			return fmt.Errorf("%w: sort column %s is nested; only top-level columns are supported", ErrStrategy, name)
+		}
+	}
+	return nil
 }

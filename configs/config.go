@@ -41,6 +41,10 @@ type API struct {
 	// Keys are the access keys allowed to call the API. Without keys the
 	// API is unauthenticated and only listens on loopback addresses.
 	Keys []APIKey `yaml:"keys"`
+	// MetricsAuth, when set, is the bearer token GET /metrics requires
+	// (Prometheus: authorization.credentials in the scrape config).
+	// Unset, /metrics is open, like /healthz and /readyz.
+	MetricsAuth string `yaml:"metricsAuth"`
 }
 
 // APIKey is one access key of the API.

@@ -204,3 +204,54 @@ func mustRead(t *testing.T, f string) []byte {
 	}
 	return data
 }
+
+// Relative paths (the state store, a SQLite catalog's DSN, a local
+// warehouse) are relative to the file, not to the working directory.
+func TestRelativePaths(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "conf")
+	file := filepath.Join(dir, "ik.yaml")
+	data := []byte(`state: sqlite://data/state.db
+buckets:
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/one
+    catalog: {type: sql, uri: "file:data/catalog.db?_pragma=busy_timeout(10000)", warehouse: "file://./data/wh", sql.driver: sqlite}
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/two
+    catalog: {type: sql, uri: "file:/abs/catalog.db", warehouse: "file:///abs/wh", sql.driver: sqlite}
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/three
+    catalog: {type: rest, uri: "https://cat.example/iceberg", warehouse: "s3://w/"}
+`)
+	cfg, err := Parse(file, data, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "sqlite://" + filepath.Join(dir, "data/state.db"); cfg.State != want {
+		t.Errorf("state = %q, want %q", cfg.State, want)
+	}
+	for i, want := range [][2]string{
+		{"file:" + filepath.Join(dir, "data/catalog.db") + "?_pragma=busy_timeout(10000)", "file://" + filepath.Join(dir, "data/wh")},
+		{"file:/abs/catalog.db", "file:///abs/wh"},
+		{"https://cat.example/iceberg", "s3://w/"},
+	} {
+		if got := [2]string{cfg.Buckets[i].Catalog["uri"], cfg.Buckets[i].Catalog["warehouse"]}; got != want {
+			t.Errorf("buckets[%d] uri, warehouse = %q, want %q", i, got, want)
+		}
+	}
+}
+
+// Load reads at most MaxFileSize, and says what is wrong with a path that
+// is not a configuration file.
+func TestLoadBounds(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Load(dir); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("directory: %v", err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	os.WriteFile(big, []byte("# "+strings.Repeat("x", MaxFileSize)+"\n"), 0o644)
+	if _, err := Load(big); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "larger than 1 MiB") {
+		t.Errorf("big file: %v", err)
+	}
+	if _, err := os.Stat("/dev/urandom"); err == nil {
+		if _, err := Load("/dev/urandom"); !errors.Is(err, ErrInvalid) {
+			t.Errorf("/dev/urandom: %v", err)
+		}
+	}
+}

@@ -26,6 +26,16 @@ func Home() (string, error) {
 	return filepath.Abs(dir)
 }
 
+// embeddedCatalog is the embedded default's SQLite catalog under home.
+const embeddedCatalog = "catalog.db"
+
+// EmbeddedCreated reports whether the embedded default under home has a
+// catalog, that is whether `icekeeper demo` or `serve` ever ran there.
+func EmbeddedCreated(home string) bool {
+	_, err := os.Stat(filepath.Join(home, embeddedCatalog))
+	return err == nil
+}
+
 // Embedded returns the configuration used when no file is given: a SQLite
 // catalog and a local-filesystem warehouse under home, a SQLite state store,
 // and one bucket named "local". Nothing is created on disk here.
@@ -46,7 +56,7 @@ func Embedded(home string) *Config {
 				// in one transaction, and a deferred one cannot upgrade its
 				// lock while another connection writes (SQLITE_BUSY without
 				// waiting); immediate ones wait on busy_timeout instead.
-				"uri":         "file:" + filepath.Join(home, "catalog.db") + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate",
+				"uri":         "file:" + filepath.Join(home, embeddedCatalog) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate",
 				"sql.driver":  "sqlite",
 				"sql.dialect": "sqlite",
 				"warehouse":   "file://" + filepath.Join(home, "warehouse"),

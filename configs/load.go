@@ -3,6 +3,7 @@ package configs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"slices"
@@ -32,11 +33,26 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return ErrInvalid }
 
+// MaxFileSize bounds what Load reads: a configuration is a few KiB, and a
+// wrong path (a device, a log) must not be read without end.
+const MaxFileSize = 1 << 20
+
 // Load reads, interpolates, decodes, defaults and validates the file.
 func Load(file string) (*Config, error) {
-	data, err := os.ReadFile(file)
+	f, err := os.Open(file)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, fmt.Errorf("read config %s: %w", file, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, &Error{File: file, Msg: "is a directory, not a configuration file"}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read config %s: %w", file, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, &Error{File: file, Msg: "is larger than 1 MiB, the most a configuration file may be"}
 	}
 	return Parse(file, data, os.LookupEnv)
 }

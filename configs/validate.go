@@ -70,6 +70,11 @@ func (c *Config) finish() error {
 		if (typ == "sql" || typ == "rest") && b.Catalog["uri"] == "" {
 			return errf(p+".catalog.uri", "is required for a %s catalog", typ)
 		}
+		for _, key := range []string{"uri", "warehouse"} {
+			if v, ok := b.Catalog[key]; ok {
+				b.Catalog[key] = c.resolveFileURI(v)
+			}
+		}
 		switch b.TableRetentionProperties {
 		case "":
 			b.TableRetentionProperties = "conservative"
@@ -172,12 +177,50 @@ func (c *Config) resolveState(dsn string) (string, error) {
 		if rest == "" {
 			return "", errors.New("sqlite:// needs a file path")
 		}
-		if !filepath.IsAbs(rest) && c.File != "" {
-			rest = filepath.Join(filepath.Dir(c.File), rest)
-		}
-		return "sqlite://" + rest, nil
+		return "sqlite://" + c.resolvePath(rest), nil
 	}
 	return "", fmt.Errorf("scheme %q is not sqlite or postgres", scheme)
+}
+
+// resolvePath makes a relative path relative to the configuration file's
+// directory, and absolute, so that errors name the file wherever
+// icekeeper was started from.
+func (c *Config) resolvePath(p string) string {
+	if filepath.IsAbs(p) || c.File == "" {
+		return p
+	}
+	abs, err := filepath.Abs(filepath.Join(filepath.Dir(c.File), p))
+	if err != nil {
+		return filepath.Join(filepath.Dir(c.File), p)
+	}
+	return abs
+}
+
+// resolveFileURI resolves the path of a relative local URI, as a SQL
+// catalog's SQLite DSN (file:PATH?…) or a warehouse (file://./PATH,
+// file:PATH), against the configuration file; other URIs are returned
+// as they are.
+func (c *Config) resolveFileURI(uri string) string {
+	rest, ok := strings.CutPrefix(uri, "file:")
+	if !ok {
+		return uri
+	}
+	prefix := "file:"
+	if r, ok := strings.CutPrefix(rest, "//"); ok {
+		if strings.HasPrefix(r, "/") {
+			return uri // file:///abs
+		}
+		rest, prefix = r, "file://"
+	}
+	p, query, hasQuery := strings.Cut(rest, "?")
+	if p == "" || strings.HasPrefix(p, "/") || p == ":memory:" {
+		return uri
+	}
+	out := prefix + c.resolvePath(p)
+	if hasQuery {
+		out += "?" + query
+	}
+	return out
 }
 
 // Bucket returns the bucket whose name or full ARN is ref.

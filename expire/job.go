@@ -39,6 +39,7 @@ func (j *Job) Type() maintenance.JobType { return maintenance.SnapshotManagement
 // Figures is what a run reports and records.
 type Figures struct {
 	Now                 time.Time `json:"now"`
+	DryRun              bool      `json:"dryRun,omitempty"`
 	SnapshotsBefore     int       `json:"snapshotsBefore"`
 	SnapshotsExpired    int       `json:"snapshotsExpired"`
 	SnapshotsKept       int       `json:"snapshotsKept"`
@@ -58,14 +59,18 @@ type Figures struct {
 func (f *Figures) Text() string {
 	var b strings.Builder
 	a := f.Decision.Applied
-	fmt.Fprintf(&b, "  %d of %d snapshots expire, %d refs removed (keep %d [%s], max age %.0fh [%s], %s mode, now %s)\n",
-		f.SnapshotsExpired, f.SnapshotsBefore, f.RefsRemoved, a.MinSnapshotsToKeep, a.MinSnapshotsToKeepSource,
+	expire, removed, remove := "expire", "removed", "remove"
+	if f.DryRun {
+		expire, removed, remove = "would expire", "would be removed", "would remove"
+	}
+	fmt.Fprintf(&b, "  %d of %d snapshots %s, %d refs %s (keep %d [%s], max age %.0fh [%s], %s mode, now %s)\n",
+		f.SnapshotsExpired, f.SnapshotsBefore, expire, f.RefsRemoved, removed, a.MinSnapshotsToKeep, a.MinSnapshotsToKeepSource,
 		a.MaxSnapshotAgeHours, a.MaxSnapshotAgeSource, a.Mode, f.Now.Format(time.RFC3339))
 	for _, r := range f.Decision.RemoveRefs {
-		fmt.Fprintf(&b, "  remove %s %s: %s\n", r.Type, r.Name, r.Reason)
+		fmt.Fprintf(&b, "  %s %s %s: %s\n", remove, r.Type, r.Name, r.Reason)
 	}
 	for _, e := range f.Decision.Expire {
-		fmt.Fprintf(&b, "  expire %d (%s): %s\n", e.SnapshotID, e.Timestamp.Format(time.RFC3339), e.Reason)
+		fmt.Fprintf(&b, "  %s %d (%s): %s\n", expire, e.SnapshotID, e.Timestamp.Format(time.RFC3339), e.Reason)
 	}
 	for _, r := range []Rule{KeptRefHead, KeptMinCount, KeptBranchAge, KeptUnrefAge} {
 		if n := f.Decision.KeptByRule[r]; n > 0 {
@@ -106,7 +111,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 	if err != nil {
 		return jobs.Outcome{}, err
 	}
-	fig := &Figures{Now: opts.Now.UTC()}
+	fig := &Figures{Now: opts.Now.UTC(), DryRun: opts.DryRun}
 	out := jobs.Outcome{Figures: fig}
 	defer func() { fig.DurationMs = time.Since(start).Milliseconds() }()
 	tbl, err := t.Bucket.LoadTable(ctx, t.Table)

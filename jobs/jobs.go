@@ -20,6 +20,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/state"
 )
 
@@ -91,14 +92,39 @@ func (r *Runner) AllSettings(ctx context.Context, t Target) (map[maintenance.Job
 	}
 	out := make(map[maintenance.JobType]maintenance.Config, len(maintenance.JobTypes))
 	for _, typ := range maintenance.JobTypes {
-		tableLayer := tableCfg[typ]
-		if typ == maintenance.UnreferencedFileRemoval {
-			// A bucket-level setting in S3 Tables: no per-table override.
-			tableLayer = maintenance.Config{}
-		}
-		out[typ] = maintenance.Resolve(typ, tableLayer, bucketCfg[typ], t.Bucket.Config.Maintenance.For(typ))
+		out[typ] = resolve(t, typ, tableCfg[typ], bucketCfg[typ])
 	}
 	return out, nil
+}
+
+func resolve(t Target, typ maintenance.JobType, tableLayer, bucketLayer maintenance.Config) maintenance.Config {
+	if typ == maintenance.UnreferencedFileRemoval {
+		// A bucket-level setting in S3 Tables: no per-table override.
+		tableLayer = maintenance.Config{}
+	}
+	return maintenance.Resolve(typ, tableLayer, bucketLayer, t.Bucket.Config.Maintenance.For(typ))
+}
+
+// Checker is implemented by jobs whose settings depend on the table, so
+// that a configuration the job cannot run is refused when it is written.
+type Checker interface {
+	// CheckConfig returns an error wrapping maintenance.ErrInvalid, with
+	// the reason, when the job cannot run on t with cfg.
+	CheckConfig(ctx context.Context, t Target, cfg maintenance.Config) error
+}
+
+// CheckTableConfig checks that typ's job can run on t once override is
+// t's table-level configuration of typ.
+func (r *Runner) CheckTableConfig(ctx context.Context, t Target, typ maintenance.JobType, override maintenance.Config) error {
+	c, ok := r.Jobs[typ].(Checker)
+	if !ok {
+		return nil
+	}
+	bucketCfg, err := r.Store.BucketConfig(ctx, t.Bucket.ARN())
+	if err != nil {
+		return err
+	}
+	return c.CheckConfig(ctx, t, resolve(t, typ, override, bucketCfg[typ]))
 }
 
 // Run runs job type typ on t. Dry runs are not recorded. The returned
@@ -134,6 +160,7 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 		if run.Metrics, err = json.Marshal(out.Figures); err != nil {
 			return out, fmt.Errorf("encode %s figures: %w", typ, err)
 		}
+		run.Metrics = []byte(redact.Text(string(run.Metrics)))
 	}
 	if r.Logger != nil {
 		r.Logger.Info("job finished", "table", t.Key().String(), "job", typ, "status", out.Status,
@@ -170,5 +197,8 @@ func (r *Runner) safeRun(ctx context.Context, job Job, t Target, settings mainte
 	if out.Status == "" {
 		out.Status = state.Successful
 	}
+	// A failure message is shown by the API and the CLI, and kept: it
+	// must not carry a credential an HTTP client quoted from a URI.
+	out.FailureMessage = redact.Text(out.FailureMessage)
 	return out
 }

@@ -48,6 +48,7 @@ func (j *Job) Type() maintenance.JobType { return maintenance.UnreferencedFileRe
 // Figures is what a run reports and records.
 type Figures struct {
 	Now        time.Time `json:"now"`
+	DryRun     bool      `json:"dryRun,omitempty"`
 	Prefixes   []string  `json:"prefixes"`
 	References refStats  `json:"references"`
 	Plan
@@ -58,7 +59,7 @@ type Figures struct {
 	DeletedBytes  int64    `json:"deletedBytes"`
 	DeleteFailed  int      `json:"deleteFailed"`
 	CappedDeletes int      `json:"cappedDeletes"` // due but left for the next run by the cap
-	RecheckKept   int      `json:"recheckKept"`   // due but referenced by fresh metadata
+	RecheckKept   int      `json:"recheckKept"`   // due, but referenced by fresh metadata or restored meanwhile
 	MarkedPaths   []string `json:"markedPaths,omitempty"`
 	UnmarkedPaths []string `json:"unmarkedPaths,omitempty"`
 	DeletedPaths  []string `json:"deletedPaths,omitempty"`
@@ -66,13 +67,23 @@ type Figures struct {
 	DurationMs    int64    `json:"durationMs"`
 }
 
-// Text is the readable form `icekeeper run` prints.
+// Text is the readable form `icekeeper run` prints; a dry run's figures
+// say what a run would do.
 func (f *Figures) Text() string {
+	would := func(verb, done string) string {
+		if f.DryRun {
+			return "would " + verb
+		}
+		return done
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "  listed %d objects (%d bytes) under %s; %d referenced of %d references\n",
-		f.Listed, f.ListedBytes, strings.Join(f.Prefixes, ", "), f.Referenced, f.References.References)
-	fmt.Fprintf(&b, "  unreferenced: %d (%d too young to mark, %d already noncurrent)\n", f.Unreferenced, f.TooYoung, f.StillPending)
-	fmt.Fprintf(&b, "  marked noncurrent: %d, unmarked (referenced again): %d, deleted: %d (%d bytes)", f.Marked, f.Unmarked, f.Deleted, f.DeletedBytes)
+	fmt.Fprintf(&b, "  listed %d objects (%d bytes) under %s\n", f.Listed, f.ListedBytes, strings.Join(f.Prefixes, ", "))
+	fmt.Fprintf(&b, "  metadata references %d paths there: %d listed, %d not in storage (version hint, removed metadata files)\n",
+		f.References.Paths, f.Referenced, f.References.Paths-f.Referenced)
+	fmt.Fprintf(&b, "  unreferenced: %d (%d too young to mark, %d already noncurrent, %d protected by restore)\n",
+		f.Unreferenced, f.TooYoung, f.StillPending, f.Protected)
+	fmt.Fprintf(&b, "  %s noncurrent: %d, %s (referenced again): %d, %s: %d (%d bytes)",
+		would("mark", "marked"), f.Marked, would("unmark", "unmarked"), f.Unmarked, would("delete", "deleted"), f.Deleted, f.DeletedBytes)
 	if f.CappedDeletes > 0 {
 		fmt.Fprintf(&b, ", %d left by the per-run cap", f.CappedDeletes)
 	}
@@ -104,7 +115,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 		UnreferencedAge: time.Duration(*cfg.Removal.UnreferencedDays) * 24 * time.Hour,
 		NonCurrentAge:   time.Duration(*cfg.Removal.NonCurrentDays) * 24 * time.Hour,
 	}
-	fig := &Figures{Now: opts.Now.UTC()}
+	fig := &Figures{Now: opts.Now.UTC(), DryRun: opts.DryRun}
 	out := jobs.Outcome{Figures: fig}
 	key := t.Key()
 	eq := Equivalence(t.Bucket.Config.SchemeEquivalence)
@@ -204,6 +215,15 @@ func (j *Job) deleteDue(ctx context.Context, t jobs.Target, eq Equivalence, due 
 	if err != nil {
 		return fmt.Errorf("re-check before deleting: %w", err)
 	}
+	// An operator may have restored some of them since the listing.
+	current, err := j.Store.Marks(ctx, t.Key())
+	if err != nil {
+		return fmt.Errorf("re-check before deleting: %w", err)
+	}
+	stillDue := map[string]bool{}
+	for _, m := range current {
+		stillDue[m.Path] = !m.Protected()
+	}
 	maxDeletes := t.Bucket.Config.MaxDeletesPerRun
 	if maxDeletes <= 0 {
 		maxDeletes = DefaultMaxDeletesPerRun
@@ -217,6 +237,9 @@ func (j *Job) deleteDue(ctx context.Context, t jobs.Target, eq Equivalence, due 
 			return err
 		}
 		switch {
+		case !stillDue[m.Path]:
+			fig.RecheckKept++
+			continue
 		case !under(l, pfx):
 			return fmt.Errorf("refusing to delete %s: outside the table's prefixes", m.Path)
 		case refs.contains(l.key()):
@@ -228,7 +251,7 @@ func (j *Job) deleteDue(ctx context.Context, t jobs.Target, eq Equivalence, due 
 			sizes[l.String()] = m.Size
 		}
 	}
-	fig.RecheckKept = len(referenced)
+	fig.RecheckKept += len(referenced)
 	if _, err := j.Store.DeleteMarks(ctx, t.Key(), referenced); err != nil {
 		return err
 	}

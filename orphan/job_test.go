@@ -2,6 +2,7 @@ package orphan
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,7 +117,8 @@ func (f *fixture) marks() []state.Mark {
 }
 
 // The demo walkthrough: mark the crashed writer's files, list them,
-// restore one, delete the rest after nonCurrentDays.
+// restore one, delete the rest after nonCurrentDays; the restored one is
+// kept until released, then marked afresh.
 func TestDemoWalkthrough(t *testing.T) {
 	f := newFixture(t)
 	out, dry := f.run(0, true)
@@ -132,22 +134,43 @@ func TestDemoWalkthrough(t *testing.T) {
 		t.Fatalf("noncurrent: %+v %v", list, err)
 	}
 	restored := list[0].Path
-	if n, err := Restore(f.Ctx, f.Store, f.Target().Key(), []string{restored}); err != nil || n != 1 {
+	key := f.Target().Key()
+	if n, err := Restore(f.Ctx, f.Store, key, []string{restored}, f.now); err != nil || n != 1 {
 		t.Fatalf("restore: %d %v", n, err)
 	}
-	if _, err := Restore(f.Ctx, f.Store, f.Target().Key(), []string{"file:///nope"}); err == nil {
-		t.Fatal("restoring an unmarked path succeeded")
+	if _, err := Restore(f.Ctx, f.Store, key, []string{"file:///nope"}, f.now); !errors.Is(err, ErrNotMarked) {
+		t.Fatalf("restoring an unmarked path: %v", err)
 	}
-	// Nine days later nothing is due yet.
-	if fig := f.mustRun(9 * day); fig.Deleted != 0 || fig.Marked != 1 {
+	if _, err := Release(f.Ctx, f.Store, key, []string{list[1].Path}); !errors.Is(err, ErrNotMarked) {
+		t.Fatalf("releasing an unprotected path: %v", err)
+	}
+	// Nine days later nothing is due yet, and the restored file is not
+	// marked again.
+	if fig := f.mustRun(9 * day); fig.Deleted != 0 || fig.Marked != 0 || fig.Protected != 1 || fig.StillPending != 2 {
 		t.Fatalf("day 9: %+v", fig)
 	}
 	fig = f.mustRun(11 * day)
-	if fig.Deleted != 2 || fig.DeletedBytes == 0 {
+	if fig.Deleted != 2 || fig.DeletedBytes == 0 || fig.Protected != 1 {
 		t.Fatalf("day 11: %+v", fig)
 	}
 	if !exists(restored) {
 		t.Fatal("the restored file was deleted")
+	}
+	if list, _ := ListNoncurrent(f.Ctx, f.Store, key, 10); len(list) != 1 || !list[0].Protected() || !list[0].DeleteAfter.IsZero() {
+		t.Fatalf("noncurrent after day 11: %+v", list)
+	}
+	// Long after, still kept; released, it is marked with a fresh window.
+	if fig := f.mustRun(40 * day); fig.Deleted != 0 || fig.Protected != 1 || !exists(restored) {
+		t.Fatalf("day 40: %+v", fig)
+	}
+	if n, err := Release(f.Ctx, f.Store, key, nil); err != nil || n != 1 {
+		t.Fatalf("release: %d %v", n, err)
+	}
+	if fig := f.mustRun(41 * day); fig.Marked != 1 || fig.Deleted != 0 {
+		t.Fatalf("day 41, released: %+v", fig)
+	}
+	if fig := f.mustRun(52 * day); fig.Deleted != 1 || exists(restored) {
+		t.Fatalf("day 52: %+v", fig)
 	}
 	for _, m := range list[1:] {
 		if exists(m.Path) {

@@ -32,11 +32,12 @@ type Plan struct {
 	Unreferenced int   `json:"unreferenced"`
 	TooYoung     int   `json:"tooYoung"`     // unreferenced, younger than unreferencedDays
 	StillPending int   `json:"stillPending"` // marked, younger than nonCurrentDays
+	Protected    int   `json:"protected"`    // unreferenced, kept because an operator restored it
 
 	Mark     []state.Mark `json:"-"` // newly unreferenced and old enough
-	Unmark   []string     `json:"-"` // marked but referenced again
+	Unmark   []string     `json:"-"` // marked or protected, but referenced again
 	Delete   []state.Mark `json:"-"` // marked long enough and still unreferenced
-	Vanished []string     `json:"-"` // marked but no longer in storage
+	Vanished []string     `json:"-"` // marked or protected, but no longer in storage
 }
 
 func newPlanner(rules Rules, now time.Time, refs *refSet, marks []state.Mark) *planner {
@@ -65,6 +66,8 @@ func (p *planner) observe(o Object) {
 	}
 	p.plan.Unreferenced++
 	switch {
+	case marked && mark.Protected():
+		p.plan.Protected++
 	case marked && p.now.Sub(mark.MarkedAt) >= p.rules.NonCurrentAge:
 		p.plan.Delete = append(p.plan.Delete, mark)
 	case marked:

@@ -22,7 +22,6 @@ import (
 type refSet struct {
 	seed   maphash.Seed
 	hashes []uint64
-	files  int // references added, with duplicates
 }
 
 func (r *refSet) contains(key string) bool {
@@ -35,7 +34,10 @@ type refStats struct {
 	Snapshots     int `json:"snapshots"`
 	ManifestLists int `json:"manifestLists"`
 	Manifests     int `json:"manifests"`
-	References    int `json:"references"`
+	// Paths is how many distinct paths under the table's prefixes the
+	// metadata references. Some need not exist: the version hint of a
+	// table that has none, metadata files of the log already removed.
+	Paths int `json:"paths"`
 }
 
 // collectRefs gathers every file the table's metadata references: the
@@ -64,7 +66,6 @@ func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []l
 	merge := func(hs []uint64) {
 		mu.Lock()
 		rs.hashes = append(rs.hashes, hs...)
-		rs.files += len(hs)
 		mu.Unlock()
 	}
 
@@ -150,6 +151,6 @@ func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []l
 	}
 	slices.Sort(rs.hashes)
 	rs.hashes = slices.Compact(rs.hashes)
-	st.References = rs.files
+	st.Paths = len(rs.hashes)
 	return rs, st, nil
 }

@@ -9,17 +9,19 @@ import (
 	"github.com/icekeeper/icekeeper/internal/state"
 )
 
-// ErrNotMarked is returned by Restore for a path that has no noncurrent mark.
+// ErrNotMarked is returned by Restore for a path that has no noncurrent
+// mark, and by Release for one that is not protected.
 var ErrNotMarked = errors.New("no noncurrent mark")
 
-// Noncurrent is a marked object with the time it becomes due for deletion.
+// Noncurrent is a marked object with the time it becomes due for deletion;
+// a protected object has no such time.
 type Noncurrent struct {
 	state.Mark
-	DeleteAfter time.Time `json:"deleteAfter"`
+	DeleteAfter time.Time `json:"deleteAfter,omitzero"`
 }
 
-// ListNoncurrent returns t's noncurrent objects; nonCurrentDays is the
-// bucket's resolved setting.
+// ListNoncurrent returns t's noncurrent and protected objects;
+// nonCurrentDays is the bucket's resolved setting.
 func ListNoncurrent(ctx context.Context, store state.Store, t state.TableKey, nonCurrentDays int) ([]Noncurrent, error) {
 	marks, err := store.Marks(ctx, t)
 	if err != nil {
@@ -27,32 +29,69 @@ func ListNoncurrent(ctx context.Context, store state.Store, t state.TableKey, no
 	}
 	out := make([]Noncurrent, len(marks))
 	for i, m := range marks {
-		out[i] = Noncurrent{Mark: m, DeleteAfter: m.MarkedAt.Add(time.Duration(nonCurrentDays) * 24 * time.Hour)}
+		out[i] = Noncurrent{Mark: m}
+		if !m.Protected() {
+			out[i].DeleteAfter = m.MarkedAt.Add(time.Duration(nonCurrentDays) * 24 * time.Hour)
+		}
 	}
 	return out, nil
 }
 
-// Restore clears the marks of paths (all of t's marks when paths is nil),
-// so the next run evaluates those objects afresh. Nothing in storage
-// changes: a noncurrent object is only ever deleted by a later run.
-func Restore(ctx context.Context, store state.Store, t state.TableKey, paths []string) (int, error) {
-	if paths == nil {
-		return store.ClearMarks(ctx, t)
+// Restore protects the noncurrent objects of paths (all of t's when paths
+// is nil): they are never deleted, and not marked again, until Release or
+// until the table references them again. Nothing in storage changes.
+func Restore(ctx context.Context, store state.Store, t state.TableKey, paths []string, now time.Time) (int, error) {
+	if err := checkMarked(ctx, store, t, paths, false); err != nil {
+		return 0, err
 	}
-	{
+	return store.ProtectMarks(ctx, t, paths, now)
+}
+
+// Release ends the protection of paths (all of t's protected objects when
+// paths is nil): the next run evaluates them afresh, and marks those still
+// unreferenced with a full nonCurrentDays window ahead of them.
+func Release(ctx context.Context, store state.Store, t state.TableKey, paths []string) (int, error) {
+	if paths == nil {
 		marks, err := store.Marks(ctx, t)
 		if err != nil {
 			return 0, err
 		}
-		have := map[string]bool{}
+		paths = []string{}
 		for _, m := range marks {
-			have[m.Path] = true
-		}
-		for _, p := range paths {
-			if !have[p] {
-				return 0, fmt.Errorf("%w for %s in %s", ErrNotMarked, p, t)
+			if m.Protected() {
+				paths = append(paths, m.Path)
 			}
 		}
+	} else if err := checkMarked(ctx, store, t, paths, true); err != nil {
+		return 0, err
 	}
 	return store.DeleteMarks(ctx, t, paths)
+}
+
+// checkMarked refuses the whole request when one of paths has no mark in
+// the wanted state, so a typo changes nothing.
+func checkMarked(ctx context.Context, store state.Store, t state.TableKey, paths []string, protected bool) error {
+	if paths == nil {
+		return nil
+	}
+	marks, err := store.Marks(ctx, t)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, m := range marks {
+		if m.Protected() == protected {
+			have[m.Path] = true
+		}
+	}
+	for _, p := range paths {
+		if !have[p] {
+			what := "noncurrent"
+			if protected {
+				what = "protected"
+			}
+			return fmt.Errorf("%w: %s is not a %s object of %s", ErrNotMarked, p, what, t)
+		}
+	}
+	return nil
 }

@@ -1,7 +1,10 @@
 package status
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
@@ -12,10 +15,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3tables"
 	"github.com/aws/aws-sdk-go-v2/service/s3tables/types"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/icekeeper/icekeeper/compactor"
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/expire"
 	"github.com/icekeeper/icekeeper/internal/bucket"
@@ -215,6 +221,20 @@ func TestSDKErrors(t *testing.T) {
 	}
 }
 
+// signedDo signs req with SigV4 for s3tables, as the SDK would, and sends it.
+func signedDo(req *http.Request, key, secret string) (*http.Response, error) {
+	body, _ := io.ReadAll(req.Body)
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	sum := sha256.Sum256(body)
+	payload := hex.EncodeToString(sum[:])
+	req.Header.Set("X-Amz-Content-Sha256", payload)
+	creds := aws.Credentials{AccessKeyID: key, SecretAccessKey: secret}
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, payload, "s3tables", "us-east-1", time.Now()); err != nil {
+		return nil, err
+	}
+	return http.DefaultClient.Do(req)
+}
+
 func TestSigV4(t *testing.T) {
 	api := configs.API{Keys: []configs.APIKey{
 		{AccessKeyID: "AKADMIN", SecretAccessKey: "admin-secret"},
@@ -243,8 +263,42 @@ func TestSigV4(t *testing.T) {
 	if !errors.As(err, &fb) {
 		t.Fatalf("scoped key changed bucket settings: %v", err)
 	}
+	// Nor read them: they are the bucket's, not the namespace's.
+	_, err = client(f.url, "AKTEAM", "team-secret").GetTableBucketMaintenanceConfiguration(context.Background(), &s3tables.GetTableBucketMaintenanceConfigurationInput{
+		TableBucketARN: aws.String(bucketARN)})
+	if !errors.As(err, &fb) {
+		t.Fatalf("scoped key read bucket settings: %v", err)
+	}
+	if _, err := client(f.url, "AKADMIN", "admin-secret").GetTableBucketMaintenanceConfiguration(context.Background(), &s3tables.GetTableBucketMaintenanceConfigurationInput{
+		TableBucketARN: aws.String(bucketARN)}); err != nil {
+		t.Fatalf("unscoped key: %v", err)
+	}
+	// A client that signs content-length (botocore, http.NewRequest with a
+	// body) is verified too.
+	req0, _ := http.NewRequest(http.MethodPut, f.url+"/tables/"+url.PathEscape(bucketARN)+"/demo/events/maintenance/icebergSnapshotManagement",
+		strings.NewReader(`{"value":{"status":"disabled"}}`))
+	resp0, err := signedDo(req0, "AKADMIN", "admin-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp0.Body.Close()
+	if resp0.StatusCode != http.StatusNoContent {
+		t.Fatalf("signed PUT with content-length: %d %s", resp0.StatusCode, resp0.Header.Get("X-Amzn-ErrorType"))
+	}
+	// A correctly signed body over the limit is a bad request, not a bad
+	// signature.
+	req, _ := http.NewRequest(http.MethodPut, f.url+"/tables/"+url.PathEscape(bucketARN)+"/demo/events/maintenance/icebergSnapshotManagement",
+		strings.NewReader(`{"value":{"status":"enabled","x":"`+strings.Repeat("x", 70<<10)+`"}}`))
+	resp, err := signedDo(req, "AKADMIN", "admin-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("X-Amzn-ErrorType") != "BadRequestException" {
+		t.Fatalf("signed oversized body: %d %s", resp.StatusCode, resp.Header.Get("X-Amzn-ErrorType"))
+	}
 	// Unsigned and replayed-late requests.
-	resp, err := http.Get(f.url + "/buckets")
+	resp, err = http.Get(f.url + "/buckets")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,6 +339,67 @@ func TestRawBadInput(t *testing.T) {
 	}
 	if cfg, _ := f.Store.TableConfig(context.Background(), f.Target().Key()); len(cfg) != 0 {
 		t.Fatalf("bad requests stored %v", cfg)
+	}
+}
+
+// A configuration the table cannot take is refused with the reason when it
+// is written, and nothing is stored.
+func TestPutChecksTable(t *testing.T) {
+	f := newServer(t, configs.API{})
+	f.runner.Jobs[maintenance.Compaction] = &compactor.Job{}
+	ctx := context.Background()
+	c := client(f.url, "any", "any")
+	put := func(s types.IcebergCompactionStrategy) error {
+		_, err := c.PutTableMaintenanceConfiguration(ctx, &s3tables.PutTableMaintenanceConfigurationInput{
+			TableBucketARN: aws.String(bucketARN), Namespace: aws.String("demo"), Name: aws.String("events"),
+			Type: types.TableMaintenanceTypeIcebergCompaction,
+			Value: &types.TableMaintenanceConfigurationValue{Status: types.MaintenanceStatusEnabled,
+				Settings: &types.TableMaintenanceSettingsMemberIcebergCompaction{Value: types.IcebergCompactionSettings{Strategy: s}}},
+		})
+		return err
+	}
+	var br *types.BadRequestException
+	for _, s := range []types.IcebergCompactionStrategy{types.IcebergCompactionStrategySort, types.IcebergCompactionStrategyZorder} {
+		if err := put(s); !errors.As(err, &br) || !strings.Contains(err.Error(), "needs a table sort order") {
+			t.Errorf("%s on a table without a sort order: %v", s, err)
+		}
+	}
+	if cfg, _ := f.Store.TableConfig(ctx, f.Target().Key()); len(cfg) != 0 {
+		t.Fatalf("refused configuration stored: %v", cfg)
+	}
+	if err := put(types.IcebergCompactionStrategyBinpack); err != nil {
+		t.Fatalf("binpack: %v", err)
+	}
+}
+
+// api.metricsAuth: /metrics wants the bearer token; unset, it is open.
+func TestMetricsAuth(t *testing.T) {
+	d := tabletest.NewDemoTable(t, demo.Options{Appends: 1})
+	reg := bucket.New(configs.Embedded(d.Home))
+	t.Cleanup(reg.Close)
+	get := func(srv *Server, token string) int {
+		ts := httptest.NewServer(srv.Handler())
+		defer ts.Close()
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/metrics", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	open := &Server{Registry: reg, Store: d.Store, Metrics: prometheus.NewRegistry()}
+	if code := get(open, ""); code != http.StatusOK {
+		t.Fatalf("open /metrics: %d", code)
+	}
+	guarded := &Server{Registry: reg, Store: d.Store, Metrics: prometheus.NewRegistry(), MetricsToken: "m-token"}
+	for token, want := range map[string]int{"": 401, "wrong": 401, "m-token": 200} {
+		if code := get(guarded, token); code != want {
+			t.Errorf("token %q: %d, want %d", token, code, want)
+		}
 	}
 }
 
@@ -348,6 +463,18 @@ func TestExtraRoutes(t *testing.T) {
 	}
 	if code, body := do("POST", base+"/restore", `{"all":true}`); code != 200 || !strings.Contains(body, `"restored":1`) {
 		t.Fatalf("restore all: %d %s", code, body)
+	}
+	if code, body := do("GET", base+"/noncurrent", ""); code != 200 || !strings.Contains(body, `"protectedAt"`) || strings.Contains(body, "deleteAfter") {
+		t.Fatalf("noncurrent after restore: %d %s", code, body)
+	}
+	if code, body := do("POST", base+"/release", `{"paths":["file:///x/other.parquet"]}`); code != 404 {
+		t.Fatalf("release of an unprotected path: %d %s", code, body)
+	}
+	if code, body := do("POST", base+"/release", `{"paths":["file:///x/stray.parquet"]}`); code != 200 || !strings.Contains(body, `"released":1`) {
+		t.Fatalf("release: %d %s", code, body)
+	}
+	if m, _ := f.Store.Marks(ctx, f.Target().Key()); len(m) != 0 {
+		t.Fatalf("released mark kept: %+v", m)
 	}
 	if code, _ := do("GET", base+"/schedule", ""); code != 404 {
 		t.Fatalf("schedule without a scheduler: %d", code)

@@ -83,6 +83,9 @@ func (a *Auth) verify(r *http.Request) (configs.APIKey, error) {
 	if err != nil {
 		return configs.APIKey{}, badRequest("cannot read request body")
 	}
+	if len(body) > maxBody {
+		return configs.APIKey{}, badRequest(fmt.Sprintf("request body is larger than %d bytes", maxBody))
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	sum := sha256.Sum256(body)
 	payload := hex.EncodeToString(sum[:])
@@ -95,6 +98,9 @@ func (a *Auth) verify(r *http.Request) (configs.APIKey, error) {
 		return configs.APIKey{}, forbidden("malformed request URI")
 	}
 	probe.Host = r.Host
+	// The signer takes a signed content-length from ContentLength, not
+	// from the header.
+	probe.ContentLength = r.ContentLength
 	for _, h := range strings.Split(fields["SignedHeaders"], ";") {
 		if h == "host" {
 			continue

@@ -24,14 +24,20 @@ type Scheduler interface {
 //	POST …/runs/{type}           queue a run now
 //	GET  …/schedule              the next scheduled start per job type
 //	GET  …/noncurrent            noncurrent objects and when they go
-//	POST …/restore               {"paths": [...]} or {"all": true}
+//	POST …/restore               {"paths": [...]} or {"all": true}: protect them
+//	POST …/release               the same body: end their protection
 func (s *Server) extraRoutes(api func(string, handlerFunc)) {
 	const p = "/icekeeper/v1/tables/{arn}/{namespace}/{name}"
 	api("GET "+p+"/runs", s.getRuns)
 	api("POST "+p+"/runs/{type}", s.triggerRun)
 	api("GET "+p+"/schedule", s.getSchedule)
 	api("GET "+p+"/noncurrent", s.getNoncurrent)
-	api("POST "+p+"/restore", s.restore)
+	api("POST "+p+"/restore", s.protection(func(r *http.Request, t jobs.Target, paths []string) (int, error) {
+		return orphan.Restore(r.Context(), s.Store, t.Key(), paths, time.Now())
+	}, "restored"))
+	api("POST "+p+"/release", s.protection(func(r *http.Request, t jobs.Target, paths []string) (int, error) {
+		return orphan.Release(r.Context(), s.Store, t.Key(), paths)
+	}, "released"))
 }
 
 func (s *Server) getRuns(w http.ResponseWriter, r *http.Request) error {
@@ -121,33 +127,36 @@ func (s *Server) getNoncurrent(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) restore(w http.ResponseWriter, r *http.Request) error {
-	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
-	if err != nil {
-		return badRequest("request body is missing or larger than 64 KiB")
+// protection serves restore and release, which take the same body.
+func (s *Server) protection(apply func(*http.Request, jobs.Target, []string) (int, error), key string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+		if err != nil {
+			return badRequest("request body is missing or larger than 64 KiB")
+		}
+		var req struct {
+			Paths []string `json:"paths"`
+			All   bool     `json:"all"`
+		}
+		if err := json.Unmarshal(data, &req); err != nil {
+			return badRequest("request body must be {\"paths\": [...]} or {\"all\": true}: " + err.Error())
+		}
+		if req.All == (len(req.Paths) > 0) {
+			return badRequest(`give exactly one of "paths" or "all"`)
+		}
+		t, err := s.target(r)
+		if err != nil {
+			return err
+		}
+		var paths []string
+		if !req.All {
+			paths = req.Paths
+		}
+		n, err := apply(r, t, paths)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]any{key: n})
+		return nil
 	}
-	var req struct {
-		Paths []string `json:"paths"`
-		All   bool     `json:"all"`
-	}
-	if err := json.Unmarshal(data, &req); err != nil {
-		return badRequest("request body must be {\"paths\": [...]} or {\"all\": true}: " + err.Error())
-	}
-	if req.All == (len(req.Paths) > 0) {
-		return badRequest(`give exactly one of "paths" or "all"`)
-	}
-	t, err := s.target(r)
-	if err != nil {
-		return err
-	}
-	var paths []string
-	if !req.All {
-		paths = req.Paths
-	}
-	n, err := orphan.Restore(r.Context(), s.Store, t.Key(), paths)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"restored": n})
-	return nil
 }

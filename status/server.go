@@ -6,11 +6,13 @@ package status
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,7 +55,9 @@ type Server struct {
 	Scheduler Scheduler    // nil: no schedule to report
 	Auth      *Auth        // nil: unauthenticated
 	Metrics   *prometheus.Registry
-	Logger    *slog.Logger
+	// MetricsToken, when set, is the bearer token /metrics requires.
+	MetricsToken string
+	Logger       *slog.Logger
 
 	started time.Time
 }
@@ -94,7 +98,18 @@ func (s *Server) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
 	if s.Metrics != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(s.Metrics, promhttp.HandlerOpts{}))
+		metrics := promhttp.HandlerFor(s.Metrics, promhttp.HandlerOpts{})
+		mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+			if s.MetricsToken != "" {
+				got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+				if subtle.ConstantTimeCompare([]byte(got), []byte(s.MetricsToken)) != 1 {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="icekeeper metrics"`)
+					writeJSON(w, http.StatusUnauthorized, map[string]string{"message": "GET /metrics needs the bearer token of api.metricsAuth"})
+					return
+				}
+			}
+			metrics.ServeHTTP(w, r)
+		})
 	}
 	api("/", func(w http.ResponseWriter, r *http.Request) error {
 		return notFound(fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))

@@ -139,6 +139,9 @@ func (s *Server) putTableConfig(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.Runner.CheckTableConfig(r.Context(), t, typ, cfg); err != nil {
+		return err
+	}
 	if err := s.Store.PutTableConfig(r.Context(), t.Key(), typ, cfg); err != nil {
 		return err
 	}
@@ -152,7 +155,8 @@ func (s *Server) getBucketConfig(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.sees(r, b.Name()); err != nil {
+	// Bucket-wide settings: a key scoped to namespaces may not read them.
+	if err := s.authorize(r, b.Name(), ""); err != nil {
 		return err
 	}
 	over, err := s.Store.BucketConfig(r.Context(), b.ARN())

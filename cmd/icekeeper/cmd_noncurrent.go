@@ -17,7 +17,8 @@ func cmdNoncurrent(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "noncurrent", "--table BUCKET/NAMESPACE/TABLE [--json]",
 		"Lists the table's noncurrent objects: unreferenced objects that\n"+
 			"icebergUnreferencedFileRemoval marked, with when each becomes due for\n"+
-			"deletion. `icekeeper restore` clears marks during that window.")
+			"deletion; and the objects `icekeeper restore` protected, which are kept\n"+
+			"until `icekeeper release` or until the table references them again.")
 	c.register(fs)
 	ref := fs.String("table", "", "table: BUCKET/NAMESPACE/TABLE")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -52,21 +53,44 @@ func cmdNoncurrent(ctx context.Context, env *cliEnv, args []string) error {
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PATH\tSIZE\tLAST MODIFIED\tMARKED\tDELETE AFTER")
 	for _, n := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Path, humanBytes(n.Size), n.LastModified.Format(time.RFC3339), n.MarkedAt.Format(time.RFC3339), n.DeleteAfter.Format(time.RFC3339))
+		after := n.DeleteAfter.Format(time.RFC3339)
+		if n.Protected() {
+			after = "never: protected " + n.ProtectedAt.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Path, humanBytes(n.Size), n.LastModified.Format(time.RFC3339), n.MarkedAt.Format(time.RFC3339), after)
 	}
 	return tw.Flush()
 }
 
 func cmdRestore(ctx context.Context, env *cliEnv, args []string) error {
+	return protection(ctx, env, args, "restore",
+		"Protects noncurrent objects: they are not deleted and not marked again\n"+
+			"until `icekeeper release`, or until the table references them again.\n"+
+			"`icekeeper noncurrent` lists them. Nothing in storage changes.",
+		func(ctx context.Context, w *world, t jobs.Target, paths []string) (int, error) {
+			return orphan.Restore(ctx, w.store, t.Key(), paths, time.Now())
+		}, "restored")
+}
+
+func cmdRelease(ctx context.Context, env *cliEnv, args []string) error {
+	return protection(ctx, env, args, "release",
+		"Ends the protection `icekeeper restore` gave: the next run of\n"+
+			"icebergUnreferencedFileRemoval evaluates the objects afresh, and marks\n"+
+			"those still unreferenced noncurrent with a full nonCurrentDays ahead.",
+		func(ctx context.Context, w *world, t jobs.Target, paths []string) (int, error) {
+			return orphan.Release(ctx, w.store, t.Key(), paths)
+		}, "released")
+}
+
+// protection is restore and release: same flags, opposite changes.
+func protection(ctx context.Context, env *cliEnv, args []string, name, summary string,
+	apply func(context.Context, *world, jobs.Target, []string) (int, error), done string) error {
 	var c commonFlags
-	fs := newFlagSet(env, "restore", "--table BUCKET/NAMESPACE/TABLE (--path PATH | --all)",
-		"Clears noncurrent marks so the objects are not deleted; the next run of\n"+
-			"icebergUnreferencedFileRemoval evaluates them afresh (and marks them again\n"+
-			"if they are still unreferenced).")
+	fs := newFlagSet(env, name, "--table BUCKET/NAMESPACE/TABLE (--path PATH | --all)", summary)
 	c.register(fs)
 	ref := fs.String("table", "", "table: BUCKET/NAMESPACE/TABLE")
-	path := fs.String("path", "", "the object to restore, as `noncurrent` lists it")
-	all := fs.Bool("all", false, "restore every noncurrent object of the table")
+	path := fs.String("path", "", "one object's path, as icekeeper noncurrent lists it")
+	all := fs.Bool("all", false, "every such object of the table")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -82,10 +106,10 @@ func cmdRestore(ctx context.Context, env *cliEnv, args []string) error {
 	if !*all {
 		paths = []string{*path}
 	}
-	n, err := orphan.Restore(ctx, w.store, target.Key(), paths)
+	n, err := apply(ctx, w, target, paths)
 	if err != nil {
 		return err
 	}
-	writeln(env.stdout, "restored %d noncurrent object(s) of %s", n, *ref)
+	writeln(env.stdout, "%s %d object(s) of %s", done, n, *ref)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/icekeeper/icekeeper/expire"
 	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/progress"
+	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/orphan"
@@ -25,30 +26,29 @@ type texter interface{ Text() string }
 
 func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	var c commonFlags
-	fs := newFlagSet(env, "run", "--table BUCKET/NAMESPACE/TABLE [--job TYPE|all] [--dry-run] [--json] [--now RFC3339]",
-		"Runs maintenance on one table now and records the runs in the state store\n(so the API shows them). Job types run in the order compaction,\nsnapshot management, unreferenced file removal.")
+	fs := newFlagSet(env, "run", "--table BUCKET/NAMESPACE/TABLE [--job TYPE|all] [--dry-run] [--json] [--now RFC3339 --dry-run]",
+		"Runs maintenance on one table now and records the runs in the state store\n(so the API shows them). Job types run in the order compaction,\nsnapshot management, unreferenced file removal. A dry run changes\nnothing and records nothing; with --now it previews a later day.")
 	c.register(fs)
 	ref := fs.String("table", "", "table: BUCKET/NAMESPACE/TABLE, BUCKET a name or ARN, nested namespaces with dots")
-	job := fs.String("job", "all", "icebergCompaction, icebergSnapshotManagement, icebergUnreferencedFileRemoval or all")
+	job := fs.String("job", "all", "compaction, snapshots, unreferenced (or their S3 Tables names icebergCompaction, …) or all")
 	dryRun := fs.Bool("dry-run", false, "show what would be done; change nothing and record nothing")
 	asJSON := fs.Bool("json", false, "print one JSON object keyed by job type")
-	nowFlag := fs.String("now", "", "the run's clock (RFC 3339), for what-if previews")
+	nowFlag := fs.String("now", "", "the run's clock (RFC 3339), to preview a later day with --dry-run")
+	clockShift := fs.Bool("allow-clock-shift", false, "let --now change data without --dry-run: for rehearsals and tests only, as it marks and deletes by a clock that is not the real one")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	types := maintenance.JobTypes
-	if *job != "all" {
-		t, err := maintenance.ParseJobType(*job)
-		if err != nil {
-			return usageError{fmt.Errorf("--job: %w", err)}
-		}
-		types = []maintenance.JobType{t}
+	types, err := parseJob(*job)
+	if err != nil {
+		return err
 	}
 	var now time.Time
 	if *nowFlag != "" {
-		var err error
 		if now, err = time.Parse(time.RFC3339, *nowFlag); err != nil {
 			return usagef("--now: %q is not an RFC 3339 time (e.g. 2026-01-02T03:04:05Z)", *nowFlag)
+		}
+		if !*dryRun && !*clockShift {
+			return usagef("--now previews a later day and needs --dry-run: without it the run would mark and delete by that clock (--allow-clock-shift, for rehearsals and tests, allows it)")
 		}
 	}
 	w, target, err := c.openTable(ctx, *ref)
@@ -75,17 +75,17 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 			FailureMessage string          `json:"failureMessage,omitempty"`
 			DryRun         bool            `json:"dryRun,omitempty"`
 			Figures        any             `json:"figures,omitempty"`
-		}{out.Status, out.FailureMessage, *dryRun, out.Figures}
+		}{runStatus(out.Status, *dryRun), out.FailureMessage, *dryRun, out.Figures}
 		if !*asJSON {
 			printOutcome(env, t, out, *dryRun)
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(results); err != nil {
+		data, err := json.MarshalIndent(results, "", "  ")
+		if err != nil {
 			return err
 		}
+		writeln(env.stdout, "%s", redact.Text(string(data)))
 	}
 	if failed {
 		return errJobFailed
@@ -93,18 +93,28 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-func printOutcome(env *cliEnv, t maintenance.JobType, out jobs.Outcome, dryRun bool) {
-	prefix := ""
-	if dryRun {
-		prefix = " (dry run)"
+// dryRunStatus is the status a successful dry run reports: it ran nothing
+// that could succeed.
+const dryRunStatus state.RunStatus = "DryRun"
+
+func runStatus(s state.RunStatus, dryRun bool) state.RunStatus {
+	if dryRun && s == state.Successful {
+		return dryRunStatus
 	}
-	line := fmt.Sprintf("%s%s: %s", t, prefix, out.Status)
+	return s
+}
+
+func printOutcome(env *cliEnv, t maintenance.JobType, out jobs.Outcome, dryRun bool) {
+	line := fmt.Sprintf("%s: %s", t, runStatus(out.Status, dryRun))
+	if dryRun {
+		line += " (nothing was changed or recorded)"
+	}
 	if out.FailureMessage != "" {
 		line += " — " + out.FailureMessage
 	}
 	writeln(env.stdout, "%s", line)
 	if tx, ok := out.Figures.(texter); ok {
-		writeln(env.stdout, "%s", tx.Text())
+		writeln(env.stdout, "%s", redact.Text(tx.Text()))
 	}
 }
 

@@ -15,13 +15,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/status"
 )
 
 func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
-	var c commonFlags
+	c := commonFlags{createHome: true}
 	fs := newFlagSet(env, "serve", "[--config FILE] [--listen ADDR]",
 		"Runs the daemon: discovers every table of every bucket, queues each job\n"+
 			"type by its cron schedule, runs queued jobs (several replicas may share a\n"+
@@ -36,7 +37,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewJSONHandler(env.stderr, nil))
+	logger := slog.New(redact.Handler(slog.NewJSONHandler(env.stderr, nil)))
 	w, err := c.open(ctx, true)
 	if err != nil {
 		return err
@@ -66,7 +67,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	worker := &jobs.Worker{Store: w.store, Registry: w.registry, Runner: runner, Holder: holderName(),
 		Parallelism: *parallel, JobTimeout: *timeout, LeaseTTL: *leaseTTL, Logger: logger,
 		OnTakeover: func(state.QueuedJob) { metrics.Takeovers.Inc() }}
-	srv := &status.Server{Registry: w.registry, Store: w.store, Runner: runner, Scheduler: sched, Auth: auth, Metrics: reg, Logger: logger}
+	srv := &status.Server{Registry: w.registry, Store: w.store, Runner: runner, Scheduler: sched, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, Logger: logger}
 
 	// ctx ends on SIGTERM: stop taking jobs; hard ends grace later and
 	// cancels the jobs still running.

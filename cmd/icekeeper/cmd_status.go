@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -28,6 +29,9 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) error {
 	runs := fs.Int("runs", 5, "recent runs to show per job type")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if u, err := url.Parse(*endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("--endpoint: %q is not an http:// or https:// URL (e.g. http://127.0.0.1:8080)", *endpoint)
 	}
 	r, err := bucket.ParseRef(*ref)
 	if err != nil {

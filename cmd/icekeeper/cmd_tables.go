@@ -9,6 +9,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/health"
 	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/jobs"
 )
 
@@ -55,7 +56,7 @@ func cmdTables(ctx context.Context, env *cliEnv, args []string) error {
 				}
 			}
 			if err != nil {
-				th.Error = err.Error()
+				th.Error = redact.Text(err.Error())
 			}
 			out = append(out, th)
 		}

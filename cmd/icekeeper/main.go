@@ -19,6 +19,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/orphan"
 )
 
@@ -47,7 +48,8 @@ var commands = []command{
 	{"run", "run maintenance on one table now", cmdRun},
 	{"tables", "list every table with its health", cmdTables},
 	{"noncurrent", "list a table's noncurrent (marked unreferenced) objects", cmdNoncurrent},
-	{"restore", "clear noncurrent marks so those objects are kept", cmdRestore},
+	{"restore", "protect noncurrent objects: keep them, and do not mark them again", cmdRestore},
+	{"release", "end restore's protection, so removal evaluates the objects afresh", cmdRelease},
 	{"status", "show a table's status and recent runs from a running daemon", cmdStatus},
 	{"demo", "create the embedded default's demo table", cmdDemo},
 	{"version", "print the version", cmdVersion},
@@ -75,7 +77,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
+	if args[0] == "--version" || args[0] == "-version" || args[0] == "-v" {
+		args = append([]string{"version"}, args[1:]...)
+	}
+	var names []string
 	for _, c := range commands {
+		names = append(names, c.name)
 		if c.name != args[0] {
 			continue
 		}
@@ -88,13 +95,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case errors.Is(err, errJobFailed):
 			return exitFailed
 		}
-		fmt.Fprintf(stderr, "icekeeper %s: %s\n", c.name, oneLine(err))
+		fmt.Fprintf(stderr, "icekeeper %s: %s\n", c.name, redact.Text(oneLine(err)))
 		if isUsage(err) {
 			return exitUsage
 		}
 		return exitFailed
 	}
-	fmt.Fprintf(stderr, "icekeeper: unknown command %q\n\n", args[0])
+	fmt.Fprintf(stderr, "icekeeper: unknown command %q%s\n\n", args[0], didYouMean(args[0], names))
 	printUsage(stderr)
 	return exitUsage
 }
@@ -119,6 +126,7 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "icekeeper keeps Apache Iceberg tables healthy.")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Usage: icekeeper COMMAND [flags]   (icekeeper COMMAND -h for a command's flags)")
+	fmt.Fprintln(w, "       icekeeper --version")
 	fmt.Fprintln(w)
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -85,10 +86,23 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--table", "local/demo"}, 2, "malformed table reference"},
 		{[]string{"run", "--table", "nope/demo/events"}, 2, `unknown bucket "nope"`},
 		{[]string{"run", "--table", "local/demo/missing"}, 2, "no such table local/demo.missing"},
-		{[]string{"run", "--table", "local/demo/events", "--job", "compact"}, 2, `unknown job type "compact"`},
-		{[]string{"run", "--table", "local/demo/events", "--now", "yesterday"}, 2, "--now"},
-		{[]string{"run", "--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"run", "--table", "local/demo/events", "--job", "compact"}, 2, `unknown job type "compact" (did you mean compaction?)`},
+		{[]string{"run", "--table", "local/demo/events", "--job", "icebergCompation"}, 2, "(did you mean icebergCompaction?)"},
+		{[]string{"run", "--table", "local/demo/events", "--now", "yesterday", "--dry-run"}, 2, "--now"},
+		{[]string{"run", "--table", "local/demo/events", "--now", "2030-01-01T00:00:00Z"}, 2, "--now previews a later day and needs --dry-run"},
+		{[]string{"run", "--bogus"}, 2, "unknown flag --bogus; icekeeper run -h lists the flags"},
+		{[]string{"run", "--tabel", "local/demo/events"}, 2, "unknown flag --tabel (did you mean --table?)"},
+		{[]string{"tabels"}, 2, `unknown command "tabels" (did you mean tables?)`},
+		{[]string{"tables", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"tables", "--config", "/nonexistent/icekeeper.yaml"}, 2, "configuration file /nonexistent/icekeeper.yaml does not exist"},
+		{[]string{"tables", "--config", c.home}, 2, "is a directory"},
+		{[]string{"tables", "--connect-timeout", "-5s"}, 2, "--connect-timeout: -5s must be positive"},
+		{[]string{"serve", "--lease-ttl", "-1s"}, 2, "--lease-ttl: -1s must be positive"},
+		{[]string{"serve", "--parallelism", "0"}, 2, "--parallelism: 0 is below the minimum 1"},
+		{[]string{"serve", "--shutdown-grace", "-1s"}, 2, "--shutdown-grace: -1s must not be negative"},
+		{[]string{"status", "--endpoint", "notaurl", "--table", "local/demo/events"}, 2, `--endpoint: "notaurl" is not an http:// or https:// URL`},
+		{[]string{"restore", "--table", "local/demo/events"}, 2, "give exactly one of --path or --all"},
+		{[]string{"release", "--table", "local/demo/events", "--path", "file:///nope"}, 2, "file:///nope is not a protected object"},
 		{[]string{"tables", "--config", bad}, 2, "buckets[0].maintenance.icebergCompaction.targetFileSizeMB: 0 is below the minimum 1"},
 		{[]string{"serve", "--listen", "0.0.0.0:0"}, 2, "refusing to serve the API on a non-loopback address"},
 	} {
@@ -99,12 +113,112 @@ func TestUsageErrors(t *testing.T) {
 		if strings.Count(strings.TrimSpace(errOut), "\n") > 0 && tc.want != "" && !strings.Contains(errOut, "Usage") {
 			t.Errorf("icekeeper %v: error is not one line: %q", tc.args, errOut)
 		}
+		if tc.want != "" && strings.Count(errOut, tc.want) != 1 {
+			t.Errorf("icekeeper %v: error printed %d times: %q", tc.args, strings.Count(errOut, tc.want), errOut)
+		}
+	}
+	if code, out, _ := c.run("--version"); code != 0 || !strings.HasPrefix(out, "icekeeper ") {
+		t.Errorf("--version: exit %d, %q", code, out)
+	}
+	if code, out, _ := c.run("-v"); code != 0 || !strings.HasPrefix(out, "icekeeper ") {
+		t.Errorf("-v: exit %d, %q", code, out)
+	}
+	// /dev/urandom is read up to the bound, not until the process dies.
+	if _, err := os.Stat("/dev/urandom"); err == nil {
+		if code, _, errOut := c.run("tables", "--config", "/dev/urandom"); code != 2 || !strings.Contains(errOut, "/dev/urandom") {
+			t.Errorf("--config /dev/urandom: exit %d, %q", code, errOut)
+		}
+	}
+	// restore's help names its flag's argument plainly.
+	if _, _, errOut := c.run("restore", "-h"); strings.Contains(errOut, "-path noncurrent") || !strings.Contains(errOut, "-path string") {
+		t.Errorf("restore -h: %s", errOut)
 	}
 	if code, _, _ := c.run("help"); code != 0 {
 		t.Errorf("help exits %d", code)
 	}
 	if code, _, _ := c.run("run", "-h"); code != 0 {
 		t.Errorf("run -h exits %d", code)
+	}
+}
+
+// Before `demo`, the embedded default is empty: commands say how to fill
+// it, and create nothing.
+func TestEmptyEmbeddedDefault(t *testing.T) {
+	c := newCLI(t)
+	home := filepath.Join(c.home, "icekeeper-data")
+	t.Setenv("ICEKEEPER_HOME", home)
+	for _, args := range [][]string{
+		{"tables"},
+		{"run", "--table", "local/demo/events"},
+		{"noncurrent", "--table", "local/demo/events"},
+		{"restore", "--table", "local/demo/events", "--all"},
+	} {
+		code, _, errOut := c.run(args...)
+		if code != 2 || !strings.Contains(errOut, "run `icekeeper demo`") {
+			t.Errorf("icekeeper %v: exit %d, %q", args, code, errOut)
+		}
+	}
+	if _, err := os.Stat(home); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a read-only command created %s: %v", home, err)
+	}
+}
+
+// Relative paths in a configuration file, the catalog's included, are
+// relative to the file wherever icekeeper runs.
+func TestConfigRelativeToFile(t *testing.T) {
+	c := newCLI(t)
+	dir := filepath.Join(c.home, "conf")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "ik.yaml"), []byte(`state: sqlite://state.db
+buckets:
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/rel
+    catalog: {type: sql, uri: "file:catalog.db", sql.driver: sqlite, sql.dialect: sqlite, warehouse: "file://./wh"}
+`), 0o644)
+	t.Chdir(t.TempDir())
+	if out := c.must("tables", "--config", filepath.Join("..", filepath.Base(c.home), "conf", "ik.yaml")); !strings.Contains(out, "(no tables)") {
+		t.Fatalf("tables: %s", out)
+	}
+	for _, f := range []string{"catalog.db", "state.db"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("%s not next to the configuration: %v", f, err)
+		}
+	}
+}
+
+// A credential in a catalog URI never reaches the output of a failing
+// command.
+func TestSecretsRedacted(t *testing.T) {
+	c := newCLI(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	const secret = "tok3n-s3cr3t-value"
+	cfg := filepath.Join(t.TempDir(), "secret.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`state: sqlite://state.db
+buckets:
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/down
+    catalog: {type: rest, uri: "http://%s/iceberg?token=%s&warehouse=w"}
+`, addr, secret)), 0o644)
+	for _, args := range [][]string{
+		{"tables"},
+		{"tables", "--json"},
+		{"run", "--table", "down/db/events"},
+		{"run", "--table", "down/db/events", "--json"},
+		{"noncurrent", "--table", "down/db/events"},
+	} {
+		code, out, errOut := c.run(append(args, "--config", cfg, "--connect-timeout", "5s")...)
+		if code == 0 {
+			t.Errorf("icekeeper %v succeeded against a closed port", args)
+		}
+		if strings.Contains(out+errOut, secret) {
+			t.Errorf("icekeeper %v printed the token:\nstdout: %s\nstderr: %s", args, out, errOut)
+		}
+		if !strings.Contains(out+errOut, addr) {
+			t.Errorf("icekeeper %v does not name the endpoint: %s %s", args, out, errOut)
+		}
 	}
 }
 
@@ -163,12 +277,52 @@ func TestRunAllOnDemo(t *testing.T) {
 	if strings.Count(out, "crashed-writer") != 3 {
 		t.Fatalf("noncurrent: %s", out)
 	}
-	// A dry run changes nothing.
-	c.must("run", "--table", "local/demo/events", "--dry-run")
+	// A dry run changes nothing, and says so.
+	dry := c.must("run", "--table", "local/demo/events", "--dry-run")
+	if strings.Count(dry, ": DryRun (nothing was changed or recorded)") != 3 || !strings.Contains(dry, "would mark noncurrent: 0") ||
+		!strings.Contains(dry, "would delete: 0") || !strings.Contains(dry, "snapshots would expire") || strings.Contains(dry, "Successful") {
+		t.Fatalf("dry run output:\n%s", dry)
+	}
+	// Eleven days on, the what-if: the crashed writer's files would go.
+	later := time.Now().Add(11 * 24 * time.Hour).UTC().Format(time.RFC3339)
+	whatIf := c.must("run", "--table", "local/demo/events", "--job", "unreferenced", "--dry-run", "--now", later)
+	if !strings.Contains(whatIf, "would delete: 3") {
+		t.Fatalf("what-if:\n%s", whatIf)
+	}
+	if out := c.must("noncurrent", "--table", "local/demo/events"); strings.Count(out, "crashed-writer") != 3 {
+		t.Fatalf("the what-if changed the marks: %s", out)
+	}
 	var again []tableHealth
 	json.Unmarshal([]byte(c.must("tables", "--json")), &again)
 	if again[0].DataFiles != after[0].DataFiles || again[0].Snapshots != after[0].Snapshots {
 		t.Fatalf("dry run changed the table: %+v → %+v", after[0].Health, again[0].Health)
+	}
+
+	// Restore one: the rehearsed run eleven days on deletes the other two
+	// and keeps it; released, it is marked again.
+	var list []struct {
+		Path string `json:"path"`
+	}
+	json.Unmarshal([]byte(c.must("noncurrent", "--table", "local/demo/events", "--json")), &list)
+	kept := list[0].Path
+	if out := c.must("restore", "--table", "local/demo/events", "--path", kept); !strings.Contains(out, "restored 1 object(s)") {
+		t.Fatalf("restore: %s", out)
+	}
+	if out := c.must("noncurrent", "--table", "local/demo/events"); !strings.Contains(out, "never: protected") {
+		t.Fatalf("noncurrent after restore: %s", out)
+	}
+	out = c.must("run", "--table", "local/demo/events", "--job", "unreferenced", "--now", later, "--allow-clock-shift")
+	if !strings.Contains(out, "deleted: 2") || !strings.Contains(out, "1 protected by restore") {
+		t.Fatalf("rehearsed run:\n%s", out)
+	}
+	if _, err := os.Stat(strings.TrimPrefix(kept, "file://")); err != nil {
+		t.Fatalf("the restored file is gone: %v", err)
+	}
+	if out := c.must("release", "--table", "local/demo/events", "--all"); !strings.Contains(out, "released 1 object(s)") {
+		t.Fatalf("release: %s", out)
+	}
+	if out := c.must("run", "--table", "local/demo/events", "--job", "unreferenced"); !strings.Contains(out, "marked noncurrent: 1") {
+		t.Fatalf("after release:\n%s", out)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/icekeeper/icekeeper/configs"
@@ -20,14 +21,23 @@ import (
 type commonFlags struct {
 	config         string
 	connectTimeout time.Duration
+	// createHome lets the command create the embedded default's data
+	// directory (serve does); the others refuse to run on one that does
+	// not exist rather than leave an empty one behind.
+	createHome bool
 }
 
+// newFlagSet returns a command's flag set. It prints nothing itself while
+// parsing: -h prints the usage, and a bad flag becomes one error that Main
+// prints once.
 func newFlagSet(env *cliEnv, name, args, summary string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
 		fmt.Fprintf(env.stderr, "Usage: icekeeper %s %s\n\n%s\n\nFlags:\n", name, args, summary)
+		fs.SetOutput(env.stderr)
 		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
 	}
 	return fs
 }
@@ -40,14 +50,48 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
 			return err
+		}
+		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
+			name = "--" + strings.TrimLeft(name, "-")
+			return usagef("unknown flag %s%s; icekeeper %s -h lists the flags", name, didYouMean(name, flagNames(fs)), fs.Name())
 		}
 		return usageError{err}
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
+		return usagef("unexpected argument %q; icekeeper %s -h lists the flags", fs.Arg(0), fs.Name())
 	}
-	return nil
+	return checkPositive(fs)
+}
+
+// checkPositive refuses a count or duration flag below 1 (below 0 for a
+// grace period): every one of them bounds something, and none has a
+// meaning for zero or less that a replacement default would honour.
+func checkPositive(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if err != nil {
+			return
+		}
+		min := 1
+		if strings.HasSuffix(f.Name, "-grace") {
+			min = 0
+		}
+		switch v := f.Value.(flag.Getter).Get().(type) {
+		case int:
+			if v < min {
+				err = usagef("--%s: %d is below the minimum %d", f.Name, v, min)
+			}
+		case time.Duration:
+			if min == 1 && v <= 0 {
+				err = usagef("--%s: %v must be positive", f.Name, v)
+			} else if v < 0 {
+				err = usagef("--%s: %v must not be negative", f.Name, v)
+			}
+		}
+	})
+	return err
 }
 
 // loadConfig reads --config, $ICEKEEPER_CONFIG, or the embedded default.
@@ -57,9 +101,16 @@ func (c *commonFlags) loadConfig() (*configs.Config, error) {
 		file = os.Getenv(configs.EnvConfig)
 	}
 	if file == "" {
-		home, err := embeddedHome()
+		home, err := configs.Home()
 		if err != nil {
 			return nil, err
+		}
+		if c.createHome {
+			if home, err = embeddedHome(); err != nil {
+				return nil, err
+			}
+		} else if !configs.EmbeddedCreated(home) {
+			return nil, usagef("the embedded default in %s has no tables yet: run `icekeeper demo` to create the demo table, or give --config FILE", home)
 		}
 		return configs.Embedded(home), nil
 	}

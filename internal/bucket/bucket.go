@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +25,7 @@ import (
 	_ "modernc.org/sqlite"             // database/sql driver "sqlite", pure Go
 
 	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/redact"
 )
 
 // Sentinel errors callers branch on (the API maps them to NotFoundException).
@@ -111,7 +111,7 @@ func (b *Bucket) Catalog(ctx context.Context) (catalog.Catalog, error) {
 	select {
 	case r := <-done:
 		if r.err != nil {
-			return nil, fmt.Errorf("open %s catalog of bucket %s at %s: %w", props["type"], b.Name(), redactURI(props["uri"]), r.err)
+			return nil, fmt.Errorf("open %s catalog of bucket %s at %s: %w", props["type"], b.Name(), redact.URI(props["uri"]), r.err)
 		}
 		b.cat = r.cat
 		return b.cat, nil
@@ -121,7 +121,7 @@ func (b *Bucket) Catalog(ctx context.Context) (catalog.Catalog, error) {
 				closeCatalog(r.cat)
 			}
 		}()
-		return nil, fmt.Errorf("open %s catalog of bucket %s at %s: %w", props["type"], b.Name(), redactURI(props["uri"]), context.Cause(ctx))
+		return nil, fmt.Errorf("open %s catalog of bucket %s at %s: %w", props["type"], b.Name(), redact.URI(props["uri"]), context.Cause(ctx))
 	}
 }
 
@@ -178,18 +178,6 @@ func CatalogProperties(configured map[string]string) iceberg.Properties {
 		props["uri"] = uri + sep + "connect_timeout=10"
 	}
 	return props
-}
-
-// redactURI hides a password in a URI for error messages.
-func redactURI(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "***")
-	}
-	return u.String()
 }
 
 // TableID names a table inside a bucket.

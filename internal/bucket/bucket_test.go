@@ -19,6 +19,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/arn"
+	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/tablecheck"
 	"github.com/icekeeper/icekeeper/internal/testenv"
 )
@@ -71,7 +72,7 @@ func TestCatalogProperties(t *testing.T) {
 	if len(p) != 2 {
 		t.Errorf("rest props changed: %v", p)
 	}
-	if got := redactURI("postgres://user:secret@h/db"); strings.Contains(got, "secret") {
+	if got := redact.URI("postgres://user:secret@h/db"); strings.Contains(got, "secret") {
 		t.Errorf("password not redacted: %s", got)
 	}
 }

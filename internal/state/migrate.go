@@ -39,6 +39,8 @@ var migrations = []string{
 	CREATE UNIQUE INDEX job_queue_once ON job_queue (bucket, namespace, name, job_type);
 	CREATE INDEX job_queue_due ON job_queue (not_before, id);
 	CREATE TABLE schedule_fires (job_type TEXT PRIMARY KEY, last_fire BIGINT NOT NULL);`,
+	// 3: restored objects stay protected (0: not protected).
+	`ALTER TABLE noncurrent_marks ADD COLUMN protected_at BIGINT NOT NULL DEFAULT 0;`,
 }
 
 // migrationLockID is an arbitrary constant key for pg_advisory_lock, so that

@@ -16,6 +16,7 @@ import (
 	_ "modernc.org/sqlite"             // registers driver "sqlite"
 
 	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/redact"
 )
 
 type dialect int
@@ -60,25 +61,9 @@ func Open(ctx context.Context, dsn string) (Store, error) {
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.db.Close()
-		return nil, fmt.Errorf("migrate state store %s: %w", redact(dsn), err)
+		return nil, fmt.Errorf("migrate state store %s: %w", redact.URI(dsn), err)
 	}
 	return s, nil
-}
-
-// redact hides a password in a DSN for error messages.
-func redact(dsn string) string {
-	scheme, rest, ok := strings.Cut(dsn, "://")
-	if !ok {
-		return dsn
-	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok {
-		return dsn
-	}
-	if user, _, hasPw := strings.Cut(userinfo, ":"); hasPw {
-		return scheme + "://" + user + ":***@" + host
-	}
-	return dsn
 }
 
 func (s *sqlStore) Close() error { return s.db.Close() }
@@ -281,7 +266,7 @@ func (s *sqlStore) PutMarks(ctx context.Context, marks []Mark) error {
 }
 
 func (s *sqlStore) Marks(ctx context.Context, t TableKey) ([]Mark, error) {
-	rows, err := s.query(ctx, `SELECT path, size, last_modified, marked_at, run_id FROM noncurrent_marks
+	rows, err := s.query(ctx, `SELECT path, size, last_modified, marked_at, run_id, protected_at FROM noncurrent_marks
 		WHERE bucket = ? AND namespace = ? AND name = ? ORDER BY path`, t.Bucket, t.Namespace, t.Name)
 	if err != nil {
 		return nil, fmt.Errorf("read noncurrent marks of %s: %w", t, err)
@@ -290,23 +275,47 @@ func (s *sqlStore) Marks(ctx context.Context, t TableKey) ([]Mark, error) {
 	var out []Mark
 	for rows.Next() {
 		m := Mark{Table: t}
-		var lm, at int64
-		if err := rows.Scan(&m.Path, &m.Size, &lm, &at, &m.RunID); err != nil {
+		var lm, at, prot int64
+		if err := rows.Scan(&m.Path, &m.Size, &lm, &at, &m.RunID, &prot); err != nil {
 			return nil, fmt.Errorf("read noncurrent marks of %s: %w", t, err)
 		}
 		m.LastModified, m.MarkedAt = fromMillis(lm), fromMillis(at)
+		if prot != 0 {
+			m.ProtectedAt = fromMillis(prot)
+		}
 		out = append(out, m)
 	}
 	return out, rows.Err()
 }
 
-func (s *sqlStore) ClearMarks(ctx context.Context, t TableKey) (int, error) {
-	res, err := s.exec(ctx, `DELETE FROM noncurrent_marks WHERE bucket = ? AND namespace = ? AND name = ?`, t.Bucket, t.Namespace, t.Name)
-	if err != nil {
-		return 0, fmt.Errorf("clear noncurrent marks of %s: %w", t, err)
+func (s *sqlStore) ProtectMarks(ctx context.Context, t TableKey, paths []string, at time.Time) (int, error) {
+	const protect = `UPDATE noncurrent_marks SET protected_at = ? WHERE bucket = ? AND namespace = ? AND name = ? AND protected_at = 0`
+	if paths == nil {
+		res, err := s.exec(ctx, protect, millis(at), t.Bucket, t.Namespace, t.Name)
+		if err != nil {
+			return 0, fmt.Errorf("protect noncurrent objects of %s: %w", t, err)
+		}
+		n, _ := res.RowsAffected()
+		return int(n), nil
 	}
-	n, _ := res.RowsAffected()
-	return int(n), nil
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("protect noncurrent objects of %s: %w", t, err)
+	}
+	defer tx.Rollback()
+	total := 0
+	for _, p := range paths {
+		res, err := tx.ExecContext(ctx, s.rebind(protect+` AND path = ?`), millis(at), t.Bucket, t.Namespace, t.Name, p)
+		if err != nil {
+			return 0, fmt.Errorf("protect %s: %w", p, err)
+		}
+		n, _ := res.RowsAffected()
+		total += int(n)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("protect noncurrent objects of %s: %w", t, err)
+	}
+	return total, nil
 }
 
 func (s *sqlStore) DeleteMarks(ctx context.Context, t TableKey, paths []string) (int, error) {

@@ -51,7 +51,9 @@ type Run struct {
 	Metrics        json.RawMessage     `json:"metrics,omitempty"`
 }
 
-// Mark records that an unreferenced object was made noncurrent.
+// Mark records that an unreferenced object was made noncurrent. A mark an
+// operator restored is protected: the object is kept, and not marked again,
+// until the operator releases it or the table references it again.
 type Mark struct {
 	Table        TableKey  `json:"-"`
 	Path         string    `json:"path"`
@@ -59,7 +61,11 @@ type Mark struct {
 	LastModified time.Time `json:"lastModified"`
 	MarkedAt     time.Time `json:"markedAt"`
 	RunID        int64     `json:"runId"`
+	ProtectedAt  time.Time `json:"protectedAt,omitzero"`
 }
+
+// Protected reports whether an operator restored the object.
+func (m Mark) Protected() bool { return !m.ProtectedAt.IsZero() }
 
 // ErrNotFound is returned when a looked-up record does not exist.
 var ErrNotFound = errors.New("not found")
@@ -85,13 +91,15 @@ type Store interface {
 
 	// PutMarks inserts or replaces noncurrent marks.
 	PutMarks(ctx context.Context, marks []Mark) error
-	// Marks returns t's noncurrent marks ordered by path.
+	// Marks returns t's noncurrent marks, protected ones included, ordered
+	// by path.
 	Marks(ctx context.Context, t TableKey) ([]Mark, error)
 	// DeleteMarks removes t's marks of the given paths and returns how
 	// many were removed; no paths removes nothing.
 	DeleteMarks(ctx context.Context, t TableKey, paths []string) (int, error)
-	// ClearMarks removes all of t's marks and returns how many there were.
-	ClearMarks(ctx context.Context, t TableKey) (int, error)
+	// ProtectMarks protects t's unprotected marks of paths (all of them
+	// when paths is nil) as of at and returns how many it protected.
+	ProtectMarks(ctx context.Context, t TableKey, paths []string, at time.Time) (int, error)
 
 	// AcquireLease takes or renews the named lease for holder until now+ttl.
 	// It fails (false, nil) while another holder's lease has not expired.

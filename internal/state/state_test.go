@@ -182,9 +182,27 @@ func testMarks(t *testing.T, s Store) {
 	if n, err := s.DeleteMarks(ctx, tbl, nil); err != nil || n != 0 {
 		t.Fatalf("deleting no paths deleted %d: %v", n, err)
 	}
-	n, err = s.ClearMarks(ctx, tbl)
-	if err != nil || n != 1 {
-		t.Fatalf("clear = %d %v", n, err)
+	if err := s.PutMarks(ctx, []Mark{{Table: tbl, Path: "s3://b/t/data/c.parquet", MarkedAt: now}}); err != nil {
+		t.Fatal(err)
+	}
+	at := now.Add(time.Hour)
+	if n, err := s.ProtectMarks(ctx, tbl, []string{"s3://b/t/data/c.parquet", "s3://b/t/data/missing"}, at); err != nil || n != 1 {
+		t.Fatalf("protect one = %d %v", n, err)
+	}
+	// Protecting all takes the rest, and leaves a protection's time alone.
+	if n, err := s.ProtectMarks(ctx, tbl, nil, at.Add(time.Hour)); err != nil || n != 1 {
+		t.Fatalf("protect all = %d %v", n, err)
+	}
+	got, err = s.Marks(ctx, tbl)
+	if err != nil || len(got) != 2 || !got[0].ProtectedAt.Equal(at.Add(time.Hour)) || !got[1].ProtectedAt.Equal(at) || !got[1].Protected() {
+		t.Fatalf("protected marks = %+v %v", got, err)
+	}
+	// Re-marking keeps a protection.
+	if err := s.PutMarks(ctx, got[1:]); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Marks(ctx, tbl); !got[1].Protected() {
+		t.Fatalf("PutMarks dropped a protection: %+v", got)
 	}
 	if other, _ := s.Marks(ctx, TableKey{tbl.Bucket, "demo", "other"}); len(other) != 1 {
 		t.Fatalf("other table's marks were touched: %v", other)
