@@ -22,5 +22,11 @@ if [ -n "$unformatted" ]; then
 fi
 log "go vet"
 go vet "${PKGS[@]}"
-log "go test -race"
-go test -race -count=1 -timeout 30m "${PKGS[@]}"
+log "go test -race (each package reported as it finishes)"
+# gotestsum is pinned as a tool in go.mod; it prints a line per package as
+# it finishes, and the output of failing tests in full.
+events="$WORK/test-events.json" # removed with the servers' data
+go tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --jsonfile "$events" -- \
+	-race -count=1 -timeout 30m "${PKGS[@]}"
+log "tests slower than 20s"
+go tool gotestsum tool slowest --jsonfile "$events" --threshold 20s
