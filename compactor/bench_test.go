@@ -162,7 +162,7 @@ func TestCompactionBenchChild(t *testing.T) {
 	if err := json.Unmarshal(data, &cfg.Buckets[0].Catalog); err != nil {
 		t.Fatal(err)
 	}
-	reg := bucket.New(cfg)
+	reg := cfg.Registry()
 	defer reg.Close()
 	b, _ := reg.Bucket("local")
 	id := bucket.TableID{Namespace: []string{"bench"}, Name: variant}
@@ -176,9 +176,9 @@ func TestCompactionBenchChild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.Config.Maintenance.Compaction = &configs.CompactionConfig{CompactionSettings: maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(128), Strategy: maintenance.StrategyBinpack}}
+		cfg.Buckets[0].Maintenance.Compaction = &configs.CompactionConfig{CompactionSettings: maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(128), Strategy: maintenance.StrategyBinpack}}
 		job := &Job{}
-		r := &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
+		r := &jobs.Runner{Store: store, Resolver: &jobs.Resolver{Store: store, Defaults: cfg.Defaults()}, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
 		out, err := r.Run(ctx, jobs.Target{Bucket: b, Table: id}, job.Type(), "bench", jobs.Options{})
 		if err != nil || out.Status != state.Successful {
 			t.Fatalf("%+v %v", out, err)
@@ -226,7 +226,7 @@ var benchArrow = arrow.NewSchema([]arrow.Field{
 // identical contents (same seed) and returns one copy's data bytes.
 func buildCompactionInput(cfg *configs.Config, appends, rows int, partitioned bool, codec string) (int64, error) {
 	ctx := context.Background()
-	reg := bucket.New(cfg)
+	reg := cfg.Registry()
 	defer reg.Close()
 	b, _ := reg.Bucket("local")
 	cat, err := b.Catalog(ctx)

@@ -181,7 +181,7 @@ func TestCancelBeforeCommit(t *testing.T) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	job := &Job{MinInputFiles: 2}
 	job.beforeCommit = func(int) { cancel() }
-	r := &jobs.Runner{Store: e.store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.Compaction: job}}
+	r := e.runner(job)
 	out, err := r.Run(ctx, jobs.Target{Bucket: e.b, Table: e.id}, maintenance.Compaction, "test", jobs.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -255,9 +255,9 @@ func countFiles(t *testing.T, dir string) int {
 // they are old enough they are compacted.
 func TestMinimumFileAge(t *testing.T) {
 	e, _ := smallTable(t)
-	e.b.Config.Compaction.MinFileAgeMinutes = 60
+	e.defaults.Knobs.MinFileAgeMinutes = 60
 	run := func(now time.Time) (jobs.Outcome, *Figures) {
-		r := &jobs.Runner{Store: e.store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.Compaction: &Job{MinInputFiles: 2}}}
+		r := e.runner(&Job{MinInputFiles: 2})
 		out, err := r.Run(e.ctx, jobs.Target{Bucket: e.b, Table: e.id}, maintenance.Compaction, "test", jobs.Options{Now: now})
 		if err != nil {
 			t.Fatal(err)

@@ -30,7 +30,10 @@ type env struct {
 	b     *bucket.Bucket
 	id    bucket.TableID
 	store state.Store
-	rng   *rand.Rand
+	// defaults are the bucket's settings as the configuration file gives
+	// them; runner resolves with them.
+	defaults maintenance.BucketDefaults
+	rng      *rand.Rand
 	rngMu sync.Mutex // the streaming-writer test draws from rng on another goroutine
 	next  int64      // next row id
 }
@@ -59,7 +62,7 @@ func newEnvWith(t testing.TB, cfg *configs.Config, home string, sc *iceberg.Sche
 	ctx := context.Background()
 	cfg.Buckets[0].Maintenance.Compaction = &configs.CompactionConfig{CompactionSettings: maintenance.CompactionSettings{
 		TargetFileSizeMB: maintenance.Int(1), Strategy: maintenance.StrategyBinpack}}
-	reg := bucket.New(cfg)
+	reg := cfg.Registry()
 	t.Cleanup(reg.Close)
 	b, _ := reg.Bucket("local")
 	cat, err := b.Catalog(ctx)
@@ -79,7 +82,14 @@ func newEnvWith(t testing.TB, cfg *configs.Config, home string, sc *iceberg.Sche
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	return &env{t: t, ctx: ctx, b: b, id: bucket.TableID{Namespace: []string{"t"}, Name: "x"}, store: store, rng: rand.New(rand.NewPCG(1, 2)), next: 1}, tbl
+	return &env{t: t, ctx: ctx, b: b, id: bucket.TableID{Namespace: []string{"t"}, Name: "x"}, store: store,
+		defaults: cfg.Buckets[0].Defaults(), rng: rand.New(rand.NewPCG(1, 2)), next: 1}, tbl
+}
+
+// runner runs job with the env's settings.
+func (e *env) runner(job jobs.Job) *jobs.Runner {
+	return &jobs.Runner{Store: e.store, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job},
+		Resolver: &jobs.Resolver{Store: e.store, Defaults: map[string]maintenance.BucketDefaults{e.b.ARN(): e.defaults}}}
 }
 
 func (e *env) append(tbl *table.Table, n int) *table.Table {
@@ -160,7 +170,7 @@ func (e *env) load() *table.Table {
 
 func (e *env) compact(job *Job) (jobs.Outcome, *Figures) {
 	e.t.Helper()
-	r := &jobs.Runner{Store: e.store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.Compaction: job}}
+	r := e.runner(job)
 	out, err := r.Run(e.ctx, jobs.Target{Bucket: e.b, Table: e.id}, maintenance.Compaction, "test", jobs.Options{})
 	if err != nil {
 		e.t.Fatal(err)

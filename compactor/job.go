@@ -80,24 +80,40 @@ type Job struct {
 // Type implements jobs.Job.
 func (j *Job) Type() maintenance.JobType { return maintenance.Compaction }
 
-// CheckConfig implements jobs.Checker: a strategy the table cannot take
+// Settings are what steers a compaction run.
+type Settings struct {
+	TargetFileSizeMB int
+	Strategy         maintenance.Strategy
+	// MinFileAge leaves files committed more recently to the writer.
+	MinFileAge time.Duration
+}
+
+// SettingsOf picks compaction's settings out of a table's.
+func SettingsOf(s maintenance.Settings) Settings {
+	c := s.For(maintenance.Compaction).Compaction
+	return Settings{TargetFileSizeMB: *c.TargetFileSizeMB, Strategy: c.Strategy,
+		MinFileAge: time.Duration(s.Knobs.MinFileAgeMinutes) * time.Minute}
+}
+
+// CheckSettings implements jobs.Checker: a strategy the table cannot take
 // (sort or z-order without a sort order this engine applies) is refused
 // when it is configured, not at the next scheduled run.
-func (j *Job) CheckConfig(ctx context.Context, t jobs.Target, cfg maintenance.Config) error {
+func (j *Job) CheckSettings(ctx context.Context, t jobs.Target, s maintenance.Settings) error {
 	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
 	if err != nil {
 		return err
 	}
-	if _, err := strategy(cfg.Compaction.Strategy, tbl); err != nil {
+	if _, err := strategy(SettingsOf(s).Strategy, tbl); err != nil {
 		return fmt.Errorf("%w: %s: %w", maintenance.ErrInvalid, t.Table, err)
 	}
 	return nil
 }
 
 // Run implements jobs.Job.
-func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, opts jobs.Options) (jobs.Outcome, error) {
+func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
 	begin := time.Now()
-	targetMB := *cfg.Compaction.TargetFileSizeMB
+	s := SettingsOf(all)
+	targetMB := s.TargetFileSizeMB
 	fig := &Figures{TargetFileSizeMB: targetMB, DryRun: opts.DryRun}
 	out := jobs.Outcome{Figures: fig}
 	defer func() { fig.DurationMs = time.Since(begin).Milliseconds() }()
@@ -105,7 +121,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 	if err != nil {
 		return out, err
 	}
-	if fig.Strategy, err = strategy(cfg.Compaction.Strategy, tbl); err != nil {
+	if fig.Strategy, err = strategy(s.Strategy, tbl); err != nil {
 		return out, err
 	}
 	policy, err := j.policy(tbl)
@@ -116,7 +132,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 		return out, nil // an empty table
 	}
 
-	minAge := time.Duration(t.Bucket.Config.Compaction.MinFileAgeMinutes) * time.Minute
+	minAge := s.MinFileAge
 	sc, err := scan(ctx, tbl, minAge > 0)
 	if err != nil {
 		return out, err

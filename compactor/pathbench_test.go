@@ -39,7 +39,7 @@ func BenchmarkRewritePaths(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	reg := bucket.New(configs.Embedded(home))
+	reg := configs.Embedded(home).Registry()
 	defer reg.Close()
 	bk, _ := reg.Bucket("local")
 	tbl, err := bk.LoadTable(ctx, bucket.TableID{Namespace: []string{"bench"}, Name: "icekeeper"})

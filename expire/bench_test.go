@@ -80,7 +80,7 @@ func TestBenchChild(t *testing.T) {
 	}
 	variant, home, _ := strings.Cut(spec, ":")
 	ctx := context.Background()
-	reg := bucket.New(configs.Embedded(home))
+	reg := configs.Embedded(home).Registry()
 	defer reg.Close()
 	b, _ := reg.Bucket("local")
 	id := bucket.TableID{Namespace: []string{"bench"}, Name: strings.ReplaceAll(variant, "-", "_")}
@@ -125,7 +125,7 @@ func TestBenchChild(t *testing.T) {
 // growing metadata), so the history is synthesised around one real append:
 // every snapshot shares its manifest list, which expiration never reads.
 func buildLongHistory(ctx context.Context, home string, n int) error {
-	reg := bucket.New(configs.Embedded(home))
+	reg := configs.Embedded(home).Registry()
 	defer reg.Close()
 	b, _ := reg.Bucket("local")
 	cat, err := b.Catalog(ctx)

@@ -69,6 +69,26 @@ type Settings struct {
 	MinSnapshotsToKeep int
 	MaxSnapshotAge     time.Duration
 	Mode               Mode
+	// The opt-ins: delete the files only expired snapshots referenced,
+	// right after the commit; drop schemas and specs no snapshot left uses.
+	DeleteExpiredFiles         bool
+	PruneUnusedSchemasAndSpecs bool
+}
+
+// SettingsOf picks snapshot management's settings out of a table's.
+func SettingsOf(s maintenance.Settings) Settings {
+	c := s.For(maintenance.SnapshotManagement).SnapshotManagement
+	out := Settings{
+		MinSnapshotsToKeep:         *c.MinSnapshotsToKeep,
+		MaxSnapshotAge:             time.Duration(*c.MaxSnapshotAgeHours) * time.Hour,
+		Mode:                       Mode(s.Knobs.RetentionMode),
+		DeleteExpiredFiles:         s.Knobs.DeleteExpiredFiles,
+		PruneUnusedSchemasAndSpecs: s.Knobs.PruneUnusedSchemasAndSpecs,
+	}
+	if out.Mode == "" {
+		out.Mode = Conservative
+	}
+	return out
 }
 
 // Rule names why a snapshot is kept.

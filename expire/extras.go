@@ -9,6 +9,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/jobs"
 )
 
@@ -54,7 +55,7 @@ func unused(fs icebergio.IO, meta table.Metadata, d Decision) (schemas, specs []
 // their manifest lists, and the manifests and data and delete files listed
 // in them. DeleteFiles re-checks every one against the metadata as it is
 // now, so a file a kept snapshot still reaches is never deleted.
-func (j *Job) deleteExpired(ctx context.Context, t jobs.Target, fs icebergio.IO, before table.Metadata, d Decision, fig *Figures) error {
+func (j *Job) deleteExpired(ctx context.Context, t jobs.Target, s maintenance.Settings, fs icebergio.IO, before table.Metadata, d Decision, fig *Figures) error {
 	if j.DeleteFiles == nil {
 		return errors.New("expiration.deleteExpiredFiles is set but this icekeeper has no file deleter wired")
 	}
@@ -90,7 +91,7 @@ func (j *Job) deleteExpired(ctx context.Context, t jobs.Target, fs icebergio.IO,
 			}
 		}
 	}
-	n, err := j.DeleteFiles(ctx, t, paths)
+	n, err := j.DeleteFiles(ctx, t, s, paths)
 	fig.FilesDeleted = n
 	return err
 }

@@ -27,7 +27,7 @@ type Job struct {
 	// table references any more, re-checking each against freshly loaded
 	// metadata (unreferenced file removal provides it). It is used only
 	// when the bucket opts in with expiration.deleteExpiredFiles.
-	DeleteFiles func(ctx context.Context, t jobs.Target, paths []string) (int, error)
+	DeleteFiles func(ctx context.Context, t jobs.Target, s maintenance.Settings, paths []string) (int, error)
 
 	// beforeCommit, when set (tests only), runs between decision and commit.
 	beforeCommit func(attempt int)
@@ -97,16 +97,9 @@ func (f *Figures) Counters() map[string]float64 {
 // meanwhile, the next attempt loads the table again and decides on the new
 // state: a decision is cheap next to the load, and deciding again is the
 // only way to honour refs that moved.
-func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, opts jobs.Options) (jobs.Outcome, error) {
+func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
 	start := time.Now()
-	s := Settings{
-		MinSnapshotsToKeep: *cfg.SnapshotManagement.MinSnapshotsToKeep,
-		MaxSnapshotAge:     time.Duration(*cfg.SnapshotManagement.MaxSnapshotAgeHours) * time.Hour,
-		Mode:               Mode(t.Bucket.Config.TableRetentionProperties),
-	}
-	if s.Mode == "" {
-		s.Mode = Conservative
-	}
+	s := SettingsOf(all)
 	cat, err := t.Bucket.Catalog(ctx)
 	if err != nil {
 		return jobs.Outcome{}, err
@@ -143,7 +136,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 			return err
 		}
 		fig.Decision = d
-		if t.Bucket.Config.Expiration.PruneUnusedSchemasAndSpecs && !d.Empty() {
+		if s.PruneUnusedSchemasAndSpecs && !d.Empty() {
 			if fig.SchemasRemoved, fig.SpecsRemoved, err = unused(fs, meta, d); err != nil {
 				return err
 			}
@@ -178,8 +171,8 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 	if fig.MetadataBytesAfter, err = health.MetadataBytes(fs, newLoc); err != nil {
 		return out, err
 	}
-	if t.Bucket.Config.Expiration.DeleteExpiredFiles {
-		if err := j.deleteExpired(ctx, t, fs, tbl.Metadata(), d, fig); err != nil {
+	if s.DeleteExpiredFiles {
+		if err := j.deleteExpired(ctx, t, all, fs, tbl.Metadata(), d, fig); err != nil {
 			return out, fmt.Errorf("expired snapshots committed; deleting their files failed (unreferenced file removal will collect them): %w", err)
 		}
 	}

@@ -42,7 +42,7 @@ func (f *fakeJob) count(k state.TableKey) int {
 	return f.runs[k.String()]
 }
 
-func (f *fakeJob) Run(ctx context.Context, t Target, _ maintenance.Config, _ Options) (Outcome, error) {
+func (f *fakeJob) Run(ctx context.Context, t Target, _ maintenance.Settings, _ Options) (Outcome, error) {
 	key := t.Key().String()
 	f.mu.Lock()
 	if f.inflight[key] {
@@ -87,7 +87,7 @@ func shared(t *testing.T) (state.Store, state.Store) {
 }
 
 func registry(t *testing.T) *bucket.Registry {
-	reg := bucket.New(configs.Embedded(t.TempDir()))
+	reg := configs.Embedded(t.TempDir()).Registry()
 	t.Cleanup(reg.Close)
 	return reg
 }
@@ -270,7 +270,7 @@ func TestShutdownRequeues(t *testing.T) {
 func TestSchedulerCatchesUpOnce(t *testing.T) {
 	s, _ := shared(t)
 	home := t.TempDir()
-	reg := bucket.New(configs.Embedded(home))
+	reg := configs.Embedded(home).Registry()
 	t.Cleanup(reg.Close)
 	b, _ := reg.Bucket("local")
 	if _, err := demo.Create(context.Background(), b, demo.Options{Appends: 3}); err != nil {

@@ -56,9 +56,10 @@ type Outcome struct {
 // Job is one maintenance job type.
 type Job interface {
 	Type() maintenance.JobType
-	// Run runs the job on t with fully resolved settings. A returned error
-	// means the run failed; its message becomes the failure message.
-	Run(ctx context.Context, t Target, settings maintenance.Config, opts Options) (Outcome, error)
+	// Run runs the job on t with t's resolved settings, which are all it
+	// reads of the configuration. A returned error means the run failed;
+	// its message becomes the failure message.
+	Run(ctx context.Context, t Target, settings maintenance.Settings, opts Options) (Outcome, error)
 }
 
 // ErrNotAvailable marks a job type this build of icekeeper does not have.
@@ -66,51 +67,22 @@ var ErrNotAvailable = errors.New("not available in this version of icekeeper")
 
 // Runner runs jobs on tables and records the runs.
 type Runner struct {
-	Store  state.Store
-	Jobs   map[maintenance.JobType]Job
-	Logger *slog.Logger
+	Store state.Store
+	// Resolver resolves each run's settings; nil: the built-in defaults
+	// under the store's overrides.
+	Resolver *Resolver
+	Jobs     map[maintenance.JobType]Job
+	Logger   *slog.Logger
 	// Observe, when set, sees every recorded run when it ends (metrics).
 	Observe func(state.Run, Outcome)
-}
-
-// Settings resolves the configuration of job type typ for t.
-func (r *Runner) Settings(ctx context.Context, t Target, typ maintenance.JobType) (maintenance.Config, error) {
-	all, err := r.AllSettings(ctx, t)
-	return all[typ], err
-}
-
-// AllSettings resolves every job type's configuration for t with two
-// store reads.
-func (r *Runner) AllSettings(ctx context.Context, t Target) (map[maintenance.JobType]maintenance.Config, error) {
-	tableCfg, err := r.Store.TableConfig(ctx, t.Key())
-	if err != nil {
-		return nil, err
-	}
-	bucketCfg, err := r.Store.BucketConfig(ctx, t.Bucket.ARN())
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[maintenance.JobType]maintenance.Config, len(maintenance.JobTypes))
-	for _, typ := range maintenance.JobTypes {
-		out[typ] = resolve(t, typ, tableCfg[typ], bucketCfg[typ])
-	}
-	return out, nil
-}
-
-func resolve(t Target, typ maintenance.JobType, tableLayer, bucketLayer maintenance.Config) maintenance.Config {
-	if typ == maintenance.UnreferencedFileRemoval {
-		// A bucket-level setting in S3 Tables: no per-table override.
-		tableLayer = maintenance.Config{}
-	}
-	return maintenance.Resolve(typ, tableLayer, bucketLayer, t.Bucket.Config.Maintenance.For(typ))
 }
 
 // Checker is implemented by jobs whose settings depend on the table, so
 // that a configuration the job cannot run is refused when it is written.
 type Checker interface {
-	// CheckConfig returns an error wrapping maintenance.ErrInvalid, with
-	// the reason, when the job cannot run on t with cfg.
-	CheckConfig(ctx context.Context, t Target, cfg maintenance.Config) error
+	// CheckSettings returns an error wrapping maintenance.ErrInvalid, with
+	// the reason, when the job cannot run on t with s.
+	CheckSettings(ctx context.Context, t Target, s maintenance.Settings) error
 }
 
 // CheckTableConfig checks that typ's job can run on t once override is
@@ -120,11 +92,20 @@ func (r *Runner) CheckTableConfig(ctx context.Context, t Target, typ maintenance
 	if !ok {
 		return nil
 	}
-	bucketCfg, err := r.Store.BucketConfig(ctx, t.Bucket.ARN())
+	s, err := r.resolver().WithOverride(ctx, t, typ, override)
 	if err != nil {
 		return err
 	}
-	return c.CheckConfig(ctx, t, resolve(t, typ, override, bucketCfg[typ]))
+	return c.CheckSettings(ctx, t, s)
+}
+
+// resolver is the Runner's Resolver, or one with the built-in defaults
+// over the store's overrides.
+func (r *Runner) resolver() *Resolver {
+	if r.Resolver != nil {
+		return r.Resolver
+	}
+	return &Resolver{Store: r.Store}
 }
 
 // Run runs job type typ on t. Dry runs are not recorded. The returned
@@ -138,7 +119,7 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	settings, err := r.Settings(ctx, t, typ)
+	settings, err := r.resolver().Table(ctx, t)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("resolve %s settings of %s: %w", typ, t.Key(), err)
 	}
@@ -150,7 +131,7 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 		opts.RunID = run.ID
 	}
 	var out Outcome
-	if settings.Status == maintenance.Disabled {
+	if settings.For(typ).Status == maintenance.Disabled {
 		out = Outcome{Status: state.Disabled}
 	} else {
 		out = r.safeRun(ctx, job, t, settings, opts)
@@ -181,7 +162,7 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 
 // safeRun turns errors and panics of a job into a Failed outcome: a bug in
 // one job must never take the process down.
-func (r *Runner) safeRun(ctx context.Context, job Job, t Target, settings maintenance.Config, opts Options) (out Outcome) {
+func (r *Runner) safeRun(ctx context.Context, job Job, t Target, settings maintenance.Settings, opts Options) (out Outcome) {
 	defer func() {
 		if p := recover(); p != nil {
 			if r.Logger != nil {

@@ -173,7 +173,7 @@ func benchBucket(tb testing.TB, home, warehouse string, props map[string]string)
 	}
 	a, _ := arn.Parse(configs.LocalBucketARN)
 	cfg.Buckets[0].Parsed = a
-	reg := bucket.New(cfg)
+	reg := cfg.Registry()
 	tb.Cleanup(reg.Close)
 	bk, _ := reg.Bucket("local")
 	return bk

@@ -109,16 +109,13 @@ func (f *Figures) Counters() map[string]float64 {
 }
 
 // Run implements jobs.Job.
-func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, opts jobs.Options) (jobs.Outcome, error) {
+func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
 	start := time.Now()
-	rules := Rules{
-		UnreferencedAge: time.Duration(*cfg.Removal.UnreferencedDays) * 24 * time.Hour,
-		NonCurrentAge:   time.Duration(*cfg.Removal.NonCurrentDays) * 24 * time.Hour,
-	}
+	rules := RulesOf(all)
 	fig := &Figures{Now: opts.Now.UTC(), DryRun: opts.DryRun}
 	out := jobs.Outcome{Figures: fig}
 	key := t.Key()
-	eq := Equivalence(t.Bucket.Config.SchemeEquivalence)
+	eq := rules.Equivalence
 
 	_, pfx, refs, err := j.references(ctx, t, eq, &fig.References)
 	if err != nil {
@@ -170,7 +167,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, cfg maintenance.Config, op
 	}
 	fig.Deleted = 0
 	if len(plan.Delete) > 0 {
-		if err := j.deleteDue(ctx, t, eq, plan.Delete, fig); err != nil {
+		if err := j.deleteDue(ctx, t, rules, plan.Delete, fig); err != nil {
 			return out, err
 		}
 	}
@@ -209,9 +206,9 @@ func (j *Job) references(ctx context.Context, t jobs.Target, eq Equivalence, st 
 // deleteDue deletes marks that are due, after re-checking each against
 // metadata loaded afresh now: a writer may have committed a reference
 // since the listing (a rollback, a re-registered file).
-func (j *Job) deleteDue(ctx context.Context, t jobs.Target, eq Equivalence, due []state.Mark, fig *Figures) error {
+func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []state.Mark, fig *Figures) error {
 	var st refStats
-	_, pfx, refs, err := j.references(ctx, t, eq, &st)
+	_, pfx, refs, err := j.references(ctx, t, rules.Equivalence, &st)
 	if err != nil {
 		return fmt.Errorf("re-check before deleting: %w", err)
 	}
@@ -224,10 +221,7 @@ func (j *Job) deleteDue(ctx context.Context, t jobs.Target, eq Equivalence, due 
 	for _, m := range current {
 		stillDue[m.Path] = !m.Protected()
 	}
-	maxDeletes := t.Bucket.Config.MaxDeletesPerRun
-	if maxDeletes <= 0 {
-		maxDeletes = DefaultMaxDeletesPerRun
-	}
+	maxDeletes := rules.MaxDeletes
 	var del []loc
 	var sizes = map[string]int64{}
 	var referenced []string
@@ -286,9 +280,9 @@ func (j *Job) deleteDue(ctx context.Context, t jobs.Target, eq Equivalence, due 
 // loaded now, does not reference and that lie under the table's prefixes;
 // the rest are kept. Snapshot management calls it for the files of the
 // snapshots it expired. It returns how many were deleted.
-func (j *Job) DeleteUnreferenced(ctx context.Context, t jobs.Target, paths []string) (int, error) {
+func (j *Job) DeleteUnreferenced(ctx context.Context, t jobs.Target, s maintenance.Settings, paths []string) (int, error) {
 	var st refStats
-	_, pfx, refs, err := j.references(ctx, t, Equivalence(t.Bucket.Config.SchemeEquivalence), &st)
+	_, pfx, refs, err := j.references(ctx, t, RulesOf(s).Equivalence, &st)
 	if err != nil {
 		return 0, err
 	}
@@ -321,7 +315,7 @@ func (j *Job) storageFor(ctx context.Context, b *bucket.Bucket, p loc) (Storage,
 	if j.storage != nil {
 		return j.storage(ctx, p)
 	}
-	return storageFor(ctx, p, b.Config.Catalog)
+	return storageFor(ctx, p, b.Properties())
 }
 
 func groupByStorage(ls []loc) [][]loc {

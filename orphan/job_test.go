@@ -11,7 +11,6 @@ import (
 
 	"github.com/apache/iceberg-go"
 
-	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/expire"
 	"github.com/icekeeper/icekeeper/internal/demo"
 	"github.com/icekeeper/icekeeper/internal/maintenance"
@@ -324,7 +323,7 @@ func TestUnreadableMetadataFailsSafe(t *testing.T) {
 
 func TestDeleteCap(t *testing.T) {
 	f := newFixture(t)
-	f.Bucket.Config.MaxDeletesPerRun = 1
+	f.Defaults.Knobs.MaxDeletesPerRun = 1
 	f.mustRun(0)
 	fig := f.mustRun(11 * day)
 	if fig.Deleted != 1 || fig.CappedDeletes != 2 {
@@ -411,7 +410,7 @@ func TestWriteDataPath(t *testing.T) {
 // unused schemas and specs are pruned.
 func TestExpireDeletesExpiredFiles(t *testing.T) {
 	f := newFixture(t)
-	f.Bucket.Config.Expiration = configs.Expiration{DeleteExpiredFiles: true, PruneUnusedSchemasAndSpecs: true}
+	f.Defaults.Knobs.DeleteExpiredFiles, f.Defaults.Knobs.PruneUnusedSchemasAndSpecs = true, true
 	// An old schema no snapshot will use once the history expires.
 	tx := f.Load().NewTransaction()
 	if err := tx.UpdateSchema(true, false).AddColumn([]string{"note"}, iceberg.PrimitiveTypes.String, "", false, nil).Commit(); err != nil {

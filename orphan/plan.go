@@ -3,6 +3,7 @@ package orphan
 import (
 	"time"
 
+	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
 )
 
@@ -10,6 +11,23 @@ import (
 type Rules struct {
 	UnreferencedAge time.Duration // an unreferenced object older than this is marked noncurrent
 	NonCurrentAge   time.Duration // a mark older than this is deleted
+	Equivalence     Equivalence   // schemes that name the same storage
+	MaxDeletes      int           // deletions per run at most
+}
+
+// RulesOf picks unreferenced file removal's rules out of a table's settings.
+func RulesOf(s maintenance.Settings) Rules {
+	c := s.For(maintenance.UnreferencedFileRemoval).Removal
+	r := Rules{
+		UnreferencedAge: time.Duration(*c.UnreferencedDays) * 24 * time.Hour,
+		NonCurrentAge:   time.Duration(*c.NonCurrentDays) * 24 * time.Hour,
+		Equivalence:     Equivalence(s.Knobs.SchemeEquivalence),
+		MaxDeletes:      s.Knobs.MaxDeletesPerRun,
+	}
+	if r.MaxDeletes <= 0 {
+		r.MaxDeletes = DefaultMaxDeletesPerRun
+	}
+	return r
 }
 
 // planner decides, object by object as the listing streams in, what

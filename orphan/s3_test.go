@@ -43,7 +43,7 @@ func TestS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := bucket.New(cfg)
+	reg := cfg.Registry()
 	defer reg.Close()
 	b, _ := reg.Bucket("lake")
 	cat, err := b.Catalog(ctx)
@@ -105,9 +105,11 @@ func TestS3(t *testing.T) {
 	target := jobs.Target{Bucket: b, Table: bucket.TableID{Namespace: []string{"db"}, Name: "events"}}
 	job := &Job{Store: store}
 	now := time.Now()
+	var knobs maintenance.Knobs
 	run := func(after time.Duration) (jobs.Outcome, *Figures) {
 		t.Helper()
-		runner := &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
+		resolver := &jobs.Resolver{Store: store, Defaults: map[string]maintenance.BucketDefaults{b.ARN(): {Knobs: knobs}}}
+		runner := &jobs.Runner{Store: store, Resolver: resolver, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
 		out, err := runner.Run(ctx, target, job.Type(), "test", jobs.Options{Now: now.Add(after)})
 		if err != nil {
 			t.Fatal(err)
@@ -155,7 +157,7 @@ func TestS3(t *testing.T) {
 	if out.Status != state.Failed || !strings.Contains(out.FailureMessage, "s3a://"+srv.Bucket+"/"+s3aKey) {
 		t.Fatalf("s3a reference: %+v", out)
 	}
-	b.Config.SchemeEquivalence = [][]string{{"s3", "s3a"}}
+	knobs.SchemeEquivalence = [][]string{{"s3", "s3a"}}
 	out, fig := run(30 * day)
 	if out.Status != state.Successful || fig.Marked != 0 || !exists(srv.Bucket, s3aKey) {
 		t.Fatalf("with s3=s3a: %+v %+v", out, fig)
@@ -175,7 +177,7 @@ func TestS3(t *testing.T) {
 		downCfg.Buckets[0].Catalog[k] = v
 	}
 	downCfg.Buckets[0].Catalog["s3.endpoint"] = down
-	downReg := bucket.New(&downCfg)
+	downReg := (&downCfg).Registry()
 	defer downReg.Close()
 	db, _ := downReg.Bucket("lake")
 	ctxDown, cancel := context.WithTimeout(ctx, time.Minute)

@@ -24,7 +24,6 @@ import (
 	"github.com/icekeeper/icekeeper/compactor"
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/expire"
-	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/demo"
 	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
@@ -46,7 +45,7 @@ func newServer(t *testing.T, api configs.API) *fixture {
 	if api.SigningName == "" {
 		api.SigningName = "s3tables"
 	}
-	reg := bucket.New(cfg)
+	reg := cfg.Registry()
 	t.Cleanup(reg.Close)
 	runner := &jobs.Runner{Store: d.Store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.SnapshotManagement: &expire.Job{}}}
 	srv := &Server{Registry: reg, Store: d.Store, Runner: runner, Auth: NewAuth(api)}
@@ -135,8 +134,8 @@ func TestSDKRoundTrip(t *testing.T) {
 		t.Fatalf("snapshot config %+v", snap)
 	}
 	// The stored configuration is what the next run uses.
-	if s, _ := f.runner.Settings(ctx, f.Target(), maintenance.Compaction); *s.Compaction.TargetFileSizeMB != 256 {
-		t.Fatalf("runner sees %d", *s.Compaction.TargetFileSizeMB)
+	if c := f.Settings().For(maintenance.Compaction); *c.Compaction.TargetFileSizeMB != 256 {
+		t.Fatalf("runner sees %d", *c.Compaction.TargetFileSizeMB)
 	}
 	if st := jobStatus(t, c); st[string(maintenance.SnapshotManagement)].Status != types.JobStatusDisabled {
 		t.Fatalf("disabled type reports %+v", st[string(maintenance.SnapshotManagement)])
@@ -375,7 +374,7 @@ func TestPutChecksTable(t *testing.T) {
 // api.metricsAuth: /metrics wants the bearer token; unset, it is open.
 func TestMetricsAuth(t *testing.T) {
 	d := tabletest.NewDemoTable(t, demo.Options{Appends: 1})
-	reg := bucket.New(configs.Embedded(d.Home))
+	reg := configs.Embedded(d.Home).Registry()
 	t.Cleanup(reg.Close)
 	get := func(srv *Server, token string) int {
 		ts := httptest.NewServer(srv.Handler())

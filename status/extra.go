@@ -112,10 +112,11 @@ func (s *Server) getNoncurrent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := s.Runner.Settings(r.Context(), t, maintenance.UnreferencedFileRemoval)
+	settings, err := s.resolver().Table(r.Context(), t)
 	if err != nil {
 		return err
 	}
+	cfg := settings.For(maintenance.UnreferencedFileRemoval)
 	list, err := orphan.ListNoncurrent(r.Context(), s.Store, t.Key(), *cfg.Removal.NonCurrentDays)
 	if err != nil {
 		return err

@@ -22,7 +22,7 @@ func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request) error {
 		if !strings.HasPrefix(b.Name(), prefix) || s.sees(r, b.Name()) != nil {
 			continue
 		}
-		out = append(out, map[string]any{"arn": b.ARN(), "name": b.Name(), "ownerAccountId": b.Config.Parsed.Account,
+		out = append(out, map[string]any{"arn": b.ARN(), "name": b.Name(), "ownerAccountId": b.ParsedARN().Account,
 			"createdAt": s.started.Format(time.RFC3339), "type": "customer"})
 	}
 	if out == nil {
@@ -64,7 +64,7 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 		}
 		seen[ns] = true
 		out = append(out, map[string]any{"namespace": []string{ns}, "createdAt": s.started.Format(time.RFC3339),
-			"createdBy": "icekeeper", "ownerAccountId": b.Config.Parsed.Account})
+			"createdBy": "icekeeper", "ownerAccountId": b.ParsedARN().Account})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"namespaces": out})
 	return nil
@@ -84,7 +84,7 @@ func (s *Server) listTables(w http.ResponseWriter, r *http.Request) error {
 			continue
 		}
 		out = append(out, map[string]any{"namespace": []string{ns}, "name": id.Name, "type": "customer",
-			"tableARN": b.Config.Parsed.TableARN(ns, id.Name), "createdAt": s.started.Format(time.RFC3339), "modifiedAt": s.started.Format(time.RFC3339)})
+			"tableARN": b.ParsedARN().TableARN(ns, id.Name), "createdAt": s.started.Format(time.RFC3339), "modifiedAt": s.started.Format(time.RFC3339)})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tables": out})
 	return nil

@@ -51,10 +51,13 @@ func CheckListen(addr string, authConfigured bool) error {
 type Server struct {
 	Registry  *bucket.Registry
 	Store     state.Store
-	Runner    *jobs.Runner // resolves settings
+	Runner    *jobs.Runner // checks settings before they are stored
 	Scheduler Scheduler    // nil: no schedule to report
 	Auth      *Auth        // nil: unauthenticated
-	Metrics   *prometheus.Registry
+	// Resolver resolves settings; nil: the built-in defaults under the
+	// store's overrides.
+	Resolver *jobs.Resolver
+	Metrics  *prometheus.Registry
 	// MetricsToken, when set, is the bearer token /metrics requires.
 	MetricsToken string
 	Logger       *slog.Logger
@@ -63,6 +66,13 @@ type Server struct {
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) resolver() *jobs.Resolver {
+	if s.Resolver != nil {
+		return s.Resolver
+	}
+	return &jobs.Resolver{Store: s.Store}
+}
 
 // Handler returns the API's routes.
 func (s *Server) Handler() http.Handler {

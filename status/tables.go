@@ -58,7 +58,7 @@ func (s *Server) bucketOf(r *http.Request) (*bucket.Bucket, error) {
 }
 
 func tableARN(t jobs.Target) string {
-	return t.Bucket.Config.Parsed.TableARN(t.Table.NamespaceString(), t.Table.Name)
+	return t.Bucket.ParsedARN().TableARN(t.Table.NamespaceString(), t.Table.Name)
 }
 
 // getJobStatus is GetTableMaintenanceJobStatus.
@@ -76,13 +76,13 @@ func (s *Server) getJobStatus(w http.ResponseWriter, r *http.Request) error {
 		LastRunTimestamp string `json:"lastRunTimestamp,omitempty"`
 		FailureMessage   string `json:"failureMessage,omitempty"`
 	}
-	settings, err := s.Runner.AllSettings(r.Context(), t)
+	settings, err := s.resolver().Table(r.Context(), t)
 	if err != nil {
 		return err
 	}
 	out := map[maintenance.JobType]jobStatus{}
 	for _, typ := range maintenance.JobTypes {
-		cfg := settings[typ]
+		cfg := settings.For(typ)
 		run, ran := last[typ]
 		js := jobStatus{Status: "Not_Yet_Run"}
 		if ran {
@@ -110,15 +110,17 @@ func (s *Server) getTableConfig(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	settings, err := s.Runner.AllSettings(r.Context(), t)
+	settings, err := s.resolver().Table(r.Context(), t)
 	if err != nil {
 		return err
 	}
 	out := map[maintenance.JobType]maintenance.Config{}
 	for _, typ := range tableTypes {
-		out[typ] = settings[typ]
+		out[typ] = settings.For(typ)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tableARN": tableARN(t), "configuration": out})
+	// "icekeeper" is beyond S3 Tables (the SDKs ignore it): the bucket's
+	// knobs from the configuration file, the rest of what steers a run.
+	writeJSON(w, http.StatusOK, map[string]any{"tableARN": tableARN(t), "configuration": out, "icekeeper": settings.Knobs})
 	return nil
 }
 
@@ -159,12 +161,11 @@ func (s *Server) getBucketConfig(w http.ResponseWriter, r *http.Request) error {
 	if err := s.authorize(r, b.Name(), ""); err != nil {
 		return err
 	}
-	over, err := s.Store.BucketConfig(r.Context(), b.ARN())
+	typ := maintenance.UnreferencedFileRemoval
+	cfg, err := s.resolver().Bucket(r.Context(), b.ARN(), typ)
 	if err != nil {
 		return err
 	}
-	typ := maintenance.UnreferencedFileRemoval
-	cfg := maintenance.Resolve(typ, over[typ], b.Config.Maintenance.For(typ))
 	writeJSON(w, http.StatusOK, map[string]any{"tableBucketARN": b.ARN(),
 		"configuration": map[maintenance.JobType]maintenance.Config{typ: cfg}})
 	return nil

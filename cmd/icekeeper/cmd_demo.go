@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/icekeeper/icekeeper/configs"
-	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/demo"
 	"github.com/icekeeper/icekeeper/internal/progress"
 )
@@ -28,7 +27,7 @@ func cmdDemo(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	reg := bucket.New(configs.Embedded(home))
+	reg := configs.Embedded(home).Registry()
 	defer reg.Close()
 	b, err := reg.Bucket("local")
 	if err != nil {

@@ -30,11 +30,11 @@ func cmdNoncurrent(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer w.Close()
-	settings, err := (&jobs.Runner{Store: w.store}).Settings(ctx, target, maintenance.UnreferencedFileRemoval)
+	settings, err := w.resolver.Table(ctx, target)
 	if err != nil {
 		return err
 	}
-	list, err := orphan.ListNoncurrent(ctx, w.store, target.Key(), *settings.Removal.NonCurrentDays)
+	list, err := orphan.ListNoncurrent(ctx, w.store, target.Key(), *settings.For(maintenance.UnreferencedFileRemoval).Removal.NonCurrentDays)
 	if err != nil {
 		return err
 	}

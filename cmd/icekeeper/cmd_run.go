@@ -56,7 +56,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer w.Close()
-	runner := &jobs.Runner{Store: w.store, Jobs: availableJobs(w), Logger: slog.New(slog.DiscardHandler)}
+	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Jobs: availableJobs(w), Logger: slog.New(slog.DiscardHandler)}
 
 	results := map[maintenance.JobType]any{}
 	failed := false

@@ -55,7 +55,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := jobs.NewMetrics(reg, w.store)
-	runner := &jobs.Runner{Store: w.store, Jobs: availableJobs(w), Logger: logger, Observe: metrics.Observe}
+	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Jobs: availableJobs(w), Logger: logger, Observe: metrics.Observe}
 	schedules := map[maintenance.JobType]string{}
 	for _, t := range maintenance.JobTypes {
 		schedules[t] = w.cfg.Schedules.For(t)
@@ -67,7 +67,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	worker := &jobs.Worker{Store: w.store, Registry: w.registry, Runner: runner, Holder: holderName(),
 		Parallelism: *parallel, JobTimeout: *timeout, LeaseTTL: *leaseTTL, Logger: logger,
 		OnTakeover: func(state.QueuedJob) { metrics.Takeovers.Inc() }}
-	srv := &status.Server{Registry: w.registry, Store: w.store, Runner: runner, Scheduler: sched, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, Logger: logger}
+	srv := &status.Server{Registry: w.registry, Store: w.store, Runner: runner, Resolver: w.resolver, Scheduler: sched, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, Logger: logger}
 
 	// ctx ends on SIGTERM: stop taking jobs; hard ends grace later and
 	// cancels the jobs still running.

@@ -34,7 +34,6 @@ func cmdTables(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer w.Close()
-	runner := &jobs.Runner{Store: w.store}
 	now := time.Now()
 	var out []tableHealth
 	for _, b := range w.registry.Buckets() {
@@ -49,10 +48,10 @@ func cmdTables(ctx context.Context, env *cliEnv, args []string) error {
 			// One table that cannot be read must not hide the others.
 			tbl, err := b.LoadTable(ctx, id)
 			if err == nil {
-				var settings maintenance.Config
-				settings, err = runner.Settings(ctx, jobs.Target{Bucket: b, Table: id}, maintenance.Compaction)
+				var settings maintenance.Settings
+				settings, err = w.resolver.Table(ctx, jobs.Target{Bucket: b, Table: id})
 				if err == nil {
-					th.Health, err = health.Of(ctx, tbl, *settings.Compaction.TargetFileSizeMB, now)
+					th.Health, err = health.Of(ctx, tbl, *settings.For(maintenance.Compaction).Compaction.TargetFileSizeMB, now)
 				}
 			}
 			if err != nil {

@@ -45,7 +45,7 @@ func TestKillDuringJobAndRestart(t *testing.T) {
 	if out, err := mk.CombinedOutput(); err != nil {
 		t.Fatalf("demo: %v\n%s", err, out)
 	}
-	reg := bucket.New(configs.Embedded(home))
+	reg := configs.Embedded(home).Registry()
 	defer reg.Close()
 	b, _ := reg.Bucket("local")
 	id := bucket.TableID{Namespace: []string{"demo"}, Name: "events"}
@@ -153,7 +153,7 @@ func TestKillDuringCommit(t *testing.T) {
 	ctx := context.Background()
 	cfg := configs.Embedded(home)
 	cfg.Buckets[0].Catalog = iceberg.Properties{"type": "sql", "uri": dsn, "warehouse": "file://" + filepath.Join(home, "warehouse")}
-	reg := bucket.New(cfg)
+	reg := cfg.Registry()
 	defer reg.Close()
 	b, _ := reg.Bucket("local")
 	cat, err := b.Catalog(ctx)

@@ -63,7 +63,7 @@ buckets:
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := bucket.New(cfg)
+	reg := cfg.Registry()
 	defer reg.Close()
 	b, _ := reg.Bucket(srv.Bucket)
 	cat, err := b.Catalog(ctx)
@@ -114,7 +114,7 @@ buckets:
 		t.Helper()
 		args := []string{"run", "--config", cfgPath, "--table", srv.Bucket + "/db/events", "--job", job, "--json"}
 		if !now.IsZero() {
-			args = append(args, "--now", now.UTC().Format(time.RFC3339))
+			args = append(args, "--now", now.UTC().Format(time.RFC3339), "--allow-clock-shift")
 		}
 		var res map[string]struct {
 			Status         string         `json:"status"`

@@ -124,11 +124,13 @@ func (c *commonFlags) loadConfig() (*configs.Config, error) {
 	return cfg, nil
 }
 
-// world is what most commands need: configuration, buckets and the store.
+// world is what most commands need: configuration, buckets, the store and
+// the settings resolver over both.
 type world struct {
 	cfg      *configs.Config
 	registry *bucket.Registry
 	store    state.Store
+	resolver *jobs.Resolver
 }
 
 func (w *world) Close() {
@@ -145,13 +147,14 @@ func (c *commonFlags) open(ctx context.Context, withStore bool) (*world, error) 
 	if err != nil {
 		return nil, err
 	}
-	w := &world{cfg: cfg, registry: bucket.New(cfg)}
+	w := &world{cfg: cfg, registry: cfg.Registry()}
 	if withStore {
 		sctx, cancel := context.WithTimeout(ctx, c.connectTimeout)
 		defer cancel()
 		if w.store, err = state.Open(sctx, cfg.State); err != nil {
 			return nil, err
 		}
+		w.resolver = &jobs.Resolver{Store: w.store, Defaults: cfg.Defaults()}
 	}
 	return w, nil
 }

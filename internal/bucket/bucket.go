@@ -24,7 +24,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for SQL catalogs on PostgreSQL
 	_ "modernc.org/sqlite"             // database/sql driver "sqlite", pure Go
 
-	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/arn"
 	"github.com/icekeeper/icekeeper/internal/redact"
 )
 
@@ -40,11 +40,26 @@ type Registry struct {
 	buckets []*Bucket
 }
 
-// New builds the registry of cfg's buckets. Nothing is opened yet.
-func New(cfg *configs.Config) *Registry {
+// Options is what the registry needs of a bucket: where its catalog is
+// and which of its tables are maintained. Maintenance settings are not
+// here; jobs.Resolver has them.
+type Options struct {
+	ARN    string // as configured
+	Parsed arn.BucketARN
+	// CatalogName is the name the catalog is opened under.
+	CatalogName string
+	// Catalog holds the iceberg-go catalog properties.
+	Catalog map[string]string
+	// Namespaces and Tables tell which namespaces and table names are
+	// maintained; nil admits all.
+	Namespaces, Tables func(name string) bool
+}
+
+// New builds the registry of the buckets. Nothing is opened yet.
+func New(buckets ...Options) *Registry {
 	r := &Registry{}
-	for _, b := range cfg.Buckets {
-		r.buckets = append(r.buckets, &Bucket{Config: b})
+	for _, o := range buckets {
+		r.buckets = append(r.buckets, &Bucket{opts: o})
 	}
 	return r
 }
@@ -55,13 +70,13 @@ func (r *Registry) Buckets() []*Bucket { return slices.Clone(r.buckets) }
 // Bucket returns the bucket whose name or full ARN is ref.
 func (r *Registry) Bucket(ref string) (*Bucket, error) {
 	for _, b := range r.buckets {
-		if b.Config.ARN == ref || b.Config.Name() == ref {
+		if b.ARN() == ref || b.Name() == ref {
 			return b, nil
 		}
 	}
 	names := make([]string, len(r.buckets))
 	for i, b := range r.buckets {
-		names[i] = b.Config.Name()
+		names[i] = b.Name()
 	}
 	return nil, fmt.Errorf("%w %q (configured: %s)", ErrUnknownBucket, ref, strings.Join(names, ", "))
 }
@@ -73,19 +88,31 @@ func (r *Registry) Close() {
 	}
 }
 
-// Bucket is one configured table bucket with its lazily opened catalog.
+// Bucket is one configured table bucket with its lazily opened catalog:
+// the handle through which jobs reach a table.
 type Bucket struct {
-	Config configs.Bucket
+	opts Options
 
 	mu  sync.Mutex
 	cat catalog.Catalog
 }
 
 // Name is the bucket's name.
-func (b *Bucket) Name() string { return b.Config.Name() }
+func (b *Bucket) Name() string { return b.opts.Parsed.Name }
 
 // ARN is the bucket's ARN as configured.
-func (b *Bucket) ARN() string { return b.Config.ARN }
+func (b *Bucket) ARN() string { return b.opts.ARN }
+
+// ParsedARN is the bucket's ARN, parsed.
+func (b *Bucket) ParsedARN() arn.BucketARN { return b.opts.Parsed }
+
+// CatalogName is the name the catalog is opened under.
+func (b *Bucket) CatalogName() string { return b.opts.CatalogName }
+
+// Properties returns the catalog's properties as icekeeper passes them to
+// iceberg-go (see CatalogProperties): what file IO built outside the
+// catalog (listing, deleting objects) needs to reach the same storage.
+func (b *Bucket) Properties() map[string]string { return CatalogProperties(b.opts.Catalog) }
 
 // Catalog opens the bucket's catalog on first use. A failed open is not
 // cached, so a catalog that was down is retried on the next call.
@@ -95,7 +122,7 @@ func (b *Bucket) Catalog(ctx context.Context) (catalog.Catalog, error) {
 	if b.cat != nil {
 		return b.cat, nil
 	}
-	props := CatalogProperties(b.Config.Catalog)
+	props := b.Properties()
 	// catalog.Load takes no deadline everywhere (the SQL catalog's first
 	// query does not see ctx), so wait for it here: a catalog that does not
 	// answer must fail within ctx's deadline, not hang the process.
@@ -105,7 +132,7 @@ func (b *Bucket) Catalog(ctx context.Context) (catalog.Catalog, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		c, err := catalog.Load(ctx, b.Config.CatalogName, props)
+		c, err := catalog.Load(ctx, b.opts.CatalogName, props)
 		done <- result{c, err}
 	}()
 	select {
@@ -213,13 +240,13 @@ func (b *Bucket) Tables(ctx context.Context) ([]TableID, error) {
 				continue // catalogs without nesting return the same list again
 			}
 			name := strings.Join(ns, ".")
-			if b.Config.Namespaces.Match(name) {
+			if admits(b.opts.Namespaces, name) {
 				for ident, err := range cat.ListTables(ctx, ns) {
 					if err != nil {
 						return fmt.Errorf("list tables of %s/%s: %w", b.Name(), name, err)
 					}
 					id := TableID{Namespace: catalog.NamespaceFromIdent(ident), Name: catalog.TableNameFromIdent(ident)}
-					if b.Config.Tables.Match(id.Name) {
+					if admits(b.opts.Tables, id.Name) {
 						out = append(out, id)
 					}
 				}
@@ -236,6 +263,8 @@ func (b *Bucket) Tables(ctx context.Context) ([]TableID, error) {
 	slices.SortFunc(out, func(x, y TableID) int { return strings.Compare(x.String(), y.String()) })
 	return slices.CompactFunc(out, func(x, y TableID) bool { return x.String() == y.String() }), nil
 }
+
+func admits(filter func(string) bool, name string) bool { return filter == nil || filter(name) }
 
 // Exists reports whether the table is in the catalog, without loading
 // its metadata (cheap enough for every API request); a missing table is

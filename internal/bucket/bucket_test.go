@@ -1,4 +1,4 @@
-package bucket
+package bucket_test
 
 import (
 	"context"
@@ -19,26 +19,27 @@ import (
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/arn"
+	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/tablecheck"
 	"github.com/icekeeper/icekeeper/internal/testenv"
 )
 
 func TestParseRef(t *testing.T) {
-	good := map[string]Ref{
-		"local/demo/events": {"local", TableID{[]string{"demo"}, "events"}},
-		"lake/a.b.c/t1":     {"lake", TableID{[]string{"a", "b", "c"}, "t1"}},
-		"arn:aws:s3tables:us-east-1:111122223333:bucket/analytics/sales/orders": {"arn:aws:s3tables:us-east-1:111122223333:bucket/analytics", TableID{[]string{"sales"}, "orders"}},
-		"acs:osstables:cn-hangzhou:123:bucket/lake/ns/t":                        {"acs:osstables:cn-hangzhou:123:bucket/lake", TableID{[]string{"ns"}, "t"}},
+	good := map[string]bucket.Ref{
+		"local/demo/events": {"local", bucket.TableID{[]string{"demo"}, "events"}},
+		"lake/a.b.c/t1":     {"lake", bucket.TableID{[]string{"a", "b", "c"}, "t1"}},
+		"arn:aws:s3tables:us-east-1:111122223333:bucket/analytics/sales/orders": {"arn:aws:s3tables:us-east-1:111122223333:bucket/analytics", bucket.TableID{[]string{"sales"}, "orders"}},
+		"acs:osstables:cn-hangzhou:123:bucket/lake/ns/t":                        {"acs:osstables:cn-hangzhou:123:bucket/lake", bucket.TableID{[]string{"ns"}, "t"}},
 	}
 	for in, want := range good {
-		got, err := ParseRef(in)
+		got, err := bucket.ParseRef(in)
 		if err != nil {
-			t.Errorf("ParseRef(%q): %v", in, err)
+			t.Errorf("bucket.ParseRef(%q): %v", in, err)
 			continue
 		}
 		if got.String() != want.String() || got.Bucket != want.Bucket {
-			t.Errorf("ParseRef(%q) = %+v, want %+v", in, got, want)
+			t.Errorf("bucket.ParseRef(%q) = %+v, want %+v", in, got, want)
 		}
 	}
 	for in, why := range map[string]string{
@@ -52,23 +53,23 @@ func TestParseRef(t *testing.T) {
 		"arn:aws:s3tables:x": "no :bucket/NAME",
 		"arn:aws:s3tables:us-east-1:1:bucket/abc": "missing NAMESPACE/TABLE after the bucket ARN",
 	} {
-		_, err := ParseRef(in)
-		if !errors.Is(err, ErrBadRef) || !strings.Contains(err.Error(), why) {
-			t.Errorf("ParseRef(%q) = %v, want ErrBadRef with %q", in, err, why)
+		_, err := bucket.ParseRef(in)
+		if !errors.Is(err, bucket.ErrBadRef) || !strings.Contains(err.Error(), why) {
+			t.Errorf("bucket.ParseRef(%q) = %v, want bucket.ErrBadRef with %q", in, err, why)
 		}
 	}
 }
 
 func TestCatalogProperties(t *testing.T) {
-	p := CatalogProperties(map[string]string{"type": "sql", "uri": "postgres://u:p@h:5432/db?sslmode=disable"})
+	p := bucket.CatalogProperties(map[string]string{"type": "sql", "uri": "postgres://u:p@h:5432/db?sslmode=disable"})
 	if p["sql.driver"] != "pgx" || p["sql.dialect"] != "postgres" || !strings.HasSuffix(p["uri"], "&connect_timeout=10") {
 		t.Errorf("postgres props = %v", p)
 	}
-	p = CatalogProperties(map[string]string{"type": "sql", "uri": "file:x.db", "sql.driver": "mydriver"})
+	p = bucket.CatalogProperties(map[string]string{"type": "sql", "uri": "file:x.db", "sql.driver": "mydriver"})
 	if p["sql.driver"] != "mydriver" || p["sql.dialect"] != "sqlite" {
 		t.Errorf("sqlite props = %v", p)
 	}
-	p = CatalogProperties(map[string]string{"type": "rest", "uri": "https://x"})
+	p = bucket.CatalogProperties(map[string]string{"type": "rest", "uri": "https://x"})
 	if len(p) != 2 {
 		t.Errorf("rest props changed: %v", p)
 	}
@@ -80,7 +81,7 @@ func TestCatalogProperties(t *testing.T) {
 func TestRegistryEmbedded(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
-	reg := New(configs.Embedded(home))
+	reg := configs.Embedded(home).Registry()
 	defer reg.Close()
 	b, err := reg.Bucket(configs.LocalBucketARN)
 	if err != nil {
@@ -89,7 +90,7 @@ func TestRegistryEmbedded(t *testing.T) {
 	if b2, _ := reg.Bucket("local"); b2 != b {
 		t.Fatal("bucket by name and by ARN differ")
 	}
-	if _, err := reg.Bucket("nope"); !errors.Is(err, ErrUnknownBucket) || !strings.Contains(err.Error(), "configured: local") {
+	if _, err := reg.Bucket("nope"); !errors.Is(err, bucket.ErrUnknownBucket) || !strings.Contains(err.Error(), "configured: local") {
 		t.Fatalf("unknown bucket: %v", err)
 	}
 	exerciseCatalog(t, ctx, b, "file://"+filepath.Join(home, "warehouse"))
@@ -115,7 +116,7 @@ buckets:
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := New(cfg)
+	reg := cfg.Registry()
 	defer reg.Close()
 	b, err := reg.Bucket("lake")
 	if err != nil {
@@ -134,7 +135,7 @@ func flowMap(m map[string]string) string {
 
 // exerciseCatalog writes tables as a writer would, then lists and loads
 // them through the bucket: nested namespaces, filters, row round trip.
-func exerciseCatalog(t *testing.T, ctx context.Context, b *Bucket, warehouse string) {
+func exerciseCatalog(t *testing.T, ctx context.Context, b *bucket.Bucket, warehouse string) {
 	t.Helper()
 	cat, err := b.Catalog(ctx)
 	if err != nil {
@@ -171,14 +172,14 @@ func exerciseCatalog(t *testing.T, ctx context.Context, b *Bucket, warehouse str
 	if want := "sales.eu.orders,sales.orders,scratch.tmp_1"; strings.Join(got, ",") != want {
 		t.Fatalf("tables = %v, want %s", got, want)
 	}
-	b.Config.Namespaces = configs.Filter{Exclude: []string{"scratch"}}
-	b.Config.Tables = configs.Filter{Include: []string{"orders"}}
-	if ids, err = b.Tables(ctx); err != nil || len(ids) != 2 {
+	filtered := bucket.New(bucket.Options{ARN: b.ARN(), Parsed: b.ParsedARN(), CatalogName: b.CatalogName(), Catalog: b.Properties(),
+		Namespaces: configs.Filter{Exclude: []string{"scratch"}}.Match, Tables: configs.Filter{Include: []string{"orders"}}.Match})
+	defer filtered.Close()
+	if ids, err = filtered.Buckets()[0].Tables(ctx); err != nil || len(ids) != 2 {
 		t.Fatalf("filtered tables = %v, %v", ids, err)
 	}
-	b.Config.Namespaces, b.Config.Tables = configs.Filter{}, configs.Filter{}
 
-	tbl, err := b.LoadTable(ctx, TableID{Namespace: []string{"scratch"}, Name: "tmp_1"})
+	tbl, err := b.LoadTable(ctx, bucket.TableID{Namespace: []string{"scratch"}, Name: "tmp_1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,10 +194,10 @@ func exerciseCatalog(t *testing.T, ctx context.Context, b *Bucket, warehouse str
 	if !fp.Equal(want) || fp.Rows != 100 {
 		t.Fatalf("loaded rows %v, written %v", fp, want)
 	}
-	if _, err := b.LoadTable(ctx, TableID{Namespace: []string{"sales"}, Name: "missing"}); !errors.Is(err, ErrNoSuchTable) {
+	if _, err := b.LoadTable(ctx, bucket.TableID{Namespace: []string{"sales"}, Name: "missing"}); !errors.Is(err, bucket.ErrNoSuchTable) {
 		t.Fatalf("missing table: %v", err)
 	}
-	if _, err := b.LoadTable(ctx, TableID{Namespace: []string{"nons"}, Name: "t"}); !errors.Is(err, ErrNoSuchTable) {
+	if _, err := b.LoadTable(ctx, bucket.TableID{Namespace: []string{"nons"}, Name: "t"}); !errors.Is(err, bucket.ErrNoSuchTable) {
 		t.Fatalf("missing namespace: %v", err)
 	}
 	_ = catalog.ErrNoSuchTable
@@ -250,7 +251,9 @@ func TestUnreachableCatalog(t *testing.T) {
 		"rest silent":      {"type": "rest", "uri": "http://" + silent.Addr().String() + "/iceberg"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			b := &Bucket{Config: configs.Bucket{ARN: a.String(), Parsed: a, CatalogName: "down", Catalog: props}}
+			reg := bucket.New(bucket.Options{ARN: a.String(), Parsed: a, CatalogName: "down", Catalog: props})
+			defer reg.Close()
+			b := reg.Buckets()[0]
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
 			start := time.Now()

@@ -358,7 +358,7 @@ func backdate(ctx context.Context, b *bucket.Bucket, tbl *table.Table, start, no
 // fixtures use it to install metadata that writers cannot produce, such as
 // backdated or synthesised histories.
 func Repoint(ctx context.Context, b *bucket.Bucket, ident table.Identifier, oldLoc, newLoc string) error {
-	props := bucket.CatalogProperties(b.Config.Catalog)
+	props := b.Properties()
 	if props["sql.driver"] != "sqlite" {
 		return errors.New("demo: the demo table can only be made in the embedded SQLite catalog")
 	}
@@ -369,7 +369,7 @@ func Repoint(ctx context.Context, b *bucket.Bucket, ident table.Identifier, oldL
 	defer db.Close()
 	res, err := db.ExecContext(ctx, `UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ?
 		WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? AND metadata_location = ?`,
-		newLoc, oldLoc, b.Config.CatalogName, strings.Join(ident[:len(ident)-1], "."), ident[len(ident)-1], oldLoc)
+		newLoc, oldLoc, b.CatalogName(), strings.Join(ident[:len(ident)-1], "."), ident[len(ident)-1], oldLoc)
 	if err != nil {
 		return fmt.Errorf("point catalog at backdated metadata: %w", err)
 	}

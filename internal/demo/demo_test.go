@@ -16,7 +16,7 @@ import (
 func TestCreate(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
-	reg := bucket.New(configs.Embedded(home))
+	reg := configs.Embedded(home).Registry()
 	defer reg.Close()
 	b, err := reg.Bucket("local")
 	if err != nil {

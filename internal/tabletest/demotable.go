@@ -31,6 +31,9 @@ type DemoTable struct {
 	Bucket *bucket.Bucket
 	ID     bucket.TableID
 	Store  state.Store
+	// Defaults are the bucket's settings as a configuration file would
+	// give them; tests change them before Run.
+	Defaults maintenance.BucketDefaults
 }
 
 // NewDemoTable creates the demo table with opts in a temporary home.
@@ -38,7 +41,7 @@ func NewDemoTable(t testing.TB, opts demo.Options) *DemoTable {
 	t.Helper()
 	ctx := context.Background()
 	home := t.TempDir()
-	reg := bucket.New(configs.Embedded(home))
+	reg := configs.Embedded(home).Registry()
 	t.Cleanup(reg.Close)
 	b, _ := reg.Bucket("local")
 	if _, err := demo.Create(ctx, b, opts); err != nil {
@@ -49,7 +52,23 @@ func NewDemoTable(t testing.TB, opts demo.Options) *DemoTable {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	return &DemoTable{T: t, Ctx: ctx, Home: home, Bucket: b, ID: bucket.TableID{Namespace: []string{demo.Namespace}, Name: demo.Table}, Store: store}
+	return &DemoTable{T: t, Ctx: ctx, Home: home, Bucket: b, ID: bucket.TableID{Namespace: []string{demo.Namespace}, Name: demo.Table}, Store: store,
+		Defaults: maintenance.BucketDefaults{Configs: map[maintenance.JobType]maintenance.Config{}}}
+}
+
+// Resolver resolves settings with the store's overrides over Defaults.
+func (d *DemoTable) Resolver() *jobs.Resolver {
+	return &jobs.Resolver{Store: d.Store, Defaults: map[string]maintenance.BucketDefaults{d.Bucket.ARN(): d.Defaults}}
+}
+
+// Settings resolves the table's settings.
+func (d *DemoTable) Settings() maintenance.Settings {
+	d.T.Helper()
+	s, err := d.Resolver().Table(d.Ctx, d.Target())
+	if err != nil {
+		d.T.Fatal(err)
+	}
+	return s
 }
 
 // Target is the table as a job target.
@@ -69,7 +88,7 @@ func (d *DemoTable) Load() *table.Table {
 // returns its outcome.
 func (d *DemoTable) Run(job jobs.Job, opts jobs.Options) jobs.Outcome {
 	d.T.Helper()
-	r := &jobs.Runner{Store: d.Store, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
+	r := &jobs.Runner{Store: d.Store, Resolver: d.Resolver(), Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
 	out, err := r.Run(d.Ctx, d.Target(), job.Type(), "test", opts)
 	if err != nil {
 		d.T.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/configs"
-	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/demo"
 )
 
@@ -29,7 +28,7 @@ func main() {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	reg := bucket.New(configs.Embedded(*home))
+	reg := configs.Embedded(*home).Registry()
 	defer reg.Close()
 	b, _ := reg.Bucket("local")
 	cat, err := b.Catalog(ctx)

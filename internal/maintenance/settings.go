@@ -1,0 +1,41 @@
+package maintenance
+
+// Knobs are icekeeper's settings beyond S3 Tables', set per bucket in the
+// configuration file. Their zero values are the defaults.
+type Knobs struct {
+	// MinFileAgeMinutes: compaction leaves data files committed less than
+	// this many minutes ago to the writer.
+	MinFileAgeMinutes int `json:"minFileAgeMinutes"`
+	// RetentionMode says how a table's history.expire.* properties combine
+	// with icebergSnapshotManagement's settings: "conservative" (the
+	// default) or "strict".
+	RetentionMode string `json:"tableRetentionProperties,omitempty"`
+	// DeleteExpiredFiles and PruneUnusedSchemasAndSpecs are snapshot
+	// management's opt-ins.
+	DeleteExpiredFiles         bool `json:"deleteExpiredFiles"`
+	PruneUnusedSchemasAndSpecs bool `json:"pruneUnusedSchemasAndSpecs"`
+	// SchemeEquivalence lists groups of URI schemes that name the same
+	// storage, for unreferenced file removal.
+	SchemeEquivalence [][]string `json:"schemeEquivalence,omitempty"`
+	// MaxDeletesPerRun caps unreferenced file removal's deletions per run
+	// (0: the job's default).
+	MaxDeletesPerRun int `json:"maxDeletesPerRun"`
+}
+
+// BucketDefaults are what a bucket's entry in the configuration file says:
+// a layer per job type (zero where unset) and the knobs.
+type BucketDefaults struct {
+	Configs map[JobType]Config
+	Knobs   Knobs
+}
+
+// Settings is everything that steers maintenance of one table, resolved:
+// every job type's configuration with every field set, and the knobs. It
+// is what a job runs with; nothing else is.
+type Settings struct {
+	Configs map[JobType]Config `json:"configuration"`
+	Knobs   Knobs              `json:"icekeeper"`
+}
+
+// For returns job type t's resolved configuration.
+func (s Settings) For(t JobType) Config { return s.Configs[t] }

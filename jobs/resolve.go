@@ -1,0 +1,74 @@
+package jobs
+
+import (
+	"context"
+
+	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/internal/state"
+)
+
+// SettingsStore is the part of the state store that holds the overrides
+// written through the API.
+type SettingsStore interface {
+	TableConfig(ctx context.Context, t state.TableKey) (map[maintenance.JobType]maintenance.Config, error)
+	BucketConfig(ctx context.Context, bucketARN string) (map[maintenance.JobType]maintenance.Config, error)
+}
+
+// Resolver is the one place settings are resolved: per field, the table's
+// API override > the bucket's API override > the configuration file's
+// bucket defaults > the built-in defaults; icebergUnreferencedFileRemoval
+// is a bucket setting in S3 Tables and has no table layer. The runner,
+// the API and the CLI all ask it.
+type Resolver struct {
+	Store SettingsStore
+	// Defaults are the configuration file's bucket entries by bucket ARN;
+	// a bucket without an entry has the built-in defaults.
+	Defaults map[string]maintenance.BucketDefaults
+}
+
+// Table resolves everything that steers maintenance of t.
+func (r *Resolver) Table(ctx context.Context, t Target) (maintenance.Settings, error) {
+	tableCfg, err := r.Store.TableConfig(ctx, t.Key())
+	if err != nil {
+		return maintenance.Settings{}, err
+	}
+	return r.with(ctx, t.Bucket.ARN(), tableCfg)
+}
+
+// WithOverride is Table as it would be once override were t's table-level
+// configuration of typ: the check before an override is stored.
+func (r *Resolver) WithOverride(ctx context.Context, t Target, typ maintenance.JobType, override maintenance.Config) (maintenance.Settings, error) {
+	tableCfg, err := r.Store.TableConfig(ctx, t.Key())
+	if err != nil {
+		return maintenance.Settings{}, err
+	}
+	if tableCfg == nil {
+		tableCfg = map[maintenance.JobType]maintenance.Config{}
+	}
+	tableCfg[typ] = override
+	return r.with(ctx, t.Bucket.ARN(), tableCfg)
+}
+
+// Bucket resolves a bucket's own layer of typ, without any table's:
+// GetTableBucketMaintenanceConfiguration.
+func (r *Resolver) Bucket(ctx context.Context, bucketARN string, typ maintenance.JobType) (maintenance.Config, error) {
+	s, err := r.with(ctx, bucketARN, nil)
+	return s.For(typ), err
+}
+
+func (r *Resolver) with(ctx context.Context, bucketARN string, tableCfg map[maintenance.JobType]maintenance.Config) (maintenance.Settings, error) {
+	bucketCfg, err := r.Store.BucketConfig(ctx, bucketARN)
+	if err != nil {
+		return maintenance.Settings{}, err
+	}
+	file := r.Defaults[bucketARN]
+	out := maintenance.Settings{Configs: make(map[maintenance.JobType]maintenance.Config, len(maintenance.JobTypes)), Knobs: file.Knobs}
+	for _, typ := range maintenance.JobTypes {
+		tableLayer := tableCfg[typ]
+		if typ == maintenance.UnreferencedFileRemoval {
+			tableLayer = maintenance.Config{}
+		}
+		out.Configs[typ] = maintenance.Resolve(typ, tableLayer, bucketCfg[typ], file.Configs[typ])
+	}
+	return out, nil
+}
