@@ -34,8 +34,8 @@ type env struct {
 	// them; runner resolves with them.
 	defaults maintenance.BucketDefaults
 	rng      *rand.Rand
-	rngMu sync.Mutex // the streaming-writer test draws from rng on another goroutine
-	next  int64      // next row id
+	rngMu    sync.Mutex // the streaming-writer test draws from rng on another goroutine
+	next     int64      // next row id
 }
 
 func newEnv(t *testing.T, sc *iceberg.Schema, spec iceberg.PartitionSpec, format string) (*env, *table.Table) {
