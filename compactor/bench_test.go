@@ -21,12 +21,12 @@ import (
 	"github.com/apache/iceberg-go/table/compaction"
 
 	"github.com/icekeeper/icekeeper/configs"
-	"github.com/icekeeper/icekeeper/internal/benchproc"
 	"github.com/icekeeper/icekeeper/internal/bucket"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
-	"github.com/icekeeper/icekeeper/internal/testenv"
+	"github.com/icekeeper/icekeeper/internal/testkit/child"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // BenchmarkCompaction compares icekeeper's compaction with iceberg-go
@@ -65,7 +65,7 @@ func BenchmarkCompaction(b *testing.B) {
 		{"s3-20ms/many-partitions", "s3-20ms", files, true, 40, "zstd"},
 	} {
 		b.Run(in.name, func(b *testing.B) {
-			var ik, ig benchproc.Result
+			var ik, ig child.Result
 			var inputBytes int64
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
@@ -79,24 +79,12 @@ func BenchmarkCompaction(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				order := []string{"icekeeper", "iceberg_go"}
-				if i%2 == 1 {
-					order = []string{"iceberg_go", "icekeeper"}
+				rik, rig, err := child.Pair(i, "TestCompactionBenchChild", home)
+				if err != nil {
+					b.Fatal(err)
 				}
-				for _, variant := range order {
-					r, err := benchproc.Run("TestCompactionBenchChild", variant+"|"+home)
-					if err != nil {
-						b.Fatal(err)
-					}
-					acc := &ik
-					if variant == "iceberg_go" {
-						acc = &ig
-					}
-					acc.Ms += r.Ms
-					acc.PeakRSSMiB += r.PeakRSSMiB
-					acc.Count += r.Count
-					acc.Bytes += r.Bytes
-				}
+				ik.Add(rik)
+				ig.Add(rig)
 			}
 			N := float64(b.N)
 			mb := float64(inputBytes) / (1 << 20)
@@ -122,8 +110,8 @@ func benchConfigs(b *testing.B, home, storage string) (build, run *configs.Confi
 	if storage == "local" {
 		return configs.Embedded(home), configs.Embedded(home)
 	}
-	srv := testenv.S3(b)
-	mk := func(s testenv.S3Server) *configs.Config {
+	srv := servers.S3(b)
+	mk := func(s servers.S3Server) *configs.Config {
 		cfg := configs.Embedded(home)
 		props := s.Props()
 		props["type"], props["uri"], props["warehouse"] = "sql", "file:"+filepath.Join(home, "catalog.db"), "s3://"+srv.Bucket+"/warehouse"
@@ -137,6 +125,9 @@ func benchConfigs(b *testing.B, home, storage string) (build, run *configs.Confi
 	return build, run
 }
 
+// tableOf names each side's copy of the input.
+func tableOf(side string) string { return strings.ReplaceAll(side, "-", "_") }
+
 // writeConfig writes the catalog properties the children open.
 func writeConfig(path string, cfg *configs.Config) error {
 	data, err := json.Marshal(cfg.Buckets[0].Catalog)
@@ -148,11 +139,11 @@ func writeConfig(path string, cfg *configs.Config) error {
 
 // TestCompactionBenchChild is the child side of BenchmarkCompaction.
 func TestCompactionBenchChild(t *testing.T) {
-	spec := benchproc.Spec()
-	if spec == "" {
+	args := child.Args()
+	if args == nil {
 		t.Skip("benchmark child only")
 	}
-	variant, home, _ := strings.Cut(spec, "|")
+	variant, home := args[0], args[1]
 	ctx := context.Background()
 	cfg := configs.Embedded(home)
 	data, err := os.ReadFile(filepath.Join(home, "catalog.json"))
@@ -165,13 +156,13 @@ func TestCompactionBenchChild(t *testing.T) {
 	reg := cfg.Registry()
 	defer reg.Close()
 	b, _ := reg.Bucket("local")
-	id := bucket.TableID{Namespace: []string{"bench"}, Name: variant}
+	id := bucket.TableID{Namespace: []string{"bench"}, Name: tableOf(variant)}
 	const target = 128 << 20
 	start := time.Now()
 	var files int
 	var bytes int64
 	switch variant {
-	case "icekeeper":
+	case child.Icekeeper:
 		store, err := state.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "state.db"))
 		if err != nil {
 			t.Fatal(err)
@@ -188,7 +179,7 @@ func TestCompactionBenchChild(t *testing.T) {
 		if os.Getenv("ICEKEEPER_BENCH_VERBOSE") != "" {
 			fmt.Fprintln(os.Stderr, fig.Text())
 		}
-	case "iceberg_go":
+	case child.IcebergGo:
 		tbl, err := b.LoadTable(ctx, id)
 		if err != nil {
 			t.Fatal(err)
@@ -209,7 +200,7 @@ func TestCompactionBenchChild(t *testing.T) {
 		}
 		files, bytes = res.AddedDataFiles, res.BytesAfter
 	}
-	benchproc.ReportBytes(float64(time.Since(start).Microseconds())/1000, files, bytes)
+	child.ReportBytes(float64(time.Since(start).Microseconds())/1000, files, bytes)
 }
 
 var benchArrow = arrow.NewSchema([]arrow.Field{
@@ -242,7 +233,7 @@ func buildCompactionInput(cfg *configs.Config, appends, rows int, partitioned bo
 		spec = iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{7}, FieldID: 1000, Name: "p", Transform: iceberg.IdentityTransform{}})
 	}
 	var total int64
-	for _, name := range []string{"icekeeper", "iceberg_go"} {
+	for _, name := range []string{tableOf(child.Icekeeper), tableOf(child.IcebergGo)} {
 		tbl, err := cat.CreateTable(ctx, table.Identifier{"bench", name}, sc, catalog.WithPartitionSpec(&spec),
 			catalog.WithProperties(iceberg.Properties{"write.parquet.compression-codec": codec, "commit.manifest-merge.enabled": "false"}))
 		if err != nil {

@@ -14,11 +14,11 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/commit"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
-	"github.com/icekeeper/icekeeper/internal/tablecheck"
-	"github.com/icekeeper/icekeeper/internal/tabletest"
+	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 func smallTable(t *testing.T) (*env, *table.Table) {
@@ -167,7 +167,7 @@ func appendIDs(e *env, tbl *table.Table, first int64, n int) (*table.Table, erro
 	mu := &e.rngMu
 	mu.Lock()
 	defer mu.Unlock()
-	return tabletest.AppendRandom(e.ctx, tbl, n, first, e.rng)
+	return testkit.AppendRandom(e.ctx, tbl, n, first, e.rng)
 }
 
 // A cancellation right before the commit (a crash at the last moment)

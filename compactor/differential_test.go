@@ -15,12 +15,12 @@ import (
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
-	"github.com/icekeeper/icekeeper/internal/tablecheck"
-	"github.com/icekeeper/icekeeper/internal/tabletest"
-	"github.com/icekeeper/icekeeper/internal/testenv"
+	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // env is a table in a fresh embedded catalog plus what runs jobs on it.
@@ -48,11 +48,11 @@ func newEnv(t *testing.T, sc *iceberg.Schema, spec iceberg.PartitionSpec, format
 // PostgreSQL.
 func newS3Env(t *testing.T, sc *iceberg.Schema, spec iceberg.PartitionSpec, format string) (*env, *table.Table) {
 	t.Helper()
-	srv := testenv.S3(t)
+	srv := servers.S3(t)
 	home := t.TempDir()
 	cfg := configs.Embedded(home)
 	props := srv.Props()
-	props["type"], props["uri"], props["warehouse"] = "sql", testenv.Postgres(t), "s3://"+srv.Bucket+"/warehouse"
+	props["type"], props["uri"], props["warehouse"] = "sql", servers.Postgres(t), "s3://"+srv.Bucket+"/warehouse"
 	cfg.Buckets[0].Catalog = props
 	return newEnvWith(t, cfg, home, sc, spec, format)
 }
@@ -65,18 +65,8 @@ func newEnvWith(t testing.TB, cfg *configs.Config, home string, sc *iceberg.Sche
 	reg := cfg.Registry()
 	t.Cleanup(reg.Close)
 	b, _ := reg.Bucket("local")
-	cat, err := b.Catalog(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"t"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.CreateTable(ctx, table.Identifier{"t", "x"}, sc, catalog.WithPartitionSpec(&spec),
+	tbl := testkit.NewTable(t, b, "t", "x", sc, catalog.WithPartitionSpec(&spec),
 		catalog.WithProperties(iceberg.Properties{"format-version": format, "write.delete.mode": "merge-on-read", "commit.manifest-merge.enabled": "false"}))
-	if err != nil {
-		t.Fatal(err)
-	}
 	store, err := state.Open(ctx, "sqlite://"+filepath.Join(home, "state.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -94,11 +84,22 @@ func (e *env) runner(job jobs.Job) *jobs.Runner {
 
 func (e *env) append(tbl *table.Table, n int) *table.Table {
 	e.t.Helper()
-	tbl, err := tabletest.AppendRandom(e.ctx, tbl, n, e.next, e.rng)
+	tbl, err := testkit.AppendRandom(e.ctx, tbl, n, e.next, e.rng)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.next += int64(n)
+	return tbl
+}
+
+// appendCommits makes commits appends of n rows in one catalog commit.
+func (e *env) appendCommits(tbl *table.Table, commits, n int) *table.Table {
+	e.t.Helper()
+	tbl, err := testkit.AppendCommits(e.ctx, tbl, commits, n, e.next, e.rng)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.next += int64(commits * n)
 	return tbl
 }
 

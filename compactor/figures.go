@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/icekeeper/icekeeper/planner"
+	"github.com/icekeeper/icekeeper/compactor/planner"
 )
 
 // Figures is what a run reports and records.

@@ -11,8 +11,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/compactor/merge"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
-	"github.com/icekeeper/icekeeper/planner"
+	"github.com/icekeeper/icekeeper/compactor/planner"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // ErrStrategy is returned when the configured strategy cannot run.

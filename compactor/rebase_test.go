@@ -12,7 +12,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/internal/state"
-	"github.com/icekeeper/icekeeper/internal/tablecheck"
+	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 )
 
 // A writer that rewrites the table's manifests while compaction commits

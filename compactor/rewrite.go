@@ -12,7 +12,7 @@ import (
 	"github.com/sourcegraph/conc/pool"
 
 	"github.com/icekeeper/icekeeper/compactor/merge"
-	"github.com/icekeeper/icekeeper/planner"
+	"github.com/icekeeper/icekeeper/compactor/planner"
 )
 
 // rewritten is one group's rewrite.

@@ -14,10 +14,10 @@ import (
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/expire"
 	"github.com/icekeeper/icekeeper/internal/commit"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
-	"github.com/icekeeper/icekeeper/internal/tabletest"
+	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // BenchmarkBesideWriter measures compaction against a streaming writer:
@@ -85,7 +85,7 @@ func BenchmarkBesideWriter(b *testing.B) {
 type side struct {
 	e        *env
 	baseline bool
-	writer   *tabletest.Writer
+	writer   *testkit.Writer
 	retries  int // the writer's lost races over all runs
 	ok       int
 	lastErr  string // the baseline's last failure
@@ -104,7 +104,7 @@ func newSide(b *testing.B, mk func(testing.TB, *iceberg.Schema, iceberg.Partitio
 		tbl = e.append(tbl, 50)
 	}
 	s := &side{e: e, baseline: props != nil}
-	s.writer = &tabletest.Writer{Load: func(ctx context.Context) (*table.Table, error) { return e.b.LoadTable(ctx, e.id) },
+	s.writer = &testkit.Writer{Load: func(ctx context.Context) (*table.Table, error) { return e.b.LoadTable(ctx, e.id) },
 		Interval: interval, Rows: 50, NextID: 1 << 40, Seed: 11}
 	return s
 }
@@ -117,7 +117,7 @@ func (s *side) run(b *testing.B) {
 	b.StopTimer()
 	for i := 0; i < 5; i++ {
 		for {
-			_, err := tabletest.AppendRandom(s.e.ctx, s.e.load(), 50, 0, s.e.rng)
+			_, err := testkit.AppendRandom(s.e.ctx, s.e.load(), 50, 0, s.e.rng)
 			if err == nil {
 				break
 			}

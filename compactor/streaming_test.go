@@ -12,16 +12,16 @@ import (
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/state"
-	"github.com/icekeeper/icekeeper/internal/tablecheck"
-	"github.com/icekeeper/icekeeper/internal/tabletest"
-	"github.com/icekeeper/icekeeper/internal/testenv"
+	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 )
 
 // newRESTEnv is newEnv on the Iceberg REST catalog with SigV4 and S3
 // (SeaweedFS), the path users of table buckets take.
 func newRESTEnv(t testing.TB, sc *iceberg.Schema, spec iceberg.PartitionSpec, format string) (*env, *table.Table) {
 	t.Helper()
-	srv := testenv.REST(t)
+	srv := servers.REST(t)
 	home := t.TempDir()
 	cfg := configs.Embedded(home)
 	cfg.Buckets[0].Catalog = srv.Props()
@@ -57,11 +57,9 @@ func TestBesideStreamingWriterREST(t *testing.T) {
 }
 
 func besideWriter(t *testing.T, e *env, tbl *table.Table, files, runs int) {
-	for i := 0; i < files; i++ {
-		tbl = e.append(tbl, 50)
-	}
+	tbl = e.appendCommits(tbl, files, 50)
 	want := e.rows(tbl, 0)
-	w := &tabletest.Writer{
+	w := &testkit.Writer{
 		Load:     func(ctx context.Context) (*table.Table, error) { return e.b.LoadTable(ctx, e.id) },
 		Interval: 100 * time.Millisecond, Rows: 50, NextID: 1 << 40, Seed: 3,
 	}

@@ -9,7 +9,7 @@ package configs
 
 import (
 	"github.com/icekeeper/icekeeper/internal/arn"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // DefaultListen is the API address when the file does not set `listen`.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // The examples are loaded with every variable they mention set, so they

@@ -2,7 +2,7 @@ package configs
 
 import (
 	"github.com/icekeeper/icekeeper/internal/bucket"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // BucketOptions are what the bucket registry needs of the file's buckets.

@@ -12,7 +12,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/icekeeper/icekeeper/internal/arn"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // CatalogTypes are the catalog implementations icekeeper links in.

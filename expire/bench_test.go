@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,12 +15,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icekeeper/icekeeper/configs"
-	"github.com/icekeeper/icekeeper/internal/benchproc"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/demo"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/child"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // BenchmarkExpireSnapshots10k measures a whole snapshot-management run on a
@@ -40,27 +42,15 @@ func BenchmarkExpireSnapshots10k(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		// Alternate the order so neither side always runs on a warmer cache.
-		order := []string{"icekeeper", "iceberg-go"}
-		if i%2 == 1 {
-			order = []string{"iceberg-go", "icekeeper"}
+		ik, ig, err := child.Pair(i, "TestBenchChild", home)
+		if err != nil {
+			b.Fatal(err)
 		}
-		for _, variant := range order {
-			res, err := benchproc.Run("TestBenchChild", variant+":"+home)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if res.Count < n-200 {
-				b.Fatalf("%s expired only %d snapshots", variant, res.Count)
-			}
-			if variant == "icekeeper" {
-				ikMs += res.Ms
-				ikRSS += res.PeakRSSMiB
-			} else {
-				goMs += res.Ms
-				goRSS += res.PeakRSSMiB
-			}
+		if ik.Count < n-200 || ig.Count < n-200 {
+			b.Fatalf("expired only %d (icekeeper) and %d (iceberg-go) snapshots", ik.Count, ig.Count)
 		}
+		ikMs, ikRSS = ikMs+ik.Ms, ikRSS+ik.PeakRSSMiB
+		goMs, goRSS = goMs+ig.Ms, goRSS+ig.PeakRSSMiB
 	}
 	N := float64(b.N)
 	b.ReportMetric(ikMs/N, "icekeeper-ms")
@@ -74,11 +64,11 @@ func BenchmarkExpireSnapshots10k(b *testing.B) {
 // TestBenchChild is the child side of the benchmark; it does nothing
 // unless started by runChild.
 func TestBenchChild(t *testing.T) {
-	spec := benchproc.Spec()
-	if spec == "" {
+	args := child.Args()
+	if args == nil {
 		t.Skip("benchmark child only")
 	}
-	variant, home, _ := strings.Cut(spec, ":")
+	variant, home := args[0], args[1]
 	ctx := context.Background()
 	reg := configs.Embedded(home).Registry()
 	defer reg.Close()
@@ -87,7 +77,7 @@ func TestBenchChild(t *testing.T) {
 	start := time.Now()
 	var expired int
 	switch variant {
-	case "icekeeper":
+	case child.Icekeeper:
 		store, err := state.Open(ctx, "sqlite://"+filepath.Join(home, "state.db"))
 		if err != nil {
 			t.Fatal(err)
@@ -99,7 +89,7 @@ func TestBenchChild(t *testing.T) {
 		}
 		expired = out.Figures.(*Figures).SnapshotsExpired
 		store.Close()
-	case "iceberg-go":
+	case child.IcebergGo:
 		tbl, err := b.LoadTable(ctx, id)
 		if err != nil {
 			t.Fatal(err)
@@ -115,7 +105,7 @@ func TestBenchChild(t *testing.T) {
 		}
 		expired = before - len(after.Metadata().Snapshots())
 	}
-	benchproc.Report(float64(time.Since(start).Microseconds())/1000, expired)
+	child.Report(float64(time.Since(start).Microseconds())/1000, expired)
 }
 
 // buildLongHistory creates bench.icekeeper and bench.iceberg_go in the
@@ -141,7 +131,7 @@ func buildLongHistory(ctx context.Context, home string, n int) error {
 		if err != nil {
 			return err
 		}
-		if tbl, err = demo.AppendSample(ctx, tbl, 10); err != nil {
+		if tbl, err = testkit.AppendRandom(ctx, tbl, 10, 1_000_000, rand.New(rand.NewPCG(7, 7))); err != nil {
 			return err
 		}
 		loc, err := synthesise(tbl, n)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 var now = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)

@@ -15,23 +15,23 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/internal/demo"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
-	"github.com/icekeeper/icekeeper/internal/tablecheck"
-	"github.com/icekeeper/icekeeper/internal/tabletest"
+	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // fixture is the demo table with a snapshot-management job.
 type fixture struct {
-	*tabletest.DemoTable
+	*testkit.DemoTable
 	t   *testing.T
 	ctx context.Context
 	job *Job
 }
 
 func newFixture(t *testing.T, appends int) *fixture {
-	d := tabletest.NewDemoTable(t, demo.Options{Appends: appends})
+	d := testkit.NewDemoTable(t, demo.Options{Appends: appends})
 	return &fixture{DemoTable: d, t: t, ctx: d.Ctx, job: &Job{Retry: &commit.Policy{Retries: 8, MinWait: time.Millisecond, MaxWait: time.Millisecond, Timeout: time.Minute}}}
 }
 
@@ -43,7 +43,7 @@ func (f *fixture) run(opts jobs.Options) (jobs.Outcome, *Figures) {
 	return out, fig
 }
 
-func (f *fixture) appendRows(n int) error { return tabletest.AppendRows(f.ctx, f.Bucket, f.ID, n) }
+func (f *fixture) appendRows(n int) error { return testkit.AppendRows(f.ctx, f.Bucket, f.ID, n) }
 
 // Expiring the demo's old snapshots keeps every kept snapshot's rows
 // exactly, the current rows exactly, and records the run.
@@ -270,7 +270,7 @@ func TestBesideStreamingWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &tabletest.Writer{
+	w := &testkit.Writer{
 		Load:     func(ctx context.Context) (*table.Table, error) { return f.Bucket.LoadTable(ctx, f.ID) },
 		Interval: 100 * time.Millisecond, Rows: 50, NextID: 1 << 40, Seed: 5,
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/demo"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
-	"github.com/icekeeper/icekeeper/internal/testenv"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // fakeJob records its runs and catches two runs on one table at once.
@@ -71,8 +71,8 @@ func (f *fakeJob) Run(ctx context.Context, t Target, _ maintenance.Settings, _ O
 // else a SQLite file) opened twice, as two replicas would.
 func shared(t *testing.T) (state.Store, state.Store) {
 	dsn := "sqlite://" + filepath.Join(t.TempDir(), "state.db")
-	if testenv.PostgresAvailable() {
-		dsn = testenv.Postgres(t)
+	if servers.PostgresAvailable() {
+		dsn = servers.Postgres(t)
 	}
 	var stores []state.Store
 	for i := 0; i < 2; i++ {

@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // Target is the table a job runs on.

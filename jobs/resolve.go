@@ -3,8 +3,8 @@ package jobs
 import (
 	"context"
 
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // SettingsStore is the part of the state store that holds the overrides

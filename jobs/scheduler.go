@@ -11,8 +11,8 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // Scheduler turns cron schedules into queued jobs: on each fire of a job

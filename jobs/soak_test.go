@@ -1,6 +1,7 @@
 package jobs_test
 
 import (
+	"math/rand/v2"
 	"runtime"
 	"testing"
 	"time"
@@ -8,10 +9,10 @@ import (
 	"github.com/icekeeper/icekeeper/compactor"
 	"github.com/icekeeper/icekeeper/expire"
 	"github.com/icekeeper/icekeeper/internal/demo"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
-	"github.com/icekeeper/icekeeper/internal/tabletest"
+	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/orphan"
 )
 
@@ -23,7 +24,7 @@ func TestSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak test")
 	}
-	d := tabletest.NewDemoTable(t, demo.Options{Appends: 10})
+	d := testkit.NewDemoTable(t, demo.Options{Appends: 10})
 	r := &jobs.Runner{Store: d.Store, Jobs: map[maintenance.JobType]jobs.Job{
 		maintenance.Compaction:              &compactor.Job{MinInputFiles: 2},
 		maintenance.SnapshotManagement:      &expire.Job{},
@@ -43,7 +44,7 @@ func TestSoak(t *testing.T) {
 		if i%50 == 0 {
 			// A writer keeps adding small files, so compaction and
 			// expiration keep committing.
-			if _, err := demo.AppendSample(d.Ctx, d.Load(), 20); err != nil {
+			if _, err := testkit.AppendRandom(d.Ctx, d.Load(), 20, 1_000_000, rand.New(rand.NewPCG(7, 7))); err != nil {
 				t.Fatal(err)
 			}
 		}

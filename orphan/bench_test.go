@@ -19,13 +19,13 @@ import (
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/arn"
-	"github.com/icekeeper/icekeeper/internal/benchproc"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/demo"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
-	"github.com/icekeeper/icekeeper/internal/testenv"
+	"github.com/icekeeper/icekeeper/internal/testkit/child"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // BenchmarkRemovalScan compares icekeeper's unreferenced-file scan (a dry
@@ -58,7 +58,7 @@ func BenchmarkRemovalScan(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			n := envInt("ICEKEEPER_BENCH_S3_OBJECTS", 100_000)
-			srv := testenv.S3(b)
+			srv := servers.S3(b)
 			home := b.TempDir()
 			bk := benchBucket(b, home, "s3://"+srv.Bucket+"/warehouse", srv.Props())
 			if err := buildRemovalTable(context.Background(), bk, n, s3Put(srv)); err != nil {
@@ -81,27 +81,17 @@ func envInt(name string, def int) int {
 }
 
 func compareRemoval(b *testing.B, home, s3Bucket, endpoint string, n int) {
-	var ik, ig benchproc.Result
+	var ik, ig child.Result
 	for i := 0; i < b.N; i++ {
-		order := []string{"icekeeper", "iceberg-go"}
-		if i%2 == 1 {
-			order = []string{"iceberg-go", "icekeeper"}
+		rik, rig, err := child.Pair(i, "TestRemovalBenchChild", home, s3Bucket, endpoint)
+		if err != nil {
+			b.Fatal(err)
 		}
-		for _, variant := range order {
-			r, err := benchproc.Run("TestRemovalBenchChild", strings.Join([]string{variant, home, s3Bucket, endpoint}, "|"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if r.Count != n/10 {
-				b.Fatalf("%s found %d unreferenced objects, want %d", variant, r.Count, n/10)
-			}
-			acc := &ik
-			if variant == "iceberg-go" {
-				acc = &ig
-			}
-			acc.Ms += r.Ms
-			acc.PeakRSSMiB += r.PeakRSSMiB
+		if rik.Count != n/10 || rig.Count != n/10 {
+			b.Fatalf("found %d (icekeeper) and %d (iceberg-go) unreferenced objects, want %d", rik.Count, rig.Count, n/10)
 		}
+		ik.Add(rik)
+		ig.Add(rig)
 	}
 	N := float64(b.N)
 	b.ReportMetric(ik.Ms/N, "icekeeper-ms")
@@ -114,17 +104,16 @@ func compareRemoval(b *testing.B, home, s3Bucket, endpoint string, n int) {
 
 // TestRemovalBenchChild is the child side of BenchmarkRemovalScan.
 func TestRemovalBenchChild(t *testing.T) {
-	spec := benchproc.Spec()
-	if spec == "" {
+	args := child.Args()
+	if args == nil {
 		t.Skip("benchmark child only")
 	}
-	parts := strings.Split(spec, "|")
-	variant, home, s3Bucket, endpoint := parts[0], parts[1], parts[2], parts[3]
+	variant, home, s3Bucket, endpoint := args[0], args[1], args[2], args[3]
 	ctx := context.Background()
 	var props map[string]string
 	warehouse := "file://" + filepath.Join(home, "warehouse")
 	if s3Bucket != "" {
-		props = testenv.S3Server{Endpoint: endpoint, Key: os.Getenv(testenv.EnvS3Key), Secret: os.Getenv(testenv.EnvS3Secret)}.Props()
+		props = servers.S3Server{Endpoint: endpoint, Key: os.Getenv(servers.EnvS3Key), Secret: os.Getenv(servers.EnvS3Secret)}.Props()
 		warehouse = "s3://" + s3Bucket + "/warehouse"
 	}
 	bk := benchBucket(t, home, warehouse, props)
@@ -139,7 +128,7 @@ func TestRemovalBenchChild(t *testing.T) {
 	start := time.Now()
 	var found int
 	switch variant {
-	case "icekeeper":
+	case child.Icekeeper:
 		store, err := state.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "state.db"))
 		if err != nil {
 			t.Fatal(err)
@@ -151,7 +140,7 @@ func TestRemovalBenchChild(t *testing.T) {
 			t.Fatalf("%+v %v", out, err)
 		}
 		found = out.Figures.(*Figures).Marked
-	case "iceberg-go":
+	case child.IcebergGo:
 		tbl, err := bk.LoadTable(ctx, id)
 		if err != nil {
 			t.Fatal(err)
@@ -162,7 +151,7 @@ func TestRemovalBenchChild(t *testing.T) {
 		}
 		found = len(plan.Files())
 	}
-	benchproc.Report(float64(time.Since(start).Microseconds())/1000, found)
+	child.Report(float64(time.Since(start).Microseconds())/1000, found)
 }
 
 func benchBucket(tb testing.TB, home, warehouse string, props map[string]string) *bucket.Bucket {
@@ -207,7 +196,7 @@ func localPut(home string) putFunc {
 	}
 }
 
-func s3Put(srv testenv.S3Server) putFunc {
+func s3Put(srv servers.S3Server) putFunc {
 	return func(ctx context.Context, location string, keys []string, _ time.Duration) error {
 		prefix := strings.TrimPrefix(location, "s3://"+srv.Bucket+"/")
 		p := pool.New().WithErrors().WithContext(ctx).WithMaxGoroutines(32)

@@ -3,6 +3,7 @@ package orphan
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,17 +14,17 @@ import (
 
 	"github.com/icekeeper/icekeeper/expire"
 	"github.com/icekeeper/icekeeper/internal/demo"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
-	"github.com/icekeeper/icekeeper/internal/tablecheck"
-	"github.com/icekeeper/icekeeper/internal/tabletest"
+	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 const day = 24 * time.Hour
 
 type fixture struct {
-	*tabletest.DemoTable
+	*testkit.DemoTable
 	t      *testing.T
 	job    *Job
 	before tablecheck.Fingerprint
@@ -32,7 +33,7 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T) *fixture {
-	d := tabletest.NewDemoTable(t, demo.Options{Appends: 15})
+	d := testkit.NewDemoTable(t, demo.Options{Appends: 15})
 	f := &fixture{DemoTable: d, t: t, job: &Job{Store: d.Store}, now: time.Now()}
 	tbl := d.Load()
 	f.dir = strings.TrimPrefix(tbl.Location(), "file://")
@@ -386,7 +387,7 @@ func TestWriteDataPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tbl, err = demo.AppendSample(f.Ctx, tbl, 20); err != nil {
+	if tbl, err = testkit.AppendRandom(f.Ctx, tbl, 20, 1_000_000, rand.New(rand.NewPCG(7, 7))); err != nil {
 		t.Fatal(err)
 	}
 	if f.before, err = tablecheck.Rows(f.Ctx, tbl, 0); err != nil {
@@ -420,7 +421,7 @@ func TestExpireDeletesExpiredFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tbl, err = demo.AppendSample(f.Ctx, tbl, 10); err != nil {
+	if tbl, err = testkit.AppendRandom(f.Ctx, tbl, 10, 1_000_000, rand.New(rand.NewPCG(7, 7))); err != nil {
 		t.Fatal(err)
 	}
 	// The appended sample has no "note": fill the column as null for the

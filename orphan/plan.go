@@ -3,8 +3,8 @@ package orphan
 import (
 	"time"
 
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // Rules are the removal settings, resolved.

@@ -5,23 +5,24 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/demo"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
-	"github.com/icekeeper/icekeeper/internal/tablecheck"
-	"github.com/icekeeper/icekeeper/internal/testenv"
+	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // On real S3 (versitygw) with a SQL catalog on PostgreSQL: strays are
@@ -31,10 +32,10 @@ import (
 // are configured as one.
 func TestS3(t *testing.T) {
 	ctx := context.Background()
-	srv := testenv.S3(t)
-	other := testenv.S3(t)
+	srv := servers.S3(t)
+	other := servers.S3(t)
 	props := srv.Props()
-	props["type"], props["uri"], props["warehouse"] = "sql", testenv.Postgres(t), "s3://"+srv.Bucket+"/warehouse"
+	props["type"], props["uri"], props["warehouse"] = "sql", servers.Postgres(t), "s3://"+srv.Bucket+"/warehouse"
 	var kv []string
 	for k, v := range props {
 		kv = append(kv, fmt.Sprintf("%q: %q", k, v))
@@ -46,19 +47,9 @@ func TestS3(t *testing.T) {
 	reg := cfg.Registry()
 	defer reg.Close()
 	b, _ := reg.Bucket("lake")
-	cat, err := b.Catalog(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"db"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.CreateTable(ctx, table.Identifier{"db", "events"}, demo.Schema())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := testkit.NewTable(t, b, "db", "events", demo.Schema())
 	for i := 0; i < 3; i++ {
-		if tbl, err = demo.AppendSample(ctx, tbl, 50); err != nil {
+		if tbl, err = testkit.AppendRandom(ctx, tbl, 50, 1_000_000, rand.New(rand.NewPCG(7, 7))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,7 +12,7 @@ PID=""
 cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT
 go build -o "$WORK/icekeeper" ./cmd/icekeeper
-go build -o "$WORK/mktables" ./internal/benchproc/mktables
+go build -o "$WORK/mktables" ./internal/testkit/mktables
 
 free_port() { for _ in $(seq 50); do p=$(( (RANDOM % 30000) + 20000 )); (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }; done; }
 

@@ -25,22 +25,22 @@ import (
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/expire"
 	"github.com/icekeeper/icekeeper/internal/demo"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
-	"github.com/icekeeper/icekeeper/internal/tabletest"
+	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 const bucketARN = configs.LocalBucketARN
 
 type fixture struct {
-	*tabletest.DemoTable
+	*testkit.DemoTable
 	url    string
 	runner *jobs.Runner
 }
 
 func newServer(t *testing.T, api configs.API) *fixture {
-	d := tabletest.NewDemoTable(t, demo.Options{Appends: 5})
+	d := testkit.NewDemoTable(t, demo.Options{Appends: 5})
 	cfg := configs.Embedded(d.Home)
 	if api.SigningName == "" {
 		api.SigningName = "s3tables"
@@ -373,7 +373,7 @@ func TestPutChecksTable(t *testing.T) {
 
 // api.metricsAuth: /metrics wants the bearer token; unset, it is open.
 func TestMetricsAuth(t *testing.T) {
-	d := tabletest.NewDemoTable(t, demo.Options{Appends: 1})
+	d := testkit.NewDemoTable(t, demo.Options{Appends: 1})
 	reg := configs.Embedded(d.Home).Registry()
 	t.Cleanup(reg.Close)
 	get := func(srv *Server, token string) int {

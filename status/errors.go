@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/orphan"
 )
 

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // tableTypes are the job types configured per table in S3 Tables; removal

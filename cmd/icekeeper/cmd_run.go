@@ -10,11 +10,11 @@ import (
 
 	"github.com/icekeeper/icekeeper/compactor"
 	"github.com/icekeeper/icekeeper/expire"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/progress"
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/orphan"
 )
 

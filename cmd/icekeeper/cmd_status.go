@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3tables"
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
-	"github.com/icekeeper/icekeeper/status"
+	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/status/client"
 )
 
 func cmdStatus(ctx context.Context, env *cliEnv, args []string) error {
@@ -39,7 +39,7 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	c := status.NewClient(*endpoint, *keyID, *secret, *signing)
+	c := client.New(*endpoint, *keyID, *secret, *signing)
 	arn, err := c.BucketARN(ctx, r.Bucket)
 	if err != nil {
 		return err

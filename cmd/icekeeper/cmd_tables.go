@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/icekeeper/icekeeper/internal/health"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 type tableHealth struct {

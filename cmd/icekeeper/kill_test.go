@@ -14,17 +14,16 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/demo"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
-	"github.com/icekeeper/icekeeper/internal/tablecheck"
-	"github.com/icekeeper/icekeeper/internal/tabletest"
-	"github.com/icekeeper/icekeeper/internal/testenv"
+	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // A daemon is killed with SIGKILL in the middle of a compaction. The
@@ -147,7 +146,7 @@ func TestKillDuringCommit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	dsn := testenv.Postgres(t)
+	dsn := servers.Postgres(t)
 	bin := buildBinary(t)
 	home := t.TempDir()
 	ctx := context.Background()
@@ -156,20 +155,11 @@ func TestKillDuringCommit(t *testing.T) {
 	reg := cfg.Registry()
 	defer reg.Close()
 	b, _ := reg.Bucket("local")
-	cat, err := b.Catalog(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"demo"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.CreateTable(ctx, table.Identifier{"demo", "events"}, demo.Schema())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := testkit.NewTable(t, b, "demo", "events", demo.Schema())
+	var err error
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 20; i++ {
-		if tbl, err = tabletest.AppendRandom(ctx, tbl, 200, int64(i*200), rng); err != nil {
+		if tbl, err = testkit.AppendRandom(ctx, tbl, 200, int64(i*200), rng); err != nil {
 			t.Fatal(err)
 		}
 	}

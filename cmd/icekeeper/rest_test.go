@@ -22,9 +22,9 @@ import (
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/demo"
-	"github.com/icekeeper/icekeeper/internal/tablecheck"
-	"github.com/icekeeper/icekeeper/internal/tabletest"
-	"github.com/icekeeper/icekeeper/internal/testenv"
+	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 )
 
 // The three jobs end to end on a table bucket behind an Iceberg REST
@@ -35,7 +35,7 @@ import (
 // noncurrent days have passed. The rows stay exact throughout and no file
 // the metadata reaches goes missing.
 func TestRESTCatalogEndToEnd(t *testing.T) {
-	srv := testenv.REST(t)
+	srv := servers.REST(t)
 	c := newCLI(t)
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -66,20 +66,10 @@ buckets:
 	reg := cfg.Registry()
 	defer reg.Close()
 	b, _ := reg.Bucket(srv.Bucket)
-	cat, err := b.Catalog(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"db"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.CreateTable(ctx, table.Identifier{"db", "events"}, demo.Schema())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := testkit.NewTable(t, b, "db", "events", demo.Schema())
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 40; i++ {
-		if tbl, err = tabletest.AppendRandom(ctx, tbl, 100, 0, rng); err != nil {
+		if tbl, err = testkit.AppendRandom(ctx, tbl, 100, 0, rng); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -131,7 +121,7 @@ buckets:
 	}
 
 	// Compaction beside the writer.
-	w := &tabletest.Writer{Load: func(ctx context.Context) (*table.Table, error) { return b.LoadTable(ctx, id) },
+	w := &testkit.Writer{Load: func(ctx context.Context) (*table.Table, error) { return b.LoadTable(ctx, id) },
 		Interval: 100 * time.Millisecond, Rows: 20, Seed: 9}
 	stop := w.Start(ctx)
 	w.Await(3)

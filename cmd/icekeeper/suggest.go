@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // jobAliases are the short names `run --job` accepts beside the S3 Tables

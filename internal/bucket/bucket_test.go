@@ -21,8 +21,8 @@ import (
 	"github.com/icekeeper/icekeeper/internal/arn"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/redact"
-	"github.com/icekeeper/icekeeper/internal/tablecheck"
-	"github.com/icekeeper/icekeeper/internal/testenv"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 )
 
 func TestParseRef(t *testing.T) {
@@ -100,8 +100,8 @@ func TestRegistryEmbedded(t *testing.T) {
 // warehouse on versitygw, reached only through icekeeper's configuration.
 func TestRegistryPostgresS3(t *testing.T) {
 	ctx := context.Background()
-	dsn := testenv.Postgres(t)
-	s3 := testenv.S3(t)
+	dsn := servers.Postgres(t)
+	s3 := servers.S3(t)
 	props := s3.Props()
 	props["type"] = "sql"
 	props["uri"] = dsn

@@ -449,22 +449,3 @@ func localPath(loc string) string {
 	}
 	return loc
 }
-
-// AppendSample appends n generated demo rows to tbl (which must have the
-// demo schema) and returns the new table; fixtures and benchmarks use it.
-func AppendSample(ctx context.Context, tbl *table.Table, n int) (*table.Table, error) {
-	rng := rand.New(rand.NewPCG(7, 7))
-	rows := make([]row, n)
-	day := time.Now().Truncate(24 * time.Hour)
-	for i := range rows {
-		rows[i] = randomRow(rng, int64(i+1), day)
-	}
-	rec := toRecord(rows)
-	defer rec.Release()
-	rdr, err := array.NewRecordReader(arrowSchema, []arrow.RecordBatch{rec})
-	if err != nil {
-		return nil, err
-	}
-	defer rdr.Release()
-	return tbl.Append(ctx, rdr, nil)
-}

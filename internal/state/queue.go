@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 func (s *sqlStore) FailRunning(ctx context.Context, t TableKey, typ maintenance.JobType, msg string, now time.Time) (int, error) {

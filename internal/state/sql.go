@@ -15,8 +15,8 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers driver "pgx"
 	_ "modernc.org/sqlite"             // registers driver "sqlite"
 
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/redact"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 type dialect int

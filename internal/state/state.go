@@ -12,7 +12,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/icekeeper/icekeeper/internal/maintenance"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // TableKey names a table: its bucket's ARN, its namespace (dot-joined when

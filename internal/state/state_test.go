@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/icekeeper/icekeeper/internal/maintenance"
-	"github.com/icekeeper/icekeeper/internal/testenv"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // Every backend runs the same suite.
@@ -22,7 +22,7 @@ func TestSQLite(t *testing.T) {
 }
 
 func TestPostgres(t *testing.T) {
-	dsn := testenv.Postgres(t)
+	dsn := servers.Postgres(t)
 	suite(t, func(t *testing.T) Store { return open(t, dsn) })
 }
 

@@ -1,4 +1,4 @@
-package tabletest
+package testkit
 
 import (
 	"context"
@@ -82,7 +82,7 @@ func appendRandom(b array.Builder, f arrow.Field, rng *rand.Rand) {
 			appendRandom(bb.ValueBuilder(), lt.ElemField(), rng)
 		}
 	default:
-		panic(fmt.Sprintf("tabletest: no generator for %s", f.Type))
+		panic(fmt.Sprintf("testkit: no generator for %s", f.Type))
 	}
 }
 
@@ -100,4 +100,30 @@ func AppendRandom(ctx context.Context, tbl *table.Table, n int, firstID int64, r
 	}
 	defer rdr.Release()
 	return tbl.Append(ctx, rdr, nil)
+}
+
+// AppendCommits makes commits appends of n generated rows each, ids from
+// firstID, in one catalog commit: every append is its own snapshot with its
+// own data file and manifest, as a writer's commits are, without a catalog
+// round trip and a metadata file per append.
+func AppendCommits(ctx context.Context, tbl *table.Table, commits, n int, firstID int64, rng *rand.Rand) (*table.Table, error) {
+	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
+	if err != nil {
+		return nil, err
+	}
+	tx := tbl.NewTransaction()
+	for i := 0; i < commits; i++ {
+		rec := RandomRecord(sc, n, firstID+int64(i*n), rng)
+		rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
+		rec.Release()
+		if err != nil {
+			return nil, err
+		}
+		err = tx.Append(ctx, rdr, nil)
+		rdr.Release()
+		if err != nil {
+			return nil, fmt.Errorf("append %d of %d: %w", i+1, commits, err)
+		}
+	}
+	return tx.Commit(ctx)
 }

@@ -1,4 +1,4 @@
-// Package testenv gives tests the real servers that scripts/test.sh starts:
+// Package servers gives tests the real servers that scripts/test.sh starts:
 // a PostgreSQL server, an S3 server (versitygw) and an Iceberg REST catalog
 // with S3 Tables and S3 behind it (SeaweedFS), all on 127.0.0.1. Each test
 // gets its own database, bucket or table bucket and removes it afterwards.
@@ -7,7 +7,7 @@
 // skipped, unless ICEKEEPER_REQUIRE_SERVERS=1 (set by scripts/test.sh and so
 // by CI), where a missing server fails the test instead: CI can never pass
 // by skipping the real-component tests.
-package testenv
+package servers
 
 import (
 	"context"

@@ -1,5 +1,10 @@
-// Package tabletest builds the tables job tests run on.
-package tabletest
+// Package testkit is what tests share, and only tests use: the tables
+// job tests run on (the demo table, generated rows, a streaming writer).
+// Its subpackages are the real servers (servers), fingerprints of a
+// table's rows and files (tablecheck), and the child processes of
+// side-by-side benchmarks (child). Being test-only, it may import any
+// layer; no product package imports it.
+package testkit
 
 import (
 	"context"
@@ -12,14 +17,16 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/demo"
-	"github.com/icekeeper/icekeeper/internal/maintenance"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // DemoTable is the demo table in a fresh embedded home with its state
@@ -128,4 +135,23 @@ func AppendRows(ctx context.Context, b *bucket.Bucket, id bucket.TableID, n int)
 		time.Sleep(5 * time.Millisecond)
 	}
 	return errors.New("writer gave up after 50 conflicting commits")
+}
+
+// NewTable creates namespace.name in b's catalog (the namespace too,
+// unless it exists) with sc and opts, and fails the test on any error.
+func NewTable(t testing.TB, b *bucket.Bucket, namespace, name string, sc *iceberg.Schema, opts ...catalog.CreateTableOpt) *table.Table {
+	t.Helper()
+	ctx := context.Background()
+	cat, err := b.Catalog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateNamespace(ctx, table.Identifier{namespace}, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		t.Fatal(err)
+	}
+	tbl, err := cat.CreateTable(ctx, table.Identifier{namespace, name}, sc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
 }

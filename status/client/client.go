@@ -1,4 +1,7 @@
-package status
+// Package client is the client of icekeeper's API, as `icekeeper status`
+// uses it: the S3 Tables calls through the AWS SDK, icekeeper's own
+// routes through SigV4-signed HTTP. It shares no code with the server.
+package client
 
 import (
 	"context"
@@ -30,9 +33,9 @@ type Client struct {
 	HTTP        *http.Client
 }
 
-// NewClient returns a client for endpoint; empty keys sign with a
+// New returns a client for endpoint; empty keys sign with a
 // placeholder key, which an unauthenticated server ignores.
-func NewClient(endpoint, keyID, secret, signingName string) *Client {
+func New(endpoint, keyID, secret, signingName string) *Client {
 	if keyID == "" {
 		keyID, secret = "anonymous", "anonymous"
 	}

@@ -1,8 +1,8 @@
-// Package benchproc runs one side of a side-by-side benchmark in a child
+// Package child runs one side of a side-by-side benchmark in a child
 // process, so that each side's peak RSS is its own and neither inherits
 // the other's heap. The benchmark binary re-executes itself, running only
 // the named child test, which does the work and reports a Result line.
-package benchproc
+package child
 
 import (
 	"bytes"
@@ -24,14 +24,60 @@ type Result struct {
 
 const envKey = "ICEKEEPER_BENCH_CHILD"
 
-// Spec returns the argument the child was started with, or "" when this
-// process is not a benchmark child.
-func Spec() string { return os.Getenv(envKey) }
+// The two sides of every comparison; a child gets its side as Args()[0].
+const (
+	Icekeeper = "icekeeper"
+	IcebergGo = "iceberg-go"
+)
 
-// Run re-executes the test binary, running only childTest with spec.
-func Run(childTest, spec string) (Result, error) {
+// Args returns the arguments the child was started with, or nil when this
+// process is not a benchmark child.
+func Args() []string {
+	var args []string
+	if v := os.Getenv(envKey); v != "" {
+		_ = json.Unmarshal([]byte(v), &args)
+	}
+	return args
+}
+
+// Pair runs both sides of iteration i, icekeeper first on even iterations
+// and iceberg-go first on odd ones, so neither side always runs on the
+// warmer cache; each child gets its side followed by args.
+func Pair(i int, childTest string, args ...string) (ik, ig Result, err error) {
+	order := []string{Icekeeper, IcebergGo}
+	if i%2 == 1 {
+		order = []string{IcebergGo, Icekeeper}
+	}
+	for _, side := range order {
+		r, err := Run(childTest, append([]string{side}, args...)...)
+		if err != nil {
+			return ik, ig, err
+		}
+		if side == Icekeeper {
+			ik = r
+		} else {
+			ig = r
+		}
+	}
+	return ik, ig, nil
+}
+
+// Add sums r into s, for averaging over iterations.
+func (s *Result) Add(r Result) {
+	s.Ms += r.Ms
+	s.PeakRSSMiB += r.PeakRSSMiB
+	s.Count += r.Count
+	s.Bytes += r.Bytes
+}
+
+// Run re-executes the test binary, running only childTest with args.
+func Run(childTest string, args ...string) (Result, error) {
+	spec, err := json.Marshal(args)
+	if err != nil {
+		return Result{}, err
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^"+childTest+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), envKey+"="+spec)
+	cmd.Env = append(os.Environ(), envKey+"="+string(spec))
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {

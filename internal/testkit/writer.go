@@ -1,4 +1,4 @@
-package tabletest
+package testkit
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/commit"
-	"github.com/icekeeper/icekeeper/internal/tablecheck"
+	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 )
 
 // Writer is a streaming writer, as a Flink job with a short checkpoint

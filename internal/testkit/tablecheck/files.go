@@ -34,6 +34,9 @@ func ReachableFiles(ctx context.Context, tbl *table.Table) ([]string, error) {
 			return nil, fmt.Errorf("manifest list %s: %w", snap.ManifestList, err)
 		}
 		for _, m := range manifests {
+			if set[m.FilePath()] {
+				continue // manifests are immutable: its entries are in already
+			}
 			set[m.FilePath()] = true
 			entries, err := m.FetchEntries(fsys, true)
 			if err != nil {
