@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -155,12 +154,7 @@ func TestS3(t *testing.T) {
 	}
 
 	// Storage that cannot be reached fails the run naming the endpoint.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := "http://" + ln.Addr().String()
-	ln.Close()
+	down := "http://" + servers.FreeAddr(t)
 	downCfg := *cfg
 	downCfg.Buckets = []configs.Bucket{cfg.Buckets[0]}
 	downCfg.Buckets[0].Catalog = map[string]string{}
@@ -178,7 +172,7 @@ func TestS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Status != state.Failed || !strings.Contains(out.FailureMessage, ln.Addr().String()) {
+	if out.Status != state.Failed || !strings.Contains(out.FailureMessage, strings.TrimPrefix(down, "http://")) {
 		t.Fatalf("unreachable storage: %+v", out)
 	}
 }

@@ -60,7 +60,7 @@ func TestKillDuringJobAndRestart(t *testing.T) {
 	writeHomeConfig(t, cfgFile, home, "127.0.0.1:0", `{icebergSnapshotManagement: {status: disabled}, icebergUnreferencedFileRemoval: {status: disabled}}`,
 		`{icebergCompaction: "@every 1s", icebergSnapshotManagement: "@daily", icebergUnreferencedFileRemoval: "@daily"}`)
 	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "serve", "--config", cfgFile, "--listen", freeAddr(t), "--lease-ttl", "3s")
+		cmd := exec.Command(bin, "serve", "--config", cfgFile, "--listen", servers.FreeAddr(t), "--lease-ttl", "3s")
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

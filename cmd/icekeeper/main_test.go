@@ -7,13 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 )
 
 // cli runs icekeeper in-process with a fresh embedded home.
@@ -189,12 +190,7 @@ buckets:
 // command.
 func TestSecretsRedacted(t *testing.T) {
 	c := newCLI(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := servers.FreeAddr(t)
 	const secret = "tok3n-s3cr3t-value"
 	cfg := filepath.Join(t.TempDir(), "secret.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`state: sqlite://state.db
@@ -226,12 +222,7 @@ buckets:
 // the connect timeout, with exit code 1.
 func TestUnreachableCatalog(t *testing.T) {
 	c := newCLI(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := servers.FreeAddr(t)
 	cfg := filepath.Join(t.TempDir(), "down.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`state: sqlite://state.db
 buckets:
@@ -328,17 +319,13 @@ func TestRunAllOnDemo(t *testing.T) {
 
 func TestServeHealthz(t *testing.T) {
 	newCLI(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := servers.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
 	var errOut bytes.Buffer
 	go func() { done <- Main(ctx, []string{"serve", "--listen", addr}, io.Discard, &errOut) }()
 	var resp *http.Response
+	var err error
 	for i := 0; i < 100; i++ {
 		if resp, err = http.Get("http://" + addr + "/healthz"); err == nil {
 			break

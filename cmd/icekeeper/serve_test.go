@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3tables/types"
 
 	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 )
 
 // writeHomeConfig writes a configuration file for the embedded layout in
@@ -44,15 +44,6 @@ schedules: %s
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // The daemon on the demo with one-second schedules: every job type runs by
 // its schedule, the SDK sees Successful runs with timestamps, `status`
 // prints them, metrics count them, and SIGTERM (ctx) stops it cleanly.
@@ -61,7 +52,7 @@ func TestServeRunsSchedules(t *testing.T) {
 	c.must("demo")
 	home := c.home
 	cfgFile := filepath.Join(t.TempDir(), "icekeeper.yaml")
-	addr := freeAddr(t)
+	addr := servers.FreeAddr(t)
 	writeHomeConfig(t, cfgFile, home, addr, "", `{icebergCompaction: "@every 1s", icebergSnapshotManagement: "@every 1s", icebergUnreferencedFileRemoval: "@every 1s"}`)
 
 	ctx, cancel := context.WithCancel(context.Background())

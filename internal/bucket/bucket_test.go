@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -21,6 +19,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/arn"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/redact"
+	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 )
@@ -157,7 +156,7 @@ func exerciseCatalog(t *testing.T, ctx context.Context, b *bucket.Bucket, wareho
 		if !strings.HasPrefix(tbl.Location(), warehouse) {
 			t.Fatalf("table location %s is not under %s", tbl.Location(), warehouse)
 		}
-		if written, err = appendRows(ctx, tbl, 100); err != nil {
+		if written, err = testkit.AppendRandom(ctx, tbl, 100, 0, rand.New(rand.NewPCG(1, 1))); err != nil {
 			t.Fatalf("append to %v: %v", id, err)
 		}
 	}
@@ -203,32 +202,9 @@ func exerciseCatalog(t *testing.T, ctx context.Context, b *bucket.Bucket, wareho
 	_ = catalog.ErrNoSuchTable
 }
 
-func appendRows(ctx context.Context, tbl *table.Table, n int) (*table.Table, error) {
-	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "name", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
-	bld := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-	defer bld.Release()
-	for i := 0; i < n; i++ {
-		bld.Field(0).(*array.Int64Builder).Append(int64(i))
-		bld.Field(1).(*array.StringBuilder).Append(fmt.Sprint("name-", i))
-	}
-	rec := bld.NewRecordBatch()
-	defer rec.Release()
-	rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
-	if err != nil {
-		return nil, err
-	}
-	defer rdr.Release()
-	return tbl.Append(ctx, rdr, nil)
-}
-
 // Unreachable catalogs fail within the deadline, naming the endpoint.
 func TestUnreachableCatalog(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens here now
+	addr := servers.FreeAddr(t)
 	// A listener that accepts and never answers: the hang case.
 	silent, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -298,48 +298,44 @@ func (s *sqlStore) ProtectMarks(ctx context.Context, t TableKey, paths []string,
 		n, _ := res.RowsAffected()
 		return int(n), nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	n, err := s.perPath(ctx, t, paths, protect+` AND path = ?`, millis(at))
 	if err != nil {
 		return 0, fmt.Errorf("protect noncurrent objects of %s: %w", t, err)
 	}
-	defer tx.Rollback()
-	total := 0
-	for _, p := range paths {
-		res, err := tx.ExecContext(ctx, s.rebind(protect+` AND path = ?`), millis(at), t.Bucket, t.Namespace, t.Name, p)
-		if err != nil {
-			return 0, fmt.Errorf("protect %s: %w", p, err)
-		}
-		n, _ := res.RowsAffected()
-		total += int(n)
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("protect noncurrent objects of %s: %w", t, err)
-	}
-	return total, nil
+	return n, nil
 }
 
 func (s *sqlStore) DeleteMarks(ctx context.Context, t TableKey, paths []string) (int, error) {
+	n, err := s.perPath(ctx, t, paths, `DELETE FROM noncurrent_marks WHERE bucket = ? AND namespace = ? AND name = ? AND path = ?`)
+	if err != nil {
+		return 0, fmt.Errorf("clear noncurrent marks of %s: %w", t, err)
+	}
+	return n, nil
+}
+
+// perPath runs stmt once per path in one transaction, with the arguments
+// lead..., t's bucket, namespace and name, and the path, and returns the
+// rows it affected.
+func (s *sqlStore) perPath(ctx context.Context, t TableKey, paths []string, stmt string, lead ...any) (int, error) {
 	if len(paths) == 0 {
 		return 0, nil
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, fmt.Errorf("clear noncurrent marks of %s: %w", t, err)
+		return 0, err
 	}
 	defer tx.Rollback()
+	stmt = s.rebind(stmt)
 	total := 0
 	for _, p := range paths {
-		res, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM noncurrent_marks WHERE bucket = ? AND namespace = ? AND name = ? AND path = ?`), t.Bucket, t.Namespace, t.Name, p)
+		res, err := tx.ExecContext(ctx, stmt, append(lead, t.Bucket, t.Namespace, t.Name, p)...)
 		if err != nil {
-			return 0, fmt.Errorf("clear noncurrent mark of %s: %w", p, err)
+			return 0, fmt.Errorf("%s: %w", p, err)
 		}
 		n, _ := res.RowsAffected()
 		total += int(n)
 	}
-	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("clear noncurrent marks of %s: %w", t, err)
-	}
-	return total, nil
+	return total, tx.Commit()
 }
 
 func (s *sqlStore) AcquireLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error) {

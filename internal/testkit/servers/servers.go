@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"net"
 	"net/url"
 	"os"
 	"testing"
@@ -238,4 +239,16 @@ func (s S3Server) WithLatency(t testing.TB, latency time.Duration) S3Server {
 		Credentials:  credentials.NewStaticCredentialsProvider(s.Key, s.Secret, ""),
 	})
 	return s
+}
+
+// FreeAddr returns a loopback address nothing listens on at the moment:
+// for a server a test starts, or for a service that is down.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
