@@ -2,40 +2,69 @@ package jobs
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/health"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
-// Counter is implemented by job figures that count what a run did
-// (bytes compacted, snapshots expired, objects deleted…), for metrics.
+// Counter is implemented by job figures that count what a run did, for
+// metrics: keys are names of Counts.
 type Counter interface {
 	Counters() map[string]float64
+}
+
+// Counts names the counters a run's figures may report, each with its
+// metric: bytes and files apart, every one present from the start at 0.
+var Counts = map[string]string{
+	"bytes_compacted":   "icekeeper_compaction_input_bytes_total",
+	"files_compacted":   "icekeeper_compaction_input_files_total",
+	"files_written":     "icekeeper_compaction_output_files_total",
+	"snapshots_expired": "icekeeper_expired_snapshots_total",
+	"refs_removed":      "icekeeper_removed_refs_total",
+	"objects_marked":    "icekeeper_marked_objects_total",
+	"objects_unmarked":  "icekeeper_unmarked_objects_total",
+	"objects_deleted":   "icekeeper_deleted_objects_total",
+	"bytes_deleted":     "icekeeper_deleted_bytes_total",
 }
 
 // Metrics are the daemon's Prometheus metrics.
 type Metrics struct {
 	runs      *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
-	items     *prometheus.CounterVec
+	counts    map[string]prometheus.Counter
 	Takeovers prometheus.Counter
+	tables    *tableCollector
 }
 
-// NewMetrics registers the metrics on reg; the queue depth is read from
-// store on each scrape.
+// NewMetrics registers the metrics on reg; the queue depth and the time
+// of each table's last successful run are read from store on each scrape.
 func NewMetrics(reg prometheus.Registerer, store state.Store) *Metrics {
 	m := &Metrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icekeeper_job_runs_total",
 			Help: "Job runs by job type and outcome."}, []string{"job", "status"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "icekeeper_job_run_duration_seconds",
 			Help: "Duration of job runs.", Buckets: prometheus.ExponentialBuckets(0.05, 4, 10)}, []string{"job"}),
-		items: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icekeeper_job_items_total",
-			Help: "What job runs did: bytes_compacted, files_compacted, files_written, snapshots_expired, refs_removed, objects_marked, objects_unmarked, objects_deleted, bytes_deleted."},
-			[]string{"job", "item"}),
+		counts: map[string]prometheus.Counter{},
 		Takeovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "icekeeper_lease_takeovers_total",
 			Help: "Jobs taken over after the worker holding them stopped."}),
+		tables: &tableCollector{store: store, health: map[state.TableKey]health.Health{}},
+	}
+	for _, typ := range maintenance.JobTypes {
+		for _, st := range []state.RunStatus{state.Successful, state.Failed, state.Disabled, state.Skipped} {
+			m.runs.WithLabelValues(string(typ), string(st)) // present at 0
+		}
+	}
+	for key, name := range Counts {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: fmt.Sprintf("Sum of %s over all runs.", key)})
+		m.counts[key] = c
+		reg.MustRegister(c)
 	}
 	depth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "icekeeper_queue_depth", Help: "Jobs queued or running."}, func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -46,7 +75,7 @@ func NewMetrics(reg prometheus.Registerer, store state.Store) *Metrics {
 		}
 		return float64(n)
 	})
-	reg.MustRegister(m.runs, m.duration, m.items, m.Takeovers, depth)
+	reg.MustRegister(m.runs, m.duration, m.Takeovers, depth, m.tables)
 	return m
 }
 
@@ -56,8 +85,121 @@ func (m *Metrics) Observe(r state.Run, out Outcome) {
 	m.runs.WithLabelValues(job, string(r.Status)).Inc()
 	m.duration.WithLabelValues(job).Observe(r.Finished.Sub(r.Started).Seconds())
 	if c, ok := out.Figures.(Counter); ok {
-		for item, v := range c.Counters() {
-			m.items.WithLabelValues(job, item).Add(v)
+		for key, v := range c.Counters() {
+			if counter, ok := m.counts[key]; ok {
+				counter.Add(v)
+			}
 		}
+	}
+}
+
+// RefreshHealth computes the health of every table of every bucket for
+// the per-table gauges; a table that cannot be read keeps no gauges.
+func (m *Metrics) RefreshHealth(ctx context.Context, reg *bucket.Registry, resolver *Resolver, now time.Time) error {
+	fresh := map[state.TableKey]health.Health{}
+	var firstErr error
+	for _, b := range reg.Buckets() {
+		ids, err := b.Tables(ctx)
+		if err != nil {
+			firstErr = cmpErr(firstErr, err)
+			continue
+		}
+		for _, id := range ids {
+			t := Target{Bucket: b, Table: id}
+			s, err := resolver.Table(ctx, t)
+			if err != nil {
+				firstErr = cmpErr(firstErr, err)
+				continue
+			}
+			tbl, err := b.LoadTable(ctx, id)
+			if err != nil {
+				firstErr = cmpErr(firstErr, err)
+				continue
+			}
+			h, err := health.Of(ctx, tbl, *s.For(maintenance.Compaction).Compaction.TargetFileSizeMB, now)
+			if err != nil {
+				firstErr = cmpErr(firstErr, fmt.Errorf("health of %s: %w", t.Key(), err))
+				continue
+			}
+			fresh[t.Key()] = h
+		}
+	}
+	m.tables.mu.Lock()
+	m.tables.health = fresh
+	m.tables.mu.Unlock()
+	return firstErr
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// tableCollector exports per-table gauges: health from the last refresh,
+// and the last successful run of each job type from the state store.
+type tableCollector struct {
+	store  state.Store
+	mu     sync.Mutex
+	health map[state.TableKey]health.Health
+}
+
+var (
+	tableLabels = []string{"bucket", "namespace", "table"}
+	gauge       = func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, append(append([]string{}, tableLabels...), labels...), nil)
+	}
+	descDataFiles   = gauge("icekeeper_table_data_files", "Data files in the table's current snapshot.")
+	descSmallFiles  = gauge("icekeeper_table_small_files", "Data files under 75% of the compaction target.")
+	descDeleteFiles = gauge("icekeeper_table_delete_files", "Position and equality delete files and deletion vectors in the current snapshot.")
+	descBytes       = gauge("icekeeper_table_bytes", "Bytes of data and delete files in the current snapshot.")
+	descSnapshots   = gauge("icekeeper_table_snapshots", "Snapshots in the table's metadata.")
+	descOldest      = gauge("icekeeper_table_oldest_snapshot_age_seconds", "Age of the table's oldest snapshot.")
+	descMetadata    = gauge("icekeeper_table_metadata_bytes", "Size of the table's current metadata file.")
+	descLastSuccess = gauge("icekeeper_table_last_success_timestamp_seconds", "When the last successful run of a job type on the table finished.", "job")
+	descNoncurrent  = gauge("icekeeper_table_noncurrent_objects", "Objects marked noncurrent and not protected, awaiting deletion.")
+	descOldestMark  = gauge("icekeeper_table_oldest_noncurrent_mark_timestamp_seconds", "When the table's oldest unprotected noncurrent mark was made.")
+)
+
+func (c *tableCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descDataFiles, descSmallFiles, descDeleteFiles, descBytes, descSnapshots, descOldest, descMetadata,
+		descLastSuccess, descNoncurrent, descOldestMark} {
+		ch <- d
+	}
+}
+
+func (c *tableCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	hs := c.health
+	c.mu.Unlock()
+	for k, h := range hs {
+		l := []string{k.Bucket, k.Namespace, k.Name}
+		for d, v := range map[*prometheus.Desc]float64{descDataFiles: float64(h.DataFiles), descSmallFiles: float64(h.SmallFiles),
+			descDeleteFiles: float64(h.DeleteFiles), descBytes: float64(h.TotalBytes), descSnapshots: float64(h.Snapshots),
+			descOldest: h.OldestAgeHours * 3600, descMetadata: float64(h.MetadataBytes)} {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	runs, err := c.store.LastSuccesses(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(descLastSuccess, err)
+		return
+	}
+	for _, r := range runs {
+		ch <- prometheus.MustNewConstMetric(descLastSuccess, prometheus.GaugeValue, float64(r.Finished.UnixMilli())/1000,
+			r.Table.Bucket, r.Table.Namespace, r.Table.Name, string(r.Type))
+	}
+	marks, err := c.store.MarkStats(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(descNoncurrent, err)
+		return
+	}
+	for k, st := range marks {
+		l := []string{k.Bucket, k.Namespace, k.Name}
+		ch <- prometheus.MustNewConstMetric(descNoncurrent, prometheus.GaugeValue, float64(st.Count), l...)
+		ch <- prometheus.MustNewConstMetric(descOldestMark, prometheus.GaugeValue, float64(st.Oldest.UnixMilli())/1000, l...)
 	}
 }

@@ -34,6 +34,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	parallel := fs.Int("parallelism", 2, "jobs run at once by this replica")
 	timeout := fs.Duration("job-timeout", time.Hour, "longest a single job may run")
 	leaseTTL := fs.Duration("lease-ttl", time.Minute, "how long a job's claim and table lease outlive a replica that stops renewing them")
+	healthEvery := fs.Duration("health-interval", 5*time.Minute, "how often the per-table health gauges of /metrics are recomputed (each reads every table's metadata and manifest lists)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -74,9 +75,10 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHard()
 	var bg sync.WaitGroup
-	bg.Add(2)
+	bg.Add(3)
 	go func() { defer bg.Done(); _ = sched.Run(ctx) }()
 	go func() { defer bg.Done(); worker.Run(ctx, hard) }()
+	go func() { defer bg.Done(); refreshHealth(ctx, metrics, w, *healthEvery, logger) }()
 	ready := make(chan net.Addr, 1)
 	go func() {
 		if a, ok := <-ready; ok {
@@ -89,6 +91,23 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	timer.Stop()
 	logger.Info("icekeeper stopped")
 	return err
+}
+
+// refreshHealth recomputes the per-table gauges now and every interval
+// until ctx ends.
+func refreshHealth(ctx context.Context, m *jobs.Metrics, w *world, every time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := m.RefreshHealth(ctx, w.registry, w.resolver, time.Now()); err != nil && ctx.Err() == nil {
+			logger.Warn("table health for /metrics", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // holderName identifies this replica in claims and leases.

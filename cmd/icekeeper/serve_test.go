@@ -113,10 +113,17 @@ func TestServeRunsSchedules(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, m := range []string{`icekeeper_job_runs_total{job="icebergCompaction",status="Successful"}`, "icekeeper_queue_depth", `icekeeper_job_items_total{item="bytes_compacted",job="icebergCompaction"}`} {
+	demoLabels := `bucket="` + configs.LocalBucketARN + `",namespace="demo",table="events"`
+	for _, m := range []string{`icekeeper_job_runs_total{job="icebergCompaction",status="Successful"}`, "icekeeper_queue_depth",
+		`icekeeper_table_last_success_timestamp_seconds{bucket="` + configs.LocalBucketARN + `",job="icebergCompaction",namespace="demo",table="events"}`,
+		`icekeeper_table_data_files{` + demoLabels + `}`, `icekeeper_table_small_files{` + demoLabels + `}`} {
 		if !strings.Contains(string(body), m) {
-			t.Fatalf("metrics lack %s", m)
+			t.Fatalf("metrics lack %s:\n%s", m, body)
 		}
+	}
+	// The run compacted: the bytes counter moved off its 0.
+	if strings.Contains(string(body), "icekeeper_compaction_input_bytes_total 0\n") {
+		t.Fatalf("no compacted bytes counted:\n%s", body)
 	}
 	resp, err = http.Get("http://" + addr + "/icekeeper/v1/tables/" + strings.ReplaceAll(configs.LocalBucketARN, "/", "%2F") + "/demo/events/schedule")
 	if err != nil || resp.StatusCode != 200 {

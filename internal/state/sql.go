@@ -228,6 +228,19 @@ func (s *sqlStore) LastRuns(ctx context.Context, t TableKey) (map[maintenance.Jo
 	return out, nil
 }
 
+func (s *sqlStore) LastSuccesses(ctx context.Context) ([]Run, error) {
+	rows, err := s.query(ctx, `SELECT `+runColumns+` FROM runs WHERE id IN (
+		SELECT MAX(id) FROM runs WHERE status = ? GROUP BY bucket, namespace, name, job_type)`, string(Successful))
+	if err != nil {
+		return nil, fmt.Errorf("read last successful runs: %w", err)
+	}
+	runs, err := scanRuns(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read last successful runs: %w", err)
+	}
+	return runs, nil
+}
+
 func (s *sqlStore) Runs(ctx context.Context, t TableKey, typ maintenance.JobType, limit int) ([]Run, error) {
 	rows, err := s.query(ctx, `SELECT `+runColumns+` FROM runs WHERE bucket = ? AND namespace = ? AND name = ? AND job_type = ? ORDER BY id DESC LIMIT ?`,
 		t.Bucket, t.Namespace, t.Name, string(typ), limit)
@@ -284,6 +297,27 @@ func (s *sqlStore) Marks(ctx context.Context, t TableKey) ([]Mark, error) {
 			m.ProtectedAt = fromMillis(prot)
 		}
 		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+func (s *sqlStore) MarkStats(ctx context.Context) (map[TableKey]MarkStat, error) {
+	rows, err := s.query(ctx, `SELECT bucket, namespace, name, COUNT(*), MIN(marked_at) FROM noncurrent_marks
+		WHERE protected_at = 0 GROUP BY bucket, namespace, name`)
+	if err != nil {
+		return nil, fmt.Errorf("count noncurrent marks: %w", err)
+	}
+	defer rows.Close()
+	out := map[TableKey]MarkStat{}
+	for rows.Next() {
+		var k TableKey
+		var st MarkStat
+		var oldest int64
+		if err := rows.Scan(&k.Bucket, &k.Namespace, &k.Name, &st.Count, &oldest); err != nil {
+			return nil, fmt.Errorf("count noncurrent marks: %w", err)
+		}
+		st.Oldest = fromMillis(oldest)
+		out[k] = st
 	}
 	return out, rows.Err()
 }

@@ -67,6 +67,12 @@ type Mark struct {
 // Protected reports whether an operator restored the object.
 func (m Mark) Protected() bool { return !m.ProtectedAt.IsZero() }
 
+// MarkStat summarises a table's unprotected noncurrent marks.
+type MarkStat struct {
+	Count  int
+	Oldest time.Time
+}
+
 // ErrNotFound is returned when a looked-up record does not exist.
 var ErrNotFound = errors.New("not found")
 
@@ -86,6 +92,9 @@ type Store interface {
 	FinishRun(ctx context.Context, r Run) error
 	// LastRuns returns the latest finished run of each job type of t.
 	LastRuns(ctx context.Context, t TableKey) (map[maintenance.JobType]Run, error)
+	// LastSuccesses returns, for every table and job type that has one,
+	// the latest successful run.
+	LastSuccesses(ctx context.Context) ([]Run, error)
 	// Runs returns up to limit runs of t and typ, newest first.
 	Runs(ctx context.Context, t TableKey, typ maintenance.JobType, limit int) ([]Run, error)
 
@@ -97,6 +106,9 @@ type Store interface {
 	// DeleteMarks removes t's marks of the given paths and returns how
 	// many were removed; no paths removes nothing.
 	DeleteMarks(ctx context.Context, t TableKey, paths []string) (int, error)
+	// MarkStats returns, per table with unprotected marks, how many there
+	// are and when the oldest was made.
+	MarkStats(ctx context.Context) (map[TableKey]MarkStat, error)
 	// ProtectMarks protects t's unprotected marks of paths (all of them
 	// when paths is nil) as of at and returns how many it protected.
 	ProtectMarks(ctx context.Context, t TableKey, paths []string, at time.Time) (int, error)

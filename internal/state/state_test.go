@@ -204,6 +204,10 @@ func testMarks(t *testing.T, s Store) {
 	if got, _ := s.Marks(ctx, tbl); !got[1].Protected() {
 		t.Fatalf("PutMarks dropped a protection: %+v", got)
 	}
+	// Protected marks are not a backlog; the other table's one mark is.
+	if st, err := s.MarkStats(ctx); err != nil || len(st) != 1 || st[TableKey{tbl.Bucket, "demo", "other"}].Count != 1 || !st[TableKey{tbl.Bucket, "demo", "other"}].Oldest.Equal(now) {
+		t.Fatalf("mark stats = %+v %v", st, err)
+	}
 	if other, _ := s.Marks(ctx, TableKey{tbl.Bucket, "demo", "other"}); len(other) != 1 {
 		t.Fatalf("other table's marks were touched: %v", other)
 	}
