@@ -479,3 +479,67 @@ func TestExtraRoutes(t *testing.T) {
 		t.Fatalf("schedule without a scheduler: %d", code)
 	}
 }
+
+// The read routes through the AWS SDK: GetTableBucket, GetNamespace,
+// GetTable (both ways of naming the table), GetTableMetadataLocation; and
+// the errors AWS gives for what is not there or not an ARN.
+func TestReadRoutes(t *testing.T) {
+	f := newServer(t, configs.API{})
+	ctx := context.Background()
+	c := client(f.url, "any", "any")
+	tbl := f.Load()
+
+	tb, err := c.GetTableBucket(ctx, &s3tables.GetTableBucketInput{TableBucketARN: aws.String(bucketARN)})
+	if err != nil || aws.ToString(tb.Arn) != bucketARN || aws.ToString(tb.Name) != "local" || tb.CreatedAt == nil {
+		t.Fatalf("GetTableBucket: %+v %v", tb, err)
+	}
+	ns, err := c.GetNamespace(ctx, &s3tables.GetNamespaceInput{TableBucketARN: aws.String(bucketARN), Namespace: aws.String("demo")})
+	if err != nil || len(ns.Namespace) != 1 || ns.Namespace[0] != "demo" {
+		t.Fatalf("GetNamespace: %+v %v", ns, err)
+	}
+	got, err := c.GetTable(ctx, &s3tables.GetTableInput{TableBucketARN: aws.String(bucketARN), Namespace: aws.String("demo"), Name: aws.String("events")})
+	if err != nil || aws.ToString(got.MetadataLocation) != tbl.MetadataLocation() || aws.ToString(got.WarehouseLocation) != tbl.Location() ||
+		got.Format != types.OpenTableFormatIceberg || aws.ToString(got.VersionToken) == "" || got.Namespace[0] != "demo" {
+		t.Fatalf("GetTable: %+v %v", got, err)
+	}
+	byARN, err := c.GetTable(ctx, &s3tables.GetTableInput{TableArn: got.TableARN})
+	if err != nil || aws.ToString(byARN.MetadataLocation) != tbl.MetadataLocation() {
+		t.Fatalf("GetTable by ARN %s: %+v %v", aws.ToString(got.TableARN), byARN, err)
+	}
+	loc, err := c.GetTableMetadataLocation(ctx, &s3tables.GetTableMetadataLocationInput{TableBucketARN: aws.String(bucketARN),
+		Namespace: aws.String("demo"), Name: aws.String("events")})
+	if err != nil || aws.ToString(loc.MetadataLocation) != tbl.MetadataLocation() || aws.ToString(loc.VersionToken) != aws.ToString(got.VersionToken) {
+		t.Fatalf("GetTableMetadataLocation: %+v %v", loc, err)
+	}
+
+	var nf *types.NotFoundException
+	if _, err := c.GetNamespace(ctx, &s3tables.GetNamespaceInput{TableBucketARN: aws.String(bucketARN), Namespace: aws.String("nope")}); !errors.As(err, &nf) {
+		t.Errorf("missing namespace: %v", err)
+	}
+	if _, err := c.GetTable(ctx, &s3tables.GetTableInput{TableBucketARN: aws.String(bucketARN), Namespace: aws.String("demo"), Name: aws.String("nope")}); !errors.As(err, &nf) {
+		t.Errorf("missing table: %v", err)
+	}
+	if _, err := c.GetTableBucket(ctx, &s3tables.GetTableBucketInput{TableBucketARN: aws.String("arn:aws:s3tables:us-east-1:1:bucket/other")}); !errors.As(err, &nf) {
+		t.Errorf("unknown bucket: %v", err)
+	}
+	var br *types.BadRequestException
+	for name, call := range map[string]func() error{
+		"GetTableBucket": func() error {
+			_, err := c.GetTableBucket(ctx, &s3tables.GetTableBucketInput{TableBucketARN: aws.String("not-an-arn")})
+			return err
+		},
+		"GetTableMaintenanceJobStatus": func() error {
+			_, err := c.GetTableMaintenanceJobStatus(ctx, &s3tables.GetTableMaintenanceJobStatusInput{TableBucketARN: aws.String("arn:aws:s3:::bucket"),
+				Namespace: aws.String("demo"), Name: aws.String("events")})
+			return err
+		},
+		"GetTable by a bad table ARN": func() error {
+			_, err := c.GetTable(ctx, &s3tables.GetTableInput{TableArn: aws.String(bucketARN + "/events")})
+			return err
+		},
+	} {
+		if err := call(); !errors.As(err, &br) {
+			t.Errorf("%s with a malformed ARN: %v", name, err)
+		}
+	}
+}

@@ -92,6 +92,7 @@ func (s *Server) Handler() http.Handler {
 	api("GET /buckets", s.listBuckets)
 	api("GET /namespaces/{arn}", s.listNamespaces)
 	api("GET /tables/{arn}", s.listTables)
+	s.readRoutes(api)
 	s.extraRoutes(api)
 
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/icekeeper/icekeeper/internal/arn"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
@@ -27,11 +28,16 @@ const maxBody = 64 << 10
 // target resolves the bucket and table of a request, checking the table
 // exists and the caller may see it.
 func (s *Server) target(r *http.Request) (jobs.Target, error) {
-	b, err := s.bucketOf(r)
+	return s.targetOf(r, r.PathValue("arn"), r.PathValue("namespace"), r.PathValue("name"))
+}
+
+// targetOf is target for a bucket ARN, namespace and name however the
+// request carries them.
+func (s *Server) targetOf(r *http.Request, bucketARN, ns, name string) (jobs.Target, error) {
+	b, err := s.bucketByARN(bucketARN)
 	if err != nil {
 		return jobs.Target{}, err
 	}
-	ns, name := r.PathValue("namespace"), r.PathValue("name")
 	if ns == "" || name == "" || strings.Contains(ns, "..") {
 		return jobs.Target{}, badRequest("namespace and name are required")
 	}
@@ -48,11 +54,20 @@ func (s *Server) target(r *http.Request) (jobs.Target, error) {
 }
 
 func (s *Server) bucketOf(r *http.Request) (*bucket.Bucket, error) {
-	arn := r.PathValue("arn")
-	b, err := s.Registry.Bucket(arn)
-	if err != nil || b.ARN() != arn {
+	return s.bucketByARN(r.PathValue("arn"))
+}
+
+// bucketByARN finds a bucket by its full ARN: a string that is not a table
+// bucket ARN is a bad request, as AWS answers it; a well-formed ARN of no
+// configured bucket is not found.
+func (s *Server) bucketByARN(a string) (*bucket.Bucket, error) {
+	if _, err := arn.Parse(a); err != nil {
+		return nil, badRequest(err.Error())
+	}
+	b, err := s.Registry.Bucket(a)
+	if err != nil || b.ARN() != a {
 		// Only the full ARN names a bucket on the wire.
-		return nil, notFound(fmt.Sprintf("table bucket %q does not exist", arn))
+		return nil, notFound(fmt.Sprintf("table bucket %q does not exist", a))
 	}
 	return b, nil
 }
