@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs icekeeper's whole test suite against real servers, from nothing:
-# installs PostgreSQL (Debian package) and the versitygw S3 server (go
+# installs PostgreSQL (Debian package), the versitygw S3 server and helm (go
 # install) when missing, starts both on 127.0.0.1 with throw-away data,
 # runs gofmt, go vet and go test -race, and stops the servers again.
 #
@@ -9,6 +9,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/servers.sh
+
+# helm renders the chart in deploy/ for its test.
+HELM_VERSION=v3.22.0
+if ! "$GOBIN_DIR/helm" version --short 2>/dev/null | grep -q "^${HELM_VERSION%.*}"; then
+	log "installing helm $HELM_VERSION"
+	GOFLAGS= go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+fi
 
 PKGS=("$@")
 [ ${#PKGS[@]} -eq 0 ] && PKGS=(./...)
