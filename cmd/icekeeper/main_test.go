@@ -130,6 +130,13 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("--config /dev/urandom: exit %d, %q", code, errOut)
 		}
 	}
+	// Help is printed once; a bad flag is the one error line, no usage.
+	if _, _, errOut := c.run("run", "-h"); strings.Count(errOut, "Usage: icekeeper run") != 1 {
+		t.Errorf("run -h printed its usage %d times", strings.Count(errOut, "Usage:"))
+	}
+	if _, _, errOut := c.run("tables", "--tabel", "x"); strings.Contains(errOut, "Usage") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Errorf("a bad flag printed more than its error: %q", errOut)
+	}
 	// restore's help names its flag's argument plainly.
 	if _, _, errOut := c.run("restore", "-h"); strings.Contains(errOut, "-path noncurrent") || !strings.Contains(errOut, "-path string") {
 		t.Errorf("restore -h: %s", errOut)

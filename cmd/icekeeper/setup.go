@@ -27,17 +27,13 @@ type commonFlags struct {
 	createHome bool
 }
 
-// newFlagSet returns a command's flag set. It prints nothing itself while
-// parsing: -h prints the usage, and a bad flag becomes one error that Main
-// prints once.
+// newFlagSet returns a command's flag set, printing to stderr.
 func newFlagSet(env *cliEnv, name, args, summary string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs.SetOutput(env.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(env.stderr, "Usage: icekeeper %s %s\n\n%s\n\nFlags:\n", name, args, summary)
-		fs.SetOutput(env.stderr)
+		fmt.Fprintf(fs.Output(), "Usage: icekeeper %s %s\n\n%s\n\nFlags:\n", name, args, summary)
 		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
 	}
 	return fs
 }
@@ -47,8 +43,14 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 30*time.Second, "how long to wait for a catalog or state store to answer")
 }
 
+// parseFlags parses args silently: -h prints the usage once, and a bad
+// flag becomes one error, with a suggestion, that Main prints.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.Usage()
 			return err
