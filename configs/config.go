@@ -54,6 +54,8 @@ type APIKey struct {
 	// Scopes limit the key to some buckets or namespaces: "BUCKET" or
 	// "BUCKET/NAMESPACE" (globs allowed). Empty: every bucket.
 	Scopes []string `yaml:"scopes"`
+	// ReadOnly keys may only read: every request but GET is refused.
+	ReadOnly bool `yaml:"readOnly"`
 }
 
 // Schedules holds one cron expression per job type (robfig/cron standard

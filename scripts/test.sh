@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs icekeeper's whole test suite against real servers, from nothing:
-# installs PostgreSQL (Debian package), the versitygw S3 server and helm (go
-# install) when missing, starts both on 127.0.0.1 with throw-away data,
+# installs PostgreSQL and Chromium (Debian packages), the versitygw S3 server
+# and helm (go install) when missing, starts both on 127.0.0.1 with throw-away data,
 # runs gofmt, go vet and go test -race, and stops the servers again.
 #
 #   scripts/test.sh                 # everything
@@ -16,6 +16,16 @@ if ! "$GOBIN_DIR/helm" version --short 2>/dev/null | grep -q "^${HELM_VERSION%.*
 	log "installing helm $HELM_VERSION"
 	GOFLAGS= go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 fi
+
+# Chromium (Debian package) drives the dashboard's browser test; its
+# screenshot is kept in test-artifacts/.
+if ! command -v chromium >/dev/null; then
+	log "installing Chromium"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq chromium >/dev/null
+fi
+export ICEKEEPER_TEST_ARTIFACTS="$PWD/test-artifacts"
 
 PKGS=("$@")
 [ ${#PKGS[@]} -eq 0 ] && PKGS=(./...)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -49,6 +50,9 @@ func NewAuth(cfg configs.API) *Auth {
 // and comparing the two signatures in constant time. It returns the key.
 func (a *Auth) verify(r *http.Request) (configs.APIKey, error) {
 	authz := r.Header.Get("Authorization")
+	if id, secret, ok := r.BasicAuth(); ok {
+		return a.basic(id, secret)
+	}
 	if authz == "" {
 		return configs.APIKey{}, forbidden("missing Authorization header: requests must be signed with AWS Signature Version 4")
 	}
@@ -119,6 +123,25 @@ func (a *Auth) verify(r *http.Request) (configs.APIKey, error) {
 		return configs.APIKey{}, forbidden("the request signature does not match")
 	}
 	return key, nil
+}
+
+// basic checks HTTP Basic credentials, access key ID and secret, as the
+// dashboard's browser sends them: a browser cannot sign with SigV4.
+func (a *Auth) basic(id, secret string) (configs.APIKey, error) {
+	key, ok := a.keys[id]
+	if !ok || subtle.ConstantTimeCompare([]byte(secret), []byte(key.SecretAccessKey)) != 1 {
+		return configs.APIKey{}, forbidden("unknown access key or wrong secret")
+	}
+	return key, nil
+}
+
+// writable refuses a read-only key anything but reading.
+func writable(r *http.Request) error {
+	key, ok := r.Context().Value(callerKey{}).(configs.APIKey)
+	if ok && key.ReadOnly && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return forbidden(fmt.Sprintf("access key %s is read-only", key.AccessKeyID))
+	}
+	return nil
 }
 
 func signatureOf(authz string) string {

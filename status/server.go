@@ -94,6 +94,7 @@ func (s *Server) Handler() http.Handler {
 	api("GET /tables/{arn}", s.listTables)
 	s.readRoutes(api)
 	s.extraRoutes(api)
+	s.dashboardRoutes(mux, api)
 
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -145,6 +146,10 @@ func (s *Server) api(h handlerFunc) http.Handler {
 				return
 			}
 			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, key))
+			if err := writable(r); err != nil {
+				writeError(w, classify(err))
+				return
+			}
 		}
 		if err := h(w, r); err != nil {
 			e := classify(err)

@@ -1,0 +1,118 @@
+package status
+
+import (
+	"context"
+	_ "embed"
+	"net/http"
+	"time"
+
+	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/health"
+	"github.com/icekeeper/icekeeper/internal/redact"
+	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
+)
+
+// The dashboard: one page, embedded, no external resources, reading the
+// same routes as everyone else. A browser cannot sign SigV4, so with keys
+// configured the page (and its requests) authenticate with HTTP Basic:
+// access key ID and secret.
+//
+//go:embed ui/index.html
+var dashboardHTML []byte
+
+func (s *Server) dashboardRoutes(mux *http.ServeMux, api func(string, handlerFunc)) {
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		if s.Auth != nil {
+			id, secret, ok := r.BasicAuth()
+			if _, err := s.Auth.basic(id, secret); !ok || err != nil {
+				w.Header().Set("WWW-Authenticate", `Basic realm="icekeeper"`)
+				http.Error(w, "sign in with an API access key ID and secret", http.StatusUnauthorized)
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline' 'self'; style-src 'unsafe-inline'")
+		_, _ = w.Write(dashboardHTML)
+	})
+	api("GET /icekeeper/v1/overview", s.overview)
+}
+
+type tableOverview struct {
+	Bucket    string                              `json:"bucket"`
+	BucketARN string                              `json:"bucketARN"`
+	Namespace string                              `json:"namespace"`
+	Table     string                              `json:"table"`
+	Health    *health.Health                      `json:"health,omitempty"`
+	Error     string                              `json:"error,omitempty"`
+	Jobs      map[maintenance.JobType]jobOverview `json:"jobs"`
+}
+
+type jobOverview struct {
+	Status         string `json:"status"`
+	LastRun        string `json:"lastRun,omitempty"`
+	NextRun        string `json:"nextRun,omitempty"`
+	FailureMessage string `json:"failureMessage,omitempty"`
+}
+
+// overview lists every table the caller may see with its health and the
+// last and next run of each job type, and says whether the caller may
+// trigger runs and restore files.
+func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
+	var out []tableOverview
+	now := time.Now()
+	for _, b := range s.Registry.Buckets() {
+		if s.sees(r, b.Name()) != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+		ids, err := b.Tables(ctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if s.authorize(r, b.Name(), id.NamespaceString()) != nil {
+				continue
+			}
+			t := jobs.Target{Bucket: b, Table: id}
+			o := tableOverview{Bucket: b.Name(), BucketARN: b.ARN(), Namespace: id.NamespaceString(), Table: id.Name, Jobs: map[maintenance.JobType]jobOverview{}}
+			settings, err := s.resolver().Table(r.Context(), t)
+			if err != nil {
+				return err
+			}
+			last, err := s.Store.LastRuns(r.Context(), t.Key())
+			if err != nil {
+				return err
+			}
+			for _, typ := range maintenance.JobTypes {
+				j := jobOverview{Status: "Not_Yet_Run"}
+				if run, ok := last[typ]; ok {
+					j.Status, j.LastRun, j.FailureMessage = string(run.Status), run.Finished.UTC().Format(time.RFC3339), run.FailureMessage
+				}
+				if settings.For(typ).Status == maintenance.Disabled {
+					j.Status = "Disabled"
+				}
+				if s.Scheduler != nil {
+					j.NextRun = s.Scheduler.Next(t, typ).UTC().Format(time.RFC3339)
+				}
+				o.Jobs[typ] = j
+			}
+			// One table that cannot be read must not hide the others.
+			if tbl, err := b.LoadTable(r.Context(), id); err != nil {
+				o.Error = redact.Text(err.Error())
+			} else if h, err := health.Of(r.Context(), tbl, *settings.For(maintenance.Compaction).Compaction.TargetFileSizeMB, now); err != nil {
+				o.Error = redact.Text(err.Error())
+			} else {
+				o.Health = &h
+			}
+			out = append(out, o)
+		}
+	}
+	if out == nil {
+		out = []tableOverview{}
+	}
+	key, signed := r.Context().Value(callerKey{}).(configs.APIKey)
+	writeJSON(w, http.StatusOK, map[string]any{"tables": out, "canWrite": !signed || !key.ReadOnly})
+	return nil
+}
