@@ -158,13 +158,15 @@ var (
 	descOldest      = gauge("icekeeper_table_oldest_snapshot_age_seconds", "Age of the table's oldest snapshot.")
 	descMetadata    = gauge("icekeeper_table_metadata_bytes", "Size of the table's current metadata file.")
 	descLastSuccess = gauge("icekeeper_table_last_success_timestamp_seconds", "When the last successful run of a job type on the table finished.", "job")
+	descScore       = gauge("icekeeper_table_health_score", "How little the table needs compaction, 0 to 100 (small files 40, equality deletes 40, position deletes 20).")
+	descScorePart   = gauge("icekeeper_table_health_score_part", "The parts of the health score.", "part")
 	descNoncurrent  = gauge("icekeeper_table_noncurrent_objects", "Objects marked noncurrent and not protected, awaiting deletion.")
 	descOldestMark  = gauge("icekeeper_table_oldest_noncurrent_mark_timestamp_seconds", "When the table's oldest unprotected noncurrent mark was made.")
 )
 
 func (c *tableCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDataFiles, descSmallFiles, descDeleteFiles, descBytes, descSnapshots, descOldest, descMetadata,
-		descLastSuccess, descNoncurrent, descOldestMark} {
+		descScore, descScorePart, descLastSuccess, descNoncurrent, descOldestMark} {
 		ch <- d
 	}
 }
@@ -179,6 +181,10 @@ func (c *tableCollector) Collect(ch chan<- prometheus.Metric) {
 			descDeleteFiles: float64(h.DeleteFiles), descBytes: float64(h.TotalBytes), descSnapshots: float64(h.Snapshots),
 			descOldest: h.OldestAgeHours * 3600, descMetadata: float64(h.MetadataBytes)} {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+		}
+		ch <- prometheus.MustNewConstMetric(descScore, prometheus.GaugeValue, h.Score.Total, l...)
+		for part, v := range map[string]float64{"small_files": h.Score.SmallFiles, "equality_deletes": h.Score.EqualityDeletes, "position_deletes": h.Score.PositionDeletes} {
+			ch <- prometheus.MustNewConstMetric(descScorePart, prometheus.GaugeValue, v, append(l, part)...)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -99,7 +99,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	if len(consoleErrors) > 0 {
 		t.Errorf("console errors: %v", consoleErrors)
 	}
-	if !strings.Contains(list, "local/demo.events") || !strings.Contains(list, "Successful") || !strings.Contains(list, "Not_Yet_Run") {
+	if !strings.Contains(list, "local/demo.events") || !strings.Contains(list, "Successful") || !strings.Contains(list, "Not_Yet_Run") ||
+		!strings.Contains(list, "small files 0/40") {
 		t.Errorf("table list:\n%s", list)
 	}
 	if !strings.Contains(runs, "icebergSnapshotManagement") || !strings.Contains(runs, "snapshotsExpired") {

@@ -60,6 +60,7 @@ func TestDemoTablesRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(tables) != 1 || tables[0].Table != "events" || tables[0].DataFiles < 200 || tables[0].DeleteFiles == 0 ||
+		tables[0].EqualityDeletes == 0 || tables[0].PositionDeletes == 0 || tables[0].Score.Total >= 60 ||
 		tables[0].Snapshots < 20 || tables[0].SmallFiles != tables[0].DataFiles || tables[0].MetadataBytes == 0 || tables[0].OldestAgeHours < 24*14 {
 		t.Fatalf("tables = %+v", tables)
 	}

@@ -21,6 +21,8 @@ const SmallFileRatio = 0.75
 type Health struct {
 	DataFiles        int     `json:"dataFiles"`
 	DeleteFiles      int     `json:"deleteFiles"`
+	EqualityDeletes  int     `json:"equalityDeleteFiles"`
+	PositionDeletes  int     `json:"positionDeleteFiles"` // deletion vectors included
 	TotalBytes       int64   `json:"totalBytes"`
 	DataRecords      int64   `json:"dataRecords"` // rows in data files, before deletes
 	SmallFiles       int     `json:"smallFiles"`
@@ -29,6 +31,32 @@ type Health struct {
 	OldestSnapshot   string  `json:"oldestSnapshot,omitempty"` // RFC 3339
 	OldestAgeHours   float64 `json:"oldestSnapshotAgeHours"`
 	MetadataBytes    int64   `json:"metadataBytes"`
+	Score            Score   `json:"score"`
+}
+
+// Score rates, from 0 to 100, how little a table needs compaction, with
+// the parts it is made of so that a low score says why. The weights are
+// Apache Amoro's: small files 40, equality deletes 40, position deletes
+// 20. Each part is its weight times the share of data files not small
+// (for deletes: one minus delete files per data file, at least 0).
+type Score struct {
+	Total           float64 `json:"total"`
+	SmallFiles      float64 `json:"smallFiles"`
+	EqualityDeletes float64 `json:"equalityDeletes"`
+	PositionDeletes float64 `json:"positionDeletes"`
+}
+
+func scoreOf(h Health) Score {
+	part := func(weight float64, bad, of int) float64 {
+		if of == 0 {
+			return weight
+		}
+		return weight * max(0, 1-float64(bad)/float64(of))
+	}
+	s := Score{SmallFiles: part(40, h.SmallFiles, h.DataFiles), EqualityDeletes: part(40, h.EqualityDeletes, h.DataFiles),
+		PositionDeletes: part(20, h.PositionDeletes, h.DataFiles)}
+	s.Total = s.SmallFiles + s.EqualityDeletes + s.PositionDeletes
+	return s
 }
 
 // Of computes tbl's health; a data file is small when under SmallFileRatio
@@ -54,6 +82,7 @@ func Of(ctx context.Context, tbl *table.Table, targetMB int, now time.Time) (Hea
 	}
 	cur := tbl.CurrentSnapshot()
 	if cur == nil {
+		h.Score = scoreOf(h)
 		return h, nil
 	}
 	small := int64(float64(targetMB) * SmallFileRatio * (1 << 20))
@@ -76,9 +105,15 @@ func Of(ctx context.Context, tbl *table.Table, targetMB int, now time.Time) (Hea
 				}
 			} else {
 				h.DeleteFiles++
+				if df.ContentType() == iceberg.EntryContentEqDeletes {
+					h.EqualityDeletes++
+				} else {
+					h.PositionDeletes++
+				}
 			}
 		}
 	}
+	h.Score = scoreOf(h)
 	return h, nil
 }
 

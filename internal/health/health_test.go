@@ -1,0 +1,19 @@
+package health
+
+import "testing"
+
+func TestScore(t *testing.T) {
+	for _, tc := range []struct {
+		h    Health
+		want Score
+	}{
+		{Health{}, Score{100, 40, 40, 20}},
+		{Health{DataFiles: 10}, Score{100, 40, 40, 20}},
+		{Health{DataFiles: 10, SmallFiles: 10}, Score{60, 0, 40, 20}},
+		{Health{DataFiles: 10, SmallFiles: 5, EqualityDeletes: 5, PositionDeletes: 20}, Score{40, 20, 20, 0}},
+	} {
+		if got := scoreOf(tc.h); got != tc.want {
+			t.Errorf("scoreOf(%+v) = %+v, want %+v", tc.h, got, tc.want)
+		}
+	}
+}
