@@ -1,6 +1,7 @@
 // Package deploy_test checks the deployment files under deploy/: the Helm
 // chart renders, every object it renders decodes strictly into its
-// Kubernetes type, and the configuration it ships is one icekeeper loads.
+// Kubernetes type, and the configuration it ships is one icekeeper loads;
+// the alert rules pass promtool's checks and rule tests.
 package deploy_test
 
 import (
@@ -45,22 +46,34 @@ type serviceMonitor struct {
 	} `json:"spec"`
 }
 
-func helm(t *testing.T) string {
+// tool finds a command that scripts/test.sh installs into GOPATH/bin.
+func tool(t *testing.T, name string) string {
 	t.Helper()
-	if p, err := exec.LookPath("helm"); err == nil {
-		return p
-	}
 	if gopath, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-		p := filepath.Join(strings.TrimSpace(string(gopath)), "bin", "helm")
+		p := filepath.Join(strings.TrimSpace(string(gopath)), "bin", name)
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}
 	}
-	if os.Getenv("ICEKEEPER_REQUIRE_SERVERS") == "1" {
-		t.Fatal("helm is not installed (scripts/test.sh installs it)")
+	if p, err := exec.LookPath(name); err == nil {
+		return p
 	}
-	t.Skip("helm is not installed")
+	if os.Getenv("ICEKEEPER_REQUIRE_SERVERS") == "1" {
+		t.Fatalf("%s is not installed (scripts/test.sh installs it)", name)
+	}
+	t.Skipf("%s is not installed", name)
 	return ""
+}
+
+// The alert rules are valid, and fire when they should and not before:
+// promtool's own rule tests in prometheus/alerts_test.yaml.
+func TestAlertRules(t *testing.T) {
+	promtool := tool(t, "promtool")
+	for _, args := range [][]string{{"check", "rules", "prometheus/alerts.yaml"}, {"test", "rules", "prometheus/alerts_test.yaml"}} {
+		if out, err := exec.Command(promtool, args...).CombinedOutput(); err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
 }
 
 // strict decodes one YAML document into v, refusing unknown fields.
@@ -75,7 +88,7 @@ func strict(doc []byte, v any) error {
 }
 
 func TestHelmChart(t *testing.T) {
-	bin := helm(t)
+	bin := tool(t, "helm")
 	out, err := exec.Command(bin, "template", "ik", "helm/icekeeper", "--set", "cronJob.enabled=true").CombinedOutput()
 	if err != nil {
 		t.Fatalf("helm template: %v\n%s", err, out)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs icekeeper's whole test suite against real servers, from nothing:
-# installs PostgreSQL and Chromium (Debian packages), the versitygw S3 server
-# and helm (go install) when missing, starts both on 127.0.0.1 with throw-away data,
+# installs PostgreSQL and Chromium (Debian packages), the versitygw S3 server,
+# helm and promtool (go install) when missing, starts both on 127.0.0.1 with throw-away data,
 # runs gofmt, go vet and go test -race, and stops the servers again.
 #
 #   scripts/test.sh                 # everything
@@ -10,11 +10,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/servers.sh
 
-# helm renders the chart in deploy/ for its test.
+# helm renders the chart in deploy/, promtool checks and tests the alert
+# rules (about 4 minutes to build the first time).
 HELM_VERSION=v3.22.0
 if ! "$GOBIN_DIR/helm" version --short 2>/dev/null | grep -q "^${HELM_VERSION%.*}"; then
 	log "installing helm $HELM_VERSION"
 	GOFLAGS= go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+fi
+PROMTOOL_VERSION=v0.316.0
+if [ ! -x "$GOBIN_DIR/promtool" ]; then
+	log "installing promtool $PROMTOOL_VERSION"
+	GOFLAGS= go install "github.com/prometheus/prometheus/cmd/promtool@$PROMTOOL_VERSION"
 fi
 
 # Chromium (Debian package) drives the dashboard's browser test; its
