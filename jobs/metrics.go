@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -101,24 +102,19 @@ func (m *Metrics) RefreshHealth(ctx context.Context, reg *bucket.Registry, resol
 	for _, b := range reg.Buckets() {
 		ids, err := b.Tables(ctx)
 		if err != nil {
-			firstErr = cmpErr(firstErr, err)
+			firstErr = cmp.Or(firstErr, err)
 			continue
 		}
 		for _, id := range ids {
 			t := Target{Bucket: b, Table: id}
 			s, err := resolver.Table(ctx, t)
 			if err != nil {
-				firstErr = cmpErr(firstErr, err)
+				firstErr = cmp.Or(firstErr, err)
 				continue
 			}
-			tbl, err := b.LoadTable(ctx, id)
+			h, err := Health(ctx, t, s, now)
 			if err != nil {
-				firstErr = cmpErr(firstErr, err)
-				continue
-			}
-			h, err := health.Of(ctx, tbl, *s.For(maintenance.Compaction).Compaction.TargetFileSizeMB, now)
-			if err != nil {
-				firstErr = cmpErr(firstErr, fmt.Errorf("health of %s: %w", t.Key(), err))
+				firstErr = cmp.Or(firstErr, err)
 				continue
 			}
 			fresh[t.Key()] = h
@@ -128,13 +124,6 @@ func (m *Metrics) RefreshHealth(ctx context.Context, reg *bucket.Registry, resol
 	m.tables.health = fresh
 	m.tables.mu.Unlock()
 	return firstErr
-}
-
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
 }
 
 // tableCollector exports per-table gauges: health from the last refresh,

@@ -2,7 +2,10 @@ package jobs
 
 import (
 	"context"
+	"fmt"
+	"time"
 
+	"github.com/icekeeper/icekeeper/internal/health"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -71,4 +74,18 @@ func (r *Resolver) with(ctx context.Context, bucketARN string, tableCfg map[main
 		out.Configs[typ] = maintenance.Resolve(typ, tableLayer, bucketCfg[typ], file.Configs[typ])
 	}
 	return out, nil
+}
+
+// Health loads t and computes its health against the compaction target
+// its settings give: what `tables`, the dashboard and the metrics show.
+func Health(ctx context.Context, t Target, s maintenance.Settings, now time.Time) (health.Health, error) {
+	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
+	if err != nil {
+		return health.Health{}, err
+	}
+	h, err := health.Of(ctx, tbl, *s.For(maintenance.Compaction).Compaction.TargetFileSizeMB, now)
+	if err != nil {
+		return h, fmt.Errorf("health of %s: %w", t.Key(), err)
+	}
+	return h, nil
 }

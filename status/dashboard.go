@@ -99,9 +99,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 				o.Jobs[typ] = j
 			}
 			// One table that cannot be read must not hide the others.
-			if tbl, err := b.LoadTable(r.Context(), id); err != nil {
-				o.Error = redact.Text(err.Error())
-			} else if h, err := health.Of(r.Context(), tbl, *settings.For(maintenance.Compaction).Compaction.TargetFileSizeMB, now); err != nil {
+			if h, err := jobs.Health(r.Context(), t, settings, now); err != nil {
 				o.Error = redact.Text(err.Error())
 			} else {
 				o.Health = &h

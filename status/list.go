@@ -22,14 +22,20 @@ func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request) error {
 		if !strings.HasPrefix(b.Name(), prefix) || s.sees(r, b.Name()) != nil {
 			continue
 		}
-		out = append(out, map[string]any{"arn": b.ARN(), "name": b.Name(), "ownerAccountId": b.ParsedARN().Account,
-			"createdAt": s.started.Format(time.RFC3339), "type": "customer"})
+		out = append(out, s.bucketJSON(b))
 	}
 	if out == nil {
 		out = []map[string]any{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tableBuckets": out})
 	return nil
+}
+
+// bucketJSON is a table bucket as ListTableBuckets and GetTableBucket
+// answer it.
+func (s *Server) bucketJSON(b *bucket.Bucket) map[string]any {
+	return map[string]any{"arn": b.ARN(), "name": b.Name(), "ownerAccountId": b.ParsedARN().Account,
+		"createdAt": s.started.Format(time.RFC3339), "type": "customer"}
 }
 
 // bucketTables lists the tables of the request's bucket, which the caller

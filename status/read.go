@@ -35,8 +35,7 @@ func (s *Server) getTableBucket(w http.ResponseWriter, r *http.Request) error {
 	if err := s.sees(r, b.Name()); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"arn": b.ARN(), "name": b.Name(), "ownerAccountId": b.ParsedARN().Account,
-		"createdAt": s.started.Format(time.RFC3339), "type": "customer"})
+	writeJSON(w, http.StatusOK, s.bucketJSON(b))
 	return nil
 }
 

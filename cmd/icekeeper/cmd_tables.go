@@ -10,7 +10,6 @@ import (
 	"github.com/icekeeper/icekeeper/internal/health"
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/jobs"
-	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 type tableHealth struct {
@@ -46,13 +45,10 @@ func cmdTables(ctx context.Context, env *cliEnv, args []string) error {
 		for _, id := range ids {
 			th := tableHealth{Bucket: b.Name(), Namespace: id.NamespaceString(), Table: id.Name}
 			// One table that cannot be read must not hide the others.
-			tbl, err := b.LoadTable(ctx, id)
+			t := jobs.Target{Bucket: b, Table: id}
+			settings, err := w.resolver.Table(ctx, t)
 			if err == nil {
-				var settings maintenance.Settings
-				settings, err = w.resolver.Table(ctx, jobs.Target{Bucket: b, Table: id})
-				if err == nil {
-					th.Health, err = health.Of(ctx, tbl, *settings.For(maintenance.Compaction).Compaction.TargetFileSizeMB, now)
-				}
+				th.Health, err = jobs.Health(ctx, t, settings, now)
 			}
 			if err != nil {
 				th.Error = redact.Text(err.Error())
