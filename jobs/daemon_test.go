@@ -277,15 +277,15 @@ func TestSchedulerCatchesUpOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := time.Date(2026, 6, 1, 10, 30, 0, 0, time.UTC)
-	sc := &Scheduler{Store: s, Registry: reg, Jitter: 10 * time.Minute, Now: func() time.Time { return clock },
+	sc := &Scheduler{Store: s, Tables: &Discovery{Registry: reg}, Jitter: 10 * time.Minute, Now: func() time.Time { return clock },
 		Schedules: map[maintenance.JobType]string{maintenance.Compaction: "@hourly", maintenance.SnapshotManagement: "0 */6 * * *", maintenance.UnreferencedFileRemoval: "@daily"}}
 	if err := sc.Init(); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	sc.Discover(ctx)
-	if len(sc.Tables()) != 1 {
-		t.Fatalf("discovered %v", sc.Tables())
+	sc.Tables.Discover(ctx)
+	if len(sc.Tables.Tables()) != 1 {
+		t.Fatalf("discovered %v", sc.Tables.Tables())
 	}
 	tick := func(at time.Time) int {
 		t.Helper()
@@ -319,7 +319,7 @@ func TestSchedulerCatchesUpOnce(t *testing.T) {
 	if n := tick(time.Date(2026, 6, 1, 16, 20, 0, 0, time.UTC)); n != 2 {
 		t.Fatalf("queued again within the hour: %d", n)
 	}
-	if next := sc.Next(sc.Tables()[0], maintenance.Compaction); next.Before(time.Date(2026, 6, 1, 17, 0, 0, 0, time.UTC)) || next.After(time.Date(2026, 6, 1, 17, 10, 0, 0, time.UTC)) {
+	if next := sc.Next(sc.Tables.Tables()[0], maintenance.Compaction); next.Before(time.Date(2026, 6, 1, 17, 0, 0, 0, time.UTC)) || next.After(time.Date(2026, 6, 1, 17, 10, 0, 0, time.UTC)) {
 		t.Fatalf("next compaction %v", next)
 	}
 }

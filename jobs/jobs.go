@@ -67,7 +67,10 @@ var ErrNotAvailable = errors.New("not available in this version of icekeeper")
 
 // Runner runs jobs on tables and records the runs.
 type Runner struct {
-	Store state.Store
+	Store interface {
+		state.History
+		SettingsStore
+	}
 	// Resolver resolves each run's settings; nil: the built-in defaults
 	// under the store's overrides.
 	Resolver *Resolver

@@ -44,9 +44,17 @@ type Metrics struct {
 	tables    *tableCollector
 }
 
+// MetricsStore is what the metrics read of the state store.
+type MetricsStore interface {
+	QueueDepth(ctx context.Context) (int, error)
+	LastSuccesses(ctx context.Context) ([]state.Run, error)
+	MarkStats(ctx context.Context) (map[state.TableKey]state.MarkStat, error)
+}
+
 // NewMetrics registers the metrics on reg; the queue depth and the time
 // of each table's last successful run are read from store on each scrape.
-func NewMetrics(reg prometheus.Registerer, store state.Store) *Metrics {
+
+func NewMetrics(reg prometheus.Registerer, store MetricsStore) *Metrics {
 	m := &Metrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icekeeper_job_runs_total",
 			Help: "Job runs by job type and outcome."}, []string{"job", "status"}),
@@ -129,7 +137,7 @@ func (m *Metrics) RefreshHealth(ctx context.Context, reg *bucket.Registry, resol
 // tableCollector exports per-table gauges: health from the last refresh,
 // and the last successful run of each job type from the state store.
 type tableCollector struct {
-	store  state.Store
+	store  MetricsStore
 	mu     sync.Mutex
 	health map[state.TableKey]health.Health
 }

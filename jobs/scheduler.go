@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -21,8 +19,9 @@ import (
 // Workers run. Several replicas may schedule at once: the queue keeps one
 // pending job per table and type.
 type Scheduler struct {
-	Store     state.Store
-	Registry  *bucket.Registry
+	Store state.Queue
+	// Tables are the tables the scheduler queues jobs for.
+	Tables    *Discovery
 	Schedules map[maintenance.JobType]string
 	// Jitter is the window a table's start is spread over (default 5m).
 	Jitter time.Duration
@@ -31,8 +30,6 @@ type Scheduler struct {
 	Logger     *slog.Logger
 	Now        func() time.Time
 
-	mu     sync.Mutex
-	tables []Target
 	parsed map[maintenance.JobType]cron.Schedule
 }
 
@@ -61,41 +58,6 @@ func (s *Scheduler) Init() error {
 	return nil
 }
 
-// Discover lists the tables of every bucket; a bucket that cannot be
-// listed keeps its previous tables and is logged.
-func (s *Scheduler) Discover(ctx context.Context) {
-	prev := map[string][]Target{}
-	s.mu.Lock()
-	for _, t := range s.tables {
-		prev[t.Bucket.ARN()] = append(prev[t.Bucket.ARN()], t)
-	}
-	s.mu.Unlock()
-	var all []Target
-	for _, b := range s.Registry.Buckets() {
-		lctx, cancel := context.WithTimeout(ctx, time.Minute)
-		ids, err := b.Tables(lctx)
-		cancel()
-		if err != nil {
-			s.Logger.Warn("cannot list tables", "bucket", b.Name(), "err", err)
-			all = append(all, prev[b.ARN()]...)
-			continue
-		}
-		for _, id := range ids {
-			all = append(all, Target{Bucket: b, Table: id})
-		}
-	}
-	s.mu.Lock()
-	s.tables = all
-	s.mu.Unlock()
-}
-
-// Tables returns the tables last discovered.
-func (s *Scheduler) Tables() []Target {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Target(nil), s.tables...)
-}
-
 // jitter spreads tables deterministically over the window, so a table
 // starts at the same offset after every fire and the API can tell when.
 // The window is Jitter, but at most a quarter of the schedule's interval,
@@ -122,7 +84,7 @@ func (s *Scheduler) Next(t Target, typ maintenance.JobType) time.Time {
 // fire enqueues typ for every table at the fire time plus its jitter.
 func (s *Scheduler) fire(ctx context.Context, typ maintenance.JobType, at time.Time, trigger string) error {
 	queued := 0
-	for _, t := range s.Tables() {
+	for _, t := range s.Tables.Tables() {
 		ok, err := s.Store.Enqueue(ctx, state.QueuedJob{Table: t.Key(), Type: typ, Trigger: trigger, NotBefore: at.Add(s.jitter(t, typ))})
 		if err != nil {
 			return err
@@ -172,13 +134,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if err := s.Init(); err != nil {
 		return err
 	}
-	s.Discover(ctx)
+	s.Tables.Discover(ctx)
 	lastDiscover := s.Now()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
 		if s.Now().Sub(lastDiscover) >= s.Rediscover {
-			s.Discover(ctx)
+			s.Tables.Discover(ctx)
 			lastDiscover = s.Now()
 		}
 		if err := s.Tick(ctx); err != nil && ctx.Err() == nil {

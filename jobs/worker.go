@@ -19,7 +19,11 @@ import (
 // store (a lease per table), a timeout per job, and claims that expire so
 // that a replica that dies mid-job has its jobs taken over.
 type Worker struct {
-	Store    state.Store
+	Store interface {
+		state.Queue
+		state.Leases
+		state.History
+	}
 	Registry *bucket.Registry
 	Runner   *Runner
 	// Holder names this worker in claims and leases; unique per process.

@@ -35,7 +35,7 @@ const listedPaths = 200
 
 // Job is icebergUnreferencedFileRemoval.
 type Job struct {
-	Store state.Store
+	Store state.Marks
 	// Parallelism bounds concurrent manifest reads (default 8).
 	Parallelism int
 	// storage overrides the storage for tests (fault injection).

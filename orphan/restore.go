@@ -22,7 +22,7 @@ type Noncurrent struct {
 
 // ListNoncurrent returns t's noncurrent and protected objects;
 // nonCurrentDays is the bucket's resolved setting.
-func ListNoncurrent(ctx context.Context, store state.Store, t state.TableKey, nonCurrentDays int) ([]Noncurrent, error) {
+func ListNoncurrent(ctx context.Context, store state.Marks, t state.TableKey, nonCurrentDays int) ([]Noncurrent, error) {
 	marks, err := store.Marks(ctx, t)
 	if err != nil {
 		return nil, err
@@ -40,7 +40,7 @@ func ListNoncurrent(ctx context.Context, store state.Store, t state.TableKey, no
 // Restore protects the noncurrent objects of paths (all of t's when paths
 // is nil): they are never deleted, and not marked again, until Release or
 // until the table references them again. Nothing in storage changes.
-func Restore(ctx context.Context, store state.Store, t state.TableKey, paths []string, now time.Time) (int, error) {
+func Restore(ctx context.Context, store state.Marks, t state.TableKey, paths []string, now time.Time) (int, error) {
 	if err := checkMarked(ctx, store, t, paths, false); err != nil {
 		return 0, err
 	}
@@ -50,7 +50,7 @@ func Restore(ctx context.Context, store state.Store, t state.TableKey, paths []s
 // Release ends the protection of paths (all of t's protected objects when
 // paths is nil): the next run evaluates them afresh, and marks those still
 // unreferenced with a full nonCurrentDays window ahead of them.
-func Release(ctx context.Context, store state.Store, t state.TableKey, paths []string) (int, error) {
+func Release(ctx context.Context, store state.Marks, t state.TableKey, paths []string) (int, error) {
 	if paths == nil {
 		marks, err := store.Marks(ctx, t)
 		if err != nil {
@@ -70,7 +70,7 @@ func Release(ctx context.Context, store state.Store, t state.TableKey, paths []s
 
 // checkMarked refuses the whole request when one of paths has no mark in
 // the wanted state, so a typo changes nothing.
-func checkMarked(ctx context.Context, store state.Store, t state.TableKey, paths []string, protected bool) error {
+func checkMarked(ctx context.Context, store state.Marks, t state.TableKey, paths []string, protected bool) error {
 	if paths == nil {
 		return nil
 	}

@@ -1,7 +1,6 @@
 package status
 
 import (
-	"context"
 	_ "embed"
 	"net/http"
 	"time"
@@ -65,9 +64,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 		if s.sees(r, b.Name()) != nil {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-		ids, err := b.Tables(ctx)
-		cancel()
+		ids, err := s.Tables.BucketTables(r.Context(), b)
 		if err != nil {
 			return err
 		}

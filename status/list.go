@@ -1,7 +1,6 @@
 package status
 
 import (
-	"context"
 	"net/http"
 	"path"
 	"strings"
@@ -48,9 +47,7 @@ func (s *Server) bucketTables(r *http.Request) (*bucket.Bucket, []bucket.TableID
 	if err := s.sees(r, b.Name()); err != nil {
 		return nil, nil, err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	defer cancel()
-	ids, err := b.Tables(ctx)
+	ids, err := s.Tables.BucketTables(r.Context(), b)
 	return b, ids, err
 }
 

@@ -53,7 +53,10 @@ type Server struct {
 	Store     state.Store
 	Runner    *jobs.Runner // checks settings before they are stored
 	Scheduler Scheduler    // nil: no schedule to report
-	Auth      *Auth        // nil: unauthenticated
+	// Tables answers which tables there are; nil: a Discovery of its own,
+	// which lists each bucket on first use.
+	Tables *jobs.Discovery
+	Auth   *Auth // nil: unauthenticated
 	// Resolver resolves settings; nil: the built-in defaults under the
 	// store's overrides.
 	Resolver *jobs.Resolver
@@ -82,6 +85,9 @@ func (s *Server) Handler() http.Handler {
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
+	if s.Tables == nil {
+		s.Tables = &jobs.Discovery{Registry: s.Registry, Logger: s.Logger}
+	}
 	mux := http.NewServeMux()
 	api := func(pattern string, h handlerFunc) { mux.Handle(pattern, s.api(h)) }
 	api("GET /tables/{arn}/{namespace}/{name}/maintenance-job-status", s.getJobStatus)
@@ -103,7 +109,7 @@ func (s *Server) Handler() http.Handler {
 		// Ready when the state store answers.
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if _, err := s.Store.BucketConfig(ctx, ""); err != nil {
+		if err := s.Store.Ping(ctx); err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "state store unavailable"})
 			return
 		}

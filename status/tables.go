@@ -1,7 +1,6 @@
 package status
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,13 +43,11 @@ func (s *Server) targetOf(r *http.Request, bucketARN, ns, name string) (jobs.Tar
 	if err := s.authorize(r, b.Name(), ns); err != nil {
 		return jobs.Target{}, err
 	}
-	id := bucket.TableID{Namespace: strings.Split(ns, "."), Name: name}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	defer cancel()
-	if err := b.Exists(ctx, id); err != nil {
+	t := jobs.Target{Bucket: b, Table: bucket.TableID{Namespace: strings.Split(ns, "."), Name: name}}
+	if err := s.Tables.Exists(r.Context(), t); err != nil {
 		return jobs.Target{}, err
 	}
-	return jobs.Target{Bucket: b, Table: id}, nil
+	return t, nil
 }
 
 func (s *Server) bucketOf(r *http.Request) (*bucket.Bucket, error) {

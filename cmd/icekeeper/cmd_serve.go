@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
@@ -34,6 +35,8 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	parallel := fs.Int("parallelism", 2, "jobs run at once by this replica")
 	timeout := fs.Duration("job-timeout", time.Hour, "longest a single job may run")
 	leaseTTL := fs.Duration("lease-ttl", time.Minute, "how long a job's claim and table lease outlive a replica that stops renewing them")
+	refreshEvery := fs.Duration("refresh-interval", 10*time.Second, "how often the API's in-memory view takes in what other replicas and the CLI wrote to the state store")
+	discoverEvery := fs.Duration("discover-interval", 5*time.Minute, "how often every bucket's tables are listed again (a table the API is asked about is looked up at once)")
 	healthEvery := fs.Duration("health-interval", 5*time.Minute, "how often the per-table health gauges of /metrics are recomputed (each reads every table's metadata and manifest lists)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -55,30 +58,43 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := jobs.NewMetrics(reg, w.store)
-	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Jobs: availableJobs(w), Logger: logger, Observe: metrics.Observe}
+	// The API answers from memory: the store's overrides and latest runs
+	// in a cache every writer of this process goes through, and the
+	// tables as discovery found them.
+	cache, err := state.NewCache(ctx, w.store)
+	if err != nil {
+		return err
+	}
+	resolver := &jobs.Resolver{Store: cache, Defaults: w.resolver.Defaults}
+	tables := &jobs.Discovery{Registry: w.registry, Logger: logger}
+	metrics := jobs.NewMetrics(reg, cache)
+	runner := &jobs.Runner{Store: cache, Resolver: resolver, Jobs: availableJobs(w), Logger: logger, Observe: metrics.Observe}
 	schedules := map[maintenance.JobType]string{}
 	for _, t := range maintenance.JobTypes {
 		schedules[t] = w.cfg.Schedules.For(t)
 	}
-	sched := &jobs.Scheduler{Store: w.store, Registry: w.registry, Schedules: schedules, Logger: logger}
+	sched := &jobs.Scheduler{Store: w.store, Tables: tables, Schedules: schedules, Rediscover: *discoverEvery, Logger: logger}
 	if err := sched.Init(); err != nil {
 		return usageError{err}
 	}
-	worker := &jobs.Worker{Store: w.store, Registry: w.registry, Runner: runner, Holder: holderName(),
+	worker := &jobs.Worker{Store: cache, Registry: w.registry, Runner: runner, Holder: holderName(),
 		Parallelism: *parallel, JobTimeout: *timeout, LeaseTTL: *leaseTTL, Logger: logger,
 		OnTakeover: func(state.QueuedJob) { metrics.Takeovers.Inc() }}
-	srv := &status.Server{Registry: w.registry, Store: w.store, Runner: runner, Resolver: w.resolver, Scheduler: sched, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, Logger: logger}
+	srv := &status.Server{Registry: w.registry, Store: cache, Runner: runner, Resolver: resolver, Scheduler: sched, Tables: tables, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, Logger: logger}
 
 	// ctx ends on SIGTERM: stop taking jobs; hard ends grace later and
 	// cancels the jobs still running.
 	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHard()
 	var bg sync.WaitGroup
-	bg.Add(3)
+	bg.Add(4)
+	go func() {
+		defer bg.Done()
+		cache.Run(ctx, *refreshEvery, func(err error) { logger.Warn("refreshing the in-memory view from the state store", "err", err) })
+	}()
 	go func() { defer bg.Done(); _ = sched.Run(ctx) }()
 	go func() { defer bg.Done(); worker.Run(ctx, hard) }()
-	go func() { defer bg.Done(); refreshHealth(ctx, metrics, w, *healthEvery, logger) }()
+	go func() { defer bg.Done(); refreshHealth(ctx, metrics, w.registry, resolver, *healthEvery, logger) }()
 	ready := make(chan net.Addr, 1)
 	go func() {
 		if a, ok := <-ready; ok {
@@ -95,11 +111,11 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 
 // refreshHealth recomputes the per-table gauges now and every interval
 // until ctx ends.
-func refreshHealth(ctx context.Context, m *jobs.Metrics, w *world, every time.Duration, logger *slog.Logger) {
+func refreshHealth(ctx context.Context, m *jobs.Metrics, reg *bucket.Registry, resolver *jobs.Resolver, every time.Duration, logger *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		if err := m.RefreshHealth(ctx, w.registry, w.resolver, time.Now()); err != nil && ctx.Err() == nil {
+		if err := m.RefreshHealth(ctx, reg, resolver, time.Now()); err != nil && ctx.Err() == nil {
 			logger.Warn("table health for /metrics", "err", err)
 		}
 		select {

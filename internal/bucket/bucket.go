@@ -7,6 +7,7 @@ package bucket
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -18,7 +19,7 @@ import (
 	_ "github.com/apache/iceberg-go/catalog/glue"  // registers catalog type "glue"
 	_ "github.com/apache/iceberg-go/catalog/hive"  // registers catalog type "hive"
 	_ "github.com/apache/iceberg-go/catalog/rest"  // registers catalog type "rest"
-	_ "github.com/apache/iceberg-go/catalog/sql"   // registers catalog type "sql"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3://, s3a://, s3n://, oss://
 	"github.com/apache/iceberg-go/table"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for SQL catalogs on PostgreSQL
@@ -95,7 +96,13 @@ type Bucket struct {
 
 	mu  sync.Mutex
 	cat catalog.Catalog
+	db  *sql.DB // a SQL catalog's pool, which the catalog does not close
 }
+
+// sqlCatalogConns bounds a SQL catalog's connections: a burst of API
+// requests or jobs waits for one rather than opening a file handle or a
+// server connection each. Jobs and lookups are bounded well below it.
+const sqlCatalogConns = 16
 
 // Name is the bucket's name.
 func (b *Bucket) Name() string { return b.opts.Parsed.Name }
@@ -128,24 +135,25 @@ func (b *Bucket) Catalog(ctx context.Context) (catalog.Catalog, error) {
 	// answer must fail within ctx's deadline, not hang the process.
 	type result struct {
 		cat catalog.Catalog
+		db  *sql.DB
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		c, err := catalog.Load(ctx, b.opts.CatalogName, props)
-		done <- result{c, err}
+		c, db, err := load(ctx, b.opts.CatalogName, props)
+		done <- result{c, db, err}
 	}()
 	select {
 	case r := <-done:
 		if r.err != nil {
 			return nil, fmt.Errorf("open %s catalog of bucket %s at %s: %w", props["type"], b.Name(), redact.URI(props["uri"]), r.err)
 		}
-		b.cat = r.cat
+		b.cat, b.db = r.cat, r.db
 		return b.cat, nil
 	case <-ctx.Done():
 		go func() { // close it if it ever opens
 			if r := <-done; r.err == nil {
-				closeCatalog(r.cat)
+				closeCatalog(r.cat, r.db)
 			}
 		}()
 		return nil, fmt.Errorf("open %s catalog of bucket %s at %s: %w", props["type"], b.Name(), redact.URI(props["uri"]), context.Cause(ctx))
@@ -157,15 +165,38 @@ func (b *Bucket) Close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.cat != nil {
-		closeCatalog(b.cat)
-		b.cat = nil
+		closeCatalog(b.cat, b.db)
+		b.cat, b.db = nil, nil
 	}
 }
 
-func closeCatalog(c catalog.Catalog) {
+func closeCatalog(c catalog.Catalog, db *sql.DB) {
 	if cl, ok := c.(interface{ Close() error }); ok {
 		_ = cl.Close()
 	}
+	if db != nil {
+		_ = db.Close()
+	}
+}
+
+// load opens a catalog as catalog.Load does, but a SQL catalog on a pool
+// of bounded size.
+func load(ctx context.Context, name string, props iceberg.Properties) (catalog.Catalog, *sql.DB, error) {
+	if props["type"] != "sql" {
+		c, err := catalog.Load(ctx, name, props)
+		return c, nil, err
+	}
+	db, err := sql.Open(props[sqlcat.DriverKey], strings.TrimPrefix(props["uri"], "sql://"))
+	if err != nil {
+		return nil, nil, err
+	}
+	db.SetMaxOpenConns(sqlCatalogConns)
+	c, err := sqlcat.NewCatalog(name, db, sqlcat.SupportedDialect(strings.ToLower(props[sqlcat.DialectKey])), props)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, err
+	}
+	return c, db, nil
 }
 
 // CatalogProperties returns the properties handed to catalog.Load: the
@@ -265,6 +296,12 @@ func (b *Bucket) Tables(ctx context.Context) ([]TableID, error) {
 }
 
 func admits(filter func(string) bool, name string) bool { return filter == nil || filter(name) }
+
+// Admits reports whether the bucket's namespace and table filters let id
+// be maintained: whether Tables would list it.
+func (b *Bucket) Admits(id TableID) bool {
+	return admits(b.opts.Namespaces, id.NamespaceString()) && admits(b.opts.Tables, id.Name)
+}
 
 // Exists reports whether the table is in the catalog, without loading
 // its metadata (cheap enough for every API request); a missing table is

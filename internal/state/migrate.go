@@ -41,6 +41,9 @@ var migrations = []string{
 	CREATE TABLE schedule_fires (job_type TEXT PRIMARY KEY, last_fire BIGINT NOT NULL);`,
 	// 3: restored objects stay protected (0: not protected).
 	`ALTER TABLE noncurrent_marks ADD COLUMN protected_at BIGINT NOT NULL DEFAULT 0;`,
+	// 4: the daemon's in-memory view reads the runs finished since its
+	// last refresh.
+	`CREATE INDEX runs_by_finish ON runs (finished_at);`,
 }
 
 // migrationLockID is an arbitrary constant key for pg_advisory_lock, so that

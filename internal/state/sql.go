@@ -48,6 +48,9 @@ func Open(ctx context.Context, dsn string) (Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open state store %s: %w", rest, err)
 		}
+		// Bounded: a burst of requests must queue for a connection, not
+		// open a file handle each.
+		db.SetMaxOpenConns(8)
 		s = &sqlStore{db: db, dialect: sqlite}
 	case "postgres", "postgresql":
 		db, err := sql.Open("pgx", dsn)
@@ -67,6 +70,13 @@ func Open(ctx context.Context, dsn string) (Store, error) {
 }
 
 func (s *sqlStore) Close() error { return s.db.Close() }
+
+func (s *sqlStore) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("reach state store: %w", err)
+	}
+	return nil
+}
 
 // rebind turns ? placeholders into $n for PostgreSQL.
 func (s *sqlStore) rebind(q string) string {
@@ -117,24 +127,64 @@ func (s *sqlStore) BucketConfig(ctx context.Context, bucket string) (map[mainten
 }
 
 func (s *sqlStore) configs(ctx context.Context, q string, args ...any) (map[maintenance.JobType]maintenance.Config, error) {
+	out := map[maintenance.JobType]maintenance.Config{}
+	err := s.eachConfig(ctx, func(_ []string, typ maintenance.JobType, c maintenance.Config) { out[typ] = c }, 0, q, args...)
+	return out, err
+}
+
+func (s *sqlStore) AllOverrides(ctx context.Context) (map[TableKey]map[maintenance.JobType]maintenance.Config, map[string]map[maintenance.JobType]maintenance.Config, error) {
+	tables := map[TableKey]map[maintenance.JobType]maintenance.Config{}
+	err := s.eachConfig(ctx, func(k []string, typ maintenance.JobType, c maintenance.Config) {
+		key := TableKey{Bucket: k[0], Namespace: k[1], Name: k[2]}
+		if tables[key] == nil {
+			tables[key] = map[maintenance.JobType]maintenance.Config{}
+		}
+		tables[key][typ] = c
+	}, 3, `SELECT bucket, namespace, name, job_type, value FROM table_config`)
+	if err != nil {
+		return nil, nil, err
+	}
+	buckets := map[string]map[maintenance.JobType]maintenance.Config{}
+	err = s.eachConfig(ctx, func(k []string, typ maintenance.JobType, c maintenance.Config) {
+		if buckets[k[0]] == nil {
+			buckets[k[0]] = map[maintenance.JobType]maintenance.Config{}
+		}
+		buckets[k[0]][typ] = c
+	}, 1, `SELECT bucket, job_type, value FROM bucket_config`)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tables, buckets, nil
+}
+
+// eachConfig calls fn for each row of q, whose columns are keys key
+// columns, then the job type and the stored configuration.
+func (s *sqlStore) eachConfig(ctx context.Context, fn func(key []string, typ maintenance.JobType, c maintenance.Config), keys int, q string, args ...any) error {
 	rows, err := s.query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("read maintenance configuration: %w", err)
+		return fmt.Errorf("read maintenance configuration: %w", err)
 	}
 	defer rows.Close()
-	out := map[maintenance.JobType]maintenance.Config{}
+	key := make([]string, keys)
 	for rows.Next() {
 		var typ, value string
-		if err := rows.Scan(&typ, &value); err != nil {
-			return nil, fmt.Errorf("read maintenance configuration: %w", err)
+		dest := make([]any, 0, keys+2)
+		for i := range key {
+			dest = append(dest, &key[i])
+		}
+		if err := rows.Scan(append(dest, &typ, &value)...); err != nil {
+			return fmt.Errorf("read maintenance configuration: %w", err)
 		}
 		var c maintenance.Config
 		if err := json.Unmarshal([]byte(value), &c); err != nil {
-			return nil, fmt.Errorf("decode stored %s configuration: %w", typ, err)
+			return fmt.Errorf("decode stored %s configuration: %w", typ, err)
 		}
-		out[maintenance.JobType(typ)] = c
+		fn(key, maintenance.JobType(typ), c)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read maintenance configuration: %w", err)
+	}
+	return nil
 }
 
 func (s *sqlStore) PutTableConfig(ctx context.Context, t TableKey, typ maintenance.JobType, c maintenance.Config) error {
@@ -237,6 +287,25 @@ func (s *sqlStore) LastSuccesses(ctx context.Context) ([]Run, error) {
 	runs, err := scanRuns(rows)
 	if err != nil {
 		return nil, fmt.Errorf("read last successful runs: %w", err)
+	}
+	return runs, nil
+}
+
+func (s *sqlStore) LatestRuns(ctx context.Context, since time.Time) ([]Run, error) {
+	q, args := `SELECT `+runColumns+` FROM runs WHERE finished_at >= ? AND status <> ? ORDER BY id`, []any{millis(since), string(Running)}
+	if since.IsZero() {
+		q = `SELECT ` + runColumns + ` FROM runs WHERE id IN (
+			SELECT MAX(id) FROM runs WHERE status <> ? GROUP BY bucket, namespace, name, job_type
+			UNION SELECT MAX(id) FROM runs WHERE status = ? GROUP BY bucket, namespace, name, job_type) ORDER BY id`
+		args = []any{string(Running), string(Successful)}
+	}
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read latest runs: %w", err)
+	}
+	runs, err := scanRuns(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read latest runs: %w", err)
 	}
 	return runs, nil
 }

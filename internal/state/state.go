@@ -76,16 +76,34 @@ type MarkStat struct {
 // ErrNotFound is returned when a looked-up record does not exist.
 var ErrNotFound = errors.New("not found")
 
-// Store is icekeeper's durable state. Implementations are safe for
-// concurrent use.
+// Store is icekeeper's durable state: every part below, on one database.
+// Implementations are safe for concurrent use. Consumers take the part
+// they need, so that what each one may touch is visible in its type.
 type Store interface {
+	Overrides
+	History
+	Marks
+	Leases
+	Queue
+	// Ping checks that the store answers: the daemon's readiness.
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Overrides are the maintenance configurations written through the API.
+type Overrides interface {
 	// TableConfig returns the per-table overrides set through the API.
 	TableConfig(ctx context.Context, t TableKey) (map[maintenance.JobType]maintenance.Config, error)
 	PutTableConfig(ctx context.Context, t TableKey, typ maintenance.JobType, c maintenance.Config) error
 	// BucketConfig returns the per-bucket overrides set through the API.
 	BucketConfig(ctx context.Context, bucketARN string) (map[maintenance.JobType]maintenance.Config, error)
 	PutBucketConfig(ctx context.Context, bucketARN string, typ maintenance.JobType, c maintenance.Config) error
+	// AllOverrides returns every table's and every bucket's overrides.
+	AllOverrides(ctx context.Context) (map[TableKey]map[maintenance.JobType]maintenance.Config, map[string]map[maintenance.JobType]maintenance.Config, error)
+}
 
+// History is the record of job runs.
+type History interface {
 	// StartRun records a run in state Running and returns its ID.
 	StartRun(ctx context.Context, r Run) (int64, error)
 	// FinishRun records the outcome of the run r.ID.
@@ -97,7 +115,17 @@ type Store interface {
 	LastSuccesses(ctx context.Context) ([]Run, error)
 	// Runs returns up to limit runs of t and typ, newest first.
 	Runs(ctx context.Context, t TableKey, typ maintenance.JobType, limit int) ([]Run, error)
+	// LatestRuns returns the latest finished run of every table and job
+	// type, and the latest successful one where that is older; with since
+	// set, only runs that finished at or after since.
+	LatestRuns(ctx context.Context, since time.Time) ([]Run, error)
+	// FailRunning marks t's runs of typ still recorded as Running as Failed
+	// with msg: a worker that held them died. It returns how many.
+	FailRunning(ctx context.Context, t TableKey, typ maintenance.JobType, msg string, now time.Time) (int, error)
+}
 
+// Marks are the noncurrent marks of unreferenced file removal.
+type Marks interface {
 	// PutMarks inserts or replaces noncurrent marks.
 	PutMarks(ctx context.Context, marks []Mark) error
 	// Marks returns t's noncurrent marks, protected ones included, ordered
@@ -112,18 +140,20 @@ type Store interface {
 	// ProtectMarks protects t's unprotected marks of paths (all of them
 	// when paths is nil) as of at and returns how many it protected.
 	ProtectMarks(ctx context.Context, t TableKey, paths []string, at time.Time) (int, error)
+}
 
+// Leases are named, expiring locks: one job per table at a time.
+type Leases interface {
 	// AcquireLease takes or renews the named lease for holder until now+ttl.
 	// It fails (false, nil) while another holder's lease has not expired.
 	AcquireLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error)
 	// ReleaseLease gives up holder's lease; releasing a lease one does not
 	// hold is a no-op.
 	ReleaseLease(ctx context.Context, name, holder string) error
+}
 
-	// FailRunning marks t's runs of typ still recorded as Running as Failed
-	// with msg: a worker that held them died. It returns how many.
-	FailRunning(ctx context.Context, t TableKey, typ maintenance.JobType, msg string, now time.Time) (int, error)
-
+// Queue is the daemon's durable job queue and the record of cron fires.
+type Queue interface {
 	// Enqueue adds a job unless one for the same table and type is already
 	// queued (then it returns false): missed schedules collapse into one.
 	Enqueue(ctx context.Context, j QueuedJob) (bool, error)
@@ -142,8 +172,6 @@ type Store interface {
 	// LastFire and SetLastFire keep the last cron fire of each job type.
 	LastFire(ctx context.Context, typ maintenance.JobType) (time.Time, error)
 	SetLastFire(ctx context.Context, typ maintenance.JobType, at time.Time) error
-
-	Close() error
 }
 
 // QueuedJob is a job waiting in, or claimed from, the durable queue.

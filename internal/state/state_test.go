@@ -19,11 +19,15 @@ import (
 func TestSQLite(t *testing.T) {
 	dsn := "sqlite://" + filepath.Join(t.TempDir(), "nested", "state.db")
 	suite(t, func(t *testing.T) Store { return open(t, dsn) })
+	cached := "sqlite://" + filepath.Join(t.TempDir(), "cached.db")
+	cacheSuite(t, func(t *testing.T) Store { return open(t, cached) })
 }
 
 func TestPostgres(t *testing.T) {
 	dsn := servers.Postgres(t)
 	suite(t, func(t *testing.T) Store { return open(t, dsn) })
+	cached := servers.Postgres(t)
+	cacheSuite(t, func(t *testing.T) Store { return open(t, cached) })
 }
 
 func open(t *testing.T, dsn string) Store {
@@ -57,6 +61,21 @@ func suite(t *testing.T, newStore func(t *testing.T) Store) {
 			t.Fatalf("after reopen: %v %v", got, err)
 		}
 	})
+}
+
+// cacheSuite runs on a store of its own: a cache over it answers as the
+// store does, and takes in other processes' writes on refresh.
+func cacheSuite(t *testing.T, newStore func(t *testing.T) Store) {
+	cached := func(t *testing.T) Store {
+		c, err := NewCache(context.Background(), newStore(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	t.Run("Cached/Config", func(t *testing.T) { testConfig(t, cached(t)) })
+	t.Run("Cached/Runs", func(t *testing.T) { testRuns(t, cached(t)) })
+	t.Run("Cached/Refresh", func(t *testing.T) { testCacheRefresh(t, newStore(t), newStore(t)) })
 }
 
 var tbl = TableKey{Bucket: "arn:aws:s3tables:local:000000000000:bucket/local", Namespace: "demo", Name: "events"}
@@ -396,4 +415,92 @@ func testQueueRace(t *testing.T, a, b Store) {
 	if len(seen) != n {
 		t.Fatalf("%d of %d jobs claimed", len(seen), n)
 	}
+}
+
+// testCacheRefresh has two processes on one store: what one writes, the
+// other's cache shows after its next refresh, and not before.
+func testCacheRefresh(t *testing.T, mine, other Store) {
+	ctx := context.Background()
+	c, err := NewCache(ctx, mine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := TableKey{"arn:b", "cache", "t"}
+	off := maintenance.Config{Status: maintenance.Disabled}
+	if err := other.PutTableConfig(ctx, k, maintenance.Compaction, off); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.PutBucketConfig(ctx, "arn:b", maintenance.UnreferencedFileRemoval, off); err != nil {
+		t.Fatal(err)
+	}
+	id, err := other.StartRun(ctx, Run{Table: k, Type: maintenance.SnapshotManagement, Trigger: "cli", Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.FinishRun(ctx, Run{ID: id, Table: k, Type: maintenance.SnapshotManagement, Status: Successful, Finished: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.TableConfig(ctx, k); len(got) != 0 {
+		t.Fatalf("another process's write was seen before a refresh: %v", got)
+	}
+	if err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tc, _ := c.TableConfig(ctx, k)
+	bc, _ := c.BucketConfig(ctx, "arn:b")
+	last, _ := c.LastRuns(ctx, k)
+	if tc[maintenance.Compaction].Status != maintenance.Disabled || bc[maintenance.UnreferencedFileRemoval].Status != maintenance.Disabled || last[maintenance.SnapshotManagement].ID != id {
+		t.Fatalf("after refresh: table %v, bucket %v, last runs %v", tc, bc, last)
+	}
+	succ := successesOf(t, c, k)
+	if len(succ) != 1 || succ[0].ID != id {
+		t.Fatalf("last successes = %+v", succ)
+	}
+
+	// A failed run after a success: the latest run changes, the latest
+	// success stays; a worker's abandoned run, failed by takeover, shows.
+	id2, _ := c.StartRun(ctx, Run{Table: k, Type: maintenance.SnapshotManagement, Trigger: "schedule", Started: time.Now()})
+	if n, err := c.FailRunning(ctx, k, maintenance.SnapshotManagement, "worker died", time.Now()); err != nil || n != 1 {
+		t.Fatalf("fail running = %d %v", n, err)
+	}
+	last, _ = c.LastRuns(ctx, k)
+	succ = successesOf(t, c, k)
+	if last[maintenance.SnapshotManagement].ID != id2 || last[maintenance.SnapshotManagement].FailureMessage != "worker died" || len(succ) != 1 || succ[0].ID != id {
+		t.Fatalf("after takeover: last %+v, successes %+v", last, succ)
+	}
+
+	// A reader may change what it was given without changing the cache.
+	tc[maintenance.Compaction] = maintenance.Config{Status: maintenance.Enabled}
+	if again, _ := c.TableConfig(ctx, k); again[maintenance.Compaction].Status != maintenance.Disabled {
+		t.Fatal("a caller's map aliases the cache")
+	}
+	// Its own writes are seen at once, and survive a refresh.
+	on := maintenance.Config{Status: maintenance.Enabled}
+	if err := c.PutTableConfig(ctx, k, maintenance.Compaction, on); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.TableConfig(ctx, k); got[maintenance.Compaction].Status != maintenance.Enabled {
+		t.Fatalf("own write not seen: %v", got)
+	}
+	if err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.TableConfig(ctx, k); got[maintenance.Compaction].Status != maintenance.Enabled {
+		t.Fatalf("own write lost on refresh: %v", got)
+	}
+}
+
+func successesOf(t *testing.T, s Store, k TableKey) []Run {
+	t.Helper()
+	all, err := s.LastSuccesses(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []Run
+	for _, r := range all {
+		if r.Table == k {
+			out = append(out, r)
+		}
+	}
+	return out
 }
