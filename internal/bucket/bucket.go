@@ -16,9 +16,9 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
-	_ "github.com/apache/iceberg-go/catalog/glue"  // registers catalog type "glue"
-	_ "github.com/apache/iceberg-go/catalog/hive"  // registers catalog type "hive"
-	_ "github.com/apache/iceberg-go/catalog/rest"  // registers catalog type "rest"
+	_ "github.com/apache/iceberg-go/catalog/glue" // registers catalog type "glue"
+	_ "github.com/apache/iceberg-go/catalog/hive" // registers catalog type "hive"
+	_ "github.com/apache/iceberg-go/catalog/rest" // registers catalog type "rest"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3://, s3a://, s3n://, oss://
 	"github.com/apache/iceberg-go/table"
