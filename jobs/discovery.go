@@ -43,14 +43,14 @@ type Discovery struct {
 	flight  singleflight.Group
 	mu      sync.RWMutex
 	listed  map[string][]bucket.TableID // per bucket ARN, sorted; nil: never listed
-	found   map[state.TableKey]bool     // looked up since the last listing
+	known   map[state.TableKey]bool     // listed, or looked up since the last listing
 	missing map[state.TableKey]time.Time
 }
 
 func (d *Discovery) init() {
 	d.once.Do(func() {
 		d.sem = make(chan struct{}, cmp.Or(max(d.Lookups, 0), 4))
-		d.listed, d.found, d.missing = map[string][]bucket.TableID{}, map[state.TableKey]bool{}, map[state.TableKey]time.Time{}
+		d.listed, d.known, d.missing = map[string][]bucket.TableID{}, map[state.TableKey]bool{}, map[state.TableKey]time.Time{}
 		d.MissTTL = cmp.Or(max(d.MissTTL, 0), 5*time.Second)
 		if d.Logger == nil {
 			d.Logger = slog.New(slog.DiscardHandler)
@@ -68,9 +68,14 @@ func (d *Discovery) Discover(ctx context.Context) {
 		}
 	}
 	d.mu.Lock()
-	clear(d.found)
+	defer d.mu.Unlock()
+	clear(d.known)
 	clear(d.missing)
-	d.mu.Unlock()
+	for _, b := range d.Registry.Buckets() {
+		for _, id := range d.listed[b.ARN()] {
+			d.known[Target{Bucket: b, Table: id}.Key()] = true
+		}
+	}
 }
 
 func (d *Discovery) list(ctx context.Context, b *bucket.Bucket) error {
@@ -81,8 +86,11 @@ func (d *Discovery) list(ctx context.Context, b *bucket.Bucket) error {
 		return err
 	}
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.listed[b.ARN()] = ids
-	d.mu.Unlock()
+	for _, id := range ids {
+		d.known[Target{Bucket: b, Table: id}.Key()] = true
+	}
 	return nil
 }
 
@@ -126,7 +134,7 @@ func (d *Discovery) Exists(ctx context.Context, t Target) error {
 	d.init()
 	k := t.Key()
 	d.mu.RLock()
-	known := d.found[k] || slices.ContainsFunc(d.listed[k.Bucket], func(id bucket.TableID) bool { return id.String() == t.Table.String() })
+	known := d.known[k]
 	missUntil, missed := d.missing[k]
 	d.mu.RUnlock()
 	if known {
@@ -150,7 +158,7 @@ func (d *Discovery) Exists(ctx context.Context, t Target) error {
 		defer d.mu.Unlock()
 		switch {
 		case err == nil:
-			d.found[k] = true
+			d.known[k] = true
 			d.addListed(t)
 		case errors.Is(err, bucket.ErrNoSuchTable):
 			d.missing[k] = time.Now().Add(d.MissTTL)
