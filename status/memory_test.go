@@ -29,9 +29,10 @@ import (
 // cache of the store and from discovery. cached false puts the store and
 // the catalog behind every request instead, as before.
 type manyTables struct {
-	home  string
-	url   string
-	names []string
+	home    string
+	url     string
+	names   []string
+	handler http.Handler
 }
 
 func newManyTables(tb testing.TB, n int, cached bool) *manyTables {
@@ -70,7 +71,8 @@ func newManyTables(tb testing.TB, n int, cached bool) *manyTables {
 		d.Discover(ctx)
 		srv.Store, srv.Tables = cache, d
 	}
-	ts := httptest.NewServer(srv.Handler())
+	m.handler = srv.Handler()
+	ts := httptest.NewServer(m.handler)
 	tb.Cleanup(ts.Close)
 	m.url = ts.URL
 	return m
