@@ -2,6 +2,8 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -16,6 +18,8 @@ import (
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // fakeJob records its runs and catches two runs on one table at once.
@@ -28,6 +32,7 @@ type fakeJob struct {
 	overlaps atomic.Int32
 	panicky  bool
 	block    bool
+	hang     chan struct{}
 }
 
 func newFake(typ maintenance.JobType) *fakeJob {
@@ -62,6 +67,10 @@ func (f *fakeJob) Run(ctx context.Context, t Target, _ maintenance.Settings, _ O
 	if f.block {
 		<-ctx.Done()
 		return Outcome{}, context.Cause(ctx)
+	}
+	if f.hang != nil {
+		<-f.hang // a stuck process: deaf to cancellation
+		return Outcome{}, errors.New("released")
 	}
 	time.Sleep(f.sleep)
 	return Outcome{Figures: map[string]int{"n": 1}}, nil
@@ -109,19 +118,46 @@ func waitEmpty(t *testing.T, s state.Store, within time.Duration) {
 	t.Fatalf("queue still holds %d jobs", n)
 }
 
-// runUntilEmpty runs w until s's queue is empty, then stops it and waits.
-func runUntilEmpty(t *testing.T, w *Worker, s state.Store) {
+// newEngine is an engine on s that runs jobsOf, as a replica named holder.
+func newEngine(t *testing.T, s state.Store, reg *bucket.Registry, holder string, jobsOf map[maintenance.JobType]Job, tune func(*Engine)) *Engine {
 	t.Helper()
-	ctx := context.Background()
-	stop, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { w.Run(stop, ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	waitEmpty(t, s, 10*time.Second)
+	e := &Engine{Store: s, Registry: reg, Holder: holder, Poll: 10 * time.Millisecond}
+	if jobsOf != nil {
+		e.Runner = &Runner{Store: s, Jobs: jobsOf}
+	}
+	if tune != nil {
+		tune(e)
+	}
+	if err := e.Init(); err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
-// Two workers on one store (two replicas) run every queued job exactly
-// once and never two jobs of one table at a time.
+// start runs e until the returned stop is called, which waits for it.
+func start(t *testing.T, e *Engine) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx, context.Background()) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("engine %s: %v", e.Holder, err)
+		}
+	}
+}
+
+func enqueue(t *testing.T, e *Engine, k state.TableKey, typ maintenance.JobType) {
+	t.Helper()
+	if _, err := e.Enqueue(context.Background(), k, typ, "test", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two engines on one store (two replicas) run every queued job exactly
+// once and never two jobs of one table at a time; queueing a pending job
+// again adds nothing.
 func TestWorkersRunEachJobOnce(t *testing.T) {
 	s1, s2 := shared(t)
 	reg := registry(t)
@@ -132,24 +168,24 @@ func TestWorkersRunEachJobOnce(t *testing.T) {
 		fakes[typ].sleep = 15 * time.Millisecond
 		jobsOf[typ] = fakes[typ]
 	}
+	e1 := newEngine(t, s1, reg, "replica-1", jobsOf, func(e *Engine) { e.Parallelism = 3 })
+	e2 := newEngine(t, s2, reg, "replica-2", jobsOf, func(e *Engine) { e.Parallelism = 3 })
 	const tables = 5
 	for i := 0; i < tables; i++ {
 		for _, typ := range maintenance.JobTypes {
-			if _, err := s1.Enqueue(context.Background(), state.QueuedJob{Table: key(i), Type: typ, Trigger: "test", NotBefore: time.Now()}); err != nil {
-				t.Fatal(err)
+			enqueue(t, e1, key(i), typ)
+			if ok, err := e2.Enqueue(context.Background(), key(i), typ, "again", time.Now()); err != nil || ok {
+				t.Fatalf("a pending job was queued twice: %v %v", ok, err)
 			}
 		}
 	}
-	stop, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for i, s := range []state.Store{s1, s2} {
-		w := &Worker{Store: s, Registry: reg, Runner: &Runner{Store: s, Jobs: jobsOf}, Holder: fmt.Sprint("replica-", i), Parallelism: 3, Poll: 10 * time.Millisecond}
-		wg.Add(1)
-		go func() { defer wg.Done(); w.Run(stop, context.Background()) }()
+	if n, _ := s1.QueueDepth(context.Background()); n != tables*len(maintenance.JobTypes) {
+		t.Fatalf("queue depth %d", n)
 	}
+	stop1, stop2 := start(t, e1), start(t, e2)
 	waitEmpty(t, s1, 30*time.Second)
-	cancel()
-	wg.Wait()
+	stop1()
+	stop2()
 	overlaps := int32(0)
 	for _, typ := range maintenance.JobTypes {
 		f := fakes[typ]
@@ -172,38 +208,56 @@ func TestWorkersRunEachJobOnce(t *testing.T) {
 	}
 }
 
-// A replica dies holding a job (kill -9: no cleanup). After its claim and
-// lease expire another replica runs the job, the dead run is marked
-// Failed, and the status reflects the new run.
+// A replica dies holding a job (its store connections gone, as after
+// kill -9: no cleanup, no renewal). Once its table lease lapses, another
+// replica rescues the job and runs it, the dead run is marked Failed, and
+// the status reflects the new run.
 func TestTakeoverAfterCrash(t *testing.T) {
-	s1, s2 := shared(t)
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "state.db")
+	if servers.PostgresAvailable() {
+		dsn = servers.Postgres(t)
+	}
+	dying, err := state.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := state.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s2.Close() })
 	reg := registry(t)
 	ctx := context.Background()
 	k := key(1)
-	if _, err := s1.Enqueue(ctx, state.QueuedJob{Table: k, Type: maintenance.Compaction, Trigger: "test", NotBefore: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
 	ttl := 300 * time.Millisecond
-	// The dying replica: claims, takes the table lease, records a run, dies.
-	j, err := s1.Claim(ctx, "dead", time.Now(), ttl)
-	if err != nil || j == nil {
-		t.Fatal(j, err)
+
+	frozen := newFake(maintenance.Compaction)
+	release := make(chan struct{})
+	frozen.hang = release
+	dead := newEngine(t, dying, reg, "dead", map[maintenance.JobType]Job{maintenance.Compaction: frozen}, func(e *Engine) { e.LeaseTTL = ttl })
+	enqueue(t, dead, k, maintenance.Compaction)
+	stopDead, cancelDead := context.WithCancel(ctx)
+	go func() { _ = dead.Run(stopDead, stopDead) }()
+	t.Cleanup(func() { close(release); cancelDead() })
+	for frozen.count(k) == 0 {
+		time.Sleep(10 * time.Millisecond)
 	}
-	if ok, _ := s1.AcquireLease(ctx, "table:"+k.String(), "dead", time.Now(), ttl); !ok {
-		t.Fatal("lease")
-	}
-	deadRun, _ := s1.StartRun(ctx, state.Run{Table: k, Type: maintenance.Compaction, Trigger: "test", Started: time.Now()})
+	dying.Close() // the replica is gone: nothing it holds is renewed or finished
 
 	fake := newFake(maintenance.Compaction)
 	var takeovers atomic.Int32
-	w := &Worker{Store: s2, Registry: reg, Runner: &Runner{Store: s2, Jobs: map[maintenance.JobType]Job{maintenance.Compaction: fake}},
-		Holder: "survivor", LeaseTTL: ttl, Poll: 20 * time.Millisecond, OnTakeover: func(state.QueuedJob) { takeovers.Add(1) }}
-	runUntilEmpty(t, w, s2)
+	survivor := newEngine(t, s2, reg, "survivor", map[maintenance.JobType]Job{maintenance.Compaction: fake}, func(e *Engine) {
+		e.LeaseTTL = ttl
+		e.OnTakeover = func(RunArgs) { takeovers.Add(1) }
+	})
+	stop := start(t, survivor)
+	waitEmpty(t, s2, 20*time.Second)
+	stop()
 	if fake.count(k) != 1 || takeovers.Load() != 1 {
 		t.Fatalf("runs %d, takeovers %d", fake.count(k), takeovers.Load())
 	}
 	runs, _ := s2.Runs(ctx, k, maintenance.Compaction, 5)
-	if len(runs) != 2 || runs[1].ID != deadRun || runs[1].Status != state.Failed || runs[0].Status != state.Successful {
+	if len(runs) != 2 || runs[1].Status != state.Failed || !strings.Contains(runs[1].FailureMessage, "stopped before it finished") || runs[0].Status != state.Successful {
 		t.Fatalf("runs after takeover: %+v", runs)
 	}
 	last, _ := s2.LastRuns(ctx, k)
@@ -212,7 +266,24 @@ func TestTakeoverAfterCrash(t *testing.T) {
 	}
 }
 
-// A panicking job is a Failed run, and the worker goes on; a job that
+// A live job is not rescued: the sweep leaves a job alone while its
+// worker renews the table lease, however long it runs.
+func TestSweepSparesLiveJobs(t *testing.T) {
+	s, _ := shared(t)
+	reg := registry(t)
+	slow := newFake(maintenance.Compaction)
+	slow.sleep = 2 * time.Second
+	e := newEngine(t, s, reg, "w", map[maintenance.JobType]Job{maintenance.Compaction: slow}, func(e *Engine) { e.LeaseTTL = 200 * time.Millisecond })
+	enqueue(t, e, key(1), maintenance.Compaction)
+	stop := start(t, e)
+	waitEmpty(t, s, 20*time.Second)
+	stop()
+	if n := slow.count(key(1)); n != 1 {
+		t.Fatalf("a job running ten lease TTLs ran %d times", n)
+	}
+}
+
+// A panicking job is a Failed run, and the engine goes on; a job that
 // overruns its timeout fails with a message saying so.
 func TestPanicAndTimeout(t *testing.T) {
 	s, _ := shared(t)
@@ -222,12 +293,14 @@ func TestPanicAndTimeout(t *testing.T) {
 	p.panicky = true
 	slow := newFake(maintenance.SnapshotManagement)
 	slow.block = true
-	w := &Worker{Store: s, Registry: reg, Runner: &Runner{Store: s, Jobs: map[maintenance.JobType]Job{maintenance.Compaction: p, maintenance.SnapshotManagement: slow}},
-		Holder: "w", JobTimeout: 200 * time.Millisecond, Poll: 10 * time.Millisecond}
+	e := newEngine(t, s, reg, "w", map[maintenance.JobType]Job{maintenance.Compaction: p, maintenance.SnapshotManagement: slow},
+		func(e *Engine) { e.JobTimeout = 200 * time.Millisecond })
 	for _, typ := range []maintenance.JobType{maintenance.Compaction, maintenance.SnapshotManagement} {
-		s.Enqueue(ctx, state.QueuedJob{Table: key(1), Type: typ, Trigger: "test", NotBefore: time.Now()})
+		enqueue(t, e, key(1), typ)
 	}
-	runUntilEmpty(t, w, s)
+	stop := start(t, e)
+	waitEmpty(t, s, 20*time.Second)
+	stop()
 	last, _ := s.LastRuns(ctx, key(1))
 	if r := last[maintenance.Compaction]; r.Status != state.Failed || !strings.Contains(r.FailureMessage, "internal error: boom") {
 		t.Fatalf("panicking job: %+v", r)
@@ -238,19 +311,19 @@ func TestPanicAndTimeout(t *testing.T) {
 }
 
 // Shutting down cancels running jobs when the grace period ends and gives
-// them back to the queue instead of dropping them.
+// them back to the queue, due at once, instead of dropping them.
 func TestShutdownRequeues(t *testing.T) {
 	s, _ := shared(t)
 	reg := registry(t)
 	ctx := context.Background()
 	slow := newFake(maintenance.Compaction)
 	slow.block = true
-	w := &Worker{Store: s, Registry: reg, Runner: &Runner{Store: s, Jobs: map[maintenance.JobType]Job{maintenance.Compaction: slow}}, Holder: "w", Poll: 10 * time.Millisecond}
-	s.Enqueue(ctx, state.QueuedJob{Table: key(1), Type: maintenance.Compaction, Trigger: "test", NotBefore: time.Now()})
+	e := newEngine(t, s, reg, "w", map[maintenance.JobType]Job{maintenance.Compaction: slow}, nil)
+	enqueue(t, e, key(1), maintenance.Compaction)
 	stop, cancelStop := context.WithCancel(ctx)
 	hard, cancelHard := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { w.Run(stop, hard); close(done) }()
+	done := make(chan error, 1)
+	go func() { done <- e.Run(stop, hard) }()
 	for slow.count(key(1)) == 0 {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -261,9 +334,9 @@ func TestShutdownRequeues(t *testing.T) {
 	if n, _ := s.QueueDepth(ctx); n != 1 {
 		t.Fatalf("cancelled job not requeued: depth %d", n)
 	}
-	j, _ := s.Claim(ctx, "next", time.Now(), time.Minute)
-	if j == nil || j.Attempts != 2 {
-		t.Fatalf("requeued job %+v", j)
+	res, err := e.client.JobList(ctx, river.NewJobListParams())
+	if err != nil || len(res.Jobs) != 1 || res.Jobs[0].State != rivertype.JobStateAvailable || res.Jobs[0].ScheduledAt.After(time.Now()) {
+		t.Fatalf("requeued job: %+v %v", res, err)
 	}
 }
 
@@ -277,7 +350,8 @@ func TestSchedulerCatchesUpOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := time.Date(2026, 6, 1, 10, 30, 0, 0, time.UTC)
-	sc := &Scheduler{Store: s, Tables: &Discovery{Registry: reg}, Jitter: 10 * time.Minute, Now: func() time.Time { return clock },
+	e := newEngine(t, s, reg, "w", nil, nil)
+	sc := &Scheduler{Store: s, Queue: e, Tables: &Discovery{Registry: reg}, Jitter: 10 * time.Minute, Now: func() time.Time { return clock },
 		Schedules: map[maintenance.JobType]string{maintenance.Compaction: "@hourly", maintenance.SnapshotManagement: "0 */6 * * *", maintenance.UnreferencedFileRemoval: "@daily"}}
 	if err := sc.Init(); err != nil {
 		t.Fatal(err)
@@ -305,11 +379,18 @@ func TestSchedulerCatchesUpOnce(t *testing.T) {
 	if n := tick(time.Date(2026, 6, 1, 11, 0, 1, 0, time.UTC)); n != 1 {
 		t.Fatalf("the hourly fire queued %d", n)
 	}
-	j, _ := s.Claim(ctx, "w", clock.Add(time.Hour), time.Minute)
-	if j == nil || j.Type != maintenance.Compaction || j.NotBefore.Before(clock.Add(-time.Second)) || j.NotBefore.After(clock.Add(10*time.Minute)) {
-		t.Fatalf("queued job %+v (jitter outside the window)", j)
+	res, err := e.client.JobList(ctx, river.NewJobListParams())
+	if err != nil || len(res.Jobs) != 1 {
+		t.Fatalf("queued jobs: %+v %v", res, err)
 	}
-	s.Complete(ctx, j.ID, "w")
+	var args RunArgs
+	j := res.Jobs[0]
+	if err := json.Unmarshal(j.EncodedArgs, &args); err != nil || args.Type != maintenance.Compaction || j.ScheduledAt.Before(clock.Add(-time.Second)) || j.ScheduledAt.After(clock.Add(10*time.Minute)) {
+		t.Fatalf("queued job %+v %+v (jitter outside the window)", j, args)
+	}
+	if _, err := e.client.JobDelete(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
 	// Down for five hours: one catch-up round, not five; snapshot
 	// management's 12:00 and 18:00... only 12:00 and 06:00 boundaries
 	// passed once.

@@ -16,10 +16,11 @@ import (
 // Scheduler turns cron schedules into queued jobs: on each fire of a job
 // type's schedule it enqueues that type for every table, spread over a
 // jitter window so tables do not all start at once. It only enqueues;
-// Workers run. Several replicas may schedule at once: the queue keeps one
-// pending job per table and type.
+// the Engine runs. Several replicas may schedule at once: the queue keeps
+// one pending job per table and type.
 type Scheduler struct {
 	Store state.Queue
+	Queue *Engine
 	// Tables are the tables the scheduler queues jobs for.
 	Tables    *Discovery
 	Schedules map[maintenance.JobType]string
@@ -83,15 +84,15 @@ func (s *Scheduler) Next(t Target, typ maintenance.JobType) time.Time {
 
 // fire enqueues typ for every table at the fire time plus its jitter.
 func (s *Scheduler) fire(ctx context.Context, typ maintenance.JobType, at time.Time, trigger string) error {
-	queued := 0
-	for _, t := range s.Tables.Tables() {
-		ok, err := s.Store.Enqueue(ctx, state.QueuedJob{Table: t.Key(), Type: typ, Trigger: trigger, NotBefore: at.Add(s.jitter(t, typ))})
-		if err != nil {
-			return err
-		}
-		if ok {
-			queued++
-		}
+	tables := s.Tables.Tables()
+	keys := make([]state.TableKey, len(tables))
+	due := make(map[state.TableKey]time.Time, len(tables))
+	for i, t := range tables {
+		keys[i], due[t.Key()] = t.Key(), at.Add(s.jitter(t, typ))
+	}
+	queued, err := s.Queue.EnqueueMany(ctx, keys, typ, trigger, func(k state.TableKey) time.Time { return due[k] })
+	if err != nil {
+		return err
 	}
 	s.Logger.Info("schedule fired", "job", typ, "at", at, "trigger", trigger, "queued", queued)
 	return s.Store.SetLastFire(ctx, typ, at)

@@ -48,7 +48,11 @@ func newServer(t *testing.T, api configs.API) *fixture {
 	reg := cfg.Registry()
 	t.Cleanup(reg.Close)
 	runner := &jobs.Runner{Store: d.Store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.SnapshotManagement: &expire.Job{}}}
-	srv := &Server{Registry: reg, Store: d.Store, Runner: runner, Auth: NewAuth(api)}
+	queue := &jobs.Engine{Store: d.Store, Registry: reg} // queues only: no worker runs here
+	if err := queue.Init(); err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{Registry: reg, Store: d.Store, Runner: runner, Queue: queue, Auth: NewAuth(api)}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return &fixture{DemoTable: d, url: ts.URL, runner: runner}

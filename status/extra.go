@@ -83,7 +83,10 @@ func (s *Server) triggerRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	queued, err := s.Store.Enqueue(r.Context(), state.QueuedJob{Table: t.Key(), Type: typ, Trigger: "api", NotBefore: time.Now()})
+	if s.Queue == nil {
+		return notFound("this server runs no job queue")
+	}
+	queued, err := s.Queue.Enqueue(r.Context(), t.Key(), typ, "api", time.Now())
 	if err != nil {
 		return err
 	}

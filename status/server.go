@@ -53,6 +53,7 @@ type Server struct {
 	Store     state.Store
 	Runner    *jobs.Runner // checks settings before they are stored
 	Scheduler Scheduler    // nil: no schedule to report
+	Queue     *jobs.Engine // queues runs asked for; nil: none can be
 	// Tables answers which tables there are; nil: a Discovery of its own,
 	// which lists each bucket on first use.
 	Tables *jobs.Discovery

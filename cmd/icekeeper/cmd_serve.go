@@ -34,7 +34,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long running jobs may take to finish after SIGTERM before they are cancelled")
 	parallel := fs.Int("parallelism", 2, "jobs run at once by this replica")
 	timeout := fs.Duration("job-timeout", time.Hour, "longest a single job may run")
-	leaseTTL := fs.Duration("lease-ttl", time.Minute, "how long a job's claim and table lease outlive a replica that stops renewing them")
+	leaseTTL := fs.Duration("lease-ttl", time.Minute, "how long a job's table lease outlives a replica that stops renewing it; its job is taken over after one to two of these")
 	refreshEvery := fs.Duration("refresh-interval", 10*time.Second, "how often the API's in-memory view takes in what other replicas and the CLI wrote to the state store")
 	discoverEvery := fs.Duration("discover-interval", 5*time.Minute, "how often every bucket's tables are listed again (a table the API is asked about is looked up at once)")
 	healthEvery := fs.Duration("health-interval", 5*time.Minute, "how often the per-table health gauges of /metrics are recomputed (each reads every table's metadata and manifest lists)")
@@ -73,14 +73,17 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	for _, t := range maintenance.JobTypes {
 		schedules[t] = w.cfg.Schedules.For(t)
 	}
-	sched := &jobs.Scheduler{Store: w.store, Tables: tables, Schedules: schedules, Rediscover: *discoverEvery, Logger: logger}
+	engine := &jobs.Engine{Store: cache, Registry: w.registry, Runner: runner, Holder: holderName(),
+		Parallelism: *parallel, JobTimeout: *timeout, LeaseTTL: *leaseTTL, Logger: logger,
+		OnTakeover: func(jobs.RunArgs) { metrics.Takeovers.Inc() }}
+	if err := engine.Init(); err != nil {
+		return err
+	}
+	sched := &jobs.Scheduler{Store: w.store, Queue: engine, Tables: tables, Schedules: schedules, Rediscover: *discoverEvery, Logger: logger}
 	if err := sched.Init(); err != nil {
 		return usageError{err}
 	}
-	worker := &jobs.Worker{Store: cache, Registry: w.registry, Runner: runner, Holder: holderName(),
-		Parallelism: *parallel, JobTimeout: *timeout, LeaseTTL: *leaseTTL, Logger: logger,
-		OnTakeover: func(state.QueuedJob) { metrics.Takeovers.Inc() }}
-	srv := &status.Server{Registry: w.registry, Store: cache, Runner: runner, Resolver: resolver, Scheduler: sched, Tables: tables, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, Logger: logger}
+	srv := &status.Server{Registry: w.registry, Store: cache, Runner: runner, Resolver: resolver, Scheduler: sched, Queue: engine, Tables: tables, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, Logger: logger}
 
 	// ctx ends on SIGTERM: stop taking jobs; hard ends grace later and
 	// cancels the jobs still running.
@@ -93,12 +96,17 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 		cache.Run(ctx, *refreshEvery, func(err error) { logger.Warn("refreshing the in-memory view from the state store", "err", err) })
 	}()
 	go func() { defer bg.Done(); _ = sched.Run(ctx) }()
-	go func() { defer bg.Done(); worker.Run(ctx, hard) }()
+	go func() {
+		defer bg.Done()
+		if err := engine.Run(ctx, hard); err != nil {
+			logger.Error("job engine", "err", err)
+		}
+	}()
 	go func() { defer bg.Done(); refreshHealth(ctx, metrics, w.registry, resolver, *healthEvery, logger) }()
 	ready := make(chan net.Addr, 1)
 	go func() {
 		if a, ok := <-ready; ok {
-			logger.Info("icekeeper serving", "addr", a.String(), "config", configName(w), "buckets", len(w.cfg.Buckets), "holder", worker.Holder)
+			logger.Info("icekeeper serving", "addr", a.String(), "config", configName(w), "buckets", len(w.cfg.Buckets), "holder", engine.Holder)
 		}
 	}()
 	err = srv.Serve(ctx, addr, *grace, ready)

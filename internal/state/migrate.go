@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/riverqueue/river/rivermigrate"
 )
 
 // migrations are applied in order, each once, each in its own transaction.
@@ -44,6 +46,9 @@ var migrations = []string{
 	// 4: the daemon's in-memory view reads the runs finished since its
 	// last refresh.
 	`CREATE INDEX runs_by_finish ON runs (finished_at);`,
+	// 5: River holds the job queue now; jobs queued in the old table are
+	// queued again by the next cron fire.
+	`DROP TABLE job_queue;`,
 }
 
 // migrationLockID is an arbitrary constant key for pg_advisory_lock, so that
@@ -76,6 +81,14 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 		if err := s.apply(ctx, conn, v, migrations[v-1]); err != nil {
 			return fmt.Errorf("migration %d: %w", v, err)
 		}
+	}
+	// River's own migrations, under the same lock.
+	m, err := rivermigrate.New(s.river, nil)
+	if err != nil {
+		return fmt.Errorf("river migrations: %w", err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("river migrations: %w", err)
 	}
 	return nil
 }

@@ -13,7 +13,10 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers driver "pgx"
-	_ "modernc.org/sqlite"             // registers driver "sqlite"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	_ "modernc.org/sqlite" // registers driver "sqlite"
 
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -31,6 +34,8 @@ const (
 // rebind and migrate.
 type sqlStore struct {
 	db      *sql.DB
+	queueDB *sql.DB // River's own pool
+	river   riverdriver.Driver[*sql.Tx]
 	dialect dialect
 }
 
@@ -44,32 +49,47 @@ func Open(ctx context.Context, dsn string) (Store, error) {
 		if err := os.MkdirAll(filepath.Dir(rest), 0o755); err != nil {
 			return nil, fmt.Errorf("open state store: %w", err)
 		}
-		db, err := sql.Open("sqlite", "file:"+rest+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+		file := "file:" + rest + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		db, err := sql.Open("sqlite", file)
 		if err != nil {
 			return nil, fmt.Errorf("open state store %s: %w", rest, err)
 		}
 		// Bounded: a burst of requests must queue for a connection, not
 		// open a file handle each.
 		db.SetMaxOpenConns(8)
-		s = &sqlStore{db: db, dialect: sqlite}
+		// River on SQLite wants one connection: its maintenance runs in
+		// parallel, and SQLite has one writer at a time.
+		queue, err := sql.Open("sqlite", file)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open state store %s: %w", rest, err)
+		}
+		queue.SetMaxOpenConns(1)
+		s = &sqlStore{db: db, queueDB: queue, river: riversqlite.New(queue), dialect: sqlite}
 	case "postgres", "postgresql":
 		db, err := sql.Open("pgx", dsn)
 		if err != nil {
 			return nil, fmt.Errorf("open state store: %w", err)
 		}
 		db.SetMaxOpenConns(8)
-		s = &sqlStore{db: db, dialect: postgres}
+		queue, err := sql.Open("pgx", dsn)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open state store: %w", err)
+		}
+		queue.SetMaxOpenConns(4)
+		s = &sqlStore{db: db, queueDB: queue, river: riverdatabasesql.New(queue), dialect: postgres}
 	default:
 		return nil, fmt.Errorf("open state store: scheme %q is not sqlite or postgres", scheme)
 	}
 	if err := s.migrate(ctx); err != nil {
-		s.db.Close()
+		s.Close()
 		return nil, fmt.Errorf("migrate state store %s: %w", redact.URI(dsn), err)
 	}
 	return s, nil
 }
 
-func (s *sqlStore) Close() error { return s.db.Close() }
+func (s *sqlStore) Close() error { return errors.Join(s.queueDB.Close(), s.db.Close()) }
 
 func (s *sqlStore) Ping(ctx context.Context) error {
 	if err := s.db.PingContext(ctx); err != nil {
@@ -460,6 +480,18 @@ func (s *sqlStore) AcquireLease(ctx context.Context, name, holder string, now ti
 		return false, fmt.Errorf("acquire lease %s: %w", name, err)
 	}
 	return n == 1, nil
+}
+
+func (s *sqlStore) LeaseHolder(ctx context.Context, name string, now time.Time) (string, error) {
+	var holder string
+	err := s.db.QueryRowContext(ctx, s.rebind(`SELECT holder FROM leases WHERE name = ? AND expires_at > ?`), name, now.UnixMilli()).Scan(&holder)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read lease %s: %w", name, err)
+	}
+	return holder, nil
 }
 
 func (s *sqlStore) ReleaseLease(ctx context.Context, name, holder string) error {

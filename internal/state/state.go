@@ -8,9 +8,12 @@ package state
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/riverqueue/river/riverdriver"
 
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -150,36 +153,20 @@ type Leases interface {
 	// ReleaseLease gives up holder's lease; releasing a lease one does not
 	// hold is a no-op.
 	ReleaseLease(ctx context.Context, name, holder string) error
+	// LeaseHolder returns who holds the named lease at now; "" when no
+	// one does, or the lease expired.
+	LeaseHolder(ctx context.Context, name string, now time.Time) (string, error)
 }
 
-// Queue is the daemon's durable job queue and the record of cron fires.
+// Queue is the daemon's job queue: River's tables on the store's
+// database (package jobs owns their use), and the last cron fire of each
+// job type.
 type Queue interface {
-	// Enqueue adds a job unless one for the same table and type is already
-	// queued (then it returns false): missed schedules collapse into one.
-	Enqueue(ctx context.Context, j QueuedJob) (bool, error)
-	// Claim takes the first due job that no live worker holds, for holder
-	// until now+ttl; nil when none is due. A claim that expired (its
-	// worker died) can be claimed again; Attempts then exceeds 1.
-	Claim(ctx context.Context, holder string, now time.Time, ttl time.Duration) (*QueuedJob, error)
-	// Extend keeps holder's claim alive until until.
-	Extend(ctx context.Context, id int64, holder string, until time.Time) error
-	// Complete removes holder's claimed job from the queue.
-	Complete(ctx context.Context, id int64, holder string) error
-	// Requeue gives holder's claim back, due again at notBefore.
-	Requeue(ctx context.Context, id int64, holder string, notBefore time.Time) error
-	// QueueDepth counts queued jobs, claimed or not.
+	// Engine is the River driver on the store's database.
+	Engine() riverdriver.Driver[*sql.Tx]
+	// QueueDepth counts the jobs waiting or running.
 	QueueDepth(ctx context.Context) (int, error)
 	// LastFire and SetLastFire keep the last cron fire of each job type.
 	LastFire(ctx context.Context, typ maintenance.JobType) (time.Time, error)
 	SetLastFire(ctx context.Context, typ maintenance.JobType, at time.Time) error
-}
-
-// QueuedJob is a job waiting in, or claimed from, the durable queue.
-type QueuedJob struct {
-	ID        int64
-	Table     TableKey
-	Type      maintenance.JobType
-	Trigger   string
-	NotBefore time.Time
-	Attempts  int
 }

@@ -1,0 +1,338 @@
+package jobs
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/maintenance"
+)
+
+// RunArgs is a queued run of one job type on one table: a River job. Its
+// table and type make it unique while it waits or runs, so missed
+// schedules and repeated API calls collapse into one pending run.
+type RunArgs struct {
+	Bucket    string              `json:"bucket" river:"unique"`
+	Namespace string              `json:"namespace" river:"unique"`
+	Name      string              `json:"name" river:"unique"`
+	Type      maintenance.JobType `json:"type" river:"unique"`
+	Trigger   string              `json:"trigger"`
+}
+
+// Kind names the job in River's tables.
+func (RunArgs) Kind() string { return "icekeeper.run" }
+
+// pendingStates are the states in which a run collapses a second one: all
+// but the finished ones (River requires these four; retryable is a run
+// waiting for its next attempt).
+var pendingStates = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending,
+	rivertype.JobStateRetryable, rivertype.JobStateRunning, rivertype.JobStateScheduled}
+
+// InsertOpts makes runs unique per table and type while pending.
+func (RunArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: pendingStates}}
+}
+
+// Key is the run's table.
+func (a RunArgs) Key() state.TableKey {
+	return state.TableKey{Bucket: a.Bucket, Namespace: a.Namespace, Name: a.Name}
+}
+
+// EngineStore is what the engine uses of the state store.
+type EngineStore interface {
+	state.Queue
+	state.Leases
+	state.History
+}
+
+// Engine is the daemon's job queue and its workers, on River
+// (github.com/riverqueue/river) over the state store's database: River
+// keeps runs unique per table and type, schedules them, hands each to one
+// worker, retries on errors and stops gracefully. icekeeper adds two
+// things River does not have:
+//
+//   - One job per table at a time, across job types and replicas: a lease
+//     row per table, renewed while the job runs. A job that finds its
+//     table's lease held is snoozed for a second.
+//   - Takeover within a lease's life: River rescues a job whose worker died
+//     only once it has run longer than a fixed horizon, which must be at
+//     least the job timeout (an hour). The engine instead rescues, through
+//     River's own rescue operation, a running job whose table lease has
+//     expired on two sweeps in a row, so a dead replica's job runs again
+//     about a lease TTL after the replica stopped renewing it.
+type Engine struct {
+	Store    EngineStore
+	Registry *bucket.Registry
+	// Runner runs the jobs; nil makes an engine that only queues (the API
+	// of a process that runs no workers, tests).
+	Runner *Runner
+	// Holder names this replica in River and in leases; unique per process.
+	Holder string
+	// Parallelism bounds concurrent jobs (default 2).
+	Parallelism int
+	// JobTimeout bounds one job (default 1h).
+	JobTimeout time.Duration
+	// LeaseTTL is how long a table lease lives without renewal (default
+	// 1m); it is renewed every third of it while the job runs.
+	LeaseTTL time.Duration
+	// Poll is how often an idle worker looks for due jobs (default 1s).
+	Poll   time.Duration
+	Logger *slog.Logger
+	// OnTakeover, when set, is called when a job whose worker died runs
+	// again.
+	OnTakeover func(RunArgs)
+
+	client   *river.Client[*sql.Tx]
+	driver   riverdriver.Driver[*sql.Tx]
+	suspects map[int64]int // running jobs without a live lease on the last sweep: ID to attempt
+}
+
+// Init builds the River client; Run starts it. An engine without a
+// Runner only queues, and needs no Run.
+func (e *Engine) Init() error {
+	e.Parallelism = cmp.Or(max(e.Parallelism, 0), 2)
+	e.JobTimeout = cmp.Or(max(e.JobTimeout, 0), time.Hour)
+	e.LeaseTTL = cmp.Or(max(e.LeaseTTL, 0), time.Minute)
+	e.Poll = cmp.Or(max(e.Poll, 0), time.Second)
+	if e.Logger == nil {
+		e.Logger = slog.New(slog.DiscardHandler)
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &runWorker{e: e})
+	cfg := &river.Config{
+		ID:                cmp.Or(e.Holder, "icekeeper"),
+		Workers:           workers,
+		PollOnly:          true, // neither driver here listens for notifications
+		FetchPollInterval: e.Poll,
+		FetchCooldown:     min(e.Poll, 100*time.Millisecond),
+		// The engine times jobs itself, so that a run that overran is
+		// recorded as such; River's rescue is the backstop for jobs the
+		// lease sweep misses.
+		JobTimeout:           -1,
+		RescueStuckJobsAfter: e.JobTimeout + e.LeaseTTL,
+		Logger:               e.Logger.With("component", "river"),
+	}
+	if e.Runner != nil {
+		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: e.Parallelism}}
+	}
+	e.driver = e.Store.Engine()
+	c, err := river.NewClient(e.driver, cfg)
+	if err != nil {
+		return fmt.Errorf("job engine: %w", err)
+	}
+	e.client, e.suspects = c, map[int64]int{}
+	return nil
+}
+
+// Enqueue queues typ on the table k, due at at, unless a run of it is
+// already pending (then it returns false).
+func (e *Engine) Enqueue(ctx context.Context, k state.TableKey, typ maintenance.JobType, trigger string, at time.Time) (bool, error) {
+	res, err := e.client.Insert(ctx, runArgs(k, typ, trigger), &river.InsertOpts{ScheduledAt: at})
+	if err != nil {
+		return false, fmt.Errorf("queue %s on %s: %w", typ, k, err)
+	}
+	return !res.UniqueSkippedAsDuplicate, nil
+}
+
+// EnqueueMany queues typ on every table, each due at its own time, and
+// returns how many were not pending already.
+func (e *Engine) EnqueueMany(ctx context.Context, keys []state.TableKey, typ maintenance.JobType, trigger string, at func(state.TableKey) time.Time) (int, error) {
+	const batch = 500
+	queued := 0
+	for len(keys) > 0 {
+		n := min(len(keys), batch)
+		params := make([]river.InsertManyParams, 0, n)
+		for _, k := range keys[:n] {
+			params = append(params, river.InsertManyParams{Args: runArgs(k, typ, trigger), InsertOpts: &river.InsertOpts{ScheduledAt: at(k)}})
+		}
+		res, err := e.client.InsertMany(ctx, params)
+		if err != nil {
+			return queued, fmt.Errorf("queue %s on %d tables: %w", typ, n, err)
+		}
+		for _, r := range res {
+			if !r.UniqueSkippedAsDuplicate {
+				queued++
+			}
+		}
+		keys = keys[n:]
+	}
+	return queued, nil
+}
+
+func runArgs(k state.TableKey, typ maintenance.JobType, trigger string) RunArgs {
+	return RunArgs{Bucket: k.Bucket, Namespace: k.Namespace, Name: k.Name, Type: typ, Trigger: trigger}
+}
+
+// Run works until stop is done, then takes no new jobs and waits for the
+// running ones; those are cancelled when hard is done, and go back to the
+// queue. A cancelled job never leaves a half-done commit: catalog commits
+// are atomic.
+func (e *Engine) Run(stop, hard context.Context) error {
+	if err := e.client.Start(context.WithoutCancel(hard)); err != nil {
+		return fmt.Errorf("start the job engine: %w", err)
+	}
+	var sweeper sync.WaitGroup
+	sweepCtx, endSweep := context.WithCancel(hard)
+	sweeper.Go(func() {
+		t := time.NewTicker(e.LeaseTTL / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-sweepCtx.Done():
+				return
+			case <-t.C:
+			}
+			if err := e.Sweep(sweepCtx); err != nil && sweepCtx.Err() == nil {
+				e.Logger.Warn("sweep for jobs of stopped workers", "err", err)
+			}
+		}
+	})
+	<-stop.Done()
+	endSweep()
+	sweeper.Wait()
+	stopped := make(chan error, 1)
+	go func() { stopped <- e.client.Stop(context.WithoutCancel(hard)) }()
+	select {
+	case err := <-stopped:
+		return err
+	case <-hard.Done():
+		return e.client.StopAndCancel(context.WithoutCancel(hard))
+	}
+}
+
+// Sweep rescues the running jobs whose worker stopped: their table lease
+// has lapsed, on this sweep and the one before (a job that just finished
+// releases its lease a moment before River records it complete), and they
+// started more than a lease TTL ago.
+func (e *Engine) Sweep(ctx context.Context) error {
+	res, err := e.client.JobList(ctx, river.NewJobListParams().Kinds(RunArgs{}.Kind()).States(rivertype.JobStateRunning).First(10000))
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	horizon := now.Add(-e.LeaseTTL)
+	suspects := map[int64]int{}
+	rescue := riverdriver.JobRescueManyParams{StuckHorizon: horizon}
+	for _, j := range res.Jobs {
+		if j.AttemptedAt == nil || j.AttemptedAt.After(horizon) {
+			continue
+		}
+		var a RunArgs
+		if err := json.Unmarshal(j.EncodedArgs, &a); err != nil {
+			continue
+		}
+		holder, err := e.Store.LeaseHolder(ctx, leaseName(a.Key()), now)
+		if err != nil {
+			return err
+		}
+		if holder != "" {
+			continue
+		}
+		suspects[j.ID] = j.Attempt
+		if attempt, ok := e.suspects[j.ID]; !ok || attempt != j.Attempt {
+			continue
+		}
+		msg, _ := json.Marshal(rivertype.AttemptError{At: now, Attempt: j.Attempt, Error: "the worker running this job stopped renewing its table lease"})
+		rescue.ID = append(rescue.ID, j.ID)
+		rescue.Error = append(rescue.Error, msg)
+		rescue.FinalizedAt = append(rescue.FinalizedAt, nil)
+		rescue.ScheduledAt = append(rescue.ScheduledAt, now)
+		rescue.State = append(rescue.State, string(rivertype.JobStateAvailable))
+		delete(suspects, j.ID)
+	}
+	e.suspects = suspects
+	if len(rescue.ID) == 0 {
+		return nil
+	}
+	if _, err := e.driver.GetExecutor().JobRescueMany(ctx, &rescue); err != nil {
+		return fmt.Errorf("rescue %d jobs: %w", len(rescue.ID), err)
+	}
+	e.Logger.Warn("rescued jobs whose worker stopped", "jobs", len(rescue.ID))
+	return nil
+}
+
+func leaseName(k state.TableKey) string { return "table:" + k.String() }
+
+type runWorker struct {
+	river.WorkerDefaults[RunArgs]
+	e *Engine
+}
+
+func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
+	e, a := w.e, job.Args
+	k := a.Key()
+	log := e.Logger.With("table", k.String(), "job", a.Type, "queued", job.ID)
+	b, err := e.Registry.Bucket(k.Bucket)
+	if err != nil {
+		log.Warn("dropping a job of a bucket no longer configured", "err", err)
+		return nil
+	}
+	lease := leaseName(k)
+	ok, err := e.Store.AcquireLease(ctx, lease, e.Holder, time.Now(), e.LeaseTTL)
+	if err != nil {
+		return fmt.Errorf("take the lease of %s: %w", k, err)
+	}
+	if !ok {
+		// Another job of this table runs, here or on another replica.
+		return river.JobSnooze(time.Second)
+	}
+	defer e.Store.ReleaseLease(context.WithoutCancel(ctx), lease, e.Holder)
+	if job.Attempt > 1 {
+		// An earlier attempt was rescued: its worker died, and the run it
+		// recorded as Running never finished.
+		n, _ := e.Store.FailRunning(ctx, k, a.Type, "the worker running this job stopped before it finished; the job was run again", time.Now())
+		log.Warn("took over a job whose worker stopped", "attempt", job.Attempt, "abandonedRuns", n)
+		if e.OnTakeover != nil {
+			e.OnTakeover(a)
+		}
+	}
+
+	jobCtx, cancel := context.WithTimeoutCause(ctx, e.JobTimeout, fmt.Errorf("job exceeded its timeout of %v", e.JobTimeout))
+	defer cancel()
+	heartbeat := make(chan struct{})
+	var beats sync.WaitGroup
+	beats.Go(func() {
+		t := time.NewTicker(e.LeaseTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-heartbeat:
+				return
+			case <-t.C:
+				if ok, err := e.Store.AcquireLease(ctx, lease, e.Holder, time.Now(), e.LeaseTTL); err == nil && !ok {
+					log.Error("lost the table lease of a running job; cancelling it")
+					cancel()
+					return
+				}
+			}
+		}
+	})
+	t := Target{Bucket: b, Table: bucket.TableID{Namespace: strings.Split(k.Namespace, "."), Name: k.Name}}
+	out, err := e.Runner.Run(jobCtx, t, a.Type, a.Trigger, Options{})
+	close(heartbeat)
+	beats.Wait()
+	if err != nil {
+		log.Error("job could not be recorded", "err", err)
+	}
+	if out.Status == state.Failed {
+		log.Warn("job failed", "message", out.FailureMessage)
+	}
+	if ctx.Err() != nil {
+		// Shutting down: the job was cancelled, not finished. Give it back
+		// at once, for a restart or another replica.
+		return river.JobSnooze(0)
+	}
+	return nil
+}
