@@ -171,6 +171,9 @@ func (e *Engine) EnqueueMany(ctx context.Context, keys []state.TableKey, typ mai
 	return queued, nil
 }
 
+// Client is the River client, for River's UI.
+func (e *Engine) Client() *river.Client[*sql.Tx] { return e.client }
+
 func runArgs(k state.TableKey, typ maintenance.JobType, trigger string) RunArgs {
 	return RunArgs{Bucket: k.Bucket, Namespace: k.Namespace, Name: k.Name, Type: typ, Trigger: trigger}
 }

@@ -23,10 +23,7 @@ var dashboardHTML []byte
 func (s *Server) dashboardRoutes(mux *http.ServeMux, api func(string, handlerFunc)) {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		if s.Auth != nil {
-			id, secret, ok := r.BasicAuth()
-			if _, err := s.Auth.basic(id, secret); !ok || err != nil {
-				w.Header().Set("WWW-Authenticate", `Basic realm="icekeeper"`)
-				http.Error(w, "sign in with an API access key ID and secret", http.StatusUnauthorized)
+			if _, ok := s.browserKey(w, r); !ok {
 				return
 			}
 		}

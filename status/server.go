@@ -54,6 +54,8 @@ type Server struct {
 	Runner    *jobs.Runner // checks settings before they are stored
 	Scheduler Scheduler    // nil: no schedule to report
 	Queue     *jobs.Engine // queues runs asked for; nil: none can be
+	// RiverUI is River's web UI, served under /river/; nil: not served.
+	RiverUI http.Handler
 	// Tables answers which tables there are; nil: a Discovery of its own,
 	// which lists each bucket on first use.
 	Tables *jobs.Discovery
@@ -102,6 +104,7 @@ func (s *Server) Handler() http.Handler {
 	s.readRoutes(api)
 	s.extraRoutes(api)
 	s.dashboardRoutes(mux, api)
+	s.riverRoutes(mux)
 
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

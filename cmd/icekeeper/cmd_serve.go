@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"riverqueue.com/riverui"
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/redact"
@@ -84,6 +86,18 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 		return usageError{err}
 	}
 	srv := &status.Server{Registry: w.registry, Store: cache, Runner: runner, Resolver: resolver, Scheduler: sched, Queue: engine, Tables: tables, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, Logger: logger}
+
+	if strings.HasPrefix(w.cfg.State, "postgres") {
+		ui, err := riverui.NewHandler(&riverui.HandlerOpts{Endpoints: riverui.NewEndpoints(engine.Client(), nil),
+			Logger: logger.With("component", "riverui"), Prefix: "/river"})
+		if err != nil {
+			return fmt.Errorf("River's UI: %w", err)
+		}
+		if err := ui.Start(ctx); err != nil {
+			return fmt.Errorf("River's UI: %w", err)
+		}
+		srv.RiverUI = ui
+	}
 
 	// ctx ends on SIGTERM: stop taking jobs; hard ends grace later and
 	// cancels the jobs still running.
