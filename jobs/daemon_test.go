@@ -24,19 +24,25 @@ import (
 
 // fakeJob records its runs and catches two runs on one table at once.
 type fakeJob struct {
-	typ      maintenance.JobType
-	sleep    time.Duration
+	typ     maintenance.JobType
+	sleep   time.Duration
+	mu      sync.Mutex
+	runs    map[string]int
+	guard   *inflight // shared by fakes of several types to catch overlaps across them
+	panicky bool
+	block   bool
+	hang    chan struct{}
+}
+
+// inflight counts runs that started on a table another run was on.
+type inflight struct {
 	mu       sync.Mutex
-	runs     map[string]int
-	inflight map[string]bool
+	tables   map[string]bool
 	overlaps atomic.Int32
-	panicky  bool
-	block    bool
-	hang     chan struct{}
 }
 
 func newFake(typ maintenance.JobType) *fakeJob {
-	return &fakeJob{typ: typ, runs: map[string]int{}, inflight: map[string]bool{}}
+	return &fakeJob{typ: typ, runs: map[string]int{}, guard: &inflight{tables: map[string]bool{}}}
 }
 
 func (f *fakeJob) Type() maintenance.JobType { return f.typ }
@@ -50,16 +56,19 @@ func (f *fakeJob) count(k state.TableKey) int {
 func (f *fakeJob) Run(ctx context.Context, t Target, _ maintenance.Settings, _ Options) (Outcome, error) {
 	key := t.Key().String()
 	f.mu.Lock()
-	if f.inflight[key] {
-		f.overlaps.Add(1)
-	}
-	f.inflight[key] = true
 	f.runs[key]++
 	f.mu.Unlock()
+	g := f.guard
+	g.mu.Lock()
+	if g.tables[key] {
+		g.overlaps.Add(1)
+	}
+	g.tables[key] = true
+	g.mu.Unlock()
 	defer func() {
-		f.mu.Lock()
-		f.inflight[key] = false
-		f.mu.Unlock()
+		g.mu.Lock()
+		g.tables[key] = false
+		g.mu.Unlock()
 	}()
 	if f.panicky {
 		panic("boom")
@@ -163,9 +172,11 @@ func TestWorkersRunEachJobOnce(t *testing.T) {
 	reg := registry(t)
 	fakes := map[maintenance.JobType]*fakeJob{}
 	jobsOf := map[maintenance.JobType]Job{}
+	guard := &inflight{tables: map[string]bool{}}
 	for _, typ := range maintenance.JobTypes {
 		fakes[typ] = newFake(typ)
 		fakes[typ].sleep = 15 * time.Millisecond
+		fakes[typ].guard = guard
 		jobsOf[typ] = fakes[typ]
 	}
 	e1 := newEngine(t, s1, reg, "replica-1", jobsOf, func(e *Engine) { e.Parallelism = 3 })
@@ -186,20 +197,18 @@ func TestWorkersRunEachJobOnce(t *testing.T) {
 	waitEmpty(t, s1, 30*time.Second)
 	stop1()
 	stop2()
-	overlaps := int32(0)
 	for _, typ := range maintenance.JobTypes {
-		f := fakes[typ]
 		for i := 0; i < tables; i++ {
-			if n := f.count(key(i)); n != 1 {
+			if n := fakes[typ].count(key(i)); n != 1 {
 				t.Errorf("%s on %s ran %d times", typ, key(i), n)
 			}
 		}
-		overlaps += f.overlaps.Load()
 	}
-	if overlaps != 0 {
-		t.Fatalf("%d runs overlapped on one table", overlaps)
+	// Across job types too, on one replica as across two: the table lease
+	// serialises a table's jobs.
+	if n := guard.overlaps.Load(); n != 0 {
+		t.Fatalf("%d runs overlapped on one table", n)
 	}
-	// Across job types too: the table lease serialises a table's jobs.
 	for i := 0; i < tables; i++ {
 		runs, _ := s1.Runs(context.Background(), key(i), maintenance.Compaction, 5)
 		if len(runs) != 1 || runs[0].Status != state.Successful {
@@ -272,8 +281,8 @@ func TestSweepSparesLiveJobs(t *testing.T) {
 	s, _ := shared(t)
 	reg := registry(t)
 	slow := newFake(maintenance.Compaction)
-	slow.sleep = 2 * time.Second
-	e := newEngine(t, s, reg, "w", map[maintenance.JobType]Job{maintenance.Compaction: slow}, func(e *Engine) { e.LeaseTTL = 200 * time.Millisecond })
+	slow.sleep = 5 * time.Second
+	e := newEngine(t, s, reg, "w", map[maintenance.JobType]Job{maintenance.Compaction: slow}, func(e *Engine) { e.LeaseTTL = 500 * time.Millisecond })
 	enqueue(t, e, key(1), maintenance.Compaction)
 	stop := start(t, e)
 	waitEmpty(t, s, 20*time.Second)

@@ -122,7 +122,9 @@ func (e *Engine) Init() error {
 		// lease sweep misses.
 		JobTimeout:           -1,
 		RescueStuckJobsAfter: e.JobTimeout + e.LeaseTTL,
-		Logger:               e.Logger.With("component", "river"),
+		// River's own records below warnings (client started, leader
+		// elected, …) are not the operator's business.
+		Logger: slog.New(warnings{e.Logger.Handler()}).With("component", "river"),
 	}
 	if e.Runner != nil {
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: e.Parallelism}}
@@ -282,8 +284,11 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		log.Warn("dropping a job of a bucket no longer configured", "err", err)
 		return nil
 	}
-	lease := leaseName(k)
-	ok, err := e.Store.AcquireLease(ctx, lease, e.Holder, time.Now(), e.LeaseTTL)
+	// The holder names this attempt, not just this replica: two jobs of
+	// one table on one replica must not share the lease, nor an attempt
+	// the one before it.
+	lease, holder := leaseName(k), fmt.Sprintf("%s/%d/%d", e.Holder, job.ID, job.Attempt)
+	ok, err := e.Store.AcquireLease(ctx, lease, holder, time.Now(), e.LeaseTTL)
 	if err != nil {
 		return fmt.Errorf("take the lease of %s: %w", k, err)
 	}
@@ -291,7 +296,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		// Another job of this table runs, here or on another replica.
 		return river.JobSnooze(time.Second)
 	}
-	defer e.Store.ReleaseLease(context.WithoutCancel(ctx), lease, e.Holder)
+	defer e.Store.ReleaseLease(context.WithoutCancel(ctx), lease, holder)
 	if job.Attempt > 1 {
 		// An earlier attempt was rescued: its worker died, and the run it
 		// recorded as Running never finished.
@@ -314,7 +319,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 			case <-heartbeat:
 				return
 			case <-t.C:
-				if ok, err := e.Store.AcquireLease(ctx, lease, e.Holder, time.Now(), e.LeaseTTL); err == nil && !ok {
+				if ok, err := e.Store.AcquireLease(ctx, lease, holder, time.Now(), e.LeaseTTL); err == nil && !ok {
 					log.Error("lost the table lease of a running job; cancelling it")
 					cancel()
 					return
@@ -339,3 +344,16 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	}
 	return nil
 }
+
+// warnings passes on a handler's records of level Warn and above.
+type warnings struct{ slog.Handler }
+
+func (h warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}
+
+func (h warnings) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return warnings{h.Handler.WithAttrs(attrs)}
+}
+
+func (h warnings) WithGroup(name string) slog.Handler { return warnings{h.Handler.WithGroup(name)} }

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/demo"
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
+	"github.com/icekeeper/icekeeper/maintenance"
+)
+
+// Three `icekeeper serve` processes share one PostgreSQL state store (and
+// River's queue in it) and compact tables of a PostgreSQL catalog on S3.
+// The replica running a compaction is killed with SIGKILL mid-run. Every
+// table ends compacted with the same rows and no referenced file missing,
+// the killed run is taken over by a survivor and recorded as Failed, and
+// no two compactions of one table ever overlapped in time.
+func TestReplicasShareOnePostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	ctx := context.Background()
+	catalogDSN, stateDSN := servers.Postgres(t), servers.Postgres(t)
+	s3srv := servers.S3(t)
+	bin := buildBinary(t)
+	home := t.TempDir()
+
+	catalog := map[string]string{"type": "sql", "uri": catalogDSN, "warehouse": "s3://" + s3srv.Bucket + "/warehouse"}
+	for k, v := range s3srv.Props() {
+		catalog[k] = v
+	}
+	cfg := configs.Embedded(home)
+	cfg.Buckets[0].Catalog = catalog
+	reg := cfg.Registry()
+	defer reg.Close()
+	b, _ := reg.Bucket("local")
+	const tables = 4
+	rng := rand.New(rand.NewPCG(7, 8))
+	before := map[string]tablecheck.Fingerprint{}
+	for i := range tables {
+		name := fmt.Sprintf("t%d", i)
+		tbl := testkit.NewTable(t, b, "demo", name, demo.Schema())
+		var err error
+		if tbl, err = testkit.AppendCommits(ctx, tbl, 30, 100, int64(i)*10000, rng); err != nil {
+			t.Fatal(err)
+		}
+		if before[name], err = tablecheck.Rows(ctx, tbl, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var props strings.Builder
+	for k, v := range catalog {
+		fmt.Fprintf(&props, "\n      %s: %q", k, v)
+	}
+	cfgFile := filepath.Join(home, "icekeeper.yaml")
+	yaml := fmt.Sprintf(`state: %s
+buckets:
+  - arn: %s
+    catalog:%s
+    maintenance: {icebergSnapshotManagement: {status: disabled}, icebergUnreferencedFileRemoval: {status: disabled}}
+schedules: {icebergCompaction: "@every 1s", icebergSnapshotManagement: "@daily", icebergUnreferencedFileRemoval: "@daily"}
+`, stateDSN, configs.LocalBucketARN, props.String())
+	if err := os.WriteFile(cfgFile, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	replicas := map[int]*exec.Cmd{}
+	for range 3 {
+		cmd := exec.Command(bin, "serve", "--config", cfgFile, "--listen", servers.FreeAddr(t), "--lease-ttl", "3s", "--parallelism", "1")
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		replicas[cmd.Process.Pid] = cmd
+	}
+	defer func() {
+		for _, cmd := range replicas {
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+		}
+	}()
+
+	// River records which replica works a job; a replica's River ID is
+	// host-pid-random.
+	db, err := sql.Open("pgx", stateDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var victim *exec.Cmd
+	var victimJob int64
+	deadline := time.Now().Add(2 * time.Minute)
+	for victim == nil && time.Now().Before(deadline) {
+		// A job running, whose run is recorded: the compaction is under way.
+		rows, err := db.QueryContext(ctx, `SELECT j.id, j.attempted_by[array_upper(j.attempted_by, 1)] FROM river_job j
+			JOIN runs r ON r.namespace = j.args->>'namespace' AND r.name = j.args->>'name' AND r.status = 'Running'
+			WHERE j.state = 'running' AND j.kind = 'icekeeper.run'`)
+		if err == nil {
+			for rows.Next() && victim == nil {
+				var id int64
+				var by string
+				if rows.Scan(&id, &by) != nil {
+					continue
+				}
+				for pid, cmd := range replicas {
+					if strings.Contains(by, fmt.Sprintf("-%d-", pid)) {
+						victim, victimJob = cmd, id
+					}
+				}
+			}
+			rows.Close()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if victim == nil {
+		t.Fatal("no replica was seen running a compaction")
+	}
+	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	victim.Wait()
+	delete(replicas, victim.Process.Pid)
+
+	store, err := state.Open(ctx, stateDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	keyOf := func(name string) state.TableKey {
+		return state.TableKey{Bucket: configs.LocalBucketARN, Namespace: "demo", Name: name}
+	}
+	var takenOver bool
+	deadline = time.Now().Add(3 * time.Minute)
+	for {
+		takenOver = false
+		done := 0
+		for name := range before {
+			runs, _ := store.Runs(ctx, keyOf(name), maintenance.Compaction, 100)
+			for _, r := range runs {
+				if r.Status == state.Failed && strings.Contains(r.FailureMessage, "stopped before it finished") {
+					takenOver = true
+				}
+			}
+			if slices.ContainsFunc(runs, func(r state.Run) bool { return r.Status == state.Successful }) {
+				done++
+			}
+		}
+		if takenOver && done == tables {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the kill: taken over %v, %d of %d tables compacted", takenOver, done, tables)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	var jobState string
+	if err := db.QueryRowContext(ctx, `SELECT state FROM river_job WHERE id = $1`, victimJob).Scan(&jobState); err != nil || jobState == "running" {
+		t.Fatalf("the killed replica's job is %q (%v)", jobState, err)
+	}
+
+	for name, want := range before {
+		tbl, err := b.LoadTable(ctx, bucket.TableID{Namespace: []string{"demo"}, Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fp, err := tablecheck.Rows(ctx, tbl, 0); err != nil || !fp.Equal(want) {
+			t.Fatalf("%s: rows %v %v, want %v", name, fp, err, want)
+		}
+		if missing, err := tablecheck.MissingFiles(ctx, tbl); err != nil || len(missing) > 0 {
+			t.Fatalf("%s: missing files %v %v", name, missing, err)
+		}
+		if n := len(tbl.Metadata().Snapshots()); n <= 30 {
+			t.Fatalf("%s: %d snapshots, no compaction committed", name, n)
+		}
+		// One job per table at a time, across the replicas.
+		runs, _ := store.Runs(ctx, keyOf(name), maintenance.Compaction, 1000)
+		slices.SortFunc(runs, func(a, b state.Run) int { return a.Started.Compare(b.Started) })
+		for i := 1; i < len(runs); i++ {
+			if prev := runs[i-1]; prev.Finished.IsZero() || runs[i].Started.Before(prev.Finished) {
+				t.Fatalf("%s: runs overlap: %+v and %+v", name, prev, runs[i])
+			}
+		}
+	}
+}
