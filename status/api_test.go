@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3tables"
 	"github.com/aws/aws-sdk-go-v2/service/s3tables/types"
+	"github.com/aws/smithy-go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/icekeeper/icekeeper/compactor"
@@ -544,6 +545,49 @@ func TestReadRoutes(t *testing.T) {
 	} {
 		if err := call(); !errors.As(err, &br) {
 			t.Errorf("%s with a malformed ARN: %v", name, err)
+		}
+	}
+}
+
+// Every S3 Tables operation icekeeper does not implement answers AWS's
+// UnknownOperationException naming it, through the SDK as on the wire, and
+// changes nothing.
+func TestUnsupportedOperations(t *testing.T) {
+	f := newServer(t, configs.API{})
+	ctx := context.Background()
+	c := client(f.url, "any", "any")
+	want := func(op string, err error) {
+		t.Helper()
+		var ae smithy.APIError
+		if !errors.As(err, &ae) || ae.ErrorCode() != "UnknownOperationException" || !strings.Contains(ae.ErrorMessage(), op) {
+			t.Fatalf("%s: %v", op, err)
+		}
+	}
+	_, err := c.DeleteTable(ctx, &s3tables.DeleteTableInput{TableBucketARN: aws.String(bucketARN), Namespace: aws.String("demo"), Name: aws.String("events")})
+	want("DeleteTable", err)
+	_, err = c.CreateTable(ctx, &s3tables.CreateTableInput{TableBucketARN: aws.String(bucketARN), Namespace: aws.String("demo"), Name: aws.String("other"), Format: types.OpenTableFormatIceberg})
+	want("CreateTable", err)
+	_, err = c.GetTableRecordExpirationConfiguration(ctx, &s3tables.GetTableRecordExpirationConfigurationInput{TableArn: aws.String("arn:aws:s3tables:local:000000000000:bucket/local/table/demo/events")})
+	want("GetTableRecordExpirationConfiguration", err)
+	_, err = c.TagResource(ctx, &s3tables.TagResourceInput{ResourceArn: aws.String(bucketARN), Tags: map[string]string{"a": "b"}})
+	want("TagResource", err)
+	if _, err := c.GetTable(ctx, &s3tables.GetTableInput{TableBucketARN: aws.String(bucketARN), Namespace: aws.String("demo"), Name: aws.String("events")}); err != nil {
+		t.Fatalf("the table after a refused DeleteTable: %v", err)
+	}
+
+	arn := url.PathEscape(bucketARN)
+	for _, u := range unsupported {
+		method, path, _ := strings.Cut(u.pattern, " ")
+		path = strings.NewReplacer("{arn}", arn, "{namespace}", "demo", "{name}", "events").Replace(path)
+		req, _ := http.NewRequest(method, f.url+path, strings.NewReader("{}"))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("X-Amzn-ErrorType") != "UnknownOperationException" || !strings.Contains(string(body), u.op) {
+			t.Errorf("%s %s: %d %s %s", method, path, resp.StatusCode, resp.Header.Get("X-Amzn-ErrorType"), body)
 		}
 	}
 }
