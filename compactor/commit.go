@@ -38,9 +38,12 @@ type committed struct {
 	groups         []table.CompactionGroupResult
 	dropped        []string // "partition: why", one per dropped group
 	deletesRemoved int
-	commits        int
-	stats          commit.Stats
-	rebases        int
+	// metadataRemoved counts the old metadata files deleted after commits
+	// (write.metadata.delete-after-commit.enabled).
+	metadataRemoved int
+	commits         int
+	stats           commit.Stats
+	rebases         int
 	// unknown is set when a commit's outcome could not be learned: its
 	// outputs must stay, whether or not it landed.
 	unknown bool
@@ -140,6 +143,10 @@ func (c *committer) commitBatch(ctx context.Context, base *table.Table, batch []
 		}
 		if err == nil {
 			after, landed = table.New(ident, newMeta, loc, c.fsF, c.cat), a
+			// A metadata file that stays is left to unreferenced file
+			// removal.
+			n, _ := commit.PruneMetadata(c.fs, fresh.Metadata(), newMeta)
+			out.metadataRemoved += n
 			return nil
 		}
 		if commit.IsConflict(err) {

@@ -20,12 +20,15 @@ type Figures struct {
 	OutputBytes        int64        `json:"outputBytes"`
 	OutputRecords      int64        `json:"outputRecords"`
 	DeleteFilesRemoved int          `json:"deleteFilesRemoved"`
-	GroupsPlanned      int          `json:"groupsPlanned"`
-	GroupsMerged       int          `json:"groupsMerged"` // rewritten by the merge path
-	GroupsCommitted    int          `json:"groupsCommitted"`
-	GroupsFailed       int          `json:"groupsFailed"`
-	GroupsDropped      int          `json:"groupsDropped"` // dropped for a true conflict
-	Dropped            []string     `json:"dropped,omitempty"`
+	// MetadataFilesRemoved are old metadata.json files deleted after the
+	// commits, as write.metadata.delete-after-commit.enabled asks.
+	MetadataFilesRemoved int      `json:"metadataFilesRemoved"`
+	GroupsPlanned        int      `json:"groupsPlanned"`
+	GroupsMerged         int      `json:"groupsMerged"` // rewritten by the merge path
+	GroupsCommitted      int      `json:"groupsCommitted"`
+	GroupsFailed         int      `json:"groupsFailed"`
+	GroupsDropped        int      `json:"groupsDropped"` // dropped for a true conflict
+	Dropped              []string `json:"dropped,omitempty"`
 	// Commits is the snapshots committed; CommitAttempts the commits
 	// tried, of which Conflicts lost to a concurrent commit; Rebases the
 	// attempts rebuilt on a newer head than the attempt before.
@@ -61,8 +64,8 @@ func (f *Figures) Text() string {
 	if f.CommitAttempts > 0 {
 		fmt.Fprintf(&b, "\n  committed %d groups (%d failed, %d dropped for conflicts, %d rewritten by merging columns): %d files -> %d files, %d -> %d bytes, %d delete files removed",
 			f.GroupsCommitted, f.GroupsFailed, f.GroupsDropped, f.GroupsMerged, f.InputFiles, f.OutputFiles, f.InputBytes, f.OutputBytes, f.DeleteFilesRemoved)
-		fmt.Fprintf(&b, "\n  %d commits in %d attempts (%d lost to concurrent commits, %d rebased), rewrite %d ms, commit %d ms, %d ms in all",
-			f.Commits, f.CommitAttempts, f.Conflicts, f.Rebases, f.RewriteMs, f.CommitMs, f.DurationMs)
+		fmt.Fprintf(&b, "\n  %d commits in %d attempts (%d lost to concurrent commits, %d rebased), %d old metadata files removed, rewrite %d ms, commit %d ms, %d ms in all",
+			f.Commits, f.CommitAttempts, f.Conflicts, f.Rebases, f.MetadataFilesRemoved, f.RewriteMs, f.CommitMs, f.DurationMs)
 	}
 	for _, d := range f.Dropped {
 		fmt.Fprintf(&b, "\n  dropped %s", d)
@@ -95,7 +98,7 @@ func (f *Figures) addRewrites(rws []rewritten) {
 func (f *Figures) addCommits(c committed) {
 	f.Commits, f.CommitAttempts, f.Conflicts, f.Rebases = c.commits, c.stats.Attempts, c.stats.Conflicts, c.rebases
 	f.GroupsDropped, f.Dropped = len(c.dropped), c.dropped
-	f.DeleteFilesRemoved = c.deletesRemoved
+	f.DeleteFilesRemoved, f.MetadataFilesRemoved = c.deletesRemoved, c.metadataRemoved
 	for _, r := range c.groups {
 		f.GroupsCommitted++
 		f.InputFiles += len(r.OldDataFiles)

@@ -50,9 +50,12 @@ type Figures struct {
 	SchemasRemoved      []int     `json:"schemasRemoved,omitempty"`
 	SpecsRemoved        []int     `json:"specsRemoved,omitempty"`
 	FilesDeleted        int       `json:"filesDeleted,omitempty"`
-	CommitAttempts      int       `json:"commitAttempts"`
-	Conflicts           int       `json:"conflicts"` // attempts lost to a concurrent commit
-	DurationMs          int64     `json:"durationMs"`
+	// MetadataFilesRemoved are old metadata.json files deleted after the
+	// commit, as write.metadata.delete-after-commit.enabled asks.
+	MetadataFilesRemoved int   `json:"metadataFilesRemoved"`
+	CommitAttempts       int   `json:"commitAttempts"`
+	Conflicts            int   `json:"conflicts"` // attempts lost to a concurrent commit
+	DurationMs           int64 `json:"durationMs"`
 }
 
 // Text is the readable form `icekeeper run` prints.
@@ -78,7 +81,7 @@ func (f *Figures) Text() string {
 		}
 	}
 	if f.MetadataBytesAfter > 0 {
-		fmt.Fprintf(&b, "  metadata %d → %d bytes, %d commit attempt(s), %d ms", f.MetadataBytesBefore, f.MetadataBytesAfter, f.CommitAttempts, f.DurationMs)
+		fmt.Fprintf(&b, "  metadata %d → %d bytes, %d old metadata files removed, %d commit attempt(s), %d ms", f.MetadataBytesBefore, f.MetadataBytesAfter, f.MetadataFilesRemoved, f.CommitAttempts, f.DurationMs)
 	} else {
 		fmt.Fprintf(&b, "  metadata %d bytes, %d ms", f.MetadataBytesBefore, f.DurationMs)
 	}
@@ -168,6 +171,9 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 	if err != nil || committed == nil {
 		return out, err
 	}
+	// tbl is the base the commit landed on. A metadata file that stays is
+	// left to unreferenced file removal.
+	fig.MetadataFilesRemoved, _ = commit.PruneMetadata(fs, tbl.Metadata(), committed)
 	if fig.MetadataBytesAfter, err = health.MetadataBytes(fs, newLoc); err != nil {
 		return out, err
 	}

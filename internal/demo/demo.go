@@ -141,6 +141,11 @@ func Create(ctx context.Context, b *bucket.Bucket, opts Options) (*Result, error
 			"write.parquet.compression-codec":      "snappy",
 			"commit.manifest-merge.enabled":        "false",
 			"history.expire.min-snapshots-to-keep": "1",
+			// Metadata files past the last 20 are deleted on commit, as a
+			// streaming writer's table should be set up; icekeeper's own
+			// commits honour it too.
+			"write.metadata.delete-after-commit.enabled": "true",
+			"write.metadata.previous-versions-max":       "20",
 		}))
 	if err != nil {
 		return nil, fmt.Errorf("create demo table: %w", err)

@@ -1,0 +1,97 @@
+package compactor
+
+import (
+	"errors"
+	"io/fs"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/expire"
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
+)
+
+// With write.metadata.delete-after-commit.enabled, compaction's and
+// snapshot management's commits delete the metadata files they trim from
+// the log (write.metadata.previous-versions-max): the trimmed files are
+// gone, the current file and those in its log stay, and the table reads
+// the same. On the SQL catalog with local files and on the REST catalog
+// with S3.
+func TestMetadataPrunedAfterCommit(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  func(testing.TB, *iceberg.Schema, iceberg.PartitionSpec, string) (*env, *table.Table)
+	}{
+		{"sql", func(t testing.TB, sc *iceberg.Schema, spec iceberg.PartitionSpec, f string) (*env, *table.Table) {
+			return newEnv(t.(*testing.T), sc, spec, f)
+		}},
+		{"rest", newRESTEnv},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, tbl := c.env(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+			tbl = e.setProps(tbl, iceberg.Properties{table.MetadataDeleteAfterCommitEnabledKey: "true", table.MetadataPreviousVersionsMaxKey: "2"})
+			for range 5 {
+				tbl = e.append(tbl, 20)
+			}
+
+			fig := e.checkCompaction(&Job{})
+			after := e.load()
+			if fig.MetadataFilesRemoved != fig.Commits || fig.Commits == 0 {
+				t.Fatalf("compaction's %d commits removed %d old metadata files, want one each", fig.Commits, fig.MetadataFilesRemoved)
+			}
+			checkMetadataFiles(t, e, tbl, after)
+
+			out, err := e.runner(&expire.Job{}).Run(e.ctx, jobs.Target{Bucket: e.b, Table: e.id}, maintenance.SnapshotManagement, "test",
+				jobs.Options{Now: time.Now().Add(30 * 24 * time.Hour)})
+			if err != nil || out.Status != state.Successful {
+				t.Fatalf("snapshot management: %+v %v", out, err)
+			}
+			if efig := out.Figures.(*expire.Figures); efig.SnapshotsExpired == 0 || efig.MetadataFilesRemoved != 1 {
+				t.Fatalf("snapshot management expired %d snapshots and removed %d old metadata files, want some and 1", efig.SnapshotsExpired, efig.MetadataFilesRemoved)
+			}
+			checkMetadataFiles(t, e, after, e.load())
+		})
+	}
+}
+
+// checkMetadataFiles asserts that the metadata files before's log held and
+// after's does not are gone, and that after's current file and log exist.
+func checkMetadataFiles(t *testing.T, e *env, before, after *table.Table) {
+	t.Helper()
+	files, err := after.FS(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exists := func(p string) bool {
+		f, err := files.Open(p)
+		if err == nil {
+			f.Close()
+			return true
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("open %s: %v", p, err)
+		}
+		return false
+	}
+	kept := map[string]bool{after.MetadataLocation(): true}
+	for l := range after.Metadata().PreviousFiles() {
+		kept[l.MetadataFile] = true
+	}
+	if len(kept) != 3 {
+		t.Fatalf("current file and log: %v, want 3 (previous-versions-max 2)", kept)
+	}
+	for p := range kept {
+		if !exists(p) {
+			t.Fatalf("%s is in the log but was deleted", p)
+		}
+	}
+	for l := range before.Metadata().PreviousFiles() {
+		if !kept[l.MetadataFile] && exists(l.MetadataFile) {
+			t.Fatalf("%s left the log but was not deleted", l.MetadataFile)
+		}
+	}
+}
