@@ -1,7 +1,7 @@
 // Package jobs owns how maintenance runs: job types and the resolution of
 // their settings (API override > config-file bucket default > built-in
 // default), and the runner that executes a job on a table and records the
-// run in the state store. The scheduler and durable queue of the daemon
+// run in the state store. The scheduler and job queue (River) of the daemon
 // build on the same runner.
 //
 // A job type implements Job: settings in, plan, execute, figures out. The

@@ -126,7 +126,7 @@ func TestKillDuringJobAndRestart(t *testing.T) {
 }
 
 // buildBinary builds icekeeper for tests that run and kill it.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "icekeeper")
 	build := exec.Command("go", "build", "-o", bin, ".")

@@ -44,11 +44,7 @@ func TestReplicasShareOnePostgres(t *testing.T) {
 	for k, v := range s3srv.Props() {
 		catalog[k] = v
 	}
-	cfg := configs.Embedded(home)
-	cfg.Buckets[0].Catalog = catalog
-	reg := cfg.Registry()
-	defer reg.Close()
-	b, _ := reg.Bucket("local")
+	b := catalogBucket(t, home, catalog)
 	const tables = 4
 	rng := rand.New(rand.NewPCG(7, 8))
 	before := map[string]tablecheck.Fingerprint{}
@@ -63,37 +59,8 @@ func TestReplicasShareOnePostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-
-	var props strings.Builder
-	for k, v := range catalog {
-		fmt.Fprintf(&props, "\n      %s: %q", k, v)
-	}
-	cfgFile := filepath.Join(home, "icekeeper.yaml")
-	yaml := fmt.Sprintf(`state: %s
-buckets:
-  - arn: %s
-    catalog:%s
-    maintenance: {icebergSnapshotManagement: {status: disabled}, icebergUnreferencedFileRemoval: {status: disabled}}
-schedules: {icebergCompaction: "@every 1s", icebergSnapshotManagement: "@daily", icebergUnreferencedFileRemoval: "@daily"}
-`, stateDSN, configs.LocalBucketARN, props.String())
-	if err := os.WriteFile(cfgFile, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	replicas := map[int]*exec.Cmd{}
-	for range 3 {
-		cmd := exec.Command(bin, "serve", "--config", cfgFile, "--listen", servers.FreeAddr(t), "--lease-ttl", "3s", "--parallelism", "1")
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		replicas[cmd.Process.Pid] = cmd
-	}
-	defer func() {
-		for _, cmd := range replicas {
-			cmd.Process.Signal(syscall.SIGTERM)
-			cmd.Wait()
-		}
-	}()
+	replicas := startReplicas(t, bin, home, stateDSN, catalog, 3, 1)
+	defer stopReplicas(replicas)
 
 	// River records which replica works a job; a replica's River ID is
 	// host-pid-random.
@@ -195,5 +162,58 @@ schedules: {icebergCompaction: "@every 1s", icebergSnapshotManagement: "@daily",
 				t.Fatalf("%s: runs overlap: %+v and %+v", name, prev, runs[i])
 			}
 		}
+	}
+}
+
+// catalogBucket is the embedded default's bucket on another catalog.
+func catalogBucket(t testing.TB, home string, catalog map[string]string) *bucket.Bucket {
+	t.Helper()
+	cfg := configs.Embedded(home)
+	cfg.Buckets[0].Catalog = catalog
+	reg := cfg.Registry()
+	t.Cleanup(reg.Close)
+	b, _ := reg.Bucket("local")
+	return b
+}
+
+// startReplicas starts n `icekeeper serve` processes on one configuration:
+// the state store stateDSN, the bucket on catalog, compaction every second
+// and the other jobs disabled, each replica running parallelism jobs at
+// once. It returns them by PID.
+func startReplicas(t testing.TB, bin, home, stateDSN string, catalog map[string]string, n, parallelism int) map[int]*exec.Cmd {
+	t.Helper()
+	var props strings.Builder
+	for k, v := range catalog {
+		fmt.Fprintf(&props, "\n      %s: %q", k, v)
+	}
+	cfgFile := filepath.Join(home, fmt.Sprintf("icekeeper-%s.yaml", servers.RandomName("")))
+	yaml := fmt.Sprintf(`state: %s
+buckets:
+  - arn: %s
+    catalog:%s
+    maintenance: {icebergSnapshotManagement: {status: disabled}, icebergUnreferencedFileRemoval: {status: disabled}}
+schedules: {icebergCompaction: "@every 1s", icebergSnapshotManagement: "@daily", icebergUnreferencedFileRemoval: "@daily"}
+`, stateDSN, configs.LocalBucketARN, props.String())
+	if err := os.WriteFile(cfgFile, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	replicas := map[int]*exec.Cmd{}
+	for range n {
+		cmd := exec.Command(bin, "serve", "--config", cfgFile, "--listen", servers.FreeAddr(t), "--lease-ttl", "3s", "--parallelism", fmt.Sprint(parallelism))
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		replicas[cmd.Process.Pid] = cmd
+	}
+	return replicas
+}
+
+func stopReplicas(replicas map[int]*exec.Cmd) {
+	for _, cmd := range replicas {
+		cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, cmd := range replicas {
+		cmd.Wait()
 	}
 }

@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/riverqueue/river/riverdriver"
+
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 func (s *sqlStore) FailRunning(ctx context.Context, t TableKey, typ maintenance.JobType, msg string, now time.Time) (int, error) {
