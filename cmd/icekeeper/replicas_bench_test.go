@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/demo"
 	"github.com/icekeeper/icekeeper/internal/state"
@@ -48,16 +49,24 @@ func benchReplicas(b *testing.B, bin string, n int) {
 	}
 	bk := catalogBucket(b, home, catalog)
 	const tables = 24
-	var wg sync.WaitGroup
+	// Tables one after another (their namespace is made by the first);
+	// their appends at once. A failure off this goroutine is b.Error.
+	tbls := make([]*table.Table, tables)
 	for i := range tables {
+		tbls[i] = testkit.NewTable(b, bk, "demo", fmt.Sprintf("t%02d", i), demo.Schema())
+	}
+	var wg sync.WaitGroup
+	for i, tbl := range tbls {
 		wg.Go(func() {
-			tbl := testkit.NewTable(b, bk, "demo", fmt.Sprintf("t%02d", i), demo.Schema())
 			if _, err := testkit.AppendCommits(ctx, tbl, 40, 100, int64(i)*10000, rand.New(rand.NewPCG(uint64(i), 9))); err != nil {
 				b.Error(err)
 			}
 		})
 	}
 	wg.Wait()
+	if b.Failed() {
+		return
+	}
 	for k, v := range slow.Props() {
 		catalog[k] = v
 	}
@@ -69,6 +78,7 @@ func benchReplicas(b *testing.B, bin string, n int) {
 
 	b.StartTimer()
 	replicas := startReplicas(b, bin, home, stateDSN, catalog, n, 1)
+	defer stopReplicas(replicas)
 	var first, last time.Time
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
@@ -101,7 +111,6 @@ func benchReplicas(b *testing.B, bin string, n int) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	b.StopTimer()
-	stopReplicas(replicas)
 	b.ReportMetric(float64(tables)/last.Sub(first).Seconds(), "tables/s")
 	b.ReportMetric(last.Sub(first).Seconds(), "s")
 }
