@@ -37,9 +37,15 @@ type Figures struct {
 	Conflicts      int      `json:"conflicts"`
 	Rebases        int      `json:"rebases"`
 	Errors         []string `json:"errors,omitempty"`
-	RewriteMs      int64    `json:"rewriteMs"`
-	CommitMs       int64    `json:"commitMs"`
-	DurationMs     int64    `json:"durationMs"`
+	// ManifestsSmall is how many small data manifests the current snapshot
+	// had; ManifestsRewritten of them were merged into ManifestsWritten.
+	ManifestsSmall     int   `json:"manifestsSmall"`
+	ManifestsRewritten int   `json:"manifestsRewritten"`
+	ManifestsWritten   int   `json:"manifestsWritten"`
+	RewriteMs          int64 `json:"rewriteMs"`
+	CommitMs           int64 `json:"commitMs"`
+	ManifestMs         int64 `json:"manifestMs"`
+	DurationMs         int64 `json:"durationMs"`
 }
 
 // Text is the readable form `icekeeper run` prints.
@@ -66,6 +72,12 @@ func (f *Figures) Text() string {
 			f.GroupsCommitted, f.GroupsFailed, f.GroupsDropped, f.GroupsMerged, f.InputFiles, f.OutputFiles, f.InputBytes, f.OutputBytes, f.DeleteFilesRemoved)
 		fmt.Fprintf(&b, "\n  %d commits in %d attempts (%d lost to concurrent commits, %d rebased), %d old metadata files removed, rewrite %d ms, commit %d ms, %d ms in all",
 			f.Commits, f.CommitAttempts, f.Conflicts, f.Rebases, f.MetadataFilesRemoved, f.RewriteMs, f.CommitMs, f.DurationMs)
+	}
+	switch {
+	case f.ManifestsRewritten > 0:
+		fmt.Fprintf(&b, "\n  manifests: %d small ones rewritten into %d, clustered by partition, %d ms", f.ManifestsRewritten, f.ManifestsWritten, f.ManifestMs)
+	case f.DryRun && f.ManifestsSmall > 0:
+		fmt.Fprintf(&b, "\n  manifests: %d small ones (rewritten once there are enough)", f.ManifestsSmall)
 	}
 	for _, d := range f.Dropped {
 		fmt.Fprintf(&b, "\n  dropped %s", d)

@@ -86,13 +86,16 @@ type Settings struct {
 	Strategy         maintenance.Strategy
 	// MinFileAge leaves files committed more recently to the writer.
 	MinFileAge time.Duration
+	// MinManifests is how many small data manifests the current snapshot
+	// must have before they are rewritten (0: never).
+	MinManifests int
 }
 
 // SettingsOf picks compaction's settings out of a table's.
 func SettingsOf(s maintenance.Settings) Settings {
 	c := s.For(maintenance.Compaction).Compaction
 	return Settings{TargetFileSizeMB: *c.TargetFileSizeMB, Strategy: c.Strategy,
-		MinFileAge: time.Duration(s.Knobs.MinFileAgeMinutes) * time.Minute}
+		MinFileAge: time.Duration(s.Knobs.MinFileAgeMinutes) * time.Minute, MinManifests: s.Knobs.MinManifestsToRewrite}
 }
 
 // CheckSettings implements jobs.Checker: a strategy the table cannot take
@@ -109,8 +112,21 @@ func (j *Job) CheckSettings(ctx context.Context, t jobs.Target, s maintenance.Se
 	return nil
 }
 
-// Run implements jobs.Job.
+// Run implements jobs.Job: the data files, then the manifests.
 func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
+	out, err := j.compactData(ctx, t, all, opts)
+	if err != nil {
+		return out, err
+	}
+	fig := out.Figures.(*Figures)
+	begin := time.Now()
+	err = j.rewriteManifests(ctx, t, SettingsOf(all), opts, fig)
+	fig.ManifestMs = time.Since(begin).Milliseconds()
+	fig.DurationMs += fig.ManifestMs
+	return out, err
+}
+
+func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
 	begin := time.Now()
 	s := SettingsOf(all)
 	targetMB := s.TargetFileSizeMB

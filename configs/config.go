@@ -131,7 +131,14 @@ type CompactionOptions struct {
 	// minutes ago alone, so compaction does not compete with a writer
 	// still adding files around them (default 0: no minimum).
 	MinFileAgeMinutes int `yaml:"minFileAgeMinutes"`
+	// MinManifestsToRewrite: once the current snapshot has this many small
+	// data manifests (under half of commit.manifest.target-size-bytes),
+	// compaction merges them by partition (default 16; 0 turns it off).
+	MinManifestsToRewrite *int `yaml:"minManifestsToRewrite"`
 }
+
+// DefaultMinManifestsToRewrite is compaction.minManifestsToRewrite when unset.
+const DefaultMinManifestsToRewrite = 16
 
 // Expiration holds snapshot management's opt-in extras; both are off by
 // default, as in S3 Tables, where expiration changes metadata only.

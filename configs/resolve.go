@@ -32,12 +32,16 @@ func (c *Config) Defaults() map[string]maintenance.BucketDefaults {
 func (b Bucket) Defaults() maintenance.BucketDefaults {
 	d := maintenance.BucketDefaults{Configs: map[maintenance.JobType]maintenance.Config{}, Knobs: maintenance.Knobs{
 		MinFileAgeMinutes:          b.Compaction.MinFileAgeMinutes,
+		MinManifestsToRewrite:      DefaultMinManifestsToRewrite,
 		RetentionMode:              b.TableRetentionProperties,
 		DeleteExpiredFiles:         b.Expiration.DeleteExpiredFiles,
 		PruneUnusedSchemasAndSpecs: b.Expiration.PruneUnusedSchemasAndSpecs,
 		SchemeEquivalence:          b.SchemeEquivalence,
 		MaxDeletesPerRun:           b.MaxDeletesPerRun,
 	}}
+	if m := b.Compaction.MinManifestsToRewrite; m != nil {
+		d.Knobs.MinManifestsToRewrite = *m
+	}
 	for _, t := range maintenance.JobTypes {
 		d.Configs[t] = b.Maintenance.For(t)
 	}

@@ -85,6 +85,9 @@ func (c *Config) finish() error {
 		if b.Compaction.MinFileAgeMinutes < 0 {
 			return errf(p+".compaction.minFileAgeMinutes", "%d is below the minimum 0", b.Compaction.MinFileAgeMinutes)
 		}
+		if m := b.Compaction.MinManifestsToRewrite; m != nil && *m < 0 {
+			return errf(p+".compaction.minManifestsToRewrite", "%d is below the minimum 0 (0 turns manifest rewrite off)", *m)
+		}
 		if b.MaxDeletesPerRun < 0 {
 			return errf(p+".maxDeletesPerRun", "%d is below the minimum 0 (0 means the default)", b.MaxDeletesPerRun)
 		}

@@ -6,6 +6,9 @@ type Knobs struct {
 	// MinFileAgeMinutes: compaction leaves data files committed less than
 	// this many minutes ago to the writer.
 	MinFileAgeMinutes int `json:"minFileAgeMinutes"`
+	// MinManifestsToRewrite: compaction merges the current snapshot's small
+	// data manifests once there are this many (0: never).
+	MinManifestsToRewrite int `json:"minManifestsToRewrite"`
 	// RetentionMode says how a table's history.expire.* properties combine
 	// with icebergSnapshotManagement's settings: "conservative" (the
 	// default) or "strict".
