@@ -37,15 +37,22 @@ type Figures struct {
 	Conflicts      int      `json:"conflicts"`
 	Rebases        int      `json:"rebases"`
 	Errors         []string `json:"errors,omitempty"`
+	manifestFigures
+	RewriteMs  int64 `json:"rewriteMs"`
+	CommitMs   int64 `json:"commitMs"`
+	DurationMs int64 `json:"durationMs"`
+}
+
+// manifestFigures are the manifest rewrite's.
+type manifestFigures struct {
 	// ManifestsSmall is how many small data manifests the current snapshot
-	// had; ManifestsRewritten of them were merged into ManifestsWritten.
+	// had, against the minimum that triggers a rewrite; ManifestsRewritten
+	// of them were merged into ManifestsWritten.
 	ManifestsSmall     int   `json:"manifestsSmall"`
+	ManifestsMinimum   int   `json:"manifestsMinimum"`
 	ManifestsRewritten int   `json:"manifestsRewritten"`
 	ManifestsWritten   int   `json:"manifestsWritten"`
-	RewriteMs          int64 `json:"rewriteMs"`
-	CommitMs           int64 `json:"commitMs"`
 	ManifestMs         int64 `json:"manifestMs"`
-	DurationMs         int64 `json:"durationMs"`
 }
 
 // Text is the readable form `icekeeper run` prints.
@@ -73,11 +80,14 @@ func (f *Figures) Text() string {
 		fmt.Fprintf(&b, "\n  %d commits in %d attempts (%d lost to concurrent commits, %d rebased), %d old metadata files removed, rewrite %d ms, commit %d ms, %d ms in all",
 			f.Commits, f.CommitAttempts, f.Conflicts, f.Rebases, f.MetadataFilesRemoved, f.RewriteMs, f.CommitMs, f.DurationMs)
 	}
-	switch {
-	case f.ManifestsRewritten > 0:
-		fmt.Fprintf(&b, "\n  manifests: %d small ones rewritten into %d, clustered by partition, %d ms", f.ManifestsRewritten, f.ManifestsWritten, f.ManifestMs)
-	case f.DryRun && f.ManifestsSmall > 0:
-		fmt.Fprintf(&b, "\n  manifests: %d small ones (rewritten once there are enough)", f.ManifestsSmall)
+	switch m := f.manifestFigures; {
+	case m.ManifestsMinimum == 0:
+	case m.ManifestsRewritten > 0:
+		fmt.Fprintf(&b, "\n  manifests: %d small ones rewritten into %d, clustered by partition, %d ms", m.ManifestsRewritten, m.ManifestsWritten, m.ManifestMs)
+	case m.ManifestsSmall < m.ManifestsMinimum:
+		fmt.Fprintf(&b, "\n  manifests: %d small ones, under the minimum of %d to rewrite them", m.ManifestsSmall, m.ManifestsMinimum)
+	case f.DryRun:
+		fmt.Fprintf(&b, "\n  manifests: %d small ones would be rewritten, clustered by partition", m.ManifestsSmall)
 	}
 	for _, d := range f.Dropped {
 		fmt.Fprintf(&b, "\n  dropped %s", d)

@@ -112,17 +112,19 @@ func (j *Job) CheckSettings(ctx context.Context, t jobs.Target, s maintenance.Se
 	return nil
 }
 
-// Run implements jobs.Job: the data files, then the manifests.
+// Run implements jobs.Job: the manifests, then the data files, whose
+// planning then reads the fewer manifests.
 func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
-	out, err := j.compactData(ctx, t, all, opts)
-	if err != nil {
-		return out, err
-	}
-	fig := out.Figures.(*Figures)
+	var m manifestFigures
 	begin := time.Now()
-	err = j.rewriteManifests(ctx, t, SettingsOf(all), opts, fig)
-	fig.ManifestMs = time.Since(begin).Milliseconds()
-	fig.DurationMs += fig.ManifestMs
+	if err := j.rewriteManifests(ctx, t, SettingsOf(all), opts, &m); err != nil {
+		return jobs.Outcome{Figures: &Figures{DryRun: opts.DryRun, manifestFigures: m}}, err
+	}
+	m.ManifestMs = time.Since(begin).Milliseconds()
+	out, err := j.compactData(ctx, t, all, opts)
+	fig := out.Figures.(*Figures)
+	fig.manifestFigures = m
+	fig.DurationMs += m.ManifestMs
 	return out, err
 }
 

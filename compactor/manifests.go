@@ -20,10 +20,11 @@ import (
 // under half the target. It rewrites metadata only, in a REPLACE snapshot;
 // conflicts with a concurrent commit are retried on the fresh table under
 // the table's commit.retry.* policy, as data compaction's are.
-func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, s Settings, opts jobs.Options, fig *Figures) error {
+func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, s Settings, opts jobs.Options, fig *manifestFigures) error {
 	if s.MinManifests <= 0 {
 		return nil
 	}
+	fig.ManifestsMinimum = s.MinManifests
 	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
 	if err != nil {
 		return err
