@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
@@ -16,15 +15,7 @@ import (
 // thirty. Under compaction.minManifestsToRewrite nothing is rewritten. On
 // the SQL catalog with local files and on the REST catalog with S3.
 func TestManifestRewrite(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		env  func(testing.TB, *iceberg.Schema, iceberg.PartitionSpec, string) (*env, *table.Table)
-	}{
-		{"sql", func(t testing.TB, sc *iceberg.Schema, spec iceberg.PartitionSpec, f string) (*env, *table.Table) {
-			return newEnv(t.(*testing.T), sc, spec, f)
-		}},
-		{"rest", newRESTEnv},
-	} {
+	for _, c := range catalogEnvs {
 		t.Run(c.name, func(t *testing.T) {
 			e, tbl := c.env(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
 			// Files this small compact too; a high minimum of input files

@@ -22,15 +22,7 @@ import (
 // the same. On the SQL catalog with local files and on the REST catalog
 // with S3.
 func TestMetadataPrunedAfterCommit(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		env  func(testing.TB, *iceberg.Schema, iceberg.PartitionSpec, string) (*env, *table.Table)
-	}{
-		{"sql", func(t testing.TB, sc *iceberg.Schema, spec iceberg.PartitionSpec, f string) (*env, *table.Table) {
-			return newEnv(t.(*testing.T), sc, spec, f)
-		}},
-		{"rest", newRESTEnv},
-	} {
+	for _, c := range catalogEnvs {
 		t.Run(c.name, func(t *testing.T) {
 			e, tbl := c.env(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
 			tbl = e.setProps(tbl, iceberg.Properties{table.MetadataDeleteAfterCommitEnabledKey: "true", table.MetadataPreviousVersionsMaxKey: "2"})
@@ -56,6 +48,18 @@ func TestMetadataPrunedAfterCommit(t *testing.T) {
 			checkMetadataFiles(t, e, after, e.load())
 		})
 	}
+}
+
+// catalogEnvs are the two paths a test runs on: the SQL catalog with local
+// files, and the REST catalog with SigV4 and S3.
+var catalogEnvs = []struct {
+	name string
+	env  func(testing.TB, *iceberg.Schema, iceberg.PartitionSpec, string) (*env, *table.Table)
+}{
+	{"sql", func(t testing.TB, sc *iceberg.Schema, spec iceberg.PartitionSpec, f string) (*env, *table.Table) {
+		return newEnv(t.(*testing.T), sc, spec, f)
+	}},
+	{"rest", newRESTEnv},
 }
 
 // checkMetadataFiles asserts that the metadata files before's log held and
