@@ -48,11 +48,13 @@ type manifestFigures struct {
 	// ManifestsSmall is how many small data manifests the current snapshot
 	// had, against the minimum that triggers a rewrite; ManifestsRewritten
 	// of them were merged into ManifestsWritten.
-	ManifestsSmall     int   `json:"manifestsSmall"`
-	ManifestsMinimum   int   `json:"manifestsMinimum"`
-	ManifestsRewritten int   `json:"manifestsRewritten"`
-	ManifestsWritten   int   `json:"manifestsWritten"`
-	ManifestMs         int64 `json:"manifestMs"`
+	ManifestsSmall     int `json:"manifestsSmall"`
+	ManifestsMinimum   int `json:"manifestsMinimum"`
+	ManifestsRewritten int `json:"manifestsRewritten"`
+	ManifestsWritten   int `json:"manifestsWritten"`
+	// ManifestConflicts are rewrite attempts lost to concurrent commits.
+	ManifestConflicts int   `json:"manifestConflicts"`
+	ManifestMs        int64 `json:"manifestMs"`
 }
 
 // Text is the readable form `icekeeper run` prints.
@@ -84,6 +86,8 @@ func (f *Figures) Text() string {
 	case m.ManifestsMinimum == 0:
 	case m.ManifestsRewritten > 0:
 		fmt.Fprintf(&b, "\n  manifests: %d small ones rewritten into %d, clustered by partition, %d ms", m.ManifestsRewritten, m.ManifestsWritten, m.ManifestMs)
+	case m.ManifestConflicts > manifestRetries:
+		fmt.Fprintf(&b, "\n  manifests: %d small ones; the rewrite lost %d attempts to concurrent commits and is left for the next run", m.ManifestsSmall, m.ManifestConflicts)
 	case m.ManifestsSmall < m.ManifestsMinimum:
 		fmt.Fprintf(&b, "\n  manifests: %d small ones, under the minimum of %d to rewrite them", m.ManifestsSmall, m.ManifestsMinimum)
 	case f.DryRun:

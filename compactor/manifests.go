@@ -2,6 +2,7 @@ package compactor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -17,9 +18,13 @@ import (
 // partition's files (iceberg-go's RewriteManifests, clustered by partition),
 // once there are at least s.MinManifests of them: a streaming writer leaves
 // a manifest per commit, and every planning pass reads them all. "Small" is
-// under half the target. It rewrites metadata only, in a REPLACE snapshot;
-// conflicts with a concurrent commit are retried on the fresh table under
-// the table's commit.retry.* policy, as data compaction's are.
+// under half the target. It rewrites metadata only, in a REPLACE snapshot.
+//
+// Unlike the data files' commit it is not staged and rebased: each attempt
+// reads the manifests again, and beside a writer committing faster than
+// that it loses. So it is best effort: a few attempts under the table's
+// commit.retry.* waits, and a rewrite that loses them all is left for the
+// next run (counted in the figures), not a failed run.
 func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, s Settings, opts jobs.Options, fig *manifestFigures) error {
 	if s.MinManifests <= 0 {
 		return nil
@@ -33,8 +38,9 @@ func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, s Settings, o
 	if err != nil {
 		return fmt.Errorf("manifest rewrite of %s: %w", t.Table, err)
 	}
+	policy.Retries = min(policy.Retries, manifestRetries)
 	first := true
-	_, err = commit.Do(ctx, policy, func(ctx context.Context, n int) error {
+	st, err := commit.Do(ctx, policy, func(ctx context.Context, n int) error {
 		if n > 1 {
 			if tbl, err = t.Bucket.LoadTable(ctx, t.Table); err != nil {
 				return err
@@ -68,8 +74,15 @@ func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, s Settings, o
 		fig.ManifestsRewritten, fig.ManifestsWritten = len(res.RewrittenManifests), len(res.AddedManifests)
 		return nil
 	})
+	fig.ManifestConflicts = st.Conflicts
+	if errors.Is(err, commit.ErrStaleMetadata) {
+		return nil
+	}
 	return err
 }
+
+// manifestRetries bounds the manifest rewrite's attempts after the first.
+const manifestRetries = 3
 
 // smallManifests are the paths of the current snapshot's data manifests
 // under half the table's manifest target size.

@@ -77,7 +77,7 @@ func benchReplicas(b *testing.B, bin string, n int) {
 	defer store.Close()
 
 	b.StartTimer()
-	replicas := startReplicas(b, bin, home, stateDSN, catalog, n, 1)
+	replicas, _ := startReplicas(b, bin, home, stateDSN, catalog, n, 1)
 	defer stopReplicas(replicas)
 	var first, last time.Time
 	deadline := time.Now().Add(10 * time.Minute)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,7 +61,7 @@ func TestReplicasShareOnePostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	replicas := startReplicas(t, bin, home, stateDSN, catalog, 3, 1)
+	replicas, addrs := startReplicas(t, bin, home, stateDSN, catalog, 3, 1)
 	defer stopReplicas(replicas)
 
 	// River records which replica works a job; a replica's River ID is
@@ -140,6 +142,20 @@ func TestReplicasShareOnePostgres(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
+	// River's UI on a survivor (no keys: loopback) lists the finished runs.
+	for pid := range replicas {
+		resp, err := http.Get("http://" + addrs[pid] + "/river/api/jobs?state=completed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"kind":"icekeeper.run"`) {
+			t.Fatalf("River's UI on a replica: %d %.300s", resp.StatusCode, body)
+		}
+		break
+	}
+
 	for name, want := range before {
 		tbl, err := b.LoadTable(ctx, bucket.TableID{Namespace: []string{"demo"}, Name: name})
 		if err != nil {
@@ -179,8 +195,8 @@ func catalogBucket(t testing.TB, home string, catalog map[string]string) *bucket
 // startReplicas starts n `icekeeper serve` processes on one configuration:
 // the state store stateDSN, the bucket on catalog, compaction every second
 // and the other jobs disabled, each replica running parallelism jobs at
-// once. It returns them by PID.
-func startReplicas(t testing.TB, bin, home, stateDSN string, catalog map[string]string, n, parallelism int) map[int]*exec.Cmd {
+// once. It returns them by PID, with their API addresses by PID.
+func startReplicas(t testing.TB, bin, home, stateDSN string, catalog map[string]string, n, parallelism int) (map[int]*exec.Cmd, map[int]string) {
 	t.Helper()
 	var props strings.Builder
 	for k, v := range catalog {
@@ -197,16 +213,17 @@ schedules: {icebergCompaction: "@every 1s", icebergSnapshotManagement: "@daily",
 	if err := os.WriteFile(cfgFile, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	replicas := map[int]*exec.Cmd{}
+	replicas, addrs := map[int]*exec.Cmd{}, map[int]string{}
 	for range n {
-		cmd := exec.Command(bin, "serve", "--config", cfgFile, "--listen", servers.FreeAddr(t), "--lease-ttl", "3s", "--parallelism", fmt.Sprint(parallelism))
+		addr := servers.FreeAddr(t)
+		cmd := exec.Command(bin, "serve", "--config", cfgFile, "--listen", addr, "--lease-ttl", "3s", "--parallelism", fmt.Sprint(parallelism))
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		replicas[cmd.Process.Pid] = cmd
+		replicas[cmd.Process.Pid], addrs[cmd.Process.Pid] = cmd, addr
 	}
-	return replicas
+	return replicas, addrs
 }
 
 func stopReplicas(replicas map[int]*exec.Cmd) {
