@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -56,7 +55,7 @@ func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, s Settings, o
 		if len(small) < s.MinManifests || opts.DryRun {
 			return nil
 		}
-		isSmall := func(m iceberg.ManifestFile) bool { return slices.Contains(small, m.FilePath()) }
+		isSmall := func(m iceberg.ManifestFile) bool { return small[m.FilePath()] }
 		tx := tbl.NewTransaction()
 		res, err := tx.RewriteManifests(ctx, table.WithRewriteManifestPredicate(isSmall), table.WithRewriteManifestClusterBy(func(df iceberg.DataFile) any { return partitionKey(df) }))
 		if err != nil {
@@ -86,7 +85,7 @@ const manifestRetries = 3
 
 // smallManifests are the paths of the current snapshot's data manifests
 // under half the table's manifest target size.
-func smallManifests(ctx context.Context, tbl *table.Table) ([]string, error) {
+func smallManifests(ctx context.Context, tbl *table.Table) (map[string]bool, error) {
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
 		return nil, nil
@@ -100,10 +99,10 @@ func smallManifests(ctx context.Context, tbl *table.Table) ([]string, error) {
 		return nil, fmt.Errorf("read manifest list of %s: %w", tbl.Identifier(), err)
 	}
 	target := int64(tbl.Properties().GetInt(table.ManifestTargetSizeBytesKey, table.ManifestTargetSizeBytesDefault))
-	var small []string
+	small := map[string]bool{}
 	for _, m := range manifests {
 		if m.ManifestContent() == iceberg.ManifestContentData && m.Length() < target/2 {
-			small = append(small, m.FilePath())
+			small[m.FilePath()] = true
 		}
 	}
 	return small, nil

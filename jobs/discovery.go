@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -68,14 +69,8 @@ func (d *Discovery) Discover(ctx context.Context) {
 		}
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	clear(d.known)
 	clear(d.missing)
-	for _, b := range d.Registry.Buckets() {
-		for _, id := range d.listed[b.ARN()] {
-			d.known[Target{Bucket: b, Table: id}.Key()] = true
-		}
-	}
+	d.mu.Unlock()
 }
 
 func (d *Discovery) list(ctx context.Context, b *bucket.Bucket) error {
@@ -88,6 +83,10 @@ func (d *Discovery) list(ctx context.Context, b *bucket.Bucket) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.listed[b.ARN()] = ids
+	// The listing replaces what was known of the bucket: a dropped table
+	// leaves, and one found by lookup that the filters exclude is looked
+	// up again.
+	maps.DeleteFunc(d.known, func(k state.TableKey, _ bool) bool { return k.Bucket == b.ARN() })
 	for _, id := range ids {
 		d.known[Target{Bucket: b, Table: id}.Key()] = true
 	}

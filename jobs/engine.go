@@ -141,11 +141,8 @@ func (e *Engine) Init() error {
 // Enqueue queues typ on the table k, due at at, unless a run of it is
 // already pending (then it returns false).
 func (e *Engine) Enqueue(ctx context.Context, k state.TableKey, typ maintenance.JobType, trigger string, at time.Time) (bool, error) {
-	res, err := e.client.Insert(ctx, runArgs(k, typ, trigger), &river.InsertOpts{ScheduledAt: at})
-	if err != nil {
-		return false, fmt.Errorf("queue %s on %s: %w", typ, k, err)
-	}
-	return !res.UniqueSkippedAsDuplicate, nil
+	n, err := e.EnqueueMany(ctx, []state.TableKey{k}, typ, trigger, func(state.TableKey) time.Time { return at })
+	return n == 1, err
 }
 
 // EnqueueMany queues typ on every table, each due at its own time, and
@@ -157,7 +154,8 @@ func (e *Engine) EnqueueMany(ctx context.Context, keys []state.TableKey, typ mai
 		n := min(len(keys), batch)
 		params := make([]river.InsertManyParams, 0, n)
 		for _, k := range keys[:n] {
-			params = append(params, river.InsertManyParams{Args: runArgs(k, typ, trigger), InsertOpts: &river.InsertOpts{ScheduledAt: at(k)}})
+			args := RunArgs{Bucket: k.Bucket, Namespace: k.Namespace, Name: k.Name, Type: typ, Trigger: trigger}
+			params = append(params, river.InsertManyParams{Args: args, InsertOpts: &river.InsertOpts{ScheduledAt: at(k)}})
 		}
 		res, err := e.client.InsertMany(ctx, params)
 		if err != nil {
@@ -175,10 +173,6 @@ func (e *Engine) EnqueueMany(ctx context.Context, keys []state.TableKey, typ mai
 
 // Client is the River client, for River's UI.
 func (e *Engine) Client() *river.Client[*sql.Tx] { return e.client }
-
-func runArgs(k state.TableKey, typ maintenance.JobType, trigger string) RunArgs {
-	return RunArgs{Bucket: k.Bucket, Namespace: k.Namespace, Name: k.Name, Type: typ, Trigger: trigger}
-}
 
 // Run works until stop is done, then takes no new jobs and waits for the
 // running ones; those are cancelled when hard is done, and go back to the
