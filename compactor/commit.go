@@ -28,6 +28,12 @@ type committer struct {
 	batchGroups, busyGroups int
 	batchBytes              int64
 
+	// base is the table the next batch is staged on; done what the
+	// batches so far did; busy is set once one lost a race.
+	base *table.Table
+	done committed
+	busy bool
+
 	commitTable  func(context.Context, table.Identifier, []table.Requirement, []table.Update) (table.Metadata, string, error)
 	beforeCommit func(attempt int)
 	afterCommit  func(error) error
@@ -58,33 +64,37 @@ func (c *committed) addDropped(batch []table.CompactionGroupResult, r *replace) 
 	}
 }
 
-// run commits results in batches on base. The first batch holds up to
-// batchGroups groups (or batchBytes of input); once a batch has lost a race
-// the table is busy, and later batches hold at most busyGroups, so that a
-// batch that runs out of retry budget loses little and the groups already
-// committed stay committed.
-func (c *committer) run(ctx context.Context, base *table.Table, results []table.CompactionGroupResult) (committed, error) {
-	var out committed
-	busy := false
+// run commits results in batches, on the table as the last commit left it
+// (base at first). The first batch holds up to batchGroups groups (or
+// batchBytes of input); once a batch has lost a race the table is busy,
+// and later batches hold at most busyGroups, so that a batch that runs out
+// of retry budget loses little and the groups already committed stay
+// committed. A fanned-out run calls it as its groups come in; what it did
+// adds up in done.
+func (c *committer) run(ctx context.Context, results []table.CompactionGroupResult) error {
 	for len(results) > 0 {
-		limit := c.batchGroups
-		if busy {
-			limit = c.busyGroups
-		}
-		n := batchLen(results, limit, c.batchBytes)
-		after, st, err := c.commitBatch(ctx, base, results[:n], &out)
-		out.stats.Add(st)
+		n := batchLen(results, c.batchLimit(), c.batchBytes)
+		after, st, err := c.commitBatch(ctx, c.base, results[:n], &c.done)
+		c.done.stats.Add(st)
 		if err != nil {
-			return out, err
+			return err
 		}
-		busy = busy || st.Conflicts > 0
+		c.busy = c.busy || st.Conflicts > 0
 		c.deletes.dangling = nil // removed with the first commit
 		results = results[n:]
 		if after != nil {
-			base = after
+			c.base = after
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// batchLimit is the most groups the next batch may hold.
+func (c *committer) batchLimit() int {
+	if c.busy {
+		return c.busyGroups
+	}
+	return c.batchGroups
 }
 
 // batchLen is how many of results the next batch takes: at most maxGroups

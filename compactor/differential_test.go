@@ -33,9 +33,11 @@ type env struct {
 	// defaults are the bucket's settings as the configuration file gives
 	// them; runner resolves with them.
 	defaults maintenance.BucketDefaults
-	rng      *rand.Rand
-	rngMu    sync.Mutex // the streaming-writer test draws from rng on another goroutine
-	next     int64      // next row id
+	// opts are the options of compact's runs (a Fanout).
+	opts  jobs.Options
+	rng   *rand.Rand
+	rngMu sync.Mutex // the streaming-writer test draws from rng on another goroutine
+	next  int64      // next row id
 }
 
 func newEnv(t *testing.T, sc *iceberg.Schema, spec iceberg.PartitionSpec, format string) (*env, *table.Table) {
@@ -172,7 +174,7 @@ func (e *env) load() *table.Table {
 func (e *env) compact(job *Job) (jobs.Outcome, *Figures) {
 	e.t.Helper()
 	r := e.runner(job)
-	out, err := r.Run(e.ctx, jobs.Target{Bucket: e.b, Table: e.id}, maintenance.Compaction, "test", jobs.Options{})
+	out, err := r.Run(e.ctx, jobs.Target{Bucket: e.b, Table: e.id}, maintenance.Compaction, "test", e.opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -22,13 +22,16 @@ type Figures struct {
 	DeleteFilesRemoved int          `json:"deleteFilesRemoved"`
 	// MetadataFilesRemoved are old metadata.json files deleted after the
 	// commits, as write.metadata.delete-after-commit.enabled asks.
-	MetadataFilesRemoved int      `json:"metadataFilesRemoved"`
-	GroupsPlanned        int      `json:"groupsPlanned"`
-	GroupsMerged         int      `json:"groupsMerged"` // rewritten by the merge path
-	GroupsCommitted      int      `json:"groupsCommitted"`
-	GroupsFailed         int      `json:"groupsFailed"`
-	GroupsDropped        int      `json:"groupsDropped"` // dropped for a true conflict
-	Dropped              []string `json:"dropped,omitempty"`
+	MetadataFilesRemoved int `json:"metadataFilesRemoved"`
+	GroupsPlanned        int `json:"groupsPlanned"`
+	GroupsMerged         int `json:"groupsMerged"` // rewritten by the merge path
+	GroupsCommitted      int `json:"groupsCommitted"`
+	GroupsFailed         int `json:"groupsFailed"`
+	GroupsDropped        int `json:"groupsDropped"` // dropped for a true conflict
+	// GroupsFannedOut is how many groups were rewritten by the workers of
+	// every replica rather than by this run (Fanout.MinParts).
+	GroupsFannedOut int      `json:"groupsFannedOut,omitempty"`
+	Dropped         []string `json:"dropped,omitempty"`
 	// Commits is the snapshots committed; CommitAttempts the commits
 	// tried, of which Conflicts lost to a concurrent commit; Rebases the
 	// attempts rebuilt on a newer head than the attempt before.
@@ -75,6 +78,9 @@ func (f *Figures) Text() string {
 	}
 	for _, s := range f.Plan.Skipped {
 		fmt.Fprintf(&b, "\n  skip %s: %s", s.Partition, s.Reason)
+	}
+	if f.GroupsFannedOut > 0 {
+		fmt.Fprintf(&b, "\n  %d groups fanned out to the workers of every replica", f.GroupsFannedOut)
 	}
 	if f.CommitAttempts > 0 {
 		fmt.Fprintf(&b, "\n  committed %d groups (%d failed, %d dropped for conflicts, %d rewritten by merging columns): %d files -> %d files, %d -> %d bytes, %d delete files removed",

@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
@@ -75,6 +76,10 @@ type Job struct {
 	beforeCommit func(attempt int)
 	afterCommit  func(error) error
 	commitTable  func(context.Context, table.Identifier, []table.Requirement, []table.Update) (table.Metadata, string, error)
+
+	// scans are the snapshot scans of the fanned-out groups this replica
+	// rewrites.
+	scans scanCache
 }
 
 // Type implements jobs.Job.
@@ -182,43 +187,29 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 	if err != nil {
 		return out, err
 	}
-	// Rewrite through a file system that records every file created, so
-	// that whatever does not end up committed — outputs of dropped groups,
-	// partial outputs of a group that failed midway — is removed now.
-	rec := &recordingFS{WriteFileIO: wfs}
-	rtbl := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(context.Context) (icebergio.IO, error) { return rec, nil }, cat)
-	rewriteStart := time.Now()
-	rws := j.rewrite(ctx, rtbl, sc.tasks, fig.Plan.Groups, target, opts.Progress)
-	fig.RewriteMs = time.Since(rewriteStart).Milliseconds()
-	fig.addRewrites(rws)
-	if fig.GroupsFailed > 0 {
-		// A file that cannot be read is a broken table, not a busy one:
-		// commit nothing and leave it for a human.
-		rec.removeExcept(nil)
-		return out, fmt.Errorf("%d of %d groups could not be rewritten, nothing committed; first: %s", fig.GroupsFailed, fig.GroupsPlanned, fig.Errors[0])
-	}
-	results := make([]table.CompactionGroupResult, len(rws))
-	for i, rw := range rws {
-		results[i] = rw.result
-	}
-
 	batchBytes := j.BatchBytes
 	if batchBytes <= 0 {
 		batchBytes = 8 << 30
 	}
 	c := &committer{t: t, cat: cat, fs: wfs, fsF: tbl.FS, locs: locs, start: sc.start, deletes: sc.deletes, policy: policy,
 		batchGroups: orDefault(j.BatchGroups, 100), busyGroups: orDefault(j.BusyBatchGroups, 8), batchBytes: batchBytes,
-		beforeCommit: j.beforeCommit, afterCommit: j.afterCommit, commitTable: cat.CommitTable}
+		beforeCommit: j.beforeCommit, afterCommit: j.afterCommit, commitTable: cat.CommitTable, base: tbl}
 	if j.commitTable != nil {
 		c.commitTable = j.commitTable
 	}
-	commitStart := time.Now()
-	done, err := c.run(ctx, tbl, results)
-	fig.CommitMs = time.Since(commitStart).Milliseconds()
-	fig.addCommits(done)
-	if !done.unknown {
+	// Every file the rewrite creates is recorded, so that whatever does
+	// not end up committed — outputs of dropped groups, partial outputs of
+	// a group that failed midway — is removed now.
+	rec := &recordingFS{WriteFileIO: wfs}
+	if fan := opts.Fanout; fan != nil && fan.MinParts() > 0 && len(fig.Plan.Groups) >= fan.MinParts() {
+		err = j.fanOut(ctx, fan, tbl, sc, fig, c, rec, target, opts.Progress)
+	} else {
+		err = j.rewriteHere(ctx, tbl, cat, sc, fig, c, rec, target, opts.Progress)
+	}
+	fig.addCommits(c.done)
+	if !c.done.unknown {
 		keep := map[string]bool{}
-		for _, r := range done.groups {
+		for _, r := range c.done.groups {
 			for _, df := range r.NewDataFiles {
 				keep[df.FilePath()] = true
 			}
@@ -226,6 +217,28 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 		rec.removeExcept(keep)
 	}
 	return out, err
+}
+
+// rewriteHere rewrites every group in this process, then commits them.
+func (j *Job) rewriteHere(ctx context.Context, tbl *table.Table, cat catalog.Catalog, sc scanned, fig *Figures, c *committer, rec *recordingFS, target int64, progress func(int, int)) error {
+	rtbl := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(context.Context) (icebergio.IO, error) { return rec, nil }, cat)
+	rewriteStart := time.Now()
+	rws := j.rewrite(ctx, rtbl, sc.tasks, fig.Plan.Groups, target, progress)
+	fig.RewriteMs = time.Since(rewriteStart).Milliseconds()
+	fig.addRewrites(rws)
+	if fig.GroupsFailed > 0 {
+		// A file that cannot be read is a broken table, not a busy one:
+		// commit nothing and leave it for a human.
+		return fmt.Errorf("%d of %d groups could not be rewritten, nothing committed; first: %s", fig.GroupsFailed, fig.GroupsPlanned, fig.Errors[0])
+	}
+	results := make([]table.CompactionGroupResult, len(rws))
+	for i, rw := range rws {
+		results[i] = rw.result
+	}
+	commitStart := time.Now()
+	err := c.run(ctx, results)
+	fig.CommitMs = time.Since(commitStart).Milliseconds()
+	return err
 }
 
 // policy is the table's commit retry policy over the job's defaults.

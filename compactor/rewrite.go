@@ -100,6 +100,13 @@ func (r *recordingFS) Create(name string) (icebergio.FileWriter, error) {
 	return r.WriteFileIO.Create(name)
 }
 
+// add records files created elsewhere (by a fanned-out group's worker).
+func (r *recordingFS) add(paths ...string) {
+	r.mu.Lock()
+	r.created = append(r.created, paths...)
+	r.mu.Unlock()
+}
+
 // removeExcept deletes the created files that are not in keep: outputs that
 // did not commit are unreferenced. A failure here only leaves them for
 // unreferenced file removal.

@@ -82,6 +82,13 @@ type Engine struct {
 	Holder string
 	// Parallelism bounds concurrent jobs (default 2).
 	Parallelism int
+	// FanOutParts is the fewest parts with which a run of a job that has
+	// parts (a Parter: compaction's rewrite groups) fans them out to every
+	// replica's workers; 0 never does.
+	FanOutParts int
+	// PartParallelism bounds the parts of fanned-out runs this replica
+	// works on at once (default 2), besides its jobs.
+	PartParallelism int
 	// JobTimeout bounds one job (default 1h).
 	JobTimeout time.Duration
 	// LeaseTTL is how long a table lease lives without renewal (default
@@ -103,6 +110,7 @@ type Engine struct {
 // Runner only queues, and needs no Run.
 func (e *Engine) Init() error {
 	e.Parallelism = cmp.Or(max(e.Parallelism, 0), 2)
+	e.PartParallelism = cmp.Or(max(e.PartParallelism, 0), 2)
 	e.JobTimeout = cmp.Or(max(e.JobTimeout, 0), time.Hour)
 	e.LeaseTTL = cmp.Or(max(e.LeaseTTL, 0), time.Minute)
 	e.Poll = cmp.Or(max(e.Poll, 0), time.Second)
@@ -111,6 +119,7 @@ func (e *Engine) Init() error {
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &runWorker{e: e})
+	river.AddWorker(workers, &partWorker{e: e})
 	cfg := &river.Config{
 		ID:                cmp.Or(e.Holder, "icekeeper"),
 		Workers:           workers,
@@ -127,7 +136,7 @@ func (e *Engine) Init() error {
 		Logger: slog.New(warnings{e.Logger.Handler()}).With("component", "river"),
 	}
 	if e.Runner != nil {
-		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: e.Parallelism}}
+		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: e.Parallelism}, partsQueue: {MaxWorkers: e.PartParallelism}}
 	}
 	e.driver = e.Store.Engine()
 	c, err := river.NewClient(e.driver, cfg)
@@ -211,12 +220,12 @@ func (e *Engine) Run(stop, hard context.Context) error {
 	}
 }
 
-// Sweep rescues the running jobs whose worker stopped: their table lease
-// has lapsed, on this sweep and the one before (a job that just finished
-// releases its lease a moment before River records it complete), and they
-// started more than a lease TTL ago.
+// Sweep rescues the running jobs whose worker stopped: their lease (a
+// run's table lease, a part's own) has lapsed, on this sweep and the one
+// before (a job that just finished releases its lease a moment before
+// River records it complete), and they started more than a lease TTL ago.
 func (e *Engine) Sweep(ctx context.Context) error {
-	res, err := e.client.JobList(ctx, river.NewJobListParams().Kinds(RunArgs{}.Kind()).States(rivertype.JobStateRunning).First(10000))
+	res, err := e.client.JobList(ctx, river.NewJobListParams().Kinds(RunArgs{}.Kind(), PartArgs{}.Kind()).States(rivertype.JobStateRunning).First(10000))
 	if err != nil {
 		return err
 	}
@@ -228,11 +237,15 @@ func (e *Engine) Sweep(ctx context.Context) error {
 		if j.AttemptedAt == nil || j.AttemptedAt.After(horizon) {
 			continue
 		}
-		var a RunArgs
-		if err := json.Unmarshal(j.EncodedArgs, &a); err != nil {
-			continue
+		lease := partLease(j.ID)
+		if j.Kind == (RunArgs{}).Kind() {
+			var a RunArgs
+			if err := json.Unmarshal(j.EncodedArgs, &a); err != nil {
+				continue
+			}
+			lease = leaseName(a.Key())
 		}
-		holder, err := e.Store.LeaseHolder(ctx, leaseName(a.Key()), now)
+		holder, err := e.Store.LeaseHolder(ctx, lease, now)
 		if err != nil {
 			return err
 		}
@@ -243,7 +256,7 @@ func (e *Engine) Sweep(ctx context.Context) error {
 		if attempt, ok := e.suspects[j.ID]; !ok || attempt != j.Attempt {
 			continue
 		}
-		msg, _ := json.Marshal(rivertype.AttemptError{At: now, Attempt: j.Attempt, Error: "the worker running this job stopped renewing its table lease"})
+		msg, _ := json.Marshal(rivertype.AttemptError{At: now, Attempt: j.Attempt, Error: "the worker running this job stopped renewing its lease"})
 		rescue.ID = append(rescue.ID, j.ID)
 		rescue.Error = append(rescue.Error, msg)
 		rescue.FinalizedAt = append(rescue.FinalizedAt, nil)
@@ -303,28 +316,14 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 
 	jobCtx, cancel := context.WithTimeoutCause(ctx, e.JobTimeout, fmt.Errorf("job exceeded its timeout of %v", e.JobTimeout))
 	defer cancel()
-	heartbeat := make(chan struct{})
-	var beats sync.WaitGroup
-	beats.Go(func() {
-		t := time.NewTicker(e.LeaseTTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-heartbeat:
-				return
-			case <-t.C:
-				if ok, err := e.Store.AcquireLease(ctx, lease, holder, time.Now(), e.LeaseTTL); err == nil && !ok {
-					log.Error("lost the table lease of a running job; cancelling it")
-					cancel()
-					return
-				}
-			}
-		}
-	})
+	stopRenewing := e.renew(ctx, lease, holder, cancel)
 	t := Target{Bucket: b, Table: bucket.TableID{Namespace: strings.Split(k.Namespace, "."), Name: k.Name}}
-	out, err := e.Runner.Run(jobCtx, t, a.Type, a.Trigger, Options{})
-	close(heartbeat)
-	beats.Wait()
+	opts := Options{}
+	if e.FanOutParts > 0 {
+		opts.Fanout = &fanout{e: e, key: k, typ: a.Type, coordinator: holder}
+	}
+	out, err := e.Runner.Run(jobCtx, t, a.Type, a.Trigger, opts)
+	stopRenewing()
 	if err != nil {
 		log.Error("job could not be recorded", "err", err)
 	}
@@ -337,6 +336,31 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		return river.JobSnooze(0)
 	}
 	return nil
+}
+
+// renew renews the lease every third of its TTL until the returned func is
+// called, and calls cancel if the lease was lost: the job must stop, for
+// another worker runs it now.
+func (e *Engine) renew(ctx context.Context, lease, holder string, cancel context.CancelFunc) (stop func()) {
+	done := make(chan struct{})
+	var beats sync.WaitGroup
+	beats.Go(func() {
+		t := time.NewTicker(e.LeaseTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if ok, err := e.Store.AcquireLease(ctx, lease, holder, time.Now(), e.LeaseTTL); err == nil && !ok {
+					e.Logger.Error("lost the lease of a running job; cancelling it", "lease", lease)
+					cancel()
+					return
+				}
+			}
+		}
+	})
+	return func() { close(done); beats.Wait() }
 }
 
 // warnings passes on a handler's records of level Warn and above.

@@ -43,6 +43,9 @@ type Options struct {
 	// Progress, when set, is told how much of a long job is done (for a
 	// terminal progress bar); jobs call it as they go.
 	Progress func(done, total int)
+	// Fanout, when set, lets a job with parts run them on every replica's
+	// workers (the daemon sets it; one-shot runs do all the work here).
+	Fanout Fanout
 }
 
 // Outcome is a job's result. Figures is the job's own report, recorded as

@@ -1,0 +1,181 @@
+package compactor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/jobs"
+)
+
+// localFanout is the engine's Fanout in one process: every part goes
+// through RunPart and JSON as on a replica, par at a time (1: one after
+// the other, each passed on before the next starts), finishing in an order
+// of their own. fail, when set, makes the parts it names fail. The
+// engine's own (River, leases, kills) is tested with the daemon.
+type localFanout struct {
+	job    *Job
+	target jobs.Target
+	min    int
+	par    int
+	fail   func(index int) error
+}
+
+func (f *localFanout) MinParts() int { return f.min }
+
+func (f *localFanout) Fan(ctx context.Context, parts []json.RawMessage, each func(jobs.PartResult) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	results := make(chan jobs.PartResult, len(parts))
+	sem := make(chan struct{}, max(f.par, 1))
+	run := func(i int) jobs.PartResult {
+		r := jobs.PartResult{Index: i}
+		if f.fail != nil {
+			r.Err = f.fail(i)
+		}
+		if r.Err == nil {
+			raw, _ := json.Marshal(parts[i]) // the queue's round trip
+			r.Output, r.Err = f.job.RunPart(ctx, f.target, raw)
+		}
+		return r
+	}
+	for _, i := range rand.Perm(len(parts)) {
+		if f.par <= 1 {
+			if err := each(run(i)); err != nil {
+				return err
+			}
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			results <- run(i)
+		})
+	}
+	if f.par <= 1 {
+		return nil
+	}
+	for range parts {
+		if err := each(<-results); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// A fanned-out run is a compaction like any: the groups are rewritten by
+// RunPart from the planned snapshot, read back from their manifests and
+// committed in batches; the visible rows are the same multiset, time
+// travel holds, no reachable file is missing, and neither the group
+// manifests nor any output that did not commit are left behind. With
+// deletes of both kinds, over several partitions, on both catalog paths.
+func TestFanOut(t *testing.T) {
+	spec := iceberg.NewPartitionSpec(pf(2, 1000, "cat", iceberg.IdentityTransform{}))
+	for _, c := range catalogEnvs {
+		t.Run(c.name, func(t *testing.T) {
+			e, tbl := c.env(t, baseSchema, spec, "2")
+			e.fill(tbl, 8, 150)
+			job := &Job{MinInputFiles: 2, BatchGroups: 2}
+			e.opts.Fanout = &localFanout{job: job, target: jobs.Target{Bucket: e.b, Table: e.id}, min: 2, par: 3}
+			fig := e.checkCompaction(job)
+			if fig.GroupsFannedOut != fig.GroupsPlanned || fig.GroupsCommitted != fig.GroupsPlanned || fig.GroupsPlanned < 3 {
+				t.Fatalf("%d of %d groups fanned out, %d committed; want all of at least 3", fig.GroupsFannedOut, fig.GroupsPlanned, fig.GroupsCommitted)
+			}
+			if fig.Commits < 2 || fig.DeleteFilesRemoved == 0 {
+				t.Fatalf("%d commits, %d delete files removed; want batches of 2 groups and the deletes gone", fig.Commits, fig.DeleteFilesRemoved)
+			}
+			if c.name == "sql" {
+				if left := groupManifests(t, e.load().Location()); len(left) > 0 {
+					t.Fatalf("group manifests left behind: %v", left)
+				}
+			}
+		})
+	}
+}
+
+// Below the minimum, the run rewrites here.
+func TestFanOutBelowMinimum(t *testing.T) {
+	e, _ := smallTable(t)
+	job := &Job{MinInputFiles: 2}
+	e.opts.Fanout = &localFanout{job: job, target: jobs.Target{Bucket: e.b, Table: e.id}, min: 1000}
+	if fig := e.checkCompaction(job); fig.GroupsFannedOut != 0 {
+		t.Fatalf("%d groups fanned out under the minimum", fig.GroupsFannedOut)
+	}
+}
+
+// A group that fails for good fails the run. The batches committed
+// before it stay, exact; what the groups not committed wrote is removed
+// (parts run one at a time here: one that finishes after the failure, on
+// another replica, leaves its files to unreferenced file removal).
+func TestFanOutGroupFails(t *testing.T) {
+	spec := iceberg.NewPartitionSpec(pf(2, 1000, "cat", iceberg.IdentityTransform{}))
+	e, tbl := newEnv(t, baseSchema, spec, "2")
+	tbl = e.fill(tbl, 8, 150)
+	before := e.rows(tbl, 0)
+	dataFiles := countData(t, tbl.Location())
+	job := &Job{MinInputFiles: 2, BatchGroups: 1}
+	var mu sync.Mutex
+	seen := 0
+	e.opts.Fanout = &localFanout{job: job, target: jobs.Target{Bucket: e.b, Table: e.id}, min: 2, fail: func(int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if seen++; seen == 3 {
+			return errors.New("injected: the part's attempts are spent")
+		}
+		return nil
+	}}
+	out, fig := e.compact(job)
+	if out.Status != state.Failed || !strings.Contains(out.FailureMessage, "injected") || !strings.Contains(out.FailureMessage, "committed before stay") {
+		t.Fatalf("%s: %s", out.Status, out.FailureMessage)
+	}
+	if fig.GroupsCommitted != 2 || fig.Commits != 2 {
+		t.Fatalf("%d groups committed in %d commits before the failure, want 2 in 2", fig.GroupsCommitted, fig.Commits)
+	}
+	after := e.load()
+	if fp := e.rows(after, 0); !fp.Equal(before) {
+		t.Fatalf("visible rows changed: %v, want %v", fp, before)
+	}
+	if n := countData(t, after.Location()); n != dataFiles+fig.OutputFiles {
+		t.Fatalf("%d data files, want the %d before and the %d committed: outputs left behind", n, dataFiles, fig.OutputFiles)
+	}
+	if left := groupManifests(t, after.Location()); len(left) > 0 {
+		t.Fatalf("group manifests left behind: %v", left)
+	}
+}
+
+// groupManifests are the group manifests under a local table location.
+func groupManifests(t *testing.T, loc string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(strings.TrimPrefix(loc, "file://"), "metadata", "group-*.avro"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// countData counts the data files under a local table location.
+func countData(t *testing.T, loc string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(filepath.Join(strings.TrimPrefix(loc, "file://"), "data"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
+			n++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
