@@ -104,6 +104,9 @@ type Engine struct {
 	client   *river.Client[*sql.Tx]
 	driver   riverdriver.Driver[*sql.Tx]
 	suspects map[int64]int // running jobs without a live lease on the last sweep: ID to attempt
+	// partRetry is the wait before a failed part's second attempt, twice
+	// it before the third, and so on (1s; tests shorten it).
+	partRetry time.Duration
 }
 
 // Init builds the River client; Run starts it. An engine without a
@@ -114,6 +117,7 @@ func (e *Engine) Init() error {
 	e.JobTimeout = cmp.Or(max(e.JobTimeout, 0), time.Hour)
 	e.LeaseTTL = cmp.Or(max(e.LeaseTTL, 0), time.Minute)
 	e.Poll = cmp.Or(max(e.Poll, 0), time.Second)
+	e.partRetry = cmp.Or(e.partRetry, time.Second)
 	if e.Logger == nil {
 		e.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -173,7 +173,7 @@ type partWorker struct {
 
 // NextRetry retries a failed part soon: its coordinator is waiting.
 func (w *partWorker) NextRetry(job *river.Job[PartArgs]) time.Time {
-	return time.Now().Add(time.Duration(job.Attempt) * time.Second)
+	return time.Now().Add(time.Duration(job.Attempt) * w.e.partRetry)
 }
 
 func (w *partWorker) Work(ctx context.Context, job *river.Job[PartArgs]) error {
