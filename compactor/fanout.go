@@ -41,9 +41,11 @@ import (
 //     they cancel themselves when they start, and the rescued run plans
 //     again on the table as its committed batches left it.
 
-// groupPart is one group as the coordinator hands it out.
+// groupPart is one group as the coordinator hands it out. The snapshot ID
+// is a string: River's PostgreSQL insert takes JSON numbers through a
+// float, which keeps 53 bits of a 63-bit ID.
 type groupPart struct {
-	Snapshot    int64    `json:"snapshot"`
+	Snapshot    int64    `json:"snapshot,string"`
 	Partition   string   `json:"partition"`
 	Path        string   `json:"path"`
 	InputBytes  int64    `json:"inputBytes"`

@@ -60,7 +60,9 @@ func (a PartArgs) Key() state.TableKey {
 
 // Parter is a job whose runs can fan parts out. RunPart does one part and
 // returns its output, for the coordinator; it may run on any replica, more
-// than once, and must leave nothing behind when it fails.
+// than once, and must leave nothing behind when it fails. A part is JSON
+// that River keeps; on PostgreSQL its numbers come back as float64 (53
+// bits), so a part carries large integers as strings.
 type Parter interface {
 	RunPart(ctx context.Context, t Target, part json.RawMessage) (json.RawMessage, error)
 }

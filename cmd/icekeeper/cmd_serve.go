@@ -35,6 +35,8 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	listen := fs.String("listen", "", "API address, overriding the configuration's listen")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long running jobs may take to finish after SIGTERM before they are cancelled")
 	parallel := fs.Int("parallelism", 2, "jobs run at once by this replica")
+	fanOut := fs.Int("fan-out-groups", 32, "a compaction that plans at least this many rewrite groups hands them to the workers of every replica (0: never; only with a PostgreSQL state store, which replicas share)")
+	groupPar := fs.Int("group-parallelism", 2, "groups of fanned-out compactions this replica rewrites at once, besides its jobs")
 	timeout := fs.Duration("job-timeout", time.Hour, "longest a single job may run")
 	leaseTTL := fs.Duration("lease-ttl", time.Minute, "how long a job's table lease outlives a replica that stops renewing it; its job is taken over after one to two of these")
 	refreshEvery := fs.Duration("refresh-interval", 10*time.Second, "how often the API's in-memory view takes in what other replicas and the CLI wrote to the state store")
@@ -75,8 +77,12 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	for _, t := range maintenance.JobTypes {
 		schedules[t] = w.cfg.Schedules.For(t)
 	}
+	pg := strings.HasPrefix(w.cfg.State, "postgres")
+	if !pg {
+		*fanOut = 0 // one process: nowhere to fan out to
+	}
 	engine := &jobs.Engine{Store: cache, Registry: w.registry, Runner: runner, Holder: holderName(),
-		Parallelism: *parallel, JobTimeout: *timeout, LeaseTTL: *leaseTTL, Logger: logger,
+		Parallelism: *parallel, FanOutParts: *fanOut, PartParallelism: *groupPar, JobTimeout: *timeout, LeaseTTL: *leaseTTL, Logger: logger,
 		OnTakeover: func(jobs.RunArgs) { metrics.Takeovers.Inc() }}
 	if err := engine.Init(); err != nil {
 		return err
@@ -87,7 +93,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	srv := &status.Server{Registry: w.registry, Store: cache, Runner: runner, Resolver: resolver, Scheduler: sched, Queue: engine, Tables: tables, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, Logger: logger}
 
-	if strings.HasPrefix(w.cfg.State, "postgres") {
+	if pg {
 		ui, err := riverui.NewHandler(&riverui.HandlerOpts{Endpoints: riverui.NewEndpoints(engine.Client(), nil),
 			Logger: logger.With("component", "riverui"), Prefix: "/river"})
 		if err != nil {

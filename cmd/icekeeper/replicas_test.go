@@ -195,8 +195,9 @@ func catalogBucket(t testing.TB, home string, catalog map[string]string) *bucket
 // startReplicas starts n `icekeeper serve` processes on one configuration:
 // the state store stateDSN, the bucket on catalog, compaction every second
 // and the other jobs disabled, each replica running parallelism jobs at
-// once. It returns them by PID, with their API addresses by PID.
-func startReplicas(t testing.TB, bin, home, stateDSN string, catalog map[string]string, n, parallelism int) (map[int]*exec.Cmd, map[int]string) {
+// once, with the flags extra. It returns them by PID, with their API
+// addresses by PID.
+func startReplicas(t testing.TB, bin, home, stateDSN string, catalog map[string]string, n, parallelism int, extra ...string) (map[int]*exec.Cmd, map[int]string) {
 	t.Helper()
 	var props strings.Builder
 	for k, v := range catalog {
@@ -216,7 +217,8 @@ schedules: {icebergCompaction: "@every 1s", icebergSnapshotManagement: "@daily",
 	replicas, addrs := map[int]*exec.Cmd{}, map[int]string{}
 	for range n {
 		addr := servers.FreeAddr(t)
-		cmd := exec.Command(bin, "serve", "--config", cfgFile, "--listen", addr, "--lease-ttl", "3s", "--parallelism", fmt.Sprint(parallelism))
+		args := append([]string{"serve", "--config", cfgFile, "--listen", addr, "--lease-ttl", "3s", "--parallelism", fmt.Sprint(parallelism)}, extra...)
+		cmd := exec.Command(bin, args...)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
