@@ -11,7 +11,6 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/google/uuid"
 
 	"github.com/icekeeper/icekeeper/compactor/merge"
 	"github.com/icekeeper/icekeeper/compactor/planner"
@@ -23,10 +22,11 @@ import (
 // (RunPart) from the snapshot the run planned on. The worker writes the
 // group's new files, reads them back like any output, and lists them in
 // an Avro manifest — Iceberg's own serialization of data files with their
-// statistics — whose path is the part's output (groupOutput). The
-// coordinator reads each manifest back into the group's result as it
-// comes in and commits the groups in batches with the same committer as a
-// run that rewrites here, rebase and all.
+// statistics — that travels in the part's output (groupOutput), a few KiB
+// in River's row rather than one more object to write, read and delete.
+// The coordinator decodes each into the group's result as it comes in and
+// commits the groups in batches with the same committer as a run that
+// rewrites here, rebase and all.
 //
 // Failures:
 //   - A replica that dies mid-group loses that group's attempt; the
@@ -53,19 +53,18 @@ type groupPart struct {
 	Files       []string `json:"files"`
 }
 
-// groupOutput is a part's output: the path taken and the manifest that
-// lists the new files (none when every row was deleted).
+// groupOutput is a part's output: the path taken and the Avro manifest
+// that lists the new files (none when every row was deleted).
 type groupOutput struct {
 	Path     string `json:"path"`
-	Manifest string `json:"manifest,omitempty"`
-	Length   int64  `json:"length,omitempty"`
+	Manifest []byte `json:"manifest,omitempty"`
 	SpecID   int32  `json:"specId,omitempty"`
 	Version  int    `json:"version,omitempty"`
 }
 
 // fanOut rewrites the plan's groups on every replica's workers and commits
 // them in batches as they come in.
-func (j *Job) fanOut(ctx context.Context, fan jobs.Fanout, tbl *table.Table, sc scanned, fig *Figures, c *committer, rec *recordingFS, target int64, progress func(int, int)) error {
+func (j *Job) fanOut(ctx context.Context, fan jobs.Fanout, sc scanned, fig *Figures, c *committer, rec *recordingFS, target int64, progress func(int, int)) error {
 	groups := fig.Plan.Groups
 	parts := make([]json.RawMessage, len(groups))
 	for i, g := range groups {
@@ -79,21 +78,17 @@ func (j *Job) fanOut(ctx context.Context, fan jobs.Fanout, tbl *table.Table, sc 
 		}
 	}
 	fig.GroupsFannedOut = len(groups)
-	fs, err := tbl.FS(ctx)
-	if err != nil {
-		return err
-	}
 	begin := time.Now()
 	var committing time.Duration
 	var ready []table.CompactionGroupResult
 	finished := 0
-	err = fan.Fan(ctx, parts, func(r jobs.PartResult) error {
+	err := fan.Fan(ctx, parts, func(r jobs.PartResult) error {
 		finished++
 		if progress != nil {
 			progress(finished, len(parts))
 		}
 		g := groups[r.Index]
-		rw := readPart(fs, rec, groupTasks(sc.tasks, g), g, r)
+		rw := readPart(rec, groupTasks(sc.tasks, g), g, r)
 		fig.addRewrites([]rewritten{rw})
 		if rw.err != nil {
 			return rw.err
@@ -120,10 +115,10 @@ func (j *Job) fanOut(ctx context.Context, fan jobs.Fanout, tbl *table.Table, sc 
 // from its manifest, the old files and the deletes they take along from
 // the coordinator's own scan. Every file the part names is recorded in
 // rec, so that what does not commit is removed.
-func readPart(fs icebergio.IO, rec *recordingFS, tasks []table.FileScanTask, g planner.Group, r jobs.PartResult) rewritten {
+func readPart(rec *recordingFS, tasks []table.FileScanTask, g planner.Group, r jobs.PartResult) rewritten {
 	rw := rewritten{path: g.Path}
 	if rw.err = r.Err; rw.err == nil {
-		rw.result, rw.path, rw.err = decodePart(fs, rec, tasks, r.Output)
+		rw.result, rw.path, rw.err = decodePart(rec, tasks, r.Output)
 	}
 	if rw.err != nil {
 		rw.err = fmt.Errorf("rewrite group %s: %w", g.Partition, rw.err)
@@ -133,7 +128,7 @@ func readPart(fs icebergio.IO, rec *recordingFS, tasks []table.FileScanTask, g p
 	return rw
 }
 
-func decodePart(fs icebergio.IO, rec *recordingFS, tasks []table.FileScanTask, raw json.RawMessage) (table.CompactionGroupResult, string, error) {
+func decodePart(rec *recordingFS, tasks []table.FileScanTask, raw json.RawMessage) (table.CompactionGroupResult, string, error) {
 	var res table.CompactionGroupResult
 	var out groupOutput
 	if err := json.Unmarshal(raw, &out); err != nil {
@@ -144,14 +139,13 @@ func decodePart(fs icebergio.IO, rec *recordingFS, tasks []table.FileScanTask, r
 	}
 	res.SafePosDeletes = table.CollectSafePositionDeletes(tasks)
 	res.SafeDeletionVectors = table.CollectSafeDeletionVectors(tasks)
-	if out.Manifest == "" {
+	if len(out.Manifest) == 0 {
 		return res, out.Path, nil
 	}
-	rec.add(out.Manifest)
-	m := iceberg.NewManifestFile(out.Version, out.Manifest, out.Length, out.SpecID, 0).Build()
-	entries, err := m.FetchEntries(fs, false)
+	m := iceberg.NewManifestFile(out.Version, "", int64(len(out.Manifest)), out.SpecID, 0).Build()
+	entries, err := iceberg.ReadManifest(m, bytes.NewReader(out.Manifest), false)
 	if err != nil {
-		return res, out.Path, fmt.Errorf("read the manifest of its outputs %s: %w", out.Manifest, err)
+		return res, out.Path, fmt.Errorf("read the manifest of its outputs: %w", err)
 	}
 	for _, e := range entries {
 		df := e.DataFile()
@@ -163,18 +157,14 @@ func decodePart(fs icebergio.IO, rec *recordingFS, tasks []table.FileScanTask, r
 }
 
 // RunPart implements jobs.Parter: it rewrites one group of a fanned-out
-// run, from the snapshot the run planned on, and writes the manifest of
+// run, from the snapshot the run planned on, and returns the manifest of
 // its new files. A group that fails leaves nothing behind.
 func (j *Job) RunPart(ctx context.Context, t jobs.Target, raw json.RawMessage) (json.RawMessage, error) {
 	var p groupPart
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, fmt.Errorf("decode the group: %w", err)
 	}
-	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
-	if err != nil {
-		return nil, err
-	}
-	tasks, err := j.partTasks(ctx, t, tbl, p)
+	tbl, tasks, err := j.partTasks(ctx, t, p)
 	if err != nil {
 		return nil, err
 	}
@@ -186,10 +176,6 @@ func (j *Job) RunPart(ctx context.Context, t jobs.Target, raw json.RawMessage) (
 	if !ok {
 		return nil, fmt.Errorf("the file system of %s cannot write", tbl.Location())
 	}
-	locs, err := tbl.LocationProvider()
-	if err != nil {
-		return nil, err
-	}
 	cat, err := t.Bucket.Catalog(ctx)
 	if err != nil {
 		return nil, err
@@ -200,7 +186,7 @@ func (j *Job) RunPart(ctx context.Context, t jobs.Target, raw json.RawMessage) (
 	rw := rewriteGroup(ctx, &merge.Merger{WholeFileBytes: j.wholeFileBytes}, rtbl, tasks, g, p.TargetBytes)
 	out := groupOutput{Path: rw.path}
 	if rw.err == nil && len(rw.result.NewDataFiles) > 0 {
-		rw.err = writeOutputs(rec, locs, tbl.Metadata(), p.Snapshot, rw.result.NewDataFiles, &out)
+		rw.err = listOutputs(tbl.Metadata(), p.Snapshot, rw.result.NewDataFiles, &out)
 	}
 	if rw.err != nil {
 		rec.removeExcept(nil)
@@ -209,41 +195,45 @@ func (j *Job) RunPart(ctx context.Context, t jobs.Target, raw json.RawMessage) (
 	return json.Marshal(out)
 }
 
-// partTasks are the scan tasks of the part's files at its snapshot. The
-// scan of a snapshot is shared by the parts of one run that this replica
-// works on: it reads every manifest.
-func (j *Job) partTasks(ctx context.Context, t jobs.Target, tbl *table.Table, p groupPart) ([]table.FileScanTask, error) {
-	if tbl.Metadata().SnapshotByID(p.Snapshot) == nil {
-		return nil, fmt.Errorf("snapshot %d of %s, which the group was planned on, is gone", p.Snapshot, t.Table)
-	}
-	byPath, err := j.scans.get(fmt.Sprintf("%s/%s@%d", t.Key(), tbl.Location(), p.Snapshot), func() (map[string]table.FileScanTask, error) {
+// partTasks are the table and the scan tasks of the part's files at its
+// snapshot. Both are loaded once for the parts of one run this replica
+// works on: the scan reads every manifest.
+func (j *Job) partTasks(ctx context.Context, t jobs.Target, p groupPart) (*table.Table, []table.FileScanTask, error) {
+	sc, err := j.scans.get(fmt.Sprintf("%s@%d", t.Key(), p.Snapshot), func() (*snapshotScan, error) {
+		tbl, err := t.Bucket.LoadTable(ctx, t.Table)
+		if err != nil {
+			return nil, err
+		}
+		if tbl.Metadata().SnapshotByID(p.Snapshot) == nil {
+			return nil, fmt.Errorf("snapshot %d of %s, which the group was planned on, is gone", p.Snapshot, t.Table)
+		}
 		tasks, err := tbl.Scan(table.WithSnapshotID(p.Snapshot), table.WithMaxConcurrency(manifestReads)).PlanFiles(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("plan scan of %s at snapshot %d: %w", t.Table, p.Snapshot, err)
 		}
-		m := map[string]table.FileScanTask{}
+		sc := &snapshotScan{tbl: tbl, byPath: map[string]table.FileScanTask{}}
 		for _, task := range wholeFiles(tasks) {
-			m[task.File.FilePath()] = task
+			sc.byPath[task.File.FilePath()] = task
 		}
-		return m, nil
+		return sc, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tasks := make([]table.FileScanTask, len(p.Files))
 	for i, f := range p.Files {
-		task, ok := byPath[f]
+		task, ok := sc.byPath[f]
 		if !ok {
-			return nil, fmt.Errorf("snapshot %d of %s has no data file %s", p.Snapshot, t.Table, f)
+			return nil, nil, fmt.Errorf("snapshot %d of %s has no data file %s", p.Snapshot, t.Table, f)
 		}
 		tasks[i] = task
 	}
-	return tasks, nil
+	return sc.tbl, tasks, nil
 }
 
-// writeOutputs writes the manifest that lists a group's new files, all of
-// one partition spec, and names it in out.
-func writeOutputs(fs icebergio.WriteFileIO, locs table.LocationProvider, meta table.Metadata, snapshot int64, files []iceberg.DataFile, out *groupOutput) error {
+// listOutputs writes the manifest that lists a group's new files, all of
+// one partition spec, into out.
+func listOutputs(meta table.Metadata, snapshot int64, files []iceberg.DataFile, out *groupOutput) error {
 	specID := files[0].SpecID()
 	spec := meta.PartitionSpecByID(int(specID))
 	if spec == nil {
@@ -264,13 +254,9 @@ func writeOutputs(fs icebergio.WriteFileIO, locs table.LocationProvider, meta ta
 		}
 	}
 	if err := w.Close(); err != nil {
-		return err
+		return fmt.Errorf("list a group's outputs: %w", err)
 	}
-	path := locs.NewMetadataLocation(fmt.Sprintf("group-%d-%s.avro", snapshot, uuid.New()))
-	if err := writeFile(fs, path, buf.Bytes()); err != nil {
-		return fmt.Errorf("write the manifest of a group's outputs %s: %w", path, err)
-	}
-	*out = groupOutput{Path: out.Path, Manifest: path, Length: int64(buf.Len()), SpecID: specID, Version: meta.Version()}
+	out.Manifest, out.SpecID, out.Version = buf.Bytes(), specID, meta.Version()
 	return nil
 }
 
@@ -281,18 +267,25 @@ type scanCache struct {
 	entries []*cachedScan // oldest first
 }
 
-type cachedScan struct {
-	key    string
-	once   sync.Once
+// snapshotScan is a table as loaded for a run's parts, and its data files
+// at the run's snapshot by path.
+type snapshotScan struct {
+	tbl    *table.Table
 	byPath map[string]table.FileScanTask
-	err    error
+}
+
+type cachedScan struct {
+	key  string
+	once sync.Once
+	scan *snapshotScan
+	err  error
 }
 
 // scansKept bounds the cache: a replica works on the parts of a few runs
 // at a time at most.
 const scansKept = 4
 
-func (c *scanCache) get(key string, load func() (map[string]table.FileScanTask, error)) (map[string]table.FileScanTask, error) {
+func (c *scanCache) get(key string, load func() (*snapshotScan, error)) (*snapshotScan, error) {
 	c.mu.Lock()
 	var e *cachedScan
 	for _, x := range c.entries {
@@ -308,7 +301,7 @@ func (c *scanCache) get(key string, load func() (map[string]table.FileScanTask, 
 		}
 	}
 	c.mu.Unlock()
-	e.once.Do(func() { e.byPath, e.err = load() })
+	e.once.Do(func() { e.scan, e.err = load() })
 	if e.err != nil {
 		// Not kept: the next part tries again.
 		c.mu.Lock()
@@ -320,5 +313,5 @@ func (c *scanCache) get(key string, load func() (map[string]table.FileScanTask, 
 		}
 		c.mu.Unlock()
 	}
-	return e.byPath, e.err
+	return e.scan, e.err
 }

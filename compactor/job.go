@@ -202,7 +202,7 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 	// a group that failed midway — is removed now.
 	rec := &recordingFS{WriteFileIO: wfs}
 	if fan := opts.Fanout; fan != nil && fan.MinParts() > 0 && len(fig.Plan.Groups) >= fan.MinParts() {
-		err = j.fanOut(ctx, fan, tbl, sc, fig, c, rec, target, opts.Progress)
+		err = j.fanOut(ctx, fan, sc, fig, c, rec, target, opts.Progress)
 	} else {
 		err = j.rewriteHere(ctx, tbl, cat, sc, fig, c, rec, target, opts.Progress)
 	}

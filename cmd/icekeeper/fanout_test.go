@@ -46,32 +46,53 @@ func TestOneTableAcrossReplicas(t *testing.T) {
 	}
 }
 
-func oneTableAcrossReplicas(t *testing.T, bin, victimKind string) {
+// bigTable is the table of fanOutGroups partitions of five files each, in
+// a PostgreSQL catalog on S3, with a fresh PostgreSQL for the state store.
+// The table is made directly; the returned catalog, for the replicas,
+// answers 20 ms late.
+type bigTable struct {
+	b        *bucket.Bucket
+	catalog  map[string]string
+	stateDSN string
+	home     string
+	rows     tablecheck.Fingerprint
+}
+
+func newBigTable(tb testing.TB) bigTable {
+	tb.Helper()
 	ctx := context.Background()
-	catalogDSN, stateDSN := servers.Postgres(t), servers.Postgres(t)
-	direct := servers.S3(t)
-	slow := direct.WithLatency(t, 20*time.Millisecond)
-	home := t.TempDir()
-	cat := map[string]string{"type": "sql", "uri": catalogDSN, "warehouse": "s3://" + direct.Bucket + "/warehouse"}
+	catalogDSN := servers.Postgres(tb)
+	direct := servers.S3(tb)
+	slow := direct.WithLatency(tb, 20*time.Millisecond)
+	bt := bigTable{stateDSN: servers.Postgres(tb), home: tb.TempDir(),
+		catalog: map[string]string{"type": "sql", "uri": catalogDSN, "warehouse": "s3://" + direct.Bucket + "/warehouse"}}
 	for k, v := range direct.Props() {
-		cat[k] = v
+		bt.catalog[k] = v
 	}
-	b := catalogBucket(t, home, cat)
-	id := bucket.TableID{Namespace: []string{"demo"}, Name: "big"}
+	bt.b = catalogBucket(tb, bt.home, bt.catalog)
 	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: "event_bucket", Transform: iceberg.BucketTransform{NumBuckets: fanOutGroups}})
-	tbl := testkit.NewTable(t, b, "demo", "big", demo.Schema(), catalog.WithPartitionSpec(&spec))
+	tbl := testkit.NewTable(tb, bt.b, "demo", "big", demo.Schema(), catalog.WithPartitionSpec(&spec))
 	tbl, err := testkit.AppendCommits(ctx, tbl, 5, 20*fanOutGroups, 0, rand.New(rand.NewPCG(3, 4)))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	before, err := tablecheck.Rows(ctx, tbl, 0)
-	if err != nil {
-		t.Fatal(err)
+	if bt.rows, err = tablecheck.Rows(ctx, tbl, 0); err != nil {
+		tb.Fatal(err)
 	}
 	for k, v := range slow.Props() {
-		cat[k] = v
+		bt.catalog[k] = v
 	}
-	replicas, _ := startReplicas(t, bin, home, stateDSN, cat, 3, 1, "--fan-out-groups", "16", "--group-parallelism", "2")
+	return bt
+}
+
+var bigKey = state.TableKey{Bucket: configs.LocalBucketARN, Namespace: "demo", Name: "big"}
+
+func oneTableAcrossReplicas(t *testing.T, bin, victimKind string) {
+	ctx := context.Background()
+	bt := newBigTable(t)
+	b, stateDSN, before := bt.b, bt.stateDSN, bt.rows
+	id := bucket.TableID{Namespace: []string{"demo"}, Name: "big"}
+	replicas, _ := startReplicas(t, bin, bt.home, stateDSN, bt.catalog, 3, 1, "--fan-out-groups", "16", "--group-parallelism", "2")
 	defer func() { stopReplicas(replicas) }()
 
 	db, err := sql.Open("pgx", stateDSN)
@@ -135,7 +156,7 @@ func oneTableAcrossReplicas(t *testing.T, bin, victimKind string) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	k := state.TableKey{Bucket: configs.LocalBucketARN, Namespace: "demo", Name: "big"}
+	k := bigKey
 	var success *state.Run
 	var jobState string
 	var attempts int

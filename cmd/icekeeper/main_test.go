@@ -101,6 +101,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"tables", "--connect-timeout", "-5s"}, 2, "--connect-timeout: -5s must be positive"},
 		{[]string{"serve", "--lease-ttl", "-1s"}, 2, "--lease-ttl: -1s must be positive"},
 		{[]string{"serve", "--parallelism", "0"}, 2, "--parallelism: 0 is below the minimum 1"},
+		{[]string{"serve", "--fan-out-groups", "-1"}, 2, "--fan-out-groups: -1 is below the minimum 0"},
 		{[]string{"serve", "--shutdown-grace", "-1s"}, 2, "--shutdown-grace: -1s must not be negative"},
 		{[]string{"status", "--endpoint", "notaurl", "--table", "local/demo/events"}, 2, `--endpoint: "notaurl" is not an http:// or https:// URL`},
 		{[]string{"restore", "--table", "local/demo/events"}, 2, "give exactly one of --path or --all"},

@@ -68,8 +68,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 }
 
 // checkPositive refuses a count or duration flag below 1 (below 0 for a
-// grace period): every one of them bounds something, and none has a
-// meaning for zero or less that a replacement default would honour.
+// grace period, and for --fan-out-groups, where 0 turns fan-out off):
+// every one of them bounds something, and none has a meaning for zero or
+// less that a replacement default would honour.
 func checkPositive(fs *flag.FlagSet) error {
 	var err error
 	fs.Visit(func(f *flag.Flag) {
@@ -77,7 +78,7 @@ func checkPositive(fs *flag.FlagSet) error {
 			return
 		}
 		min := 1
-		if strings.HasSuffix(f.Name, "-grace") {
+		if strings.HasSuffix(f.Name, "-grace") || f.Name == "fan-out-groups" {
 			min = 0
 		}
 		switch v := f.Value.(flag.Getter).Get().(type) {
