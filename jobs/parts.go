@@ -120,7 +120,9 @@ func (f *fanout) Fan(ctx context.Context, parts []json.RawMessage, each func(Par
 			index[r.Job.ID] = i + j
 		}
 	}
-	t := time.NewTicker(f.e.Poll)
+	// Read the parts more often than workers poll for jobs: the last ones
+	// in hold up the commit.
+	t := time.NewTicker(min(f.e.Poll, 250*time.Millisecond))
 	defer t.Stop()
 	for len(index) > 0 {
 		select {
