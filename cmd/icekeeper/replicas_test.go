@@ -219,10 +219,22 @@ schedules: {icebergCompaction: "@every 1s", icebergSnapshotManagement: "@daily",
 		addr := servers.FreeAddr(t)
 		args := append([]string{"serve", "--config", cfgFile, "--listen", addr, "--lease-ttl", "3s", "--parallelism", fmt.Sprint(parallelism)}, extra...)
 		cmd := exec.Command(bin, args...)
-		cmd.Stderr = os.Stderr
+		// A replica's log goes to a file, shown when the test fails.
+		logFile, err := os.Create(filepath.Join(home, fmt.Sprintf("replica-%s.log", servers.RandomName(""))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = logFile
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() {
+			logFile.Close()
+			if t.Failed() {
+				log, _ := os.ReadFile(logFile.Name())
+				t.Logf("log of replica %d:\n%s", cmd.Process.Pid, tail(log, 40))
+			}
+		})
 		replicas[cmd.Process.Pid], addrs[cmd.Process.Pid] = cmd, addr
 	}
 	return replicas, addrs
@@ -235,4 +247,10 @@ func stopReplicas(replicas map[int]*exec.Cmd) {
 	for _, cmd := range replicas {
 		cmd.Wait()
 	}
+}
+
+// tail is the last n lines of b.
+func tail(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
