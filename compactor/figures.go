@@ -55,9 +55,16 @@ type manifestFigures struct {
 	ManifestsMinimum   int `json:"manifestsMinimum"`
 	ManifestsRewritten int `json:"manifestsRewritten"`
 	ManifestsWritten   int `json:"manifestsWritten"`
-	// ManifestConflicts are rewrite attempts lost to concurrent commits.
+	// ManifestConflicts are rewrite attempts lost to concurrent commits,
+	// ManifestRebases the attempts built on a newer head than the rewrite
+	// read; ManifestsDeferred is set when the rewrite was left for the next
+	// run (its retries spent, or the manifests replaced under it).
 	ManifestConflicts int   `json:"manifestConflicts"`
+	ManifestRebases   int   `json:"manifestRebases"`
+	ManifestsDeferred bool  `json:"manifestsDeferred,omitempty"`
 	ManifestMs        int64 `json:"manifestMs"`
+	// metadataRemoved is added to the run's MetadataFilesRemoved.
+	metadataRemoved int
 }
 
 // Text is the readable form `icekeeper run` prints.
@@ -91,13 +98,14 @@ func (f *Figures) Text() string {
 	switch m := f.manifestFigures; {
 	case m.ManifestsMinimum == 0:
 	case m.ManifestsRewritten > 0:
-		fmt.Fprintf(&b, "\n  manifests: %d small ones rewritten into %d, clustered by partition, %d ms", m.ManifestsRewritten, m.ManifestsWritten, m.ManifestMs)
-	case m.ManifestConflicts > manifestRetries:
+		fmt.Fprintf(&b, "\n  manifests: %d small ones rewritten into %d, sorted by partition, %d ms (%d attempts lost to concurrent commits, %d rebased)",
+			m.ManifestsRewritten, m.ManifestsWritten, m.ManifestMs, m.ManifestConflicts, m.ManifestRebases)
+	case m.ManifestsDeferred:
 		fmt.Fprintf(&b, "\n  manifests: %d small ones; the rewrite lost %d attempts to concurrent commits and is left for the next run", m.ManifestsSmall, m.ManifestConflicts)
 	case m.ManifestsSmall < m.ManifestsMinimum:
 		fmt.Fprintf(&b, "\n  manifests: %d small ones, under the minimum of %d to rewrite them", m.ManifestsSmall, m.ManifestsMinimum)
 	case f.DryRun:
-		fmt.Fprintf(&b, "\n  manifests: %d small ones would be rewritten, clustered by partition", m.ManifestsSmall)
+		fmt.Fprintf(&b, "\n  manifests: %d small ones would be rewritten, sorted by partition", m.ManifestsSmall)
 	}
 	for _, d := range f.Dropped {
 		fmt.Fprintf(&b, "\n  dropped %s", d)

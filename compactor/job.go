@@ -74,8 +74,10 @@ type Job struct {
 	// afterCommit may replace a commit's result, and commitTable the
 	// catalog's commit (fault injection).
 	beforeCommit func(attempt int)
-	afterCommit  func(error) error
-	commitTable  func(context.Context, table.Identifier, []table.Requirement, []table.Update) (table.Metadata, string, error)
+	// beforeManifestCommit runs before each manifest rewrite attempt.
+	beforeManifestCommit func(attempt int)
+	afterCommit          func(error) error
+	commitTable          func(context.Context, table.Identifier, []table.Requirement, []table.Update) (table.Metadata, string, error)
 
 	// scans are the snapshot scans of the fanned-out groups this replica
 	// rewrites.
@@ -130,6 +132,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 	fig := out.Figures.(*Figures)
 	fig.manifestFigures = m
 	fig.DurationMs += m.ManifestMs
+	fig.MetadataFilesRemoved += m.metadataRemoved
 	return out, err
 }
 

@@ -1,9 +1,12 @@
 package compactor
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
@@ -58,4 +61,115 @@ func TestManifestRewrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A manifest rewrite that loses to a writer's commit is rebased, not read
+// again: the merged manifests are kept, the next attempt lists them with
+// the writer's new manifest, and the writer's rows are there. When the
+// concurrent commit replaced some of the manifests being merged, the
+// rewrite is staged again on its head. Either way no file it wrote and did
+// not commit is left. On both catalog paths.
+func TestManifestRewriteRebases(t *testing.T) {
+	for _, c := range catalogEnvs {
+		for _, replace := range []bool{false, true} {
+			name := c.name + "/append"
+			if replace {
+				name = c.name + "/manifests replaced"
+			}
+			t.Run(name, func(t *testing.T) {
+				e, tbl := c.env(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+				for range 20 {
+					tbl = e.append(tbl, 20)
+				}
+				job := &Job{MinInputFiles: 1000}
+				job.beforeManifestCommit = func(attempt int) {
+					if attempt != 1 {
+						return
+					}
+					if !replace {
+						e.append(e.load(), 20)
+						return
+					}
+					// Another writer merges two of the small manifests.
+					cur := e.load()
+					fs, _ := cur.FS(e.ctx)
+					ms, _ := cur.CurrentSnapshot().Manifests(fs)
+					two := map[string]bool{ms[0].FilePath(): true, ms[1].FilePath(): true}
+					tx := cur.NewTransaction()
+					if _, err := tx.RewriteManifests(e.ctx, table.WithRewriteManifestPredicate(func(m iceberg.ManifestFile) bool { return two[m.FilePath()] })); err != nil {
+						t.Error(err)
+						return
+					}
+					if _, err := tx.Commit(e.ctx); err != nil {
+						t.Error(err)
+					}
+				}
+				before := e.rows(e.load(), 0)
+				out, fig := e.compact(job)
+				if out.Status != state.Successful || fig.ManifestConflicts != 1 || fig.ManifestRebases != 1 || fig.ManifestsDeferred {
+					t.Fatalf("%s %s: %+v", out.Status, out.FailureMessage, fig.manifestFigures)
+				}
+				after := e.load()
+				fs, err := after.FS(e.ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ms, err := after.CurrentSnapshot().Manifests(fs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Appended: 20 merged into 1, the writer's stays. Replaced:
+				// 2 were merged by the other commit, staged again: that one
+				// and the 18 others into 1.
+				wantRewritten, wantManifests := 20, 2
+				if replace {
+					wantRewritten, wantManifests = 19, 1
+				}
+				if fig.ManifestsRewritten != wantRewritten || fig.ManifestsWritten != 1 || len(ms) != wantManifests {
+					t.Fatalf("%d rewritten into %d, %d manifests after; want %d into 1, %d after", fig.ManifestsRewritten, fig.ManifestsWritten, len(ms), wantRewritten, wantManifests)
+				}
+				fp := e.rows(after, 0)
+				if !replace {
+					if fp.Rows != before.Rows+20 {
+						t.Fatalf("%d rows, want the %d before and the writer's 20", fp.Rows, before.Rows)
+					}
+				} else if !fp.Equal(before) {
+					t.Fatalf("rows changed: %v, want %v", fp, before)
+				}
+				if missing, err := tablecheck.MissingFiles(e.ctx, after); err != nil || len(missing) > 0 {
+					t.Fatalf("missing %v %v", missing, err)
+				}
+				if c.name == "sql" {
+					if left := unreachableMetadata(t, e, after); len(left) > 0 {
+						t.Fatalf("files written and not committed are left: %v", left)
+					}
+				}
+			})
+		}
+	}
+}
+
+// unreachableMetadata lists the Avro files under a local table's metadata
+// directory that no snapshot reaches.
+func unreachableMetadata(t *testing.T, e *env, tbl *table.Table) []string {
+	t.Helper()
+	reach, err := tablecheck.ReachableFiles(e.ctx, tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reachable := map[string]bool{}
+	for _, p := range reach {
+		reachable[strings.TrimPrefix(p, "file://")] = true
+	}
+	files, err := filepath.Glob(filepath.Join(strings.TrimPrefix(tbl.Location(), "file://"), "metadata", "*.avro"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, f := range files {
+		if !reachable[f] {
+			left = append(left, f)
+		}
+	}
+	return left
 }

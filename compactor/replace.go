@@ -12,7 +12,6 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/google/uuid"
 )
 
 // replace is one batch's REPLACE snapshot. Its manifests are written once
@@ -29,13 +28,10 @@ import (
 // Appends never conflict, nor do equality deletes: the new files keep the
 // start's data sequence number, so later equality deletes still apply.
 type replace struct {
-	fs       icebergio.WriteFileIO
-	locs     table.LocationProvider
-	id       int64 // the snapshot's ID, the same on every attempt
+	staged
 	startID  int64 // the snapshot the run planned on
 	startSeq int64 // data sequence number of the new files
 	props    iceberg.Properties
-	commitID uuid.UUID
 
 	groups  []table.CompactionGroupResult
 	dropped map[int]string // group index → why
@@ -67,7 +63,6 @@ type replace struct {
 	// added are the manifests of the new files of the groups in addedFor.
 	added    []iceberg.ManifestFile
 	addedFor string
-	written  []string            // every file written, in order
 	attempts map[string]*attempt // by manifest list path
 	head     int64               // the head the last attempt was built on
 	rebases  int
@@ -99,11 +94,10 @@ func removalKey(df iceberg.DataFile) string {
 
 func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *table.Snapshot, batch []table.CompactionGroupResult, deletes deleteIndex) *replace {
 	r := &replace{
-		fs: fs, locs: locs, startID: start.SnapshotID, startSeq: start.SequenceNumber,
-		id:       newSnapshotID(),
-		props:    iceberg.Properties{"icekeeper.job": "icebergCompaction"},
-		commitID: uuid.New(),
-		groups:   batch, dropped: map[int]string{}, deletes: deletes, gone: map[string]bool{},
+		staged:  newStaged(fs, locs),
+		startID: start.SnapshotID, startSeq: start.SequenceNumber,
+		props:  iceberg.Properties{"icekeeper.job": "icebergCompaction"},
+		groups: batch, dropped: map[int]string{}, deletes: deletes, gone: map[string]bool{},
 		candidates: map[string]int{}, byPartition: map[string][]input{},
 		seen: map[string][]string{}, entries: map[string][]iceberg.ManifestEntry{},
 		rewrites: map[rewriteKey]rewrite{}, attempts: map[string]*attempt{},
@@ -124,22 +118,6 @@ func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *ta
 		}
 	}
 	return r
-}
-
-// newSnapshotID draws a positive random snapshot ID, as iceberg-go does.
-func newSnapshotID() int64 {
-	u := uuid.New()
-	var v int64
-	for i := 0; i < 8; i++ {
-		v = v<<8 | int64(u[i]^u[i+8])
-	}
-	if v < 0 {
-		v = -v
-	}
-	if v == 0 {
-		v = 1
-	}
-	return v
 }
 
 // live returns the groups not dropped, with the delete files they remove.
@@ -293,32 +271,8 @@ func (r *replace) rebase(ctx context.Context, meta table.Metadata) (*attempt, er
 	if meta.Version() >= 3 {
 		snap.FirstRowID, snap.AddedRows = &firstRowID, &addedRows
 	}
-	ref := meta.Refs()
-	var mainRef table.SnapshotRef
-	for name, rf := range ref {
-		if name == table.MainBranch {
-			mainRef = rf
-		}
-	}
-	var maxRefAge, maxSnapAge int64
-	var minKeep int
-	if mainRef.MaxRefAgeMs != nil {
-		maxRefAge = *mainRef.MaxRefAgeMs
-	}
-	if mainRef.MaxSnapshotAgeMs != nil {
-		maxSnapAge = *mainRef.MaxSnapshotAgeMs
-	}
-	if mainRef.MinSnapshotsToKeep != nil {
-		minKeep = *mainRef.MinSnapshotsToKeep
-	}
-	a := &attempt{
-		reqs: []table.Requirement{table.AssertTableUUID(meta.TableUUID()), table.AssertRefSnapshotID(table.MainBranch, &parent)},
-		updates: []table.Update{
-			table.NewAddSnapshotUpdate(snap),
-			table.NewSetSnapshotRefUpdate(table.MainBranch, r.id, table.BranchRef, maxRefAge, maxSnapAge, minKeep),
-		},
-		groups: groups, own: append(own, path),
-	}
+	reqs, updates := onMain(meta, snap)
+	a := &attempt{reqs: reqs, updates: updates, groups: groups, own: append(own, path)}
 	r.attempts[path] = a
 	return a, nil
 }
@@ -549,73 +503,6 @@ func (r *replace) writeAdded(meta table.Metadata, groups []table.CompactionGroup
 	return nil
 }
 
-func (r *replace) writeManifest(meta table.Metadata, spec iceberg.PartitionSpec, content iceberg.ManifestContent, fill func(*iceberg.ManifestWriter) error) (iceberg.ManifestFile, error) {
-	// Written whole into memory first: a manifest is small, its length goes
-	// into the manifest list, and on object storage one PUT is best.
-	path := r.locs.NewMetadataLocation(fmt.Sprintf("%s-m%d.avro", r.commitID, len(r.written)))
-	var buf bytes.Buffer
-	w, err := iceberg.NewManifestWriter(meta.Version(), &buf, spec, meta.CurrentSchema(), r.id, iceberg.WithManifestWriterContent(content))
-	if err == nil {
-		err = fill(w)
-	}
-	if err == nil {
-		err = w.Close()
-	}
-	if err == nil {
-		r.written = append(r.written, path)
-		err = writeFile(r.fs, path, buf.Bytes())
-	}
-	if err != nil {
-		return nil, fmt.Errorf("write manifest %s: %w", path, err)
-	}
-	return w.ToManifestFile(path, int64(buf.Len()))
-}
-
-// writeFile writes data as the file at path.
-func writeFile(fs icebergio.WriteFileIO, path string, data []byte) error {
-	out, err := fs.Create(path)
-	if err != nil {
-		return err
-	}
-	_, err = out.Write(data)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func (r *replace) writeList(path string, version int, seq, firstRowID, parent int64, list []iceberg.ManifestFile) (addedRows int64, err error) {
-	var buf bytes.Buffer
-	var w *iceberg.ManifestListWriter
-	switch version {
-	case 1:
-		w, err = iceberg.NewManifestListWriterV1(&buf, r.id, &parent)
-	case 2:
-		w, err = iceberg.NewManifestListWriterV2(&buf, r.id, seq, &parent)
-	case 3:
-		w, err = iceberg.NewManifestListWriterV3(&buf, r.id, seq, firstRowID, &parent)
-	default:
-		err = fmt.Errorf("format version %d", version)
-	}
-	if err == nil {
-		err = w.AddManifests(list)
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
-		if version >= 3 && err == nil && w.NextRowID() != nil {
-			addedRows = *w.NextRowID() - firstRowID
-		}
-	}
-	if err == nil {
-		r.written = append(r.written, path)
-		err = writeFile(r.fs, path, buf.Bytes())
-	}
-	if err != nil {
-		return 0, fmt.Errorf("write manifest list %s: %w", path, err)
-	}
-	return addedRows, nil
-}
-
 // summary is the snapshot summary of a replace: what it adds and removes,
 // and the table's totals carried over from head.
 func (r *replace) summary(head *table.Snapshot, groups []table.CompactionGroupResult, deletes []iceberg.DataFile) (*table.Summary, error) {
@@ -689,15 +576,9 @@ func (r *replace) summary(head *table.Snapshot, groups []table.CompactionGroupRe
 // them when keep is nil). A failure only leaves them to unreferenced file
 // removal.
 func (r *replace) cleanup(keep *attempt) {
-	kept := map[string]bool{}
+	var own []string
 	if keep != nil {
-		for _, p := range keep.own {
-			kept[p] = true
-		}
+		own = keep.own
 	}
-	for _, p := range r.written {
-		if !kept[p] {
-			_ = r.fs.Remove(p)
-		}
-	}
+	r.discard(own)
 }

@@ -42,7 +42,9 @@ func streamingRuns(t *testing.T) int {
 }
 
 // Beside a writer that appends a batch every 100 ms, as a low-latency
-// Flink job does, every compaction run commits; the visible rows are
+// Flink job does, every compaction run commits, and so does its manifest
+// rewrite where the writer's commits left enough small manifests (it is
+// rebased like the data commit); the visible rows are
 // exactly those before plus those the writer committed, no reachable file
 // is missing, and the writer committed every batch it began.
 func TestBesideStreamingWriter(t *testing.T) {
@@ -73,8 +75,12 @@ func besideWriter(t *testing.T, e *env, tbl *table.Table, files, runs int) {
 			t.Errorf("run %d beside the writer: %s %s, %d commits", i, out.Status, out.FailureMessage, fig.Commits)
 			continue
 		}
-		t.Logf("run %d: %d files -> %d in %d commits, %d attempts (%d lost, %d rebased), %d dropped, rewrite %d ms, commit %d ms",
-			i, fig.InputFiles, fig.OutputFiles, fig.Commits, fig.CommitAttempts, fig.Conflicts, fig.Rebases, fig.GroupsDropped, fig.RewriteMs, fig.CommitMs)
+		t.Logf("run %d: %d files -> %d in %d commits, %d attempts (%d lost, %d rebased), %d dropped, rewrite %d ms, commit %d ms; manifests %d small, %d rewritten (%d lost, %d rebased) in %d ms",
+			i, fig.InputFiles, fig.OutputFiles, fig.Commits, fig.CommitAttempts, fig.Conflicts, fig.Rebases, fig.GroupsDropped, fig.RewriteMs, fig.CommitMs,
+			fig.ManifestsSmall, fig.ManifestsRewritten, fig.ManifestConflicts, fig.ManifestRebases, fig.ManifestMs)
+		if fig.ManifestsSmall >= fig.ManifestsMinimum && (fig.ManifestsRewritten == 0 || fig.ManifestsDeferred) {
+			t.Errorf("run %d beside the writer: the manifest rewrite of %d small manifests did not land", i, fig.ManifestsSmall)
+		}
 	}
 	if err := stop(); err != nil {
 		t.Fatalf("the writer failed: %v", err)
