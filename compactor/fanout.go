@@ -168,13 +168,9 @@ func (j *Job) RunPart(ctx context.Context, t jobs.Target, raw json.RawMessage) (
 	if err != nil {
 		return nil, err
 	}
-	fs, err := tbl.FS(ctx)
+	wfs, err := writableFS(ctx, tbl)
 	if err != nil {
 		return nil, err
-	}
-	wfs, ok := fs.(icebergio.WriteFileIO)
-	if !ok {
-		return nil, fmt.Errorf("the file system of %s cannot write", tbl.Location())
 	}
 	cat, err := t.Bucket.Catalog(ctx)
 	if err != nil {

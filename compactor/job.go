@@ -174,13 +174,9 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 		return out, nil
 	}
 
-	fs, err := tbl.FS(ctx)
+	wfs, err := writableFS(ctx, tbl)
 	if err != nil {
 		return out, err
-	}
-	wfs, ok := fs.(icebergio.WriteFileIO)
-	if !ok {
-		return out, fmt.Errorf("the file system of %s cannot write", tbl.Location())
 	}
 	cat, err := t.Bucket.Catalog(ctx)
 	if err != nil {

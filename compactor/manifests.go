@@ -13,7 +13,6 @@ import (
 
 	"github.com/apache/iceberg-go"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/commit"
@@ -48,13 +47,9 @@ func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, s Settings, o
 	if err != nil {
 		return fmt.Errorf("manifest rewrite of %s: %w", t.Table, err)
 	}
-	fs, err := tbl.FS(ctx)
+	wfs, err := writableFS(ctx, tbl)
 	if err != nil {
 		return err
-	}
-	wfs, ok := fs.(icebergio.WriteFileIO)
-	if !ok {
-		return fmt.Errorf("the file system of %s cannot write", tbl.Location())
 	}
 	locs, err := tbl.LocationProvider()
 	if err != nil {

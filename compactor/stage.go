@@ -2,6 +2,7 @@ package compactor
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 
 	"github.com/apache/iceberg-go"
@@ -25,6 +26,19 @@ type staged struct {
 
 func newStaged(fs icebergio.WriteFileIO, locs table.LocationProvider) staged {
 	return staged{fs: fs, locs: locs, id: newSnapshotID(), commitID: uuid.New()}
+}
+
+// writableFS is tbl's file system, which compaction writes to.
+func writableFS(ctx context.Context, tbl *table.Table) (icebergio.WriteFileIO, error) {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	wfs, ok := fs.(icebergio.WriteFileIO)
+	if !ok {
+		return nil, fmt.Errorf("the file system of %s cannot write", tbl.Location())
+	}
+	return wfs, nil
 }
 
 // discard removes the files written that are not in keep. A failure only

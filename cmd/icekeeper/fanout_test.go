@@ -4,11 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -100,14 +98,6 @@ func oneTableAcrossReplicas(t *testing.T, bin, victimKind string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	replicaOf := func(by string) *exec.Cmd {
-		for pid, cmd := range replicas {
-			if strings.Contains(by, fmt.Sprintf("-%d-", pid)) {
-				return cmd
-			}
-		}
-		return nil
-	}
 	// Mid-run: the coordinator's job runs and some of its parts are done,
 	// some running.
 	var victim *exec.Cmd
@@ -127,7 +117,7 @@ func oneTableAcrossReplicas(t *testing.T, bin, victimKind string) {
 			continue
 		}
 		if victimKind == "coordinator" {
-			victim, victimJob = replicaOf(coordinator), runJob
+			victim, victimJob = replicaOf(replicas, coordinator), runJob
 			continue
 		}
 		rows, err := db.QueryContext(ctx, `SELECT id, attempted_by[array_upper(attempted_by, 1)] FROM river_job
@@ -138,17 +128,13 @@ func oneTableAcrossReplicas(t *testing.T, bin, victimKind string) {
 		for rows.Next() && victim == nil {
 			var part int64
 			var by string
-			if rows.Scan(&part, &by) == nil && replicaOf(by) != replicaOf(coordinator) {
-				victim, victimJob = replicaOf(by), part
+			if rows.Scan(&part, &by) == nil && replicaOf(replicas, by) != replicaOf(replicas, coordinator) {
+				victim, victimJob = replicaOf(replicas, by), part
 			}
 		}
 		rows.Close()
 	}
-	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	victim.Wait()
-	delete(replicas, victim.Process.Pid)
+	kill(t, replicas, victim)
 
 	// The killed job is rescued and completes; a compaction succeeds.
 	store, err := state.Open(ctx, stateDSN)

@@ -86,10 +86,8 @@ func TestReplicasShareOnePostgres(t *testing.T) {
 				if rows.Scan(&id, &by) != nil {
 					continue
 				}
-				for pid, cmd := range replicas {
-					if strings.Contains(by, fmt.Sprintf("-%d-", pid)) {
-						victim, victimJob = cmd, id
-					}
+				if cmd := replicaOf(replicas, by); cmd != nil {
+					victim, victimJob = cmd, id
 				}
 			}
 			rows.Close()
@@ -99,11 +97,7 @@ func TestReplicasShareOnePostgres(t *testing.T) {
 	if victim == nil {
 		t.Fatal("no replica was seen running a compaction")
 	}
-	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	victim.Wait()
-	delete(replicas, victim.Process.Pid)
+	kill(t, replicas, victim)
 
 	store, err := state.Open(ctx, stateDSN)
 	if err != nil {
@@ -247,6 +241,26 @@ func stopReplicas(replicas map[int]*exec.Cmd) {
 	for _, cmd := range replicas {
 		cmd.Wait()
 	}
+}
+
+// replicaOf is the replica whose River ID (host-pid-random) is by, or nil.
+func replicaOf(replicas map[int]*exec.Cmd, by string) *exec.Cmd {
+	for pid, cmd := range replicas {
+		if strings.Contains(by, fmt.Sprintf("-%d-", pid)) {
+			return cmd
+		}
+	}
+	return nil
+}
+
+// kill sends SIGKILL to victim, waits for it and takes it off replicas.
+func kill(t *testing.T, replicas map[int]*exec.Cmd, victim *exec.Cmd) {
+	t.Helper()
+	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	victim.Wait()
+	delete(replicas, victim.Process.Pid)
 }
 
 // tail is the last n lines of b.
