@@ -11,11 +11,14 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
-// committer commits a run's rewritten groups in batches, each a REPLACE
-// snapshot staged once and rebased on every attempt (replace.go).
+// committer commits a run's rewritten groups in batches, each a snapshot
+// staged once and rebased on every attempt (replace.go): REPLACE for
+// compaction, DELETE or OVERWRITE for record expiration.
 type committer struct {
+	job     maintenance.JobType
 	t       jobs.Target
 	cat     catalog.Catalog
 	fs      icebergio.WriteFileIO
@@ -117,7 +120,7 @@ func batchLen(results []table.CompactionGroupResult, maxGroups int, maxBytes int
 // commitBatch commits one batch and adds what it did to out. It returns the
 // table after the commit (nil when nothing committed).
 func (c *committer) commitBatch(ctx context.Context, base *table.Table, batch []table.CompactionGroupResult, out *committed) (*table.Table, commit.Stats, error) {
-	r := newReplace(c.fs, c.locs, c.start, batch, c.deletes)
+	r := newReplace(c.fs, c.locs, c.start, batch, c.deletes, c.job)
 	ident := base.Identifier()
 	var after *table.Table
 	var landed *attempt
@@ -176,9 +179,9 @@ func (c *committer) commitBatch(ctx context.Context, base *table.Table, batch []
 		// after the reload: its files must stay.
 		if _, sql := c.cat.(*sqlcat.Catalog); lerr != nil || !sql {
 			out.unknown = true
-			return fmt.Errorf("commit compaction of %s (whether it landed is unknown, so its files are kept): %w", c.t.Table, err)
+			return fmt.Errorf("commit %s of %s (whether it landed is unknown, so its files are kept): %w", c.verb(), c.t.Table, err)
 		}
-		return fmt.Errorf("commit compaction of %s: %w", c.t.Table, err)
+		return fmt.Errorf("commit %s of %s: %w", c.verb(), c.t.Table, err)
 	})
 	out.rebases += r.rebases
 	out.addDropped(batch, r)
@@ -209,7 +212,15 @@ func (c *committer) landed(r *replace, fresh *table.Table, out *committed) (*att
 	a := r.attempts[s.ManifestList]
 	if a == nil {
 		out.unknown = true
-		return nil, fmt.Errorf("commit compaction of %s: snapshot %d is in the table with a manifest list this run did not write (%s); its files are kept", c.t.Table, r.id, s.ManifestList)
+		return nil, fmt.Errorf("commit %s of %s: snapshot %d is in the table with a manifest list this run did not write (%s); its files are kept", c.verb(), c.t.Table, r.id, s.ManifestList)
 	}
 	return a, nil
+}
+
+// verb names what the committer commits, for its errors.
+func (c *committer) verb() string {
+	if c.job == maintenance.RecordExpiration {
+		return "record expiration"
+	}
+	return "compaction"
 }

@@ -190,7 +190,7 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 	if batchBytes <= 0 {
 		batchBytes = 8 << 30
 	}
-	c := &committer{t: t, cat: cat, fs: wfs, fsF: tbl.FS, locs: locs, start: sc.start, deletes: sc.deletes, policy: policy,
+	c := &committer{job: maintenance.Compaction, t: t, cat: cat, fs: wfs, fsF: tbl.FS, locs: locs, start: sc.start, deletes: sc.deletes, policy: policy,
 		batchGroups: orDefault(j.BatchGroups, 100), busyGroups: orDefault(j.BusyBatchGroups, 8), batchBytes: batchBytes,
 		beforeCommit: j.beforeCommit, afterCommit: j.afterCommit, commitTable: cat.CommitTable, base: tbl}
 	if j.commitTable != nil {

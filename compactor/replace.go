@@ -12,6 +12,8 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // replace is one batch's REPLACE snapshot. Its manifests are written once
@@ -32,6 +34,10 @@ type replace struct {
 	startID  int64 // the snapshot the run planned on
 	startSeq int64 // data sequence number of the new files
 	props    iceberg.Properties
+	// job is the job committing: compaction's commits change no rows
+	// (REPLACE); record expiration's remove some (DELETE, or OVERWRITE
+	// where files are rewritten).
+	job maintenance.JobType
 
 	groups  []table.CompactionGroupResult
 	dropped map[int]string // group index → why
@@ -92,11 +98,12 @@ func removalKey(df iceberg.DataFile) string {
 	return df.FilePath()
 }
 
-func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *table.Snapshot, batch []table.CompactionGroupResult, deletes deleteIndex) *replace {
+func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *table.Snapshot, batch []table.CompactionGroupResult, deletes deleteIndex, job maintenance.JobType) *replace {
 	r := &replace{
 		staged:  newStaged(fs, locs),
 		startID: start.SnapshotID, startSeq: start.SequenceNumber,
-		props:  iceberg.Properties{"icekeeper.job": "icebergCompaction"},
+		props:  iceberg.Properties{"icekeeper.job": string(job)},
+		job:    job,
 		groups: batch, dropped: map[int]string{}, deletes: deletes, gone: map[string]bool{},
 		candidates: map[string]int{}, byPartition: map[string][]input{},
 		seen: map[string][]string{}, entries: map[string][]iceberg.ManifestEntry{},
@@ -569,7 +576,15 @@ func (r *replace) summary(head *table.Snapshot, groups []table.CompactionGroupRe
 		total("total-position-deletes", -m.rmPos)
 		total("total-equality-deletes", -m.rmEq)
 	}
-	return &table.Summary{Operation: table.OpReplace, Properties: p}, nil
+	op := table.OpReplace
+	switch {
+	case r.job != maintenance.RecordExpiration:
+	case m.addFiles > 0:
+		op = table.OpOverwrite
+	default:
+		op = table.OpDelete
+	}
+	return &table.Summary{Operation: op, Properties: p}, nil
 }
 
 // cleanup removes the files written that keep does not reference (all of

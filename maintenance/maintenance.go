@@ -1,6 +1,8 @@
-// Package maintenance defines the three S3 Tables maintenance job types, their
-// settings, defaults and valid ranges, and how settings from several layers
-// (API override, config-file bucket default, built-in default) combine.
+// Package maintenance defines the S3 Tables maintenance job types (the
+// three of the maintenance calls, and record expiration of its own calls),
+// their settings, defaults and valid ranges, and how settings from several
+// layers (API override, config-file bucket default, built-in default)
+// combine.
 //
 // It is shared by the config loader, the state store, the API and the jobs,
 // so it holds values and validation only: no I/O.
@@ -15,26 +17,39 @@ import (
 // JobType names a maintenance job exactly as S3 Tables does on the wire.
 type JobType string
 
-// The three job types S3 Tables defines.
+// The job types. The first three are S3 Tables' maintenance job types, by
+// their wire names. Record expiration has calls of its own in S3 Tables
+// (PutTableRecordExpirationConfiguration, …) and no name on the wire;
+// icekeeper names it in the same style for its configuration file, CLI
+// and history.
 const (
 	Compaction              JobType = "icebergCompaction"
 	SnapshotManagement      JobType = "icebergSnapshotManagement"
 	UnreferencedFileRemoval JobType = "icebergUnreferencedFileRemoval"
+	RecordExpiration        JobType = "icebergRecordExpiration"
 )
 
 // JobTypes lists every job type in the order icekeeper runs them for
-// `--job all`: compaction first (it creates garbage), then expiration (it
-// makes garbage unreferenced), then removal (it collects it).
-var JobTypes = []JobType{Compaction, SnapshotManagement, UnreferencedFileRemoval}
+// `--job all`: record expiration first (it removes rows, so compaction
+// does not rewrite them), then compaction (it creates garbage), then
+// snapshot expiration (it makes garbage unreferenced), then removal (it
+// collects it).
+var JobTypes = []JobType{RecordExpiration, Compaction, SnapshotManagement, UnreferencedFileRemoval}
+
+// MaintenanceTypes are the job types of S3 Tables' maintenance calls
+// (GetTableMaintenanceJobStatus and the maintenance configurations).
+var MaintenanceTypes = []JobType{Compaction, SnapshotManagement, UnreferencedFileRemoval}
 
 // ParseJobType returns the job type named s, or an error listing the valid names.
 func ParseJobType(s string) (JobType, error) {
-	for _, t := range JobTypes {
+	names := make([]string, len(JobTypes))
+	for i, t := range JobTypes {
 		if string(t) == s {
 			return t, nil
 		}
+		names[i] = string(t)
 	}
-	return "", fmt.Errorf("unknown job type %q (want %s, %s or %s)", s, Compaction, SnapshotManagement, UnreferencedFileRemoval)
+	return "", fmt.Errorf("unknown job type %q (want one of %s)", s, strings.Join(names, ", "))
 }
 
 // Status is the enabled/disabled switch of a job type's configuration.
@@ -89,6 +104,12 @@ type RemovalSettings struct {
 	NonCurrentDays   *int `json:"nonCurrentDays,omitempty" yaml:"nonCurrentDays"`
 }
 
+// ExpirationSettings are the settings of record expiration: rows older
+// than Days, by the table's expiration column, are removed.
+type ExpirationSettings struct {
+	Days *int `json:"days,omitempty" yaml:"days"`
+}
+
 // Config is one job type's configuration: its status and, for the one type
 // it belongs to, its settings. Zero fields mean "not set at this layer".
 type Config struct {
@@ -96,6 +117,7 @@ type Config struct {
 	Compaction         *CompactionSettings `json:"-" yaml:"-"`
 	SnapshotManagement *SnapshotSettings   `json:"-" yaml:"-"`
 	Removal            *RemovalSettings    `json:"-" yaml:"-"`
+	RecordExpiration   *ExpirationSettings `json:"-" yaml:"-"`
 }
 
 // Defaults returns the built-in configuration of t, with every field set.
@@ -108,6 +130,11 @@ func Defaults(t JobType) Config {
 		c.SnapshotManagement = &SnapshotSettings{MinSnapshotsToKeep: Int(1), MaxSnapshotAgeHours: Int(120)}
 	case UnreferencedFileRemoval:
 		c.Removal = &RemovalSettings{UnreferencedDays: Int(3), NonCurrentDays: Int(10)}
+	case RecordExpiration:
+		// Off until asked for, as in S3 Tables: it deletes rows. Days has
+		// no default; enabling it without days is refused.
+		c.Status = Disabled
+		c.RecordExpiration = &ExpirationSettings{}
 	}
 	return c
 }
@@ -147,6 +174,9 @@ func (c Config) Validate(t JobType) error {
 	if t != UnreferencedFileRemoval && c.Removal != nil {
 		add("settings.icebergUnreferencedFileRemoval", "does not belong to %s", t)
 	}
+	if t != RecordExpiration && c.RecordExpiration != nil {
+		add("settings.days", "does not belong to %s", t)
+	}
 	if s := c.Compaction; s != nil {
 		checkRange(add, "targetFileSizeMB", s.TargetFileSizeMB, MinTargetFileSizeMB, MaxTargetFileSizeMB)
 		switch s.Strategy {
@@ -162,6 +192,9 @@ func (c Config) Validate(t JobType) error {
 	if s := c.Removal; s != nil {
 		checkRange(add, "unreferencedDays", s.UnreferencedDays, 1, MaxDays)
 		checkRange(add, "nonCurrentDays", s.NonCurrentDays, 1, MaxDays)
+	}
+	if s := c.RecordExpiration; s != nil {
+		checkRange(add, "days", s.Days, 1, MaxDays)
 	}
 	if len(errs) == 0 {
 		return nil
@@ -243,6 +276,14 @@ func Merge(t JobType, layers ...Config) Config {
 			}
 			out.Removal.UnreferencedDays = firstInt(out.Removal.UnreferencedDays, l.Removal.UnreferencedDays)
 			out.Removal.NonCurrentDays = firstInt(out.Removal.NonCurrentDays, l.Removal.NonCurrentDays)
+		case RecordExpiration:
+			if l.RecordExpiration == nil {
+				continue
+			}
+			if out.RecordExpiration == nil {
+				out.RecordExpiration = &ExpirationSettings{}
+			}
+			out.RecordExpiration.Days = firstInt(out.RecordExpiration.Days, l.RecordExpiration.Days)
 		}
 	}
 	return out

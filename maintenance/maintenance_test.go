@@ -80,3 +80,43 @@ func TestResolveOrder(t *testing.T) {
 		t.Error("accepted a wrong job type")
 	}
 }
+
+func TestRecordExpirationConfig(t *testing.T) {
+	c, err := DecodeConfig(RecordExpiration, []byte(`{"status":"enabled","settings":{"days":30}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Status != Enabled || *c.RecordExpiration.Days != 30 {
+		t.Fatalf("decoded %+v", c)
+	}
+	data, err := c.MarshalJSON()
+	if want := `{"status":"enabled","settings":{"days":30}}`; err != nil || string(data) != want {
+		t.Fatalf("wire = %s %v, want %s", data, err, want)
+	}
+	def := Resolve(RecordExpiration)
+	if def.Status != Disabled || def.RecordExpiration == nil || def.RecordExpiration.Days != nil {
+		t.Fatalf("defaults %+v", def)
+	}
+	if data, _ := def.MarshalJSON(); string(data) != `{"status":"disabled"}` {
+		t.Errorf("defaults on the wire = %s", data)
+	}
+	got := Resolve(RecordExpiration, Config{Status: Enabled}, Config{RecordExpiration: &ExpirationSettings{Days: Int(7)}})
+	if got.Status != Enabled || *got.RecordExpiration.Days != 7 {
+		t.Errorf("layers resolved to %+v", got)
+	}
+	for body, want := range map[string]string{
+		`{"status":"enabled","settings":{"days":0}}`:                                    "days: 0 is below the minimum 1",
+		`{"status":"enabled","settings":{"days":40000}}`:                                "days: 40000 is above the maximum 36500",
+		`{"status":"enabled","settings":{}}`:                                            "settings.days: is required",
+		`{"status":"enabled","settings":{"days":"30"}}`:                                 "cannot unmarshal",
+		`{"status":"enabled","settings":{"icebergCompaction":{"targetFileSizeMB":64}}}`: "does not belong to icebergRecordExpiration",
+		`{"status":"enabled","settings":{"days":3,"hours":1}}`:                          "unknown field",
+	} {
+		if _, err := DecodeConfig(RecordExpiration, []byte(body)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("DecodeConfig(%s) = %v, want ErrInvalid with %q", body, err, want)
+		}
+	}
+	if _, err := DecodeConfig(Compaction, []byte(`{"status":"enabled","settings":{"days":30}}`)); err == nil || !strings.Contains(err.Error(), "settings.days: does not belong to icebergCompaction") {
+		t.Errorf("days on compaction: %v", err)
+	}
+}

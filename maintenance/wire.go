@@ -7,7 +7,9 @@ import (
 )
 
 // wireConfig is the S3 Tables JSON shape of a job type's configuration:
-// {"status":"enabled","settings":{"icebergCompaction":{…}}}.
+// {"status":"enabled","settings":{"icebergCompaction":{…}}} for the
+// maintenance types, whose settings are a union named by type, and
+// {"status":"enabled","settings":{"days":30}} for record expiration.
 type wireConfig struct {
 	Status   Status        `json:"status,omitempty"`
 	Settings *wireSettings `json:"settings,omitempty"`
@@ -17,6 +19,7 @@ type wireSettings struct {
 	Compaction         *CompactionSettings `json:"icebergCompaction,omitempty"`
 	SnapshotManagement *SnapshotSettings   `json:"icebergSnapshotManagement,omitempty"`
 	Removal            *RemovalSettings    `json:"icebergUnreferencedFileRemoval,omitempty"`
+	Days               *int                `json:"days,omitempty"`
 }
 
 // MarshalJSON writes c in the S3 Tables wire shape.
@@ -24,6 +27,9 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	w := wireConfig{Status: c.Status}
 	if c.Compaction != nil || c.SnapshotManagement != nil || c.Removal != nil {
 		w.Settings = &wireSettings{Compaction: c.Compaction, SnapshotManagement: c.SnapshotManagement, Removal: c.Removal}
+	}
+	if c.RecordExpiration != nil && c.RecordExpiration.Days != nil {
+		w.Settings = &wireSettings{Days: c.RecordExpiration.Days}
 	}
 	return json.Marshal(w)
 }
@@ -44,6 +50,9 @@ func (w wireConfig) toConfig() Config {
 	c := Config{Status: w.Status}
 	if w.Settings != nil {
 		c.Compaction, c.SnapshotManagement, c.Removal = w.Settings.Compaction, w.Settings.SnapshotManagement, w.Settings.Removal
+		if w.Settings.Days != nil {
+			c.RecordExpiration = &ExpirationSettings{Days: w.Settings.Days}
+		}
 	}
 	return c
 }
@@ -65,9 +74,12 @@ func DecodeConfig(t JobType, data []byte) (Config, error) {
 	if w.Status == "" {
 		return Config{}, fmt.Errorf("%w: status: is required (enabled or disabled)", ErrInvalid)
 	}
+	if s := w.Settings; s != nil && t == RecordExpiration && s.Days == nil && s.Compaction == nil && s.SnapshotManagement == nil && s.Removal == nil {
+		return Config{}, fmt.Errorf("%w: settings.days: is required when settings are given", ErrInvalid)
+	}
 	if s := w.Settings; s != nil {
 		n := 0
-		for _, set := range []bool{s.Compaction != nil, s.SnapshotManagement != nil, s.Removal != nil} {
+		for _, set := range []bool{s.Compaction != nil, s.SnapshotManagement != nil, s.Removal != nil, s.Days != nil} {
 			if set {
 				n++
 			}

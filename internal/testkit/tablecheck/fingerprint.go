@@ -59,7 +59,11 @@ func Rows(ctx context.Context, tbl *table.Table, snapshotID int64) (Fingerprint,
 // AddRecord adds the rows of rec to f, as Rows would fingerprint them once
 // written: a writer keeps the fingerprint of what it committed, and a test
 // compares the table's with the sum.
-func (f *Fingerprint) AddRecord(rec arrow.RecordBatch) {
+func (f *Fingerprint) AddRecord(rec arrow.RecordBatch) { f.AddRows(rec, nil) }
+
+// AddRows adds the rows of rec for which keep is true (all when keep is
+// nil): the expected rows of a job that removes some.
+func (f *Fingerprint) AddRows(rec arrow.RecordBatch, keep func(row int) bool) {
 	var h1, h2 maphash.Hash
 	h1.SetSeed(seed1)
 	h2.SetSeed(seed2)
@@ -71,6 +75,9 @@ func (f *Fingerprint) AddRecord(rec arrow.RecordBatch) {
 		}
 	}
 	for r := 0; r < int(rec.NumRows()); r++ {
+		if keep != nil && !keep(r) {
+			continue
+		}
 		h1.Reset()
 		h2.Reset()
 		for _, c := range cols {

@@ -1,0 +1,378 @@
+package compactor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/sourcegraph/conc/pool"
+
+	"github.com/icekeeper/icekeeper/internal/commit"
+	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
+)
+
+// RecordExpiration is the record expiration job: it removes the rows whose
+// expiration column (table property icekeeper.record-expiration.column)
+// is older than the configured days. A data file whose column bounds
+// prove every row expired is dropped whole; a file that may hold expired
+// rows is read, with its deletes applied, and rewritten without them. It
+// commits like compaction — in batches, rebased on the head at every
+// attempt, dropping a group a concurrent delete may apply to — with
+// DELETE or OVERWRITE snapshots, since rows do change.
+type RecordExpiration struct {
+	// Parallelism is how many groups are read at once (default 2).
+	Parallelism int
+	// Retry is the commit retry policy where the table sets none.
+	Retry *commit.Policy
+
+	// beforeCommit, when set (tests only), runs before each commit attempt.
+	beforeCommit func(attempt int)
+}
+
+// Type implements jobs.Job.
+func (j *RecordExpiration) Type() maintenance.JobType { return maintenance.RecordExpiration }
+
+// ExpirationFigures are what a record expiration run did. The first three
+// are S3 Tables' job metrics (GetTableRecordExpirationJobStatus): data
+// files removed from the table, dropped whole or rewritten; visible rows
+// removed; bytes of the data files removed.
+type ExpirationFigures struct {
+	DeletedDataFiles int64 `json:"deletedDataFiles"`
+	DeletedRecords   int64 `json:"deletedRecords"`
+	RemovedFilesSize int64 `json:"removedFilesSize"`
+
+	DryRun bool      `json:"dryRun,omitempty"`
+	Column string    `json:"column,omitempty"`
+	Days   int       `json:"days"`
+	Cutoff time.Time `json:"cutoff"`
+	// FilesScanned are the live data files; FilesKept those whose bounds
+	// prove no row expired.
+	FilesScanned int `json:"filesScanned"`
+	FilesKept    int `json:"filesKept"`
+	// FilesDropped went whole, FilesRewritten were rewritten into
+	// FilesWritten files of BytesWritten; FilesRead were read and found
+	// to hold no expired visible row.
+	FilesDropped   int   `json:"filesDropped"`
+	FilesRewritten int   `json:"filesRewritten"`
+	FilesRead      int   `json:"filesUnchanged"`
+	FilesWritten   int   `json:"filesWritten"`
+	BytesWritten   int64 `json:"bytesWritten"`
+	// Dropped are groups left for the next run: "partition: why".
+	Dropped        []string `json:"dropped,omitempty"`
+	Commits        int      `json:"commits"`
+	CommitAttempts int      `json:"commitAttempts"`
+	Conflicts      int      `json:"conflicts"`
+	Rebases        int      `json:"rebases"`
+	DurationMs     int64    `json:"durationMs"`
+}
+
+// Text is the readable form `icekeeper run` prints.
+func (f *ExpirationFigures) Text() string {
+	var b strings.Builder
+	if f.Column == "" {
+		return "  nothing to expire"
+	}
+	fmt.Fprintf(&b, "  rows with %s before %s (%d days): %d of %d data files kept by their bounds",
+		f.Column, f.Cutoff.UTC().Format(time.RFC3339), f.Days, f.FilesKept, f.FilesScanned)
+	verb := "removed"
+	if f.DryRun {
+		verb = "would be removed"
+	}
+	fmt.Fprintf(&b, "\n  %d records %s: %d data files (%d bytes) — %d dropped whole, %d rewritten into %d files (%d bytes); %d read and left as they were",
+		f.DeletedRecords, verb, f.DeletedDataFiles, f.RemovedFilesSize, f.FilesDropped, f.FilesRewritten, f.FilesWritten, f.BytesWritten, f.FilesRead)
+	if f.CommitAttempts > 0 {
+		fmt.Fprintf(&b, "\n  %d commits in %d attempts (%d lost to concurrent commits, %d rebased), %d ms in all",
+			f.Commits, f.CommitAttempts, f.Conflicts, f.Rebases, f.DurationMs)
+	}
+	for _, d := range f.Dropped {
+		fmt.Fprintf(&b, "\n  left for the next run %s", d)
+	}
+	return b.String()
+}
+
+// Counters implements jobs.Counter.
+func (f *ExpirationFigures) Counters() map[string]float64 {
+	return map[string]float64{"records_expired": float64(f.DeletedRecords), "files_expired": float64(f.DeletedDataFiles)}
+}
+
+// days is the resolved setting, or an error naming what is missing.
+func expirationDays(s maintenance.Settings) (int, error) {
+	c := s.For(maintenance.RecordExpiration).RecordExpiration
+	if c == nil || c.Days == nil {
+		return 0, fmt.Errorf("%w: %s is enabled without settings.days: say after how many days rows expire", maintenance.ErrInvalid, maintenance.RecordExpiration)
+	}
+	return *c.Days, nil
+}
+
+// CheckSettings implements jobs.Checker: enabling record expiration on a
+// table it cannot run on is refused when it is configured, with why.
+func (j *RecordExpiration) CheckSettings(ctx context.Context, t jobs.Target, s maintenance.Settings) error {
+	if s.For(maintenance.RecordExpiration).Status != maintenance.Enabled {
+		return nil
+	}
+	if _, err := expirationDays(s); err != nil {
+		return err
+	}
+	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
+	if err != nil {
+		return err
+	}
+	if _, err := expirationColumn(tbl.Metadata(), time.Now()); err != nil {
+		return fmt.Errorf("%w: %s: %w", maintenance.ErrInvalid, t.Table, err)
+	}
+	return nil
+}
+
+// expiryRead is one group after reading: its result to commit (nil when
+// nothing in it expired) and the visible rows it removes.
+type expiryRead struct {
+	result  *table.CompactionGroupResult
+	expired int64
+	err     error
+}
+
+// Run implements jobs.Job.
+func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
+	begin := time.Now()
+	fig := &ExpirationFigures{DryRun: opts.DryRun}
+	out := jobs.Outcome{Figures: fig}
+	defer func() { fig.DurationMs = time.Since(begin).Milliseconds() }()
+	days, err := expirationDays(s)
+	if err != nil {
+		return out, err
+	}
+	fig.Days, fig.Cutoff = days, opts.Now.Add(-time.Duration(days)*24*time.Hour).UTC()
+	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
+	if err != nil {
+		return out, err
+	}
+	col, err := expirationColumn(tbl.Metadata(), fig.Cutoff)
+	if err != nil {
+		return out, fmt.Errorf("record expiration of %s: %w", t.Table, err)
+	}
+	fig.Column = col.name
+	if tbl.CurrentSnapshot() == nil {
+		return out, nil
+	}
+	policy, err := commit.PolicyFor(tbl.Properties(), orPolicy(j.Retry))
+	if err != nil {
+		return out, fmt.Errorf("record expiration of %s: %w", t.Table, err)
+	}
+	sc, err := scan(ctx, tbl, false)
+	if err != nil {
+		return out, err
+	}
+	fig.FilesScanned = len(sc.tasks)
+	target := int64(SettingsOf(s).TargetFileSizeMB) << 20
+	groups, kept := planExpiry(col, tbl.Metadata(), sc.tasks, target)
+	fig.FilesKept = kept
+	if len(groups) == 0 {
+		return out, nil
+	}
+
+	wfs, err := writableFS(ctx, tbl)
+	if err != nil {
+		return out, err
+	}
+	cat, err := t.Bucket.Catalog(ctx)
+	if err != nil {
+		return out, err
+	}
+	rec := &recordingFS{WriteFileIO: wfs}
+	rtbl := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(context.Context) (icebergio.IO, error) { return rec, nil }, cat)
+	reads := j.read(ctx, rtbl, col, groups, target, opts)
+
+	var results []table.CompactionGroupResult
+	expiredBy := map[string]int64{} // first input file → visible rows removed
+	for i, rd := range reads {
+		if rd.err != nil {
+			rec.removeExcept(nil)
+			return out, fmt.Errorf("record expiration of %s: group %s: %w", t.Table, groups[i].partition, rd.err)
+		}
+		if rd.result == nil {
+			fig.FilesRead += len(groups[i].tasks)
+			continue
+		}
+		if opts.DryRun {
+			fig.add(*rd.result, rd.expired)
+			continue
+		}
+		results = append(results, *rd.result)
+		expiredBy[rd.result.OldDataFiles[0].FilePath()] = rd.expired
+	}
+	if opts.DryRun || len(results) == 0 {
+		return out, nil
+	}
+
+	locs, err := tbl.LocationProvider()
+	if err != nil {
+		return out, err
+	}
+	c := &committer{job: maintenance.RecordExpiration, t: t, cat: cat, fs: wfs, fsF: tbl.FS, locs: locs, start: sc.start, deletes: sc.deletes,
+		policy: policy, batchGroups: 100, busyGroups: 8, batchBytes: 8 << 30, beforeCommit: j.beforeCommit, commitTable: cat.CommitTable, base: tbl}
+	err = c.run(ctx, results)
+	fig.Commits, fig.CommitAttempts, fig.Conflicts, fig.Rebases = c.done.commits, c.done.stats.Attempts, c.done.stats.Conflicts, c.done.rebases
+	fig.Dropped = c.done.dropped
+	keep := map[string]bool{}
+	for _, g := range c.done.groups {
+		fig.add(g, expiredBy[g.OldDataFiles[0].FilePath()])
+		for _, df := range g.NewDataFiles {
+			keep[df.FilePath()] = true
+		}
+	}
+	if !c.done.unknown {
+		rec.removeExcept(keep)
+	}
+	return out, err
+}
+
+// add counts one group's removal.
+func (f *ExpirationFigures) add(g table.CompactionGroupResult, expired int64) {
+	f.DeletedRecords += expired
+	f.DeletedDataFiles += int64(len(g.OldDataFiles))
+	for _, df := range g.OldDataFiles {
+		f.RemovedFilesSize += df.FileSizeBytes()
+	}
+	if len(g.NewDataFiles) == 0 {
+		f.FilesDropped += len(g.OldDataFiles)
+		return
+	}
+	f.FilesRewritten += len(g.OldDataFiles)
+	for _, df := range g.NewDataFiles {
+		f.FilesWritten++
+		f.BytesWritten += df.FileSizeBytes()
+	}
+}
+
+// read counts each group's expired visible rows and, unless the run is a
+// dry run, rewrites the groups to filter without them, Parallelism at a
+// time; results come in plan order.
+func (j *RecordExpiration) read(ctx context.Context, tbl *table.Table, col expiryColumn, groups []expiryGroup, target int64, opts jobs.Options) []expiryRead {
+	out := make([]expiryRead, len(groups))
+	var done atomic.Int64
+	p := pool.New().WithContext(ctx).WithMaxGoroutines(max(j.Parallelism, 2))
+	for i, g := range groups {
+		p.Go(func(ctx context.Context) error {
+			out[i] = expireGroup(ctx, tbl, col, g, target, opts.DryRun)
+			if opts.Progress != nil {
+				opts.Progress(int(done.Add(1)), len(groups))
+			}
+			return nil
+		})
+	}
+	_ = p.Wait()
+	return out
+}
+
+func expireGroup(ctx context.Context, tbl *table.Table, col expiryColumn, g expiryGroup, target int64, dryRun bool) expiryRead {
+	var rd expiryRead
+	rd.expired, rd.err = countExpired(ctx, tbl, col, g)
+	if rd.err != nil || rd.expired == 0 {
+		return rd
+	}
+	res := table.CompactionGroupResult{PartitionKey: g.partition, SafePosDeletes: table.CollectSafePositionDeletes(g.tasks),
+		SafeDeletionVectors: table.CollectSafeDeletionVectors(g.tasks), BytesBefore: g.bytes}
+	for _, t := range g.tasks {
+		res.OldDataFiles = append(res.OldDataFiles, t.File)
+	}
+	if !g.drop && !dryRun {
+		// When every visible row expired, nothing is written and the
+		// files go as if dropped.
+		if res.NewDataFiles, rd.err = filterGroup(ctx, tbl, col, g.tasks, target); rd.err != nil {
+			return rd
+		}
+	}
+	rd.result = &res
+	return rd
+}
+
+// countExpired counts the visible expired rows of g's files. A dropped
+// file without deletes holds exactly its record count; the rest are read,
+// with their deletes applied — only the column where no equality delete
+// needs other columns.
+func countExpired(ctx context.Context, tbl *table.Table, col expiryColumn, g expiryGroup) (int64, error) {
+	if g.drop && !hasDeletes(g.tasks) {
+		var n int64
+		for _, t := range g.tasks {
+			n += t.File.Count()
+		}
+		return n, nil
+	}
+	opts := []table.ScanOption{table.WithRowFilter(col.expired())}
+	if !hasEqualityDeletes(g.tasks) {
+		opts = append(opts, table.WithSelectedFields(col.name))
+	}
+	_, records, err := tbl.Scan(opts...).ReadTasks(ctx, g.tasks)
+	if err != nil {
+		return 0, fmt.Errorf("count expired rows: %w", err)
+	}
+	var n int64
+	for r, err := range records {
+		if err != nil {
+			return 0, fmt.Errorf("count expired rows: %w", err)
+		}
+		n += r.NumRows()
+		r.Release()
+	}
+	return n, nil
+}
+
+// filterGroup rewrites tasks' files without their expired rows (deletes
+// applied), each output read back before it may be committed.
+func filterGroup(ctx context.Context, tbl *table.Table, col expiryColumn, tasks []table.FileScanTask, target int64) ([]iceberg.DataFile, error) {
+	sc, records, err := tbl.Scan(table.WithRowFilter(col.kept())).ReadTasks(ctx, tasks)
+	if err != nil {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var files []iceberg.DataFile
+	// The fanout writer, not the clustered one: files of an older spec
+	// may fall into several partitions of the current one.
+	for df, err := range table.WriteRecords(ctx, tbl, sc, records, table.WithTargetFileSize(target)) {
+		if err != nil {
+			return files, fmt.Errorf("write: %w", err)
+		}
+		if df.Count() == 0 {
+			continue
+		}
+		if err := verifyOutput(fs, df); err != nil {
+			return files, err
+		}
+		files = append(files, df)
+	}
+	return files, nil
+}
+
+func hasDeletes(tasks []table.FileScanTask) bool {
+	for _, t := range tasks {
+		if len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func hasEqualityDeletes(tasks []table.FileScanTask) bool {
+	for _, t := range tasks {
+		if len(t.EqualityDeleteFiles) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func orPolicy(p *commit.Policy) commit.Policy {
+	if p != nil {
+		return *p
+	}
+	return commit.DefaultPolicy()
+}

@@ -1,0 +1,324 @@
+package compactor
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
+	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
+)
+
+// The generated timestamps and dates lie in the five days from day 20000
+// of the epoch. expiryNow puts the cutoff of a 30-day expiration at noon
+// of the third: two days expire, one day is split, two stay.
+var expiryNow = time.UnixMicro(20002*86_400_000_000 + 43_200_000_000).Add(30 * 24 * time.Hour)
+
+// setColumn sets the table's expiration column.
+func (e *env) setColumn(tbl *table.Table, col string) *table.Table {
+	e.t.Helper()
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{ExpirationColumnProperty: col}); err != nil {
+		e.t.Fatal(err)
+	}
+	tbl, err := tx.Commit(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tbl
+}
+
+// expire runs record expiration with 30 days at expiryNow.
+func (e *env) expire(job *RecordExpiration, dryRun bool) (jobs.Outcome, *ExpirationFigures) {
+	e.t.Helper()
+	e.defaults.Configs[maintenance.RecordExpiration] = maintenance.Config{Status: maintenance.Enabled,
+		RecordExpiration: &maintenance.ExpirationSettings{Days: maintenance.Int(30)}}
+	out, err := e.runner(job).Run(e.ctx, jobs.Target{Bucket: e.b, Table: e.id}, maintenance.RecordExpiration, "test", jobs.Options{Now: expiryNow, DryRun: dryRun})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	fig, _ := out.Figures.(*ExpirationFigures)
+	return out, fig
+}
+
+// unexpired fingerprints the visible rows of tbl whose col is at or after
+// the cutoff or null, computed here from the values, independently of the
+// job's filters.
+func (e *env) unexpired(tbl *table.Table, col string) tablecheck.Fingerprint {
+	e.t.Helper()
+	cutMicros := expiryNow.Add(-30 * 24 * time.Hour).UnixMicro()
+	_, it, err := tbl.Scan().ToArrowRecords(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var fp tablecheck.Fingerprint
+	for rec, err := range it {
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		idx := rec.Schema().FieldIndices(col)
+		if len(idx) != 1 {
+			e.t.Fatalf("no column %s in %s", col, rec.Schema())
+		}
+		c := rec.Column(idx[0])
+		fp.AddRows(rec, func(r int) bool {
+			if c.IsNull(r) {
+				return true
+			}
+			switch a := c.(type) {
+			case *array.Timestamp:
+				return int64(a.Value(r)) >= cutMicros
+			case *array.Date32:
+				// A day expires once all of it is before the cutoff.
+				return (int64(a.Value(r))+1)*86_400_000_000 > cutMicros
+			}
+			e.t.Fatalf("column %s is %s", col, c.DataType())
+			return false
+		})
+		rec.Release()
+	}
+	return fp
+}
+
+// checkExpiry runs record expiration and asserts the differential
+// invariants: the visible rows are exactly the unexpired ones, the job's
+// counts match, time travel to before still returns every row, and every
+// reachable file exists.
+func (e *env) checkExpiry(job *RecordExpiration, col string) *ExpirationFigures {
+	e.t.Helper()
+	before := e.load()
+	all, want := e.rows(before, 0), e.unexpired(before, col)
+	local := strings.HasPrefix(before.Location(), "file://")
+	files := 0
+	if local {
+		files = countData(e.t.(*testing.T), before.Location())
+	}
+	if want.Rows == all.Rows || want.Rows == 0 {
+		e.t.Fatalf("setup: %d of %d rows stay; want some to expire and some to stay", want.Rows, all.Rows)
+	}
+	out, fig := e.expire(job, false)
+	if out.Status != state.Successful {
+		e.t.Fatalf("record expiration: %s: %s", out.Status, out.FailureMessage)
+	}
+	after := e.load()
+	if got := e.rows(after, 0); !got.Equal(want) {
+		e.t.Fatalf("visible rows: %v, want the %v unexpired of %v", got, want, all)
+	}
+	if fig.DeletedRecords != all.Rows-want.Rows {
+		e.t.Errorf("deletedRecords = %d, want %d", fig.DeletedRecords, all.Rows-want.Rows)
+	}
+	if fig.DeletedDataFiles != int64(fig.FilesDropped+fig.FilesRewritten) || fig.DeletedDataFiles == 0 || fig.RemovedFilesSize <= 0 {
+		e.t.Errorf("figures %+v", fig)
+	}
+	snap := before.CurrentSnapshot().SnapshotID
+	if got := e.rows(after, snap); !got.Equal(all) {
+		e.t.Fatalf("time travel to %d: %v, want %v", snap, got, all)
+	}
+	for s := after.CurrentSnapshot(); s != nil && s.SnapshotID != snap; s = after.SnapshotByID(*s.ParentSnapshotID) {
+		if op := s.Summary.Operation; op != table.OpDelete && op != table.OpOverwrite {
+			e.t.Errorf("snapshot %d is %s, want delete or overwrite", s.SnapshotID, op)
+		}
+	}
+	missing, err := tablecheck.MissingFiles(e.ctx, after)
+	if err != nil || len(missing) > 0 {
+		e.t.Fatalf("missing reachable files %v: %v", missing, err)
+	}
+	if local {
+		if n := countData(e.t.(*testing.T), after.Location()); n != files+fig.FilesWritten {
+			e.t.Errorf("%d files, want the %d before and the %d written: outputs left behind", n, files, fig.FilesWritten)
+		}
+	}
+	return fig
+}
+
+func TestRecordExpiration(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		format string
+		spec   iceberg.PartitionSpec
+		// dropped: the spec's day partitions let whole files go
+		dropped bool
+	}{
+		{"unpartitioned", "2", *iceberg.UnpartitionedSpec, false},
+		{"identity+day", "2", iceberg.NewPartitionSpec(pf(2, 1000, "cat", iceberg.IdentityTransform{}), pf(3, 1001, "ts_day", iceberg.DayTransform{})), true},
+		{"v3 deletion vectors, by day", "3", iceberg.NewPartitionSpec(pf(3, 1000, "ts_day", iceberg.DayTransform{})), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, tbl := newEnv(t, baseSchema, tc.spec, tc.format)
+			e.fill(e.setColumn(tbl, "ts"), 6, 200)
+			fig := e.checkExpiry(&RecordExpiration{}, "ts")
+			if fig.FilesRewritten == 0 || tc.dropped != (fig.FilesDropped > 0) {
+				t.Errorf("%d files dropped, %d rewritten", fig.FilesDropped, fig.FilesRewritten)
+			}
+			// A second run finds nothing more to expire.
+			if _, again := e.expire(&RecordExpiration{}, false); again.DeletedRecords != 0 || again.Commits != 0 {
+				t.Errorf("second run removed %d records in %d commits", again.DeletedRecords, again.Commits)
+			}
+		})
+	}
+}
+
+// The same on the REST catalog with SigV4 and S3.
+func TestRecordExpirationREST(t *testing.T) {
+	e, tbl := newRESTEnv(t, baseSchema, iceberg.NewPartitionSpec(pf(3, 1000, "ts_day", iceberg.DayTransform{})), "2")
+	e.fill(e.setColumn(tbl, "ts"), 4, 150)
+	if fig := e.checkExpiry(&RecordExpiration{}, "ts"); fig.FilesDropped == 0 || fig.FilesRewritten == 0 {
+		t.Errorf("%d files dropped, %d rewritten", fig.FilesDropped, fig.FilesRewritten)
+	}
+}
+
+// Rows with a null age stay, among them those of a file written before the
+// column existed (it has no bounds for it, so it is read); a date column
+// expires by whole days.
+func TestRecordExpirationNullsDatesAndSchemaChange(t *testing.T) {
+	sc := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
+	)
+	e, tbl := newEnv(t, sc, *iceberg.UnpartitionedSpec, "2")
+	tbl = e.append(tbl, 300)
+	tx := tbl.NewTransaction()
+	if err := tx.UpdateSchema(true, false).AddColumn([]string{"d"}, iceberg.PrimitiveTypes.Date, "", false, nil).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := tx.Commit(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl = e.setColumn(tbl, "d")
+	for i := 0; i < 4; i++ {
+		tbl = e.append(tbl, 200)
+	}
+	tbl = e.posDelete(tbl, 2, 350, 700)
+	e.eqDelete(tbl, 3, 400, 900)
+	e.checkExpiry(&RecordExpiration{}, "d")
+}
+
+// A dry run counts what would go and changes nothing.
+func TestRecordExpirationDryRun(t *testing.T) {
+	e, tbl := newEnv(t, baseSchema, iceberg.NewPartitionSpec(pf(3, 1000, "ts_day", iceberg.DayTransform{})), "2")
+	tbl = e.fill(e.setColumn(tbl, "ts"), 4, 150)
+	all, want := e.rows(tbl, 0), e.unexpired(tbl, "ts")
+	files := countData(t, tbl.Location())
+	out, fig := e.expire(&RecordExpiration{}, true)
+	if out.Status != state.Successful || fig.DeletedRecords != all.Rows-want.Rows || fig.DeletedDataFiles == 0 {
+		t.Fatalf("dry run: %s %s, %+v; want %d records", out.Status, out.FailureMessage, fig, all.Rows-want.Rows)
+	}
+	if after := e.load(); after.CurrentSnapshot().SnapshotID != tbl.CurrentSnapshot().SnapshotID {
+		t.Fatal("a dry run committed")
+	}
+	if n := countData(t, tbl.Location()); n != files {
+		t.Errorf("a dry run left %d files where there were %d", n, files)
+	}
+}
+
+// A writer commits while the run commits: its rows stay, expired or not,
+// since they came after the plan; a position delete on a file the run
+// rewrites makes it leave that file's group for the next run. The next
+// run finishes the work, and rows are exact.
+func TestRecordExpirationBesideWriters(t *testing.T) {
+	e, tbl := newEnv(t, baseSchema, iceberg.NewPartitionSpec(pf(3, 1000, "ts_day", iceberg.DayTransform{})), "2")
+	tbl = e.fill(e.setColumn(tbl, "ts"), 6, 200)
+	split := e.splitDayRow(tbl)
+	var during *table.Table
+	job := &RecordExpiration{beforeCommit: func(attempt int) {
+		if attempt == 1 {
+			during = e.posDelete(e.append(e.load(), 100), split)
+		}
+	}}
+	out, fig := e.expire(job, false)
+	if out.Status != state.Successful || fig.Conflicts == 0 || len(fig.Dropped) != 1 || fig.FilesDropped == 0 {
+		t.Fatalf("%s %s, %+v; want the split day's group dropped, the expired days' files gone", out.Status, out.FailureMessage, fig)
+	}
+	got := ids(t, e.ctx, e.load())
+	for id := range ids(t, e.ctx, during) {
+		if id > e.next-101 && got[id] != 1 {
+			t.Fatalf("row %d the writer added is gone", id)
+		}
+	}
+	if got[split] != 0 {
+		t.Fatalf("row %d deleted meanwhile is back", split)
+	}
+	want := e.unexpired(during, "ts")
+	if _, fig := e.expire(&RecordExpiration{}, false); fig.FilesRewritten == 0 {
+		t.Errorf("the next run rewrote nothing: %+v", fig)
+	}
+	if got := e.rows(e.load(), 0); !got.Equal(want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+}
+
+// splitDayRow returns the id of a row of the day the cutoff splits that
+// stays.
+func (e *env) splitDayRow(tbl *table.Table) int64 {
+	e.t.Helper()
+	cut := iceberg.Timestamp(expiryNow.Add(-30 * 24 * time.Hour).UnixMicro())
+	ref := iceberg.Reference("ts")
+	f := iceberg.NewAnd(iceberg.GreaterThanEqual(ref, cut), iceberg.LessThan(ref, iceberg.Timestamp(20003*86_400_000_000)))
+	_, it, err := tbl.Scan(table.WithRowFilter(f), table.WithSelectedFields("id")).ToArrowRecords(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for rec, err := range it {
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if rec.NumRows() > 0 {
+			return rec.Column(0).(*array.Int64).Value(0)
+		}
+	}
+	e.t.Fatal("setup: no row on the split day after the cutoff")
+	return 0
+}
+
+// Refusals name the problem and change nothing.
+func TestRecordExpirationRefusals(t *testing.T) {
+	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	tbl = e.append(tbl, 100)
+	for _, tc := range []struct{ column, want string }{
+		{"", "set the table property icekeeper.record-expiration.column to the column whose value is a row's age (its timestamp and date columns: ts)"},
+		{"created_at", `the table has no column "created_at"`},
+		{"name", `column "name" is string; record expiration needs a date, timestamp`},
+	} {
+		if tc.column != "" {
+			tbl = e.setColumn(tbl, tc.column)
+		}
+		snap := e.load().CurrentSnapshot().SnapshotID
+		out, _ := e.expire(&RecordExpiration{}, false)
+		if out.Status != state.Failed || !strings.Contains(out.FailureMessage, tc.want) {
+			t.Errorf("column %q: %s %q, want Failed with %q", tc.column, out.Status, out.FailureMessage, tc.want)
+		}
+		if e.load().CurrentSnapshot().SnapshotID != snap {
+			t.Errorf("column %q: the refused run committed", tc.column)
+		}
+		err := (&RecordExpiration{}).CheckSettings(e.ctx, jobs.Target{Bucket: e.b, Table: e.id}, enabledExpiry(30))
+		if !strings.Contains(errString(err), tc.want) {
+			t.Errorf("column %q: CheckSettings = %v", tc.column, err)
+		}
+	}
+	err := (&RecordExpiration{}).CheckSettings(e.ctx, jobs.Target{Bucket: e.b, Table: e.id}, enabledExpiry(0))
+	if !strings.Contains(errString(err), "without settings.days") {
+		t.Errorf("no days: CheckSettings = %v", err)
+	}
+}
+
+func enabledExpiry(days int) maintenance.Settings {
+	c := maintenance.Config{Status: maintenance.Enabled, RecordExpiration: &maintenance.ExpirationSettings{}}
+	if days > 0 {
+		c.RecordExpiration.Days = maintenance.Int(days)
+	}
+	return maintenance.Settings{Configs: map[maintenance.JobType]maintenance.Config{maintenance.RecordExpiration: c}}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
