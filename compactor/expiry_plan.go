@@ -115,9 +115,9 @@ func (c expiryColumn) kept() iceberg.BooleanExpression {
 type fate int
 
 const (
-	keep    fate = iota // no row is expired
-	drop                // every row is expired: the file goes
-	filter              // some may be: the file is read and rewritten
+	keep   fate = iota // no row is expired
+	drop               // every row is expired: the file goes
+	filter             // some may be: the file is read and rewritten
 )
 
 // fateOf decides from the file's column metrics. Bounds of date and
