@@ -64,14 +64,17 @@ type Schedules struct {
 	Compaction              string `yaml:"icebergCompaction"`
 	SnapshotManagement      string `yaml:"icebergSnapshotManagement"`
 	UnreferencedFileRemoval string `yaml:"icebergUnreferencedFileRemoval"`
+	RecordExpiration        string `yaml:"icebergRecordExpiration"`
 }
 
 // Default schedules: compaction hourly, snapshot management every six hours,
-// unreferenced file removal daily.
+// unreferenced file removal daily, record expiration daily at 01:00 (an
+// hour apart from removal, so the two do not start together).
 const (
 	DefaultCompactionSchedule         = "@hourly"
 	DefaultSnapshotManagementSchedule = "0 */6 * * *"
 	DefaultRemovalSchedule            = "@daily"
+	DefaultRecordExpirationSchedule   = "0 1 * * *"
 )
 
 // For returns the cron expression of job type t.
@@ -81,6 +84,8 @@ func (s Schedules) For(t maintenance.JobType) string {
 		return s.Compaction
 	case maintenance.SnapshotManagement:
 		return s.SnapshotManagement
+	case maintenance.RecordExpiration:
+		return s.RecordExpiration
 	default:
 		return s.UnreferencedFileRemoval
 	}
@@ -98,7 +103,7 @@ type Bucket struct {
 	// Catalog holds iceberg-go catalog properties, passed to catalog.Load
 	// verbatim (type, uri, warehouse, s3.endpoint, rest.sigv4-enabled, …).
 	Catalog map[string]string `yaml:"catalog"`
-	// Maintenance holds this bucket's defaults for the three job types.
+	// Maintenance holds this bucket's defaults for the job types.
 	Maintenance Maintenance `yaml:"maintenance"`
 	// TableRetentionProperties says how a table's history.expire.*
 	// properties and ref retention combine with icebergSnapshotManagement's
@@ -189,6 +194,10 @@ type Maintenance struct {
 	Compaction              *CompactionConfig `yaml:"icebergCompaction"`
 	SnapshotManagement      *SnapshotConfig   `yaml:"icebergSnapshotManagement"`
 	UnreferencedFileRemoval *RemovalConfig    `yaml:"icebergUnreferencedFileRemoval"`
+	// RecordExpiration is off unless enabled here or through the API;
+	// each table names its column in the table property
+	// icekeeper.record-expiration.column.
+	RecordExpiration *RecordExpirationConfig `yaml:"icebergRecordExpiration"`
 }
 
 // CompactionConfig is icebergCompaction's status and settings in the file.
@@ -209,6 +218,12 @@ type RemovalConfig struct {
 	maintenance.RemovalSettings `yaml:",inline"`
 }
 
+// RecordExpirationConfig is record expiration's status and days in the file.
+type RecordExpirationConfig struct {
+	Status                         maintenance.Status `yaml:"status"`
+	maintenance.ExpirationSettings `yaml:",inline"`
+}
+
 // For returns the bucket's layer for job type t (zero when unset).
 func (m Maintenance) For(t maintenance.JobType) maintenance.Config {
 	switch t {
@@ -226,6 +241,11 @@ func (m Maintenance) For(t maintenance.JobType) maintenance.Config {
 		if c := m.UnreferencedFileRemoval; c != nil {
 			s := c.RemovalSettings
 			return maintenance.Config{Status: c.Status, Removal: &s}
+		}
+	case maintenance.RecordExpiration:
+		if c := m.RecordExpiration; c != nil {
+			s := c.ExpirationSettings
+			return maintenance.Config{Status: c.Status, RecordExpiration: &s}
 		}
 	}
 	return maintenance.Config{}

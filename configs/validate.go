@@ -151,6 +151,7 @@ func (c *Config) finish() error {
 		&c.Schedules.Compaction:              DefaultCompactionSchedule,
 		&c.Schedules.SnapshotManagement:      DefaultSnapshotManagementSchedule,
 		&c.Schedules.UnreferencedFileRemoval: DefaultRemovalSchedule,
+		&c.Schedules.RecordExpiration:        DefaultRecordExpirationSchedule,
 	}
 	for ptr, def := range defaults {
 		if *ptr == "" {

@@ -48,7 +48,8 @@ func newServer(t *testing.T, api configs.API) *fixture {
 	}
 	reg := cfg.Registry()
 	t.Cleanup(reg.Close)
-	runner := &jobs.Runner{Store: d.Store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.SnapshotManagement: &expire.Job{}}}
+	runner := &jobs.Runner{Store: d.Store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.SnapshotManagement: &expire.Job{},
+		maintenance.RecordExpiration: &compactor.RecordExpiration{}}}
 	queue := &jobs.Engine{Store: d.Store, Registry: reg} // queues only: no worker runs here
 	if err := queue.Init(); err != nil {
 		t.Fatal(err)
@@ -92,7 +93,10 @@ func TestSDKRoundTrip(t *testing.T) {
 	c := client(f.url, "any", "any")
 
 	st := jobStatus(t, c)
-	for _, typ := range maintenance.JobTypes {
+	if len(st) != len(maintenance.MaintenanceTypes) {
+		t.Errorf("job status has %d types, want S3 Tables' %d: %v", len(st), len(maintenance.MaintenanceTypes), st)
+	}
+	for _, typ := range maintenance.MaintenanceTypes {
 		if st[string(typ)].Status != types.JobStatusNotYetRun {
 			t.Fatalf("%s before any run: %+v", typ, st[string(typ)])
 		}
@@ -567,8 +571,8 @@ func TestUnsupportedOperations(t *testing.T) {
 	want("DeleteTable", err)
 	_, err = c.CreateTable(ctx, &s3tables.CreateTableInput{TableBucketARN: aws.String(bucketARN), Namespace: aws.String("demo"), Name: aws.String("other"), Format: types.OpenTableFormatIceberg})
 	want("CreateTable", err)
-	_, err = c.GetTableRecordExpirationConfiguration(ctx, &s3tables.GetTableRecordExpirationConfigurationInput{TableArn: aws.String("arn:aws:s3tables:local:000000000000:bucket/local/table/demo/events")})
-	want("GetTableRecordExpirationConfiguration", err)
+	_, err = c.GetTableReplication(ctx, &s3tables.GetTableReplicationInput{TableArn: aws.String(bucketARN + "/table/demo/events")})
+	want("GetTableReplication", err)
 	_, err = c.TagResource(ctx, &s3tables.TagResourceInput{ResourceArn: aws.String(bucketARN), Tags: map[string]string{"a": "b"}})
 	want("TagResource", err)
 	if _, err := c.GetTable(ctx, &s3tables.GetTableInput{TableBucketARN: aws.String(bucketARN), Namespace: aws.String("demo"), Name: aws.String("events")}); err != nil {

@@ -102,6 +102,7 @@ func (s *Server) Handler() http.Handler {
 	api("GET /namespaces/{arn}", s.listNamespaces)
 	api("GET /tables/{arn}", s.listTables)
 	s.readRoutes(api)
+	s.recordRoutes(api)
 	s.unsupportedRoutes(api)
 	s.extraRoutes(api)
 	s.dashboardRoutes(mux, api)

@@ -93,7 +93,7 @@ func (s *Server) getJobStatus(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := map[maintenance.JobType]jobStatus{}
-	for _, typ := range maintenance.JobTypes {
+	for _, typ := range maintenance.MaintenanceTypes {
 		cfg := settings.For(typ)
 		run, ran := last[typ]
 		js := jobStatus{Status: "Not_Yet_Run"}

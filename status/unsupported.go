@@ -8,7 +8,7 @@ import (
 // unsupported are the S3 Tables operations icekeeper does not serve, as
 // the AWS SDK sends them: creating, deleting and renaming buckets,
 // namespaces and tables (the catalog owns those), policies, encryption,
-// storage classes, metrics, replication, tags, record expiration, and
+// storage classes, metrics, replication, tags, and
 // UpdateTableMetadataLocation. A client calling one gets AWS's error for
 // an operation the service does not know, naming it, rather than a
 // NotFoundException it would read as "no such table".
@@ -32,9 +32,6 @@ var unsupported = []struct{ op, pattern string }{
 	{"GetTableBucketReplication", "GET /table-bucket-replication"},
 	{"PutTableBucketReplication", "PUT /table-bucket-replication"},
 	{"DeleteTableBucketReplication", "DELETE /table-bucket-replication"},
-	{"GetTableRecordExpirationConfiguration", "GET /table-record-expiration"},
-	{"PutTableRecordExpirationConfiguration", "PUT /table-record-expiration"},
-	{"GetTableRecordExpirationJobStatus", "GET /table-record-expiration-job-status"},
 	{"GetTableReplication", "GET /table-replication"},
 	{"PutTableReplication", "PUT /table-replication"},
 	{"DeleteTableReplication", "DELETE /table-replication"},

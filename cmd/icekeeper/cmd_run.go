@@ -27,10 +27,10 @@ type texter interface{ Text() string }
 func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	var c commonFlags
 	fs := newFlagSet(env, "run", "--table BUCKET/NAMESPACE/TABLE [--job TYPE|all] [--dry-run] [--json] [--now RFC3339 --dry-run]",
-		"Runs maintenance on one table now and records the runs in the state store\n(so the API shows them). Job types run in the order compaction,\nsnapshot management, unreferenced file removal. A dry run changes\nnothing and records nothing; with --now it previews a later day.")
+		"Runs maintenance on one table now and records the runs in the state store\n(so the API shows them). Job types run in the order record expiration,\ncompaction, snapshot management, unreferenced file removal. A dry run changes\nnothing and records nothing; with --now it previews a later day.")
 	c.register(fs)
 	ref := fs.String("table", "", "table: BUCKET/NAMESPACE/TABLE, BUCKET a name or ARN, nested namespaces with dots")
-	job := fs.String("job", "all", "compaction, snapshots, unreferenced (or their S3 Tables names icebergCompaction, …) or all")
+	job := fs.String("job", "all", "records, compaction, snapshots, unreferenced (or their names icebergRecordExpiration, icebergCompaction, …) or all")
 	dryRun := fs.Bool("dry-run", false, "show what would be done; change nothing and record nothing")
 	asJSON := fs.Bool("json", false, "print one JSON object keyed by job type")
 	nowFlag := fs.String("now", "", "the run's clock (RFC 3339), to preview a later day with --dry-run")
@@ -125,5 +125,6 @@ func availableJobs(w *world) map[maintenance.JobType]jobs.Job {
 		maintenance.Compaction:              &compactor.Job{},
 		maintenance.SnapshotManagement:      &expire.Job{DeleteFiles: removal.DeleteUnreferenced},
 		maintenance.UnreferencedFileRemoval: removal,
+		maintenance.RecordExpiration:        &compactor.RecordExpiration{},
 	}
 }

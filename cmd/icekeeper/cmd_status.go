@@ -50,6 +50,11 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return fmt.Errorf("job status of %s: %w", *ref, err)
 	}
+	rec, err := c.SDK.GetTableRecordExpirationJobStatus(ctx, &s3tables.GetTableRecordExpirationJobStatusInput{
+		TableArn: st.TableARN})
+	if err != nil {
+		return fmt.Errorf("record expiration status of %s: %w", *ref, err)
+	}
 	history, err := c.Runs(ctx, arn, ns, r.Table.Name, *runs)
 	if err != nil {
 		return err
@@ -57,14 +62,15 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) error {
 	writeln(env.stdout, "%s", aws.ToString(st.TableARN))
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSTATUS\tLAST RUN\tMESSAGE")
-	for _, typ := range maintenance.JobTypes {
+	for _, typ := range maintenance.MaintenanceTypes {
 		v := st.Status[string(typ)]
-		last := "-"
-		if v.LastRunTimestamp != nil {
-			last = v.LastRunTimestamp.UTC().Format(time.RFC3339)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", typ, v.Status, last, aws.ToString(v.FailureMessage))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", typ, v.Status, lastRun(v.LastRunTimestamp), aws.ToString(v.FailureMessage))
 	}
+	msg := aws.ToString(rec.FailureMessage)
+	if m := rec.Metrics; m != nil {
+		msg = fmt.Sprintf("%d records, %d data files (%d bytes) removed", aws.ToInt64(m.DeletedRecords), aws.ToInt64(m.DeletedDataFiles), aws.ToInt64(m.RemovedFilesSize))
+	}
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", maintenance.RecordExpiration, rec.Status, lastRun(rec.LastRunTimestamp), msg)
 	fmt.Fprintln(tw, "\nRECENT RUNS\tSTATUS\tSTARTED\tDURATION\tTRIGGER")
 	for _, typ := range maintenance.JobTypes {
 		for _, run := range history[string(typ)] {
@@ -76,4 +82,11 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	return tw.Flush()
+}
+
+func lastRun(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
 }

@@ -14,6 +14,7 @@ var jobAliases = map[string]maintenance.JobType{
 	"compaction":   maintenance.Compaction,
 	"snapshots":    maintenance.SnapshotManagement,
 	"unreferenced": maintenance.UnreferencedFileRemoval,
+	"records":      maintenance.RecordExpiration,
 }
 
 // parseJob reads --job: a job type, an alias, or all.
@@ -27,12 +28,13 @@ func parseJob(s string) ([]maintenance.JobType, error) {
 	if t, err := maintenance.ParseJobType(s); err == nil {
 		return []maintenance.JobType{t}, nil
 	}
-	names := []string{"all", "compaction", "snapshots", "unreferenced"}
-	for _, t := range maintenance.JobTypes {
-		names = append(names, string(t))
+	names := []string{"all", "compaction", "snapshots", "unreferenced", "records"}
+	full := make([]string, len(maintenance.JobTypes))
+	for i, t := range maintenance.JobTypes {
+		names, full[i] = append(names, string(t)), string(t)
 	}
-	return nil, usagef("--job: unknown job type %q%s (want compaction, snapshots, unreferenced, all, or the S3 Tables names %s, %s, %s)",
-		s, didYouMean(s, names), maintenance.Compaction, maintenance.SnapshotManagement, maintenance.UnreferencedFileRemoval)
+	return nil, usagef("--job: unknown job type %q%s (want compaction, snapshots, unreferenced, records, all, or the names %s)",
+		s, didYouMean(s, names), strings.Join(full, ", "))
 }
 
 // didYouMean returns " (did you mean X?)" for the candidate closest to s,
