@@ -248,7 +248,8 @@ buckets:
 	}
 }
 
-// The quickstart's run: all three jobs on the demo table, recorded, with
+// The quickstart's run: every job on the demo table (record expiration
+// off, as by default), recorded, with
 // fewer files, fewer snapshots and the crashed writer's files marked.
 func TestRunAllOnDemo(t *testing.T) {
 	c := newCLI(t)
@@ -267,6 +268,9 @@ func TestRunAllOnDemo(t *testing.T) {
 		if res[typ].Status != "Successful" || len(res[typ].Figures) == 0 {
 			t.Fatalf("%s: %+v", typ, res[typ])
 		}
+	}
+	if r := res["icebergRecordExpiration"]; r.Status != "Disabled" {
+		t.Fatalf("record expiration, off by default: %+v", r)
 	}
 	var after []tableHealth
 	json.Unmarshal([]byte(c.must("tables", "--json")), &after)
