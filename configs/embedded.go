@@ -69,6 +69,7 @@ func Embedded(home string) *Config {
 			Compaction:              "@every 2m",
 			SnapshotManagement:      "@every 3m",
 			UnreferencedFileRemoval: "@every 5m",
+			RecordExpiration:        "@every 10m",
 		},
 	}
 	return cfg

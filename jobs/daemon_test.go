@@ -174,7 +174,7 @@ func TestWorkersRunEachJobOnce(t *testing.T) {
 	fakes := map[maintenance.JobType]*fakeJob{}
 	jobsOf := map[maintenance.JobType]Job{}
 	guard := &inflight{tables: map[string]bool{}}
-	for _, typ := range maintenance.JobTypes {
+	for _, typ := range maintenance.MaintenanceTypes {
 		fakes[typ] = newFake(typ)
 		fakes[typ].sleep = 15 * time.Millisecond
 		fakes[typ].guard = guard
@@ -184,21 +184,21 @@ func TestWorkersRunEachJobOnce(t *testing.T) {
 	e2 := newEngine(t, s2, reg, "replica-2", jobsOf, func(e *Engine) { e.Parallelism = 3 })
 	const tables = 5
 	for i := 0; i < tables; i++ {
-		for _, typ := range maintenance.JobTypes {
+		for _, typ := range maintenance.MaintenanceTypes {
 			enqueue(t, e1, key(i), typ)
 			if ok, err := e2.Enqueue(context.Background(), key(i), typ, "again", time.Now()); err != nil || ok {
 				t.Fatalf("a pending job was queued twice: %v %v", ok, err)
 			}
 		}
 	}
-	if n, _ := s1.QueueDepth(context.Background()); n != tables*len(maintenance.JobTypes) {
+	if n, _ := s1.QueueDepth(context.Background()); n != tables*len(maintenance.MaintenanceTypes) {
 		t.Fatalf("queue depth %d", n)
 	}
 	stop1, stop2 := start(t, e1), start(t, e2)
 	waitEmpty(t, s1, 30*time.Second)
 	stop1()
 	stop2()
-	for _, typ := range maintenance.JobTypes {
+	for _, typ := range maintenance.MaintenanceTypes {
 		for i := 0; i < tables; i++ {
 			if n := fakes[typ].count(key(i)); n != 1 {
 				t.Errorf("%s on %s ran %d times", typ, key(i), n)
@@ -362,7 +362,8 @@ func TestSchedulerCatchesUpOnce(t *testing.T) {
 	clock := time.Date(2026, 6, 1, 10, 30, 0, 0, time.UTC)
 	e := newEngine(t, s, reg, "w", nil, nil)
 	sc := &Scheduler{Store: s, Queue: e, Tables: &Discovery{Registry: reg}, Jitter: 10 * time.Minute, Now: func() time.Time { return clock },
-		Schedules: map[maintenance.JobType]string{maintenance.Compaction: "@hourly", maintenance.SnapshotManagement: "0 */6 * * *", maintenance.UnreferencedFileRemoval: "@daily"}}
+		Schedules: map[maintenance.JobType]string{maintenance.Compaction: "@hourly", maintenance.SnapshotManagement: "0 */6 * * *", maintenance.UnreferencedFileRemoval: "@daily",
+			maintenance.RecordExpiration: "0 1 * * *"}}
 	if err := sc.Init(); err != nil {
 		t.Fatal(err)
 	}
@@ -412,5 +413,24 @@ func TestSchedulerCatchesUpOnce(t *testing.T) {
 	}
 	if next := sc.Next(sc.Tables.Tables()[0], maintenance.Compaction); next.Before(time.Date(2026, 6, 1, 17, 0, 0, 0, time.UTC)) || next.After(time.Date(2026, 6, 1, 17, 10, 0, 0, time.UTC)) {
 		t.Fatalf("next compaction %v", next)
+	}
+	// A type skipped for the table (disabled) queues nothing at its fire;
+	// the next fire without the skip does.
+	all, err := e.client.JobList(ctx, river.NewJobListParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range all.Jobs {
+		if _, err := e.client.JobDelete(ctx, j.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc.Skip = func(_ Target, typ maintenance.JobType) bool { return typ == maintenance.Compaction }
+	if n := tick(time.Date(2026, 6, 1, 17, 0, 1, 0, time.UTC)); n != 0 {
+		t.Fatalf("a skipped type queued %d", n)
+	}
+	sc.Skip = nil
+	if n := tick(time.Date(2026, 6, 1, 18, 0, 1, 0, time.UTC)); n != 2 {
+		t.Fatalf("the next fires queued %d, want compaction and snapshot management", n)
 	}
 }

@@ -36,8 +36,8 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s: %d series before any run, %v", name, n, err)
 		}
 	}
-	if n, _ := testutil.GatherAndCount(reg, "icekeeper_job_runs_total"); n != 3*4 {
-		t.Errorf("icekeeper_job_runs_total has %d series before any run, want 12", n)
+	if n, _ := testutil.GatherAndCount(reg, "icekeeper_job_runs_total"); n != len(maintenance.JobTypes)*4 {
+		t.Errorf("icekeeper_job_runs_total has %d series before any run, want %d", n, len(maintenance.JobTypes)*4)
 	}
 
 	key := state.TableKey{Bucket: "arn:aws:s3tables:us-east-1:1:bucket/b", Namespace: "db", Name: "t"}

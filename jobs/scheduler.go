@@ -28,8 +28,13 @@ type Scheduler struct {
 	Jitter time.Duration
 	// Rediscover is how often the tables are listed again (default 5m).
 	Rediscover time.Duration
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// Skip, when set, leaves a table out of a fire of typ: the daemon
+	// skips the types disabled for a table, so that a type that is off
+	// unless configured (record expiration) queues no job per table and
+	// fire. The API reports a disabled type from its configuration.
+	Skip   func(t Target, typ maintenance.JobType) bool
+	Logger *slog.Logger
+	Now    func() time.Time
 
 	parsed map[maintenance.JobType]cron.Schedule
 }
@@ -85,10 +90,14 @@ func (s *Scheduler) Next(t Target, typ maintenance.JobType) time.Time {
 // fire enqueues typ for every table at the fire time plus its jitter.
 func (s *Scheduler) fire(ctx context.Context, typ maintenance.JobType, at time.Time, trigger string) error {
 	tables := s.Tables.Tables()
-	keys := make([]state.TableKey, len(tables))
+	keys := make([]state.TableKey, 0, len(tables))
 	due := make(map[state.TableKey]time.Time, len(tables))
-	for i, t := range tables {
-		keys[i], due[t.Key()] = t.Key(), at.Add(s.jitter(t, typ))
+	for _, t := range tables {
+		if s.Skip != nil && s.Skip(t, typ) {
+			continue
+		}
+		keys = append(keys, t.Key())
+		due[t.Key()] = at.Add(s.jitter(t, typ))
 	}
 	queued, err := s.Queue.EnqueueMany(ctx, keys, typ, trigger, func(k state.TableKey) time.Time { return due[k] })
 	if err != nil {
