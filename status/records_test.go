@@ -54,6 +54,14 @@ func TestRecordExpirationCalls(t *testing.T) {
 	var bad *types.BadRequestException
 	var notFound *types.NotFoundException
 
+	// The demo table names its column; without it, enabling is refused.
+	tx := f.Load().NewTransaction()
+	if err := tx.RemoveProperties([]string{compactor.ExpirationColumnProperty}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if cfg := getConfig(); cfg.Status != types.TableRecordExpirationStatusDisabled || cfg.Settings != nil {
 		t.Fatalf("before any configuration: %+v", cfg)
 	}
@@ -70,7 +78,7 @@ func TestRecordExpirationCalls(t *testing.T) {
 		t.Fatalf("a refused configuration was stored: %+v", cfg)
 	}
 
-	tx := f.Load().NewTransaction()
+	tx = f.Load().NewTransaction()
 	if err := tx.SetProperties(iceberg.Properties{compactor.ExpirationColumnProperty: "ts"}); err != nil {
 		t.Fatal(err)
 	}

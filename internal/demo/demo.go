@@ -146,6 +146,8 @@ func Create(ctx context.Context, b *bucket.Bucket, opts Options) (*Result, error
 			// commits honour it too.
 			"write.metadata.delete-after-commit.enabled": "true",
 			"write.metadata.previous-versions-max":       "20",
+			// Record expiration, once enabled, goes by the event time.
+			"icekeeper.record-expiration.column": "ts",
 		}))
 	if err != nil {
 		return nil, fmt.Errorf("create demo table: %w", err)
