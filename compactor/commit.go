@@ -42,6 +42,18 @@ type committer struct {
 	afterCommit  func(error) error
 }
 
+// newCommitter is the committer of job's run on tbl as sc scanned it,
+// with the default batch bounds: 100 groups, or 8 GiB of input, and 8
+// groups once the table is busy.
+func newCommitter(job maintenance.JobType, t jobs.Target, tbl *table.Table, cat catalog.Catalog, fs icebergio.WriteFileIO, sc scanned, policy commit.Policy) (*committer, error) {
+	locs, err := tbl.LocationProvider()
+	if err != nil {
+		return nil, err
+	}
+	return &committer{job: job, t: t, cat: cat, fs: fs, fsF: tbl.FS, locs: locs, start: sc.start, deletes: sc.deletes, policy: policy,
+		batchGroups: 100, busyGroups: 8, batchBytes: 8 << 30, commitTable: cat.CommitTable, base: tbl}, nil
+}
+
 // committed is what the commit stage did.
 type committed struct {
 	groups         []table.CompactionGroupResult

@@ -160,7 +160,7 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 	if tbl.CurrentSnapshot() == nil {
 		return out, nil
 	}
-	policy, err := commit.PolicyFor(tbl.Properties(), orPolicy(j.Retry))
+	policy, err := retryPolicy(tbl, j.Retry)
 	if err != nil {
 		return out, fmt.Errorf("record expiration of %s: %w", t.Table, err)
 	}
@@ -210,12 +210,11 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 		return out, nil
 	}
 
-	locs, err := tbl.LocationProvider()
+	c, err := newCommitter(maintenance.RecordExpiration, t, tbl, cat, wfs, sc, policy)
 	if err != nil {
 		return out, err
 	}
-	c := &committer{job: maintenance.RecordExpiration, t: t, cat: cat, fs: wfs, fsF: tbl.FS, locs: locs, start: sc.start, deletes: sc.deletes,
-		policy: policy, batchGroups: 100, busyGroups: 8, batchBytes: 8 << 30, beforeCommit: j.beforeCommit, commitTable: cat.CommitTable, base: tbl}
+	c.beforeCommit = j.beforeCommit
 	err = c.run(ctx, results)
 	fig.Commits, fig.CommitAttempts, fig.Conflicts, fig.Rebases = c.done.commits, c.done.stats.Attempts, c.done.stats.Conflicts, c.done.rebases
 	fig.Dropped = c.done.dropped
@@ -368,11 +367,4 @@ func hasEqualityDeletes(tasks []table.FileScanTask) bool {
 		}
 	}
 	return false
-}
-
-func orPolicy(p *commit.Policy) commit.Policy {
-	if p != nil {
-		return *p
-	}
-	return commit.DefaultPolicy()
 }

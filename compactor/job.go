@@ -182,17 +182,15 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 	if err != nil {
 		return out, err
 	}
-	locs, err := tbl.LocationProvider()
+	c, err := newCommitter(maintenance.Compaction, t, tbl, cat, wfs, sc, policy)
 	if err != nil {
 		return out, err
 	}
-	batchBytes := j.BatchBytes
-	if batchBytes <= 0 {
-		batchBytes = 8 << 30
+	c.batchGroups, c.busyGroups = orDefault(j.BatchGroups, c.batchGroups), orDefault(j.BusyBatchGroups, c.busyGroups)
+	if j.BatchBytes > 0 {
+		c.batchBytes = j.BatchBytes
 	}
-	c := &committer{job: maintenance.Compaction, t: t, cat: cat, fs: wfs, fsF: tbl.FS, locs: locs, start: sc.start, deletes: sc.deletes, policy: policy,
-		batchGroups: orDefault(j.BatchGroups, 100), busyGroups: orDefault(j.BusyBatchGroups, 8), batchBytes: batchBytes,
-		beforeCommit: j.beforeCommit, afterCommit: j.afterCommit, commitTable: cat.CommitTable, base: tbl}
+	c.beforeCommit, c.afterCommit = j.beforeCommit, j.afterCommit
 	if j.commitTable != nil {
 		c.commitTable = j.commitTable
 	}
@@ -241,12 +239,16 @@ func (j *Job) rewriteHere(ctx context.Context, tbl *table.Table, cat catalog.Cat
 }
 
 // policy is the table's commit retry policy over the job's defaults.
-func (j *Job) policy(tbl *table.Table) (commit.Policy, error) {
-	def := commit.DefaultPolicy()
-	if j.Retry != nil {
-		def = *j.Retry
+func (j *Job) policy(tbl *table.Table) (commit.Policy, error) { return retryPolicy(tbl, j.Retry) }
+
+// retryPolicy is the table's commit retry policy over def, or over the
+// default policy where def is nil.
+func retryPolicy(tbl *table.Table, def *commit.Policy) (commit.Policy, error) {
+	p := commit.DefaultPolicy()
+	if def != nil {
+		p = *def
 	}
-	return commit.PolicyFor(tbl.Properties(), def)
+	return commit.PolicyFor(tbl.Properties(), p)
 }
 
 func orDefault(v, def int) int {

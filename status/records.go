@@ -60,14 +60,7 @@ func (s *Server) putRecordExpiration(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	if err := s.Runner.CheckTableConfig(r.Context(), t, typ, cfg); err != nil {
-		return err
-	}
-	if err := s.Store.PutTableConfig(r.Context(), t.Key(), typ, cfg); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.storeTableConfig(w, r, t, typ, cfg)
 }
 
 // expirationMetrics are the S3 Tables metrics of a run, read from the

@@ -153,6 +153,12 @@ func (s *Server) putTableConfig(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return s.storeTableConfig(w, r, t, typ, cfg)
+}
+
+// storeTableConfig stores cfg as t's configuration of typ once typ's job
+// has checked it can run with it, and answers 204.
+func (s *Server) storeTableConfig(w http.ResponseWriter, r *http.Request, t jobs.Target, typ maintenance.JobType, cfg maintenance.Config) error {
 	if err := s.Runner.CheckTableConfig(r.Context(), t, typ, cfg); err != nil {
 		return err
 	}
