@@ -11,6 +11,10 @@
 //   - commit (commit.go, replace.go): REPLACE snapshots in batches, staged
 //     once and rebased on the current head at every attempt.
 //
+// Record expiration (expiry.go, expiry_plan.go) is a rewrite that drops
+// rows, so it lives here and takes the same scan and commit: its groups
+// are files dropped whole or rewritten without their expired rows.
+//
 // Correctness rules, each enforced here:
 //   - Rewritten files carry the data sequence number of the snapshot the
 //     rewrite started from, so equality deletes committed later still
