@@ -163,13 +163,29 @@ for _ in $(seq 1 100); do
 done
 
 log "starting toxiproxy"
-TP_PORT="$(free_port)"
-"$TOXIPROXY" -host 127.0.0.1 -port "$TP_PORT" >"$WORK/toxiproxy.log" 2>&1 &
-TP_PID=$!
-for _ in $(seq 1 100); do
-	curl -sf "http://127.0.0.1:$TP_PORT/version" >/dev/null 2>&1 && break
-	sleep 0.1
+# A port taken between free_port and the bind, or a slow start on a busy
+# machine, would otherwise only show as a test failing later: start it
+# again on another port, and fail here if it never answers.
+TP_UP=""
+for attempt in 1 2 3; do
+	TP_PORT="$(free_port)"
+	"$TOXIPROXY" -host 127.0.0.1 -port "$TP_PORT" >"$WORK/toxiproxy.log" 2>&1 &
+	TP_PID=$!
+	for _ in $(seq 1 300); do
+		curl -sf "http://127.0.0.1:$TP_PORT/version" >/dev/null 2>&1 && { TP_UP=1; break; }
+		kill -0 "$TP_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ -n "$TP_UP" ] && break
+	log "toxiproxy did not answer on port $TP_PORT (attempt $attempt); its log:"
+	tail -5 "$WORK/toxiproxy.log" >&2
+	stop_pid "$TP_PID"
+	TP_PID=""
 done
+if [ -z "$TP_UP" ]; then
+	echo "toxiproxy did not start" >&2
+	exit 1
+fi
 
 log "starting SeaweedFS"
 SW_BASE="$(seaweedfs_ports)"
