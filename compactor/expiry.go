@@ -3,10 +3,15 @@ package compactor
 import (
 	"context"
 	"fmt"
+	"iter"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -56,11 +61,11 @@ type ExpirationFigures struct {
 	FilesScanned int `json:"filesScanned"`
 	FilesKept    int `json:"filesKept"`
 	// FilesDropped went whole, FilesRewritten were rewritten into
-	// FilesWritten files of BytesWritten; FilesRead were read and found
+	// FilesWritten files of BytesWritten; FilesUnchanged were read and found
 	// to hold no expired visible row.
 	FilesDropped   int   `json:"filesDropped"`
 	FilesRewritten int   `json:"filesRewritten"`
-	FilesRead      int   `json:"filesUnchanged"`
+	FilesUnchanged int   `json:"filesUnchanged"`
 	FilesWritten   int   `json:"filesWritten"`
 	BytesWritten   int64 `json:"bytesWritten"`
 	// Dropped are groups left for the next run: "partition: why".
@@ -85,7 +90,7 @@ func (f *ExpirationFigures) Text() string {
 		verb = "would be removed"
 	}
 	fmt.Fprintf(&b, "\n  %d records %s: %d data files (%d bytes) — %d dropped whole, %d rewritten into %d files (%d bytes); %d read and left as they were",
-		f.DeletedRecords, verb, f.DeletedDataFiles, f.RemovedFilesSize, f.FilesDropped, f.FilesRewritten, f.FilesWritten, f.BytesWritten, f.FilesRead)
+		f.DeletedRecords, verb, f.DeletedDataFiles, f.RemovedFilesSize, f.FilesDropped, f.FilesRewritten, f.FilesWritten, f.BytesWritten, f.FilesUnchanged)
 	if f.CommitAttempts > 0 {
 		fmt.Fprintf(&b, "\n  %d commits in %d attempts (%d lost to concurrent commits, %d rebased), %d ms in all",
 			f.Commits, f.CommitAttempts, f.Conflicts, f.Rebases, f.DurationMs)
@@ -196,7 +201,7 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 			return out, fmt.Errorf("record expiration of %s: group %s: %w", t.Table, groups[i].partition, rd.err)
 		}
 		if rd.result == nil {
-			fig.FilesRead += len(groups[i].tasks)
+			fig.FilesUnchanged += len(groups[i].tasks)
 			continue
 		}
 		if opts.DryRun {
@@ -323,20 +328,38 @@ func countExpired(ctx context.Context, tbl *table.Table, col expiryColumn, g exp
 }
 
 // filterGroup rewrites tasks' files without their expired rows (deletes
-// applied), each output read back before it may be committed.
+// applied), each output read back before it may be committed. The rows
+// that stay are chosen here, from the column's values, rather than by a
+// scan filter: a null stays by construction, and on a v3 table whose files
+// carry row lineage the rows keep their _row_id, which iceberg-go can only
+// synthesise from a file's unfiltered positions.
 func filterGroup(ctx context.Context, tbl *table.Table, col expiryColumn, tasks []table.FileScanTask, target int64) ([]iceberg.DataFile, error) {
-	sc, records, err := tbl.Scan(table.WithRowFilter(col.kept())).ReadTasks(ctx, tasks)
+	var scanOpts []table.ScanOption
+	// The fanout writer, not the clustered one: files of an older spec
+	// may fall into several partitions of the current one.
+	writeOpts := []table.WriteRecordOption{table.WithTargetFileSize(target)}
+	lineage := tbl.Metadata().Version() >= 3 && haveLineage(tasks)
+	if lineage {
+		scanOpts = append(scanOpts, table.WithRowLineage())
+		writeOpts = append(writeOpts, table.WithPreserveRowLineage(iceberg.SchemaWithRowLineage(tbl.Schema())))
+	}
+	sc, records, err := tbl.Scan(scanOpts...).ReadTasks(ctx, tasks)
 	if err != nil {
 		return nil, fmt.Errorf("read: %w", err)
+	}
+	if lineage {
+		// The lineage columns' field IDs must reach the writer.
+		if sc, err = table.SchemaToArrowSchemaWithOptions(iceberg.SchemaWithRowLineage(tbl.Schema()),
+			table.ArrowSchemaOptions{IncludeFieldIDs: true, TableProperties: tbl.Metadata().Properties()}); err != nil {
+			return nil, err
+		}
 	}
 	fs, err := tbl.FS(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var files []iceberg.DataFile
-	// The fanout writer, not the clustered one: files of an older spec
-	// may fall into several partitions of the current one.
-	for df, err := range table.WriteRecords(ctx, tbl, sc, records, table.WithTargetFileSize(target)) {
+	for df, err := range table.WriteRecords(ctx, tbl, sc, col.keepRows(ctx, records), writeOpts...) {
 		if err != nil {
 			return files, fmt.Errorf("write: %w", err)
 		}
@@ -349,6 +372,73 @@ func filterGroup(ctx context.Context, tbl *table.Table, col expiryColumn, tasks 
 		files = append(files, df)
 	}
 	return files, nil
+}
+
+// keepRows passes on the rows of each batch that do not expire.
+func (c expiryColumn) keepRows(ctx context.Context, records iter.Seq2[arrow.RecordBatch, error]) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		for rec, err := range records {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			kept, err := c.filterBatch(ctx, rec)
+			rec.Release()
+			if !yield(kept, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+func (c expiryColumn) filterBatch(ctx context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	idx := rec.Schema().FieldIndices(c.name)
+	if len(idx) != 1 {
+		return nil, fmt.Errorf("the rows read have no column %q", c.name)
+	}
+	mask, err := c.keepMask(rec.Column(idx[0]))
+	if err != nil {
+		return nil, err
+	}
+	defer mask.Release()
+	return compute.FilterRecordBatch(ctx, rec, mask, compute.DefaultFilterOptions())
+}
+
+// keepMask is true for the values at or after the cutoff, and for nulls.
+func (c expiryColumn) keepMask(a arrow.Array) (arrow.Array, error) {
+	var value func(i int) int64
+	switch v := a.(type) {
+	case *array.Date32:
+		value = func(i int) int64 { return int64(v.Value(i)) }
+	case *array.Timestamp:
+		want := arrow.Microsecond
+		switch c.typ.(type) {
+		case iceberg.TimestampNsType, iceberg.TimestampTzNsType:
+			want = arrow.Nanosecond
+		}
+		if unit := v.DataType().(*arrow.TimestampType).Unit; unit != want {
+			return nil, fmt.Errorf("column %q was read in %s, not %s", c.name, unit, want)
+		}
+		value = func(i int) int64 { return int64(v.Value(i)) }
+	default:
+		return nil, fmt.Errorf("column %q was read as %s", c.name, a.DataType())
+	}
+	b := array.NewBooleanBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	b.Reserve(a.Len())
+	for i := 0; i < a.Len(); i++ {
+		b.UnsafeAppend(a.IsNull(i) || value(i) >= c.cut)
+	}
+	return b.NewArray(), nil
+}
+
+func haveLineage(tasks []table.FileScanTask) bool {
+	for _, t := range tasks {
+		if t.FirstRowID == nil {
+			return false
+		}
+	}
+	return len(tasks) > 0
 }
 
 func hasDeletes(tasks []table.FileScanTask) bool {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 )
 
 // BenchmarkRecordExpiration compares a record expiration run with
@@ -16,7 +17,8 @@ import (
 // whose rows all match are dropped, the others rewritten), on identical
 // tables of 100 appends of 2,000 rows over five days, without deletes
 // (where iceberg-go's rewrite is correct). The cutoff splits the third
-// day. Each iteration builds a fresh table for each side, untimed.
+// day. Each iteration builds a fresh table for each side and checks the
+// rows after against the unexpired rows before, both untimed.
 //
 //	go test -run '^$' -bench RecordExpiration -benchtime 5x ./compactor
 func BenchmarkRecordExpiration(b *testing.B) {
@@ -42,19 +44,29 @@ func BenchmarkRecordExpiration(b *testing.B) {
 			}
 			return e, e.appendCommits(tbl, 100, 2000)
 		}
+		check := func(b *testing.B, e *env, want tablecheck.Fingerprint) {
+			b.StopTimer()
+			defer b.StartTimer()
+			if got := e.rows(e.load(), 0); !got.Equal(want) {
+				b.Fatalf("rows %v, want %v", got, want)
+			}
+		}
 		b.Run(tc.name+"/icekeeper", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				e, _ := build(b)
+				e, tbl := build(b)
+				want := e.unexpiredUntimed(b, tbl)
 				out, fig := e.expire(&RecordExpiration{}, false)
 				if out.Status != state.Successful || fig.DeletedRecords == 0 {
 					b.Fatalf("%s %s %+v", out.Status, out.FailureMessage, fig)
 				}
+				check(b, e, want)
 			}
 		})
 		b.Run(tc.name+"/iceberg-go", func(b *testing.B) {
 			cut := iceberg.Timestamp(expiryNow.Add(-30 * 24 * time.Hour).UnixMicro())
 			for i := 0; i < b.N; i++ {
 				e, tbl := build(b)
+				want := e.unexpiredUntimed(b, tbl)
 				tx := tbl.NewTransaction()
 				if err := tx.Delete(e.ctx, iceberg.LessThan(iceberg.Reference("ts"), cut), nil); err != nil {
 					b.Fatal(err)
@@ -62,7 +74,14 @@ func BenchmarkRecordExpiration(b *testing.B) {
 				if _, err := tx.Commit(e.ctx); err != nil {
 					b.Fatal(err)
 				}
+				check(b, e, want)
 			}
 		})
 	}
+}
+
+func (e *env) unexpiredUntimed(b *testing.B, tbl *table.Table) tablecheck.Fingerprint {
+	b.StopTimer()
+	defer b.StartTimer()
+	return e.unexpired(tbl, "ts")
 }

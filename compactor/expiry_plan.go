@@ -51,10 +51,14 @@ func expirationColumn(meta table.Metadata, cutoff time.Time) (expiryColumn, erro
 		}
 		return expiryColumn{}, fmt.Errorf("%w: set the table property %s to the column whose value is a row's age (%s)", ErrNoExpirationColumn, ExpirationColumnProperty, hint)
 	}
-	f, ok := sc.FindFieldByName(name)
-	if !ok {
+	i := slices.IndexFunc(sc.Fields(), func(f iceberg.NestedField) bool { return f.Name == name })
+	if i < 0 {
+		if _, nested := sc.FindFieldByName(name); nested {
+			return expiryColumn{}, fmt.Errorf("%w: column %q is nested in a struct; record expiration needs a top-level column", ErrNoExpirationColumn, name)
+		}
 		return expiryColumn{}, fmt.Errorf("%w: the table has no column %q (table property %s)", ErrNoExpirationColumn, name, ExpirationColumnProperty)
 	}
+	f := sc.Field(i)
 	if !timeType(f.Type) {
 		return expiryColumn{}, fmt.Errorf("%w: column %q is %s; record expiration needs a date, timestamp, timestamptz, timestamp_ns or timestamptz_ns column", ErrNoExpirationColumn, name, f.Type)
 	}
@@ -97,18 +101,11 @@ func (c expiryColumn) literal() iceberg.Literal {
 	return iceberg.NewLiteral(iceberg.Timestamp(c.cut))
 }
 
-// expired is the row filter of expired rows; kept is the filter of those
-// that stay. Nulls are not expired: a row without an age is kept. Both
-// filters say so themselves, rather than one being the negation of the
-// other, so that no logic of nulls can drop a null row.
+// expired is the row filter of expired rows. A null is not expired: a
+// row without an age is kept.
 func (c expiryColumn) expired() iceberg.BooleanExpression {
 	ref := iceberg.Reference(c.name)
 	return iceberg.NewAnd(iceberg.NotNull(ref), iceberg.LiteralPredicate(iceberg.OpLT, ref, c.literal()))
-}
-
-func (c expiryColumn) kept() iceberg.BooleanExpression {
-	ref := iceberg.Reference(c.name)
-	return iceberg.NewOr(iceberg.IsNull(ref), iceberg.LiteralPredicate(iceberg.OpGTEQ, ref, c.literal()))
 }
 
 // fate is what record expiration does with a data file.

@@ -151,8 +151,23 @@ func TestRecordExpiration(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, tbl := newEnv(t, baseSchema, tc.spec, tc.format)
-			e.fill(e.setColumn(tbl, "ts"), 6, 200)
+			tbl = e.fill(e.setColumn(tbl, "ts"), 6, 200)
+			var lineage map[int64]int64
+			if tc.format == "3" {
+				lineage = e.rowIDs(tbl)
+			}
 			fig := e.checkExpiry(&RecordExpiration{}, "ts")
+			if tc.format == "3" {
+				// The rows that stay keep their row IDs.
+				if len(lineage) == 0 {
+					t.Fatal("setup: the v3 table's rows have no row IDs")
+				}
+				for id, rowID := range e.rowIDs(e.load()) {
+					if lineage[id] != rowID {
+						t.Fatalf("row %d: _row_id %d after, %d before", id, rowID, lineage[id])
+					}
+				}
+			}
 			if fig.FilesRewritten == 0 || tc.dropped != (fig.FilesDropped > 0) {
 				t.Errorf("%d files dropped, %d rewritten", fig.FilesDropped, fig.FilesRewritten)
 			}
@@ -321,4 +336,45 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// rowIDs maps each visible row's id to its _row_id (v3 row lineage); rows
+// without one are left out.
+func (e *env) rowIDs(tbl *table.Table) map[int64]int64 {
+	e.t.Helper()
+	_, it, err := tbl.Scan(table.WithRowLineage()).ToArrowRecords(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[int64]int64{}
+	for rec, err := range it {
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		id := rec.Column(rec.Schema().FieldIndices("id")[0]).(*array.Int64)
+		rowID := rec.Column(rec.Schema().FieldIndices(iceberg.RowIDColumnName)[0]).(*array.Int64)
+		for i := 0; i < id.Len(); i++ {
+			if rowID.IsValid(i) {
+				out[id.Value(i)] = rowID.Value(i)
+			}
+		}
+		rec.Release()
+	}
+	return out
+}
+
+// A timestamp inside a struct is refused: the column must be top-level.
+func TestRecordExpirationNestedColumn(t *testing.T) {
+	sc := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "meta", Type: &iceberg.StructType{FieldList: []iceberg.NestedField{
+			{ID: 3, Name: "at", Type: iceberg.PrimitiveTypes.TimestampTz},
+		}}},
+	)
+	e, tbl := newEnv(t, sc, *iceberg.UnpartitionedSpec, "2")
+	e.setColumn(e.append(tbl, 50), "meta.at")
+	out, _ := e.expire(&RecordExpiration{}, false)
+	if want := `column "meta.at" is nested in a struct`; out.Status != state.Failed || !strings.Contains(out.FailureMessage, want) {
+		t.Fatalf("%s %q, want Failed with %q", out.Status, out.FailureMessage, want)
+	}
 }
