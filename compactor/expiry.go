@@ -181,6 +181,21 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 		return out, nil
 	}
 
+	if opts.DryRun {
+		// A dry run only counts, so it needs no writable storage.
+		for i, rd := range j.read(ctx, tbl, col, groups, target, opts) {
+			switch {
+			case rd.err != nil:
+				return out, fmt.Errorf("record expiration of %s: group %s: %w", t.Table, groups[i].partition, rd.err)
+			case rd.result == nil:
+				fig.FilesUnchanged += len(groups[i].tasks)
+			default:
+				fig.add(*rd.result, rd.expired)
+			}
+		}
+		return out, nil
+	}
+
 	wfs, err := writableFS(ctx, tbl)
 	if err != nil {
 		return out, err
@@ -191,27 +206,21 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 	}
 	rec := &recordingFS{WriteFileIO: wfs}
 	rtbl := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(context.Context) (icebergio.IO, error) { return rec, nil }, cat)
-	reads := j.read(ctx, rtbl, col, groups, target, opts)
-
 	var results []table.CompactionGroupResult
 	expiredBy := map[string]int64{} // first input file → visible rows removed
-	for i, rd := range reads {
-		if rd.err != nil {
+	for i, rd := range j.read(ctx, rtbl, col, groups, target, opts) {
+		switch {
+		case rd.err != nil:
 			rec.removeExcept(nil)
 			return out, fmt.Errorf("record expiration of %s: group %s: %w", t.Table, groups[i].partition, rd.err)
-		}
-		if rd.result == nil {
+		case rd.result == nil:
 			fig.FilesUnchanged += len(groups[i].tasks)
-			continue
+		default:
+			results = append(results, *rd.result)
+			expiredBy[rd.result.OldDataFiles[0].FilePath()] = rd.expired
 		}
-		if opts.DryRun {
-			fig.add(*rd.result, rd.expired)
-			continue
-		}
-		results = append(results, *rd.result)
-		expiredBy[rd.result.OldDataFiles[0].FilePath()] = rd.expired
 	}
-	if opts.DryRun || len(results) == 0 {
+	if len(results) == 0 {
 		return out, nil
 	}
 
