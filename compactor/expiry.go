@@ -221,6 +221,7 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 		}
 	}
 	if len(results) == 0 {
+		rec.removeExcept(nil)
 		return out, nil
 	}
 
@@ -285,27 +286,28 @@ func (j *RecordExpiration) read(ctx context.Context, tbl *table.Table, col expir
 
 func expireGroup(ctx context.Context, tbl *table.Table, col expiryColumn, g expiryGroup, target int64, dryRun bool) expiryRead {
 	var rd expiryRead
-	rd.expired, rd.err = countExpired(ctx, tbl, col, g)
-	if rd.err != nil || rd.expired == 0 {
-		return rd
-	}
 	res := table.CompactionGroupResult{PartitionKey: g.partition, SafePosDeletes: table.CollectSafePositionDeletes(g.tasks),
 		SafeDeletionVectors: table.CollectSafeDeletionVectors(g.tasks), BytesBefore: g.bytes}
 	for _, t := range g.tasks {
 		res.OldDataFiles = append(res.OldDataFiles, t.File)
 	}
-	if !g.drop && !dryRun {
-		// When every visible row expired, nothing is written and the
-		// files go as if dropped.
-		if res.NewDataFiles, rd.err = filterGroup(ctx, tbl, col, g.tasks, target); rd.err != nil {
-			return rd
-		}
+	if g.drop || dryRun {
+		rd.expired, rd.err = countExpired(ctx, tbl, col, g)
+	} else {
+		// Counted while rewriting, so the files are read once. A group in
+		// which nothing expired is not committed; its outputs go with
+		// the run's others that are not. When every visible row expired,
+		// nothing is written and the files go as if dropped.
+		res.NewDataFiles, rd.expired, rd.err = filterGroup(ctx, tbl, col, g.tasks, target)
 	}
-	rd.result = &res
+	if rd.err == nil && rd.expired > 0 {
+		rd.result = &res
+	}
 	return rd
 }
 
-// countExpired counts the visible expired rows of g's files. A dropped
+// countExpired counts the visible expired rows of g's files, for groups
+// that are not rewritten (dropped whole, or in a dry run). A dropped
 // file without deletes holds exactly its record count; the rest are read,
 // with their deletes applied — only the column where no equality delete
 // needs other columns.
@@ -342,7 +344,7 @@ func countExpired(ctx context.Context, tbl *table.Table, col expiryColumn, g exp
 // scan filter: a null stays by construction, and on a v3 table whose files
 // carry row lineage the rows keep their _row_id, which iceberg-go can only
 // synthesise from a file's unfiltered positions.
-func filterGroup(ctx context.Context, tbl *table.Table, col expiryColumn, tasks []table.FileScanTask, target int64) ([]iceberg.DataFile, error) {
+func filterGroup(ctx context.Context, tbl *table.Table, col expiryColumn, tasks []table.FileScanTask, target int64) (files []iceberg.DataFile, expired int64, err error) {
 	var scanOpts []table.ScanOption
 	// The fanout writer, not the clustered one: files of an older spec
 	// may fall into several partitions of the current one.
@@ -354,37 +356,38 @@ func filterGroup(ctx context.Context, tbl *table.Table, col expiryColumn, tasks 
 	}
 	sc, records, err := tbl.Scan(scanOpts...).ReadTasks(ctx, tasks)
 	if err != nil {
-		return nil, fmt.Errorf("read: %w", err)
+		return nil, 0, fmt.Errorf("read: %w", err)
 	}
 	if lineage {
 		// The lineage columns' field IDs must reach the writer.
 		if sc, err = table.SchemaToArrowSchemaWithOptions(iceberg.SchemaWithRowLineage(tbl.Schema()),
 			table.ArrowSchemaOptions{IncludeFieldIDs: true, TableProperties: tbl.Metadata().Properties()}); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	fs, err := tbl.FS(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var files []iceberg.DataFile
-	for df, err := range table.WriteRecords(ctx, tbl, sc, col.keepRows(ctx, records), writeOpts...) {
+	var removed atomic.Int64
+	for df, err := range table.WriteRecords(ctx, tbl, sc, col.keepRows(ctx, records, &removed), writeOpts...) {
 		if err != nil {
-			return files, fmt.Errorf("write: %w", err)
+			return files, 0, fmt.Errorf("write: %w", err)
 		}
 		if df.Count() == 0 {
 			continue
 		}
 		if err := verifyOutput(fs, df); err != nil {
-			return files, err
+			return files, 0, err
 		}
 		files = append(files, df)
 	}
-	return files, nil
+	return files, removed.Load(), nil
 }
 
-// keepRows passes on the rows of each batch that do not expire.
-func (c expiryColumn) keepRows(ctx context.Context, records iter.Seq2[arrow.RecordBatch, error]) iter.Seq2[arrow.RecordBatch, error] {
+// keepRows passes on the rows of each batch that do not expire, and
+// counts those that do into removed.
+func (c expiryColumn) keepRows(ctx context.Context, records iter.Seq2[arrow.RecordBatch, error], removed *atomic.Int64) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
 		for rec, err := range records {
 			if err != nil {
@@ -392,6 +395,9 @@ func (c expiryColumn) keepRows(ctx context.Context, records iter.Seq2[arrow.Reco
 				return
 			}
 			kept, err := c.filterBatch(ctx, rec)
+			if err == nil {
+				removed.Add(rec.NumRows() - kept.NumRows())
+			}
 			rec.Release()
 			if !yield(kept, err) || err != nil {
 				return

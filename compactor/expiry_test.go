@@ -378,3 +378,43 @@ func TestRecordExpirationNestedColumn(t *testing.T) {
 		t.Fatalf("%s %q, want Failed with %q", out.Status, out.FailureMessage, want)
 	}
 }
+
+// Files without column metrics (write.metadata.metrics.default=none) are
+// all read. The first run removes the expired rows; the second reads the
+// files again, finds nothing expired, commits nothing and leaves no
+// output behind.
+func TestRecordExpirationWithoutMetrics(t *testing.T) {
+	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{"write.metadata.metrics.default": "none"}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := tx.Commit(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl = e.fill(e.setColumn(tbl, "ts"), 4, 200)
+	tasks, err := tbl.Scan().PlanFiles(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		if task.File.UpperBoundValues()[3] != nil {
+			t.Fatalf("setup: %s has bounds for ts", task.File.FilePath())
+		}
+	}
+	if fig := e.checkExpiry(&RecordExpiration{}, "ts"); fig.FilesKept != 0 || fig.FilesDropped != 0 {
+		t.Errorf("files decided by bounds they do not have: %+v", fig)
+	}
+	snap, files := e.load().CurrentSnapshot().SnapshotID, countData(t, tbl.Location())
+	out, fig := e.expire(&RecordExpiration{}, false)
+	if out.Status != state.Successful || fig.DeletedRecords != 0 || fig.Commits != 0 || fig.FilesUnchanged == 0 {
+		t.Fatalf("second run: %s %s %+v", out.Status, out.FailureMessage, fig)
+	}
+	if e.load().CurrentSnapshot().SnapshotID != snap {
+		t.Error("the second run committed")
+	}
+	if n := countData(t, tbl.Location()); n != files {
+		t.Errorf("%d files after the second run, %d before: its outputs were left", n, files)
+	}
+}
