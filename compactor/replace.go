@@ -16,7 +16,8 @@ import (
 	"github.com/icekeeper/icekeeper/maintenance"
 )
 
-// replace is one batch's REPLACE snapshot. Its manifests are written once
+// replace is one batch's snapshot (REPLACE for compaction; see job for
+// record expiration's). Its manifests are written once
 // and reused; on every attempt the manifest list is rebuilt on the table's
 // current head (rebased). A lost race with a writer therefore costs a
 // metadata load, the manifests committed since the previous attempt and one
