@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/sourcegraph/conc/pool"
 
@@ -205,7 +204,7 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 		return out, err
 	}
 	rec := &recordingFS{WriteFileIO: wfs}
-	rtbl := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(context.Context) (icebergio.IO, error) { return rec, nil }, cat)
+	rtbl := rec.table(tbl, cat)
 	var results []table.CompactionGroupResult
 	expiredBy := map[string]int64{} // first input file → visible rows removed
 	for i, rd := range j.read(ctx, rtbl, col, groups, target, opts) {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/compactor/merge"
@@ -177,7 +176,7 @@ func (j *Job) RunPart(ctx context.Context, t jobs.Target, raw json.RawMessage) (
 		return nil, err
 	}
 	rec := &recordingFS{WriteFileIO: wfs}
-	rtbl := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(context.Context) (icebergio.IO, error) { return rec, nil }, cat)
+	rtbl := rec.table(tbl, cat)
 	g := planner.Group{Partition: p.Partition, Path: p.Path, InputBytes: p.InputBytes}
 	rw := rewriteGroup(ctx, &merge.Merger{WholeFileBytes: j.wholeFileBytes}, rtbl, tasks, g, p.TargetBytes)
 	out := groupOutput{Path: rw.path}

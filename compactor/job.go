@@ -39,7 +39,6 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/commit"
@@ -222,7 +221,7 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 
 // rewriteHere rewrites every group in this process, then commits them.
 func (j *Job) rewriteHere(ctx context.Context, tbl *table.Table, cat catalog.Catalog, sc scanned, fig *Figures, c *committer, rec *recordingFS, target int64, progress func(int, int)) error {
-	rtbl := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(context.Context) (icebergio.IO, error) { return rec, nil }, cat)
+	rtbl := rec.table(tbl, cat)
 	rewriteStart := time.Now()
 	rws := j.rewrite(ctx, rtbl, sc.tasks, fig.Plan.Groups, target, progress)
 	fig.RewriteMs = time.Since(rewriteStart).Milliseconds()

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/sourcegraph/conc/pool"
@@ -98,6 +99,12 @@ func (r *recordingFS) Create(name string) (icebergio.FileWriter, error) {
 	r.created = append(r.created, name)
 	r.mu.Unlock()
 	return r.WriteFileIO.Create(name)
+}
+
+// table is tbl with its files written through r, so that a rewrite on it
+// is recorded.
+func (r *recordingFS) table(tbl *table.Table, cat catalog.Catalog) *table.Table {
+	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(context.Context) (icebergio.IO, error) { return r, nil }, cat)
 }
 
 // add records files created elsewhere (by a fanned-out group's worker).

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"math/rand/v2"
 	"os/exec"
@@ -93,11 +92,7 @@ func oneTableAcrossReplicas(t *testing.T, bin, victimKind string) {
 	replicas, _ := startReplicas(t, bin, bt.home, stateDSN, bt.catalog, 3, 1, "--fan-out-groups", "16", "--group-parallelism", "2")
 	defer func() { stopReplicas(replicas) }()
 
-	db, err := sql.Open("pgx", stateDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, stateDSN)
 	// Mid-run: the coordinator's job runs and some of its parts are done,
 	// some running.
 	var victim *exec.Cmd

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -178,11 +177,7 @@ func TestKillDuringCommit(t *testing.T) {
 		return exec.Command(bin, "run", "--config", cfgFile, "--table", "local/demo/events", "--job", "icebergCompaction")
 	}
 
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, dsn)
 	lock, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)

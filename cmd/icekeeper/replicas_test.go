@@ -66,11 +66,7 @@ func TestReplicasShareOnePostgres(t *testing.T) {
 
 	// River records which replica works a job; a replica's River ID is
 	// host-pid-random.
-	db, err := sql.Open("pgx", stateDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, stateDSN)
 	var victim *exec.Cmd
 	var victimJob int64
 	deadline := time.Now().Add(2 * time.Minute)
@@ -244,6 +240,18 @@ func stopReplicas(replicas map[int]*exec.Cmd) {
 }
 
 // replicaOf is the replica whose River ID (host-pid-random) is by, or nil.
+// openDB opens the PostgreSQL database at dsn for a test to look into
+// the state store, closed when the test ends.
+func openDB(t *testing.T, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 func replicaOf(replicas map[int]*exec.Cmd, by string) *exec.Cmd {
 	for pid, cmd := range replicas {
 		if strings.Contains(by, fmt.Sprintf("-%d-", pid)) {
