@@ -27,6 +27,9 @@ type committer struct {
 	start   *table.Snapshot
 	deletes deleteIndex
 	policy  commit.Policy
+	// rewritesDeletes marks delete-file compaction's committer (see
+	// replace.rewritesDeletes).
+	rewritesDeletes bool
 
 	batchGroups, busyGroups int
 	batchBytes              int64
@@ -132,7 +135,7 @@ func batchLen(results []table.CompactionGroupResult, maxGroups int, maxBytes int
 // commitBatch commits one batch and adds what it did to out. It returns the
 // table after the commit (nil when nothing committed).
 func (c *committer) commitBatch(ctx context.Context, base *table.Table, batch []table.CompactionGroupResult, out *committed) (*table.Table, commit.Stats, error) {
-	r := newReplace(c.fs, c.locs, c.start, batch, c.deletes, c.job)
+	r := newReplace(c.fs, c.locs, c.start, batch, c.deletes, c.job, c.rewritesDeletes)
 	ident := base.Identifier()
 	var after *table.Table
 	var landed *attempt
@@ -233,6 +236,9 @@ func (c *committer) landed(r *replace, fresh *table.Table, out *committed) (*att
 func (c *committer) verb() string {
 	if c.job == maintenance.RecordExpiration {
 		return "record expiration"
+	}
+	if c.rewritesDeletes {
+		return "delete-file compaction"
 	}
 	return "compaction"
 }

@@ -41,6 +41,7 @@ type Figures struct {
 	Rebases        int      `json:"rebases"`
 	Errors         []string `json:"errors,omitempty"`
 	manifestFigures
+	deleteFigures
 	RewriteMs  int64 `json:"rewriteMs"`
 	CommitMs   int64 `json:"commitMs"`
 	DurationMs int64 `json:"durationMs"`
@@ -107,8 +108,26 @@ func (f *Figures) Text() string {
 	case f.DryRun:
 		fmt.Fprintf(&b, "\n  manifests: %d small ones would be rewritten, sorted by partition", m.ManifestsSmall)
 	}
+	d := f.deleteFigures
+	would := ""
+	if f.DryRun {
+		would = " would be"
+	}
+	for _, g := range d.DeletePlan {
+		fmt.Fprintf(&b, "\n  deletes %s: the position deletes of %d data files, in %d files,%s rewritten into %d", g.Partition, g.DataFiles, g.DeleteFiles, would, g.ExpectedOutputFiles)
+	}
+	for _, s := range d.DeleteSkipped {
+		fmt.Fprintf(&b, "\n  skip deletes %s: %s", s.Partition, s.Reason)
+	}
+	if d.DeleteCommits > 0 || d.DeleteGroupsDropped > 0 {
+		fmt.Fprintf(&b, "\n  deletes: %d partitions rewritten (%d dropped for conflicts), %d delete files and vectors -> %d, %d positions -> %d, %d commits (%d attempts lost to concurrent commits), %d ms",
+			d.DeleteGroupsCommitted, d.DeleteGroupsDropped, d.DeletesRemoved, d.DeletesWritten, d.PositionsIn, d.PositionsOut, d.DeleteCommits, d.DeleteConflicts, d.DeleteMs)
+	}
 	for _, d := range f.Dropped {
 		fmt.Fprintf(&b, "\n  dropped %s", d)
+	}
+	for _, d := range d.DeleteDropped {
+		fmt.Fprintf(&b, "\n  dropped deletes %s", d)
 	}
 	for _, e := range f.Errors {
 		fmt.Fprintf(&b, "\n  error %s", e)

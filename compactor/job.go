@@ -99,13 +99,18 @@ type Settings struct {
 	// MinManifests is how many small data manifests the current snapshot
 	// must have before they are rewritten (0: never).
 	MinManifests int
+	// MinDeleteFiles is how many distinct position delete files a
+	// partition's data files (those no data group takes) must have before
+	// their deletes are rewritten (0: never).
+	MinDeleteFiles int
 }
 
 // SettingsOf picks compaction's settings out of a table's.
 func SettingsOf(s maintenance.Settings) Settings {
 	c := s.For(maintenance.Compaction).Compaction
 	return Settings{TargetFileSizeMB: *c.TargetFileSizeMB, Strategy: c.Strategy,
-		MinFileAge: time.Duration(s.Knobs.MinFileAgeMinutes) * time.Minute, MinManifests: s.Knobs.MinManifestsToRewrite}
+		MinFileAge: time.Duration(s.Knobs.MinFileAgeMinutes) * time.Minute, MinManifests: s.Knobs.MinManifestsToRewrite,
+		MinDeleteFiles: s.Knobs.MinDeleteFilesToRewrite}
 }
 
 // CheckSettings implements jobs.Checker: a strategy the table cannot take
@@ -123,71 +128,115 @@ func (j *Job) CheckSettings(ctx context.Context, t jobs.Target, s maintenance.Se
 }
 
 // Run implements jobs.Job: the manifests, then the data files, whose
-// planning then reads the fewer manifests.
+// planning then reads the fewer manifests, then the position deletes of
+// the data files left alone.
 func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
 	var m manifestFigures
 	begin := time.Now()
-	if err := j.rewriteManifests(ctx, t, SettingsOf(all), opts, &m); err != nil {
+	s := SettingsOf(all)
+	if err := j.rewriteManifests(ctx, t, s, opts, &m); err != nil {
 		return jobs.Outcome{Figures: &Figures{DryRun: opts.DryRun, manifestFigures: m}}, err
 	}
 	m.ManifestMs = time.Since(begin).Milliseconds()
-	out, err := j.compactData(ctx, t, all, opts)
+	out, ds, err := j.compactData(ctx, t, all, opts)
 	fig := out.Figures.(*Figures)
 	fig.manifestFigures = m
 	fig.DurationMs += m.ManifestMs
 	fig.MetadataFilesRemoved += m.metadataRemoved
+	if err == nil && ds.tbl != nil {
+		err = j.deleteStage(ctx, t, s, opts, ds, &fig.deleteFigures)
+		fig.DurationMs += fig.DeleteMs
+	}
 	return out, err
 }
 
-func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
+// dataStage is what the data rewrite leaves to delete-file compaction:
+// the table and scan it planned on, the data files its groups take, and
+// whether it committed (then the deletes are planned on a fresh scan).
+type dataStage struct {
+	tbl       *table.Table
+	sc        scanned
+	taken     map[string]bool
+	committed bool
+}
+
+// deleteStage plans delete-file compaction on what the data rewrite left,
+// and runs it unless this is a dry run.
+func (j *Job) deleteStage(ctx context.Context, t jobs.Target, s Settings, opts jobs.Options, ds dataStage, f *deleteFigures) error {
+	f.DeleteFilesMinimum = s.MinDeleteFiles
+	f.DeletePlan, f.DeleteSkipped = planDeletes(ds.tbl.Metadata(), ds.sc.tasks, ds.sc.deletes.covers, ds.taken, s.MinDeleteFiles)
+	if opts.DryRun || len(f.DeletePlan) == 0 {
+		return nil
+	}
+	tbl, sc := ds.tbl, ds.sc
+	if ds.committed {
+		var err error
+		if tbl, err = t.Bucket.LoadTable(ctx, t.Table); err != nil {
+			return err
+		}
+		if sc, err = scan(ctx, tbl, false); err != nil {
+			return err
+		}
+	}
+	return j.compactDeletes(ctx, t, tbl, sc, s.MinDeleteFiles, f)
+}
+
+func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, dataStage, error) {
 	begin := time.Now()
 	s := SettingsOf(all)
 	targetMB := s.TargetFileSizeMB
 	fig := &Figures{TargetFileSizeMB: targetMB, DryRun: opts.DryRun}
 	out := jobs.Outcome{Figures: fig}
+	var ds dataStage
 	defer func() { fig.DurationMs = time.Since(begin).Milliseconds() }()
 	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
 	if err != nil {
-		return out, err
+		return out, ds, err
 	}
 	if fig.Strategy, err = strategy(s.Strategy, tbl); err != nil {
-		return out, err
+		return out, ds, err
 	}
 	policy, err := j.policy(tbl)
 	if err != nil {
-		return out, fmt.Errorf("compaction of %s: %w", t.Table, err)
+		return out, ds, fmt.Errorf("compaction of %s: %w", t.Table, err)
 	}
 	if tbl.CurrentSnapshot() == nil {
-		return out, nil // an empty table
+		return out, ds, nil // an empty table
 	}
 
 	minAge := s.MinFileAge
 	sc, err := scan(ctx, tbl, minAge > 0)
 	if err != nil {
-		return out, err
+		return out, ds, err
 	}
 	target := int64(targetMB) << 20
 	fig.Plan, err = makePlan(tbl.Metadata(), sc, planOptions{strategy: fig.Strategy, target: target,
 		minInputFiles: j.MinInputFiles, minFileAge: minAge, now: opts.Now})
 	if err != nil {
-		return out, err
+		return out, ds, err
 	}
 	fig.GroupsPlanned = len(fig.Plan.Groups)
+	ds = dataStage{tbl: tbl, sc: sc, taken: map[string]bool{}}
+	for _, g := range fig.Plan.Groups {
+		for _, id := range g.FileIDs {
+			ds.taken[sc.tasks[id].File.FilePath()] = true
+		}
+	}
 	if opts.DryRun || len(fig.Plan.Groups) == 0 {
-		return out, nil
+		return out, ds, nil
 	}
 
 	wfs, err := writableFS(ctx, tbl)
 	if err != nil {
-		return out, err
+		return out, ds, err
 	}
 	cat, err := t.Bucket.Catalog(ctx)
 	if err != nil {
-		return out, err
+		return out, ds, err
 	}
 	c, err := newCommitter(maintenance.Compaction, t, tbl, cat, wfs, sc, policy)
 	if err != nil {
-		return out, err
+		return out, ds, err
 	}
 	c.batchGroups, c.busyGroups = orDefault(j.BatchGroups, c.batchGroups), orDefault(j.BusyBatchGroups, c.busyGroups)
 	if j.BatchBytes > 0 {
@@ -216,7 +265,8 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 		}
 		rec.removeExcept(keep)
 	}
-	return out, err
+	ds.committed = c.done.commits > 0 || c.done.unknown
+	return out, ds, err
 }
 
 // rewriteHere rewrites every group in this process, then commits them.

@@ -39,6 +39,13 @@ type replace struct {
 	// (REPLACE); record expiration's remove some (DELETE, or OVERWRITE
 	// where files are rewritten).
 	job maintenance.JobType
+	// rewritesDeletes is set for delete-file compaction's batches: each
+	// group replaces delete files (SafePosDeletes, SafeDeletionVectors)
+	// with the delete files in NewDataFiles, and has no data files. A
+	// group is dropped when a delete file it replaces is gone, or when a
+	// position delete committed since the start may apply to a data file
+	// its new deletes name (on v3 a data file has at most one vector).
+	rewritesDeletes bool
 
 	groups  []table.CompactionGroupResult
 	dropped map[int]string // group index → why
@@ -99,12 +106,12 @@ func removalKey(df iceberg.DataFile) string {
 	return df.FilePath()
 }
 
-func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *table.Snapshot, batch []table.CompactionGroupResult, deletes deleteIndex, job maintenance.JobType) *replace {
+func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *table.Snapshot, batch []table.CompactionGroupResult, deletes deleteIndex, job maintenance.JobType, rewritesDeletes bool) *replace {
 	r := &replace{
 		staged:  newStaged(fs, locs),
 		startID: start.SnapshotID, startSeq: start.SequenceNumber,
 		props:  iceberg.Properties{"icekeeper.job": string(job)},
-		job:    job,
+		job:    job, rewritesDeletes: rewritesDeletes,
 		groups: batch, dropped: map[int]string{}, deletes: deletes, gone: map[string]bool{},
 		candidates: map[string]int{}, byPartition: map[string][]input{},
 		seen: map[string][]string{}, entries: map[string][]iceberg.ManifestEntry{},
@@ -117,15 +124,54 @@ func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *ta
 			r.byPartition[pk] = append(r.byPartition[pk], input{group: i, path: df.FilePath()})
 		}
 	}
-	for _, g := range safeDeletes(batch, deletes) {
-		for _, d := range g.SafePosDeletes {
-			r.candidates[removalKey(d)] = -1
+	if rewritesDeletes {
+		for i, g := range batch {
+			for _, d := range slices.Concat(g.SafePosDeletes, g.SafeDeletionVectors) {
+				r.candidates[removalKey(d)] = i
+			}
+			for _, d := range g.NewDataFiles {
+				if ref := d.ReferencedDataFile(); ref != nil {
+					pk := partitionKey(d)
+					r.byPartition[pk] = append(r.byPartition[pk], input{group: i, path: *ref})
+				}
+			}
 		}
-		for _, d := range g.SafeDeletionVectors {
-			r.candidates[removalKey(d)] = -1
+	}
+	for _, g := range r.settle(batch) {
+		for _, d := range slices.Concat(g.SafePosDeletes, g.SafeDeletionVectors) {
+			if _, ok := r.candidates[removalKey(d)]; !ok {
+				r.candidates[removalKey(d)] = -1
+			}
 		}
 	}
 	return r
+}
+
+// settle sets the delete files each group of batch removes: for data
+// rewrites those safeDeletes allows, for delete rewrites those planned
+// (planDeletes checked them against the same scan); the first group also
+// removes the dangling ones.
+func (r *replace) settle(batch []table.CompactionGroupResult) []table.CompactionGroupResult {
+	if !r.rewritesDeletes {
+		return safeDeletes(batch, r.deletes)
+	}
+	out := slices.Clone(batch)
+	if len(out) > 0 && len(r.deletes.dangling) > 0 {
+		listed := map[string]bool{}
+		for _, g := range out {
+			for _, d := range g.SafePosDeletes {
+				listed[removalKey(d)] = true
+			}
+		}
+		first := slices.Clone(out[0].SafePosDeletes)
+		for _, d := range r.deletes.dangling {
+			if !listed[removalKey(d)] {
+				first = append(first, d)
+			}
+		}
+		out[0].SafePosDeletes = first
+	}
+	return out
 }
 
 // live returns the groups not dropped, with the delete files they remove.
@@ -138,7 +184,7 @@ func (r *replace) live() ([]table.CompactionGroupResult, []int) {
 			idx = append(idx, i)
 		}
 	}
-	keep = safeDeletes(keep, r.deletes)
+	keep = r.settle(keep)
 	for i := range keep {
 		keep[i].SafePosDeletes = slices.DeleteFunc(keep[i].SafePosDeletes, func(d iceberg.DataFile) bool { return r.gone[removalKey(d)] })
 		keep[i].SafeDeletionVectors = slices.DeleteFunc(slices.Clone(keep[i].SafeDeletionVectors), func(d iceberg.DataFile) bool { return r.gone[removalKey(d)] })
@@ -476,25 +522,34 @@ func (r *replace) writeAdded(meta table.Metadata, groups []table.CompactionGroup
 	if r.added != nil && r.addedFor == key {
 		return nil
 	}
-	bySpec := map[int32][]iceberg.DataFile{}
-	var specs []int32
+	bySpec := map[rewriteKey][]iceberg.DataFile{}
+	var specs []rewriteKey
 	for _, g := range groups {
 		for _, df := range g.NewDataFiles {
-			if _, ok := bySpec[df.SpecID()]; !ok {
-				specs = append(specs, df.SpecID())
+			k := rewriteKey{df.SpecID(), iceberg.ManifestContentData}
+			if df.ContentType() != iceberg.EntryContentData {
+				k.content = iceberg.ManifestContentDeletes
 			}
-			bySpec[df.SpecID()] = append(bySpec[df.SpecID()], df)
+			if _, ok := bySpec[k]; !ok {
+				specs = append(specs, k)
+			}
+			bySpec[k] = append(bySpec[k], df)
 		}
 	}
-	slices.Sort(specs)
-	added := []iceberg.ManifestFile{}
-	for _, id := range specs {
-		spec := meta.PartitionSpecByID(int(id))
-		if spec == nil {
-			return fmt.Errorf("a new file has partition spec %d, which the table does not have", id)
+	slices.SortFunc(specs, func(a, b rewriteKey) int {
+		if a.spec != b.spec {
+			return int(a.spec - b.spec)
 		}
-		f, err := r.writeManifest(meta, *spec, iceberg.ManifestContentData, func(w *iceberg.ManifestWriter) error {
-			for _, df := range bySpec[id] {
+		return int(a.content - b.content)
+	})
+	added := []iceberg.ManifestFile{}
+	for _, k := range specs {
+		spec := meta.PartitionSpecByID(int(k.spec))
+		if spec == nil {
+			return fmt.Errorf("a new file has partition spec %d, which the table does not have", k.spec)
+		}
+		f, err := r.writeManifest(meta, *spec, k.content, func(w *iceberg.ManifestWriter) error {
+			for _, df := range bySpec[k] {
 				seq := r.startSeq
 				if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &r.id, &seq, nil, df)); err != nil {
 					return err
@@ -514,12 +569,26 @@ func (r *replace) writeAdded(meta table.Metadata, groups []table.CompactionGroup
 // summary is the snapshot summary of a replace: what it adds and removes,
 // and the table's totals carried over from head.
 func (r *replace) summary(head *table.Snapshot, groups []table.CompactionGroupResult, deletes []iceberg.DataFile) (*table.Summary, error) {
-	var m struct{ addFiles, addRecs, addSize, delFiles, delRecs, delSize, rmDel, rmPos, rmPosFiles, rmEq, rmEqFiles int64 }
+	var m struct {
+		addFiles, addRecs, addSize, delFiles, delRecs, delSize, rmDel, rmPos, rmPosFiles, rmDVs, rmEq, rmEqFiles int64
+		addDel, addPos, addPosFiles, addDVs                                                                    int64
+	}
 	for _, g := range groups {
 		for _, df := range g.NewDataFiles {
-			m.addFiles++
-			m.addRecs += df.Count()
-			m.addSize += df.FileSizeBytes()
+			switch {
+			case df.ContentType() == iceberg.EntryContentData:
+				m.addFiles++
+				m.addRecs += df.Count()
+			case df.FileFormat() == iceberg.PuffinFile:
+				m.addDel++
+				m.addDVs++
+				m.addPos += df.Count()
+			default:
+				m.addDel++
+				m.addPosFiles++
+				m.addPos += df.Count()
+			}
+			m.addSize += contentSize(df)
 		}
 		for _, df := range g.OldDataFiles {
 			m.delFiles++
@@ -529,10 +598,14 @@ func (r *replace) summary(head *table.Snapshot, groups []table.CompactionGroupRe
 	}
 	for _, d := range deletes {
 		m.rmDel++
-		m.delSize += d.FileSizeBytes()
+		m.delSize += contentSize(d)
 		switch d.ContentType() {
 		case iceberg.EntryContentPosDeletes:
-			m.rmPosFiles++
+			if d.FileFormat() == iceberg.PuffinFile {
+				m.rmDVs++
+			} else {
+				m.rmPosFiles++
+			}
 			m.rmPos += d.Count()
 		case iceberg.EntryContentEqDeletes:
 			m.rmEqFiles++
@@ -554,8 +627,13 @@ func (r *replace) summary(head *table.Snapshot, groups []table.CompactionGroupRe
 	set("deleted-data-files", m.delFiles)
 	set("deleted-records", m.delRecs)
 	set("removed-files-size", m.delSize)
+	set("added-delete-files", m.addDel)
+	set("added-position-delete-files", m.addPosFiles)
+	set("added-dvs", m.addDVs)
+	set("added-position-deletes", m.addPos)
 	set("removed-delete-files", m.rmDel)
 	set("removed-position-delete-files", m.rmPosFiles)
+	set("removed-dvs", m.rmDVs)
 	set("removed-position-deletes", m.rmPos)
 	set("removed-equality-delete-files", m.rmEqFiles)
 	set("removed-equality-deletes", m.rmEq)
@@ -573,8 +651,8 @@ func (r *replace) summary(head *table.Snapshot, groups []table.CompactionGroupRe
 		total("total-data-files", m.addFiles-m.delFiles)
 		total("total-records", m.addRecs-m.delRecs)
 		total("total-files-size", m.addSize-m.delSize)
-		total("total-delete-files", -m.rmDel)
-		total("total-position-deletes", -m.rmPos)
+		total("total-delete-files", m.addDel-m.rmDel)
+		total("total-position-deletes", m.addPos-m.rmPos)
 		total("total-equality-deletes", -m.rmEq)
 	}
 	op := table.OpReplace
@@ -586,6 +664,15 @@ func (r *replace) summary(head *table.Snapshot, groups []table.CompactionGroupRe
 		op = table.OpDelete
 	}
 	return &table.Summary{Operation: op, Properties: p}, nil
+}
+
+// contentSize is the bytes of a file's content: a deletion vector's blob,
+// not the Puffin file it shares with others.
+func contentSize(df iceberg.DataFile) int64 {
+	if df.FileFormat() == iceberg.PuffinFile && df.ContentSizeInBytes() != nil {
+		return *df.ContentSizeInBytes()
+	}
+	return df.FileSizeBytes()
 }
 
 // cleanup removes the files written that keep does not reference (all of

@@ -101,6 +101,13 @@ func (r *recordingFS) Create(name string) (icebergio.FileWriter, error) {
 	return r.WriteFileIO.Create(name)
 }
 
+func (r *recordingFS) WriteFile(name string, p []byte) error {
+	r.mu.Lock()
+	r.created = append(r.created, name)
+	r.mu.Unlock()
+	return r.WriteFileIO.WriteFile(name, p)
+}
+
 // table is tbl with its files written through r, so that a rewrite on it
 // is recorded.
 func (r *recordingFS) table(tbl *table.Table, cat catalog.Catalog) *table.Table {

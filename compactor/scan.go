@@ -49,15 +49,41 @@ func scan(ctx context.Context, tbl *table.Table, withAges bool) (scanned, error)
 		df := task.File
 		sc.files[i] = planner.File{ID: i, Path: df.FilePath(), Partition: partitionKey(df), Label: partitionLabel(meta, df),
 			Format: strings.ToLower(string(df.FileFormat())), SizeBytes: df.FileSizeBytes(), Records: df.Count(),
-			DeleteFiles: len(task.DeleteFiles) + len(task.EqualityDeleteFiles) + len(task.DeletionVectorFiles),
-			OldSpec:     int(df.SpecID()) != meta.DefaultPartitionSpec(),
-			AddedAt:     addedAt[df.FilePath()]}
+			DeleteFiles:     len(task.DeleteFiles) + len(task.EqualityDeleteFiles) + len(task.DeletionVectorFiles),
+			EqualityDeletes: len(task.EqualityDeleteFiles),
+			DeletedRows:     deletedRows(task),
+			OldSpec:         int(df.SpecID()) != meta.DefaultPartitionSpec(),
+			AddedAt:         addedAt[df.FilePath()]}
 	}
 	sc.deletes = attachments(sc.tasks)
 	if sc.deletes.dangling, err = danglingDeletes(ctx, tbl, sc.deletes.covers); err != nil {
 		return sc, err
 	}
 	return sc, nil
+}
+
+// deletedRows is the rows of t's file that position deletes scoped to it
+// alone delete (an upper bound: two may name one row).
+func deletedRows(t table.FileScanTask) int64 {
+	var n int64
+	for _, d := range positionDeletes(t) {
+		if scopedTo(d, t.File.FilePath()) {
+			n += d.Count()
+		}
+	}
+	return min(n, t.File.Count())
+}
+
+// scopedTo reports whether position delete file d names only the data
+// file at path: a deletion vector or a delete file that references it,
+// or one whose file_path bounds are both path.
+func scopedTo(d iceberg.DataFile, path string) bool {
+	if ref := d.ReferencedDataFile(); ref != nil {
+		return *ref == path
+	}
+	lo, hasLo := d.LowerBoundValues()[filePathFieldID]
+	hi, hasHi := d.UpperBoundValues()[filePathFieldID]
+	return hasLo && hasHi && string(lo) == path && string(hi) == path
 }
 
 // wholeFiles joins the scan's splits of one file (a large Parquet file is

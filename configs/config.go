@@ -140,10 +140,19 @@ type CompactionOptions struct {
 	// data manifests (under half of commit.manifest.target-size-bytes),
 	// compaction merges them by partition (default 16; 0 turns it off).
 	MinManifestsToRewrite *int `yaml:"minManifestsToRewrite"`
+	// MinDeleteFilesToRewrite: once the data files of a partition that
+	// compaction does not rewrite have their position deletes in this many
+	// distinct files, those deletes are rewritten into one file per data
+	// file, or one Puffin file on v3 (default 5; 0 turns it off).
+	MinDeleteFilesToRewrite *int `yaml:"minDeleteFilesToRewrite"`
 }
 
 // DefaultMinManifestsToRewrite is compaction.minManifestsToRewrite when unset.
 const DefaultMinManifestsToRewrite = 16
+
+// DefaultMinDeleteFilesToRewrite is compaction.minDeleteFilesToRewrite when
+// unset: Spark's rewrite_position_delete_files starts at 5 input files too.
+const DefaultMinDeleteFilesToRewrite = 5
 
 // Expiration holds snapshot management's opt-in extras; both are off by
 // default, as in S3 Tables, where expiration changes metadata only.

@@ -33,6 +33,7 @@ func (b Bucket) Defaults() maintenance.BucketDefaults {
 	d := maintenance.BucketDefaults{Configs: map[maintenance.JobType]maintenance.Config{}, Knobs: maintenance.Knobs{
 		MinFileAgeMinutes:          b.Compaction.MinFileAgeMinutes,
 		MinManifestsToRewrite:      DefaultMinManifestsToRewrite,
+		MinDeleteFilesToRewrite:    DefaultMinDeleteFilesToRewrite,
 		RetentionMode:              b.TableRetentionProperties,
 		DeleteExpiredFiles:         b.Expiration.DeleteExpiredFiles,
 		PruneUnusedSchemasAndSpecs: b.Expiration.PruneUnusedSchemasAndSpecs,
@@ -41,6 +42,9 @@ func (b Bucket) Defaults() maintenance.BucketDefaults {
 	}}
 	if m := b.Compaction.MinManifestsToRewrite; m != nil {
 		d.Knobs.MinManifestsToRewrite = *m
+	}
+	if m := b.Compaction.MinDeleteFilesToRewrite; m != nil {
+		d.Knobs.MinDeleteFilesToRewrite = *m
 	}
 	for _, t := range maintenance.JobTypes {
 		d.Configs[t] = b.Maintenance.For(t)

@@ -88,6 +88,9 @@ func (c *Config) finish() error {
 		if m := b.Compaction.MinManifestsToRewrite; m != nil && *m < 0 {
 			return errf(p+".compaction.minManifestsToRewrite", "%d is below the minimum 0 (0 turns manifest rewrite off)", *m)
 		}
+		if m := b.Compaction.MinDeleteFilesToRewrite; m != nil && *m < 0 {
+			return errf(p+".compaction.minDeleteFilesToRewrite", "%d is below the minimum 0 (0 turns delete-file compaction off)", *m)
+		}
 		if b.MaxDeletesPerRun < 0 {
 			return errf(p+".maxDeletesPerRun", "%d is below the minimum 0 (0 means the default)", b.MaxDeletesPerRun)
 		}

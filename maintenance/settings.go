@@ -9,6 +9,10 @@ type Knobs struct {
 	// MinManifestsToRewrite: compaction merges the current snapshot's small
 	// data manifests once there are this many (0: never).
 	MinManifestsToRewrite int `json:"minManifestsToRewrite"`
+	// MinDeleteFilesToRewrite: compaction rewrites a partition's position
+	// deletes once the data files it leaves alone have them in this many
+	// distinct files (0: never).
+	MinDeleteFilesToRewrite int `json:"minDeleteFilesToRewrite"`
 	// RetentionMode says how a table's history.expire.* properties combine
 	// with icebergSnapshotManagement's settings: "conservative" (the
 	// default) or "strict".

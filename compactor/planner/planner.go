@@ -4,10 +4,14 @@
 // every rule is tested with tables of inputs, like Thanos' planner.
 //
 // A file is a candidate when it is small (under 75% of the target), too
-// large (over 180% of the target, to be split), carries row-level deletes
-// (applying them is half the point of compaction), or was written under an
-// older partition spec (its rows belong in the current spec's partitions,
-// as Iceberg's own planner decides). Candidates are bin-packed per
+// large (over 180% of the target, to be split), carries equality deletes
+// (only a rewrite applies them), has at least DeleteRatio of its rows
+// position-deleted, or was written under an older partition spec (its
+// rows belong in the current spec's partitions, as Iceberg's own planner
+// decides). A well-sized file with fewer position deletes is not
+// rewritten for them — that would copy a whole file to drop a few rows;
+// compaction rewrites its delete files instead (Iceberg's
+// delete-ratio-threshold, 0.3 there too). Candidates are bin-packed per
 // partition toward the target. A partition with fewer than MinInputFiles
 // candidates is left alone unless deletes, an oversized file or an older
 // spec justify a rewrite, and a group that would rewrite one clean file
@@ -29,6 +33,7 @@ const (
 	LargeRatio         = 1.80
 	DefaultMinInput    = 5
 	DefaultMaxGroupMul = 10 // a group holds at most 10 targets' worth of input
+	DeleteRatio        = 0.3
 )
 
 // File is one data file as the planner sees it.
@@ -41,6 +46,13 @@ type File struct {
 	SizeBytes   int64
 	Records     int64
 	DeleteFiles int // position, equality and deletion-vector files attached
+	// EqualityDeletes counts the equality delete files among them.
+	EqualityDeletes int
+	// DeletedRows is the rows position deletes are known to delete: those
+	// of deletion vectors and of delete files scoped to this file alone. A
+	// delete file over many files does not say how many rows are this
+	// one's, so it adds none, as in Iceberg.
+	DeletedRows int64
 	// OldSpec says the file was written under a partition spec other than
 	// the table's current one.
 	OldSpec bool
@@ -164,14 +176,15 @@ func Make(files []File, opts Options) (Plan, error) {
 		justified := false // deletes or an oversized file justify a rewrite of few files
 		for _, f := range byPart[part] {
 			switch {
-			case f.DeleteFiles > 0, f.OldSpec:
-				cands = append(cands, f)
-				justified = true
-			case f.SizeBytes > large:
+			case f.EqualityDeletes > 0, f.OldSpec, f.SizeBytes > large:
 				cands = append(cands, f)
 				justified = true
 			case f.SizeBytes < small:
 				cands = append(cands, f)
+				justified = justified || f.DeleteFiles > 0
+			case f.DeleteFiles > 0 && float64(f.DeletedRows) >= DeleteRatio*float64(f.Records):
+				cands = append(cands, f)
+				justified = true
 			}
 		}
 		if len(cands) == 0 {

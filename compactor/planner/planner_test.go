@@ -43,7 +43,10 @@ func TestPlan(t *testing.T) {
 		{"too few small files", ids(files("p", 1, 1, 1)), 0, 0, 0, "fewer than the minimum 5"},
 		{"few small files with deletes", withDeletes(ids(files("p", 1, 1)), 0), 1, 1, 2, ""},
 		{"one clean good file is never rewritten", ids(files("p", 110)), 0, 0, 0, ""},
-		{"one file with deletes is rewritten", withDeletes(ids(files("p", 110)), 0), 1, 1, 1, ""},
+		{"a good file with a few position deletes is left to delete-file compaction", withDeletes(ids(files("p", 110)), 0), 0, 0, 0, ""},
+		{"a good file with 30% of its rows position-deleted is rewritten", deleted(ids(files("p", 110)), 0, 3), 1, 1, 1, ""},
+		{"a good file with 20% of its rows position-deleted is not", deleted(ids(files("p", 110)), 0, 2), 0, 0, 0, ""},
+		{"a good file with an equality delete is rewritten", withEqDeletes(ids(files("p", 110)), 0), 1, 1, 1, ""},
 		{"oversized file is split alone", ids(files("p", 400)), 1, 4, 1, ""},
 		{"partitions stay apart", ids(files("a", repeat(1, 5)...), files("b", repeat(1, 5)...)), 2, 2, 10, ""},
 		{"mixed partition: only candidates", ids(files("p", 100, 110, 1, 1, 1, 1, 1)), 1, 1, 5, ""},
@@ -170,6 +173,18 @@ func repeat(v float64, n int) []float64 {
 
 func withDeletes(fs []File, i int) []File {
 	fs[i].DeleteFiles = 1
+	return fs
+}
+
+// deleted gives file i one position delete file scoped to it that deletes
+// rows of its 10.
+func deleted(fs []File, i int, rows int64) []File {
+	fs[i].DeleteFiles, fs[i].DeletedRows = 1, rows
+	return fs
+}
+
+func withEqDeletes(fs []File, i int) []File {
+	fs[i].DeleteFiles, fs[i].EqualityDeletes = 1, 1
 	return fs
 }
 

@@ -1,0 +1,183 @@
+package compactor
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
+)
+
+// deleteTable is a table whose partitions each hold big data files (right
+// for the 1 MB target, so no data rewrite takes them) and one small file,
+// and position deletes over all of them from many commits.
+type deleteTable struct {
+	bigRows   int // rows of one append's big files, all partitions together
+	parts     int // partitions
+	deletes   int // delete commits
+	perCommit int // rows each delete commit deletes in each data file
+	// oneFileEach makes each delete commit delete in one data file only,
+	// so that on v3 the vectors end up in as many Puffin files.
+	oneFileEach bool
+}
+
+func (d deleteTable) fill(e *env, tbl *table.Table) *table.Table {
+	e.t.Helper()
+	first := e.next
+	for range 2 {
+		tbl = e.append(tbl, d.bigRows)
+	}
+	tbl = e.append(tbl, 20*d.parts) // small: the data rewrite takes it
+	last := e.next - 1
+	for k := range d.deletes {
+		var ids []int64
+		for f := range 3 {
+			if d.oneFileEach && f != k%3 {
+				continue
+			}
+			lo := first + int64(f*d.bigRows)
+			if f == 2 {
+				ids = append(ids, last-int64(k)) // in the small file
+				continue
+			}
+			for r := range d.perCommit {
+				ids = append(ids, lo+int64(k*d.perCommit+r)*97%int64(d.bigRows))
+			}
+		}
+		tbl = e.posDelete(tbl, ids...)
+	}
+	return tbl
+}
+
+// deleteShape counts, over the live data files, the delete files applied
+// to each (the most), the distinct delete files (Puffin files counted
+// once), the position-deleted rows the data files lose, and the data files
+// not within the planner's well-sized range of the 1 MB target.
+func deleteShape(e *env, tbl *table.Table) (most, distinct int, deleted int64, misfits []string) {
+	e.t.Helper()
+	tasks, err := tbl.Scan().PlanFiles(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	files := map[string]bool{}
+	for _, t := range wholeFiles(tasks) {
+		pos := positionDeletes(t)
+		most = max(most, len(pos))
+		for _, d := range pos {
+			files[d.FilePath()] = true
+		}
+		deleted += t.File.Count()
+		if s := t.File.FileSizeBytes(); t.File.Count() > 1000 && (s < 3<<18 || s > 18<<20/10) {
+			misfits = append(misfits, t.File.FilePath()+": "+strconv.FormatInt(s, 10)+" bytes")
+		}
+	}
+	fp := e.rows(tbl, 0)
+	return most, len(files), deleted - fp.Rows, misfits
+}
+
+// checkDeleteCompaction runs compaction and asserts what delete-file
+// compaction promises: the same rows now and at the snapshot before, no
+// reachable file missing, one delete file per data file (v2) or one Puffin
+// file (v3), exactly the deleted rows' positions written, and a second run
+// with nothing to do.
+func (e *env) checkDeleteCompaction(job *Job, v3 bool) *Figures {
+	e.t.Helper()
+	before := e.load()
+	fpBefore := e.rows(before, 0)
+	snapBefore := before.CurrentSnapshot().SnapshotID
+	mostBefore, filesBefore, _, misfits := deleteShape(e, before)
+	if len(misfits) > 0 {
+		e.t.Fatalf("the test's big files are not well-sized, so a data rewrite may take them: %v", misfits)
+	}
+	if !v3 && mostBefore < 2 {
+		e.t.Fatalf("the test's data files have at most %d delete files each; it needs more", mostBefore)
+	}
+	out, fig := e.compact(job)
+	if out.Status != state.Successful {
+		e.t.Fatalf("compaction: %s: %s", out.Status, out.FailureMessage)
+	}
+	if fig.DeleteGroupsCommitted == 0 {
+		e.t.Fatalf("no deletes were compacted:\n%s", fig.Text())
+	}
+	after := e.load()
+	if fp := e.rows(after, 0); !fp.Equal(fpBefore) {
+		e.t.Fatalf("visible rows changed: %v after, %v before", fp, fpBefore)
+	}
+	if fp := e.rows(after, snapBefore); !fp.Equal(fpBefore) {
+		e.t.Fatalf("time travel to %d: %v, want %v", snapBefore, fp, fpBefore)
+	}
+	missing, err := tablecheck.MissingFiles(e.ctx, after)
+	if err != nil || len(missing) > 0 {
+		e.t.Fatalf("missing reachable files %v: %v", missing, err)
+	}
+	most, files, deleted, _ := deleteShape(e, after)
+	if most != 1 {
+		e.t.Errorf("a data file has %d delete files after, want 1 (%d before)", most, mostBefore)
+	}
+	if files >= filesBefore {
+		e.t.Errorf("%d delete files after, %d before", files, filesBefore)
+	}
+	if v3 && files != fig.DeleteGroupsCommitted {
+		e.t.Errorf("%d Puffin and delete files after for %d partitions, want one each (%d before)", files, fig.DeleteGroupsCommitted, filesBefore)
+	}
+	if fig.PositionsOut != deleted {
+		e.t.Errorf("%d positions written; the data files lose %d rows to position deletes", fig.PositionsOut, deleted)
+	}
+	if got, want := after.CurrentSnapshot().Summary.Operation, table.OpReplace; got != want {
+		e.t.Errorf("snapshot operation %s, want %s", got, want)
+	}
+	var live int
+	for range liveEntriesOf(e, after, iceberg.ManifestContentDeletes) {
+		live++
+	}
+	if s := after.CurrentSnapshot().Summary.Properties["total-delete-files"]; s != strconv.Itoa(live) {
+		e.t.Errorf("summary total-delete-files %s, the manifests hold %d", s, live)
+	}
+	_, again := e.compact(job)
+	if len(again.DeletePlan) != 0 || again.DeleteCommits != 0 {
+		e.t.Errorf("a second run rewrote deletes again:\n%s", again.Text())
+	}
+	return fig
+}
+
+func liveEntriesOf(e *env, tbl *table.Table, content iceberg.ManifestContent) []iceberg.ManifestEntry {
+	e.t.Helper()
+	var out []iceberg.ManifestEntry
+	for en, err := range liveEntries(e.ctx, tbl, content) {
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, en)
+	}
+	return out
+}
+
+func TestDeleteFileCompaction(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		format string
+		spec   iceberg.PartitionSpec
+		d      deleteTable
+	}{
+		{"v2 unpartitioned", "2", *iceberg.UnpartitionedSpec, deleteTable{bigRows: 60000, parts: 1, deletes: 6, perCommit: 5}},
+		{"v2 in two buckets", "2", iceberg.NewPartitionSpec(pf(1, 1000, "id_bucket", iceberg.BucketTransform{NumBuckets: 2})), deleteTable{bigRows: 120000, parts: 2, deletes: 6, perCommit: 5}},
+		// Two big files whose vectors are in two Puffin files.
+		{"v3 deletion vectors", "3", *iceberg.UnpartitionedSpec, deleteTable{bigRows: 60000, parts: 1, deletes: 6, perCommit: 5, oneFileEach: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, tbl := newEnv(t, baseSchema, tc.spec, tc.format)
+			if tc.format == "3" {
+				e.defaults.Knobs.MinDeleteFilesToRewrite = 2
+			}
+			tc.d.fill(e, tbl)
+			fig := e.checkDeleteCompaction(&Job{}, tc.format == "3")
+			if fig.GroupsCommitted == 0 {
+				t.Errorf("the small file's data rewrite did not commit:\n%s", fig.Text())
+			}
+			t.Log(fig.Text())
+		})
+	}
+}

@@ -1,0 +1,134 @@
+package compactor
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/compactor/planner"
+)
+
+// DeleteGroup is one partition whose position deletes are rewritten: the
+// position delete files and deletion vectors of its data files, merged
+// into one delete file per data file on v2 (file-scoped) or one deletion
+// vector per data file, all in one Puffin file, on v3. Positions that
+// apply to no live data file are dropped on the way.
+type DeleteGroup struct {
+	Partition string `json:"partition"`
+	// DataFiles are the data files whose deletes are rewritten;
+	// DeleteFiles the distinct files their position deletes are in now,
+	// and ExpectedOutputFiles the files they will be in.
+	DataFiles           int `json:"dataFiles"`
+	DeleteFiles         int `json:"deleteFiles"`
+	ExpectedOutputFiles int `json:"expectedOutputFiles"`
+
+	tasks  []table.FileScanTask
+	remove []iceberg.DataFile // the delete files and vectors replaced
+}
+
+// planDeletes picks the partitions whose position deletes are due for a
+// rewrite: the data files of tasks not in taken (those a data rewrite
+// takes), by partition, where their position deletes are in at least
+// minFiles distinct files and the rewrite gains: on v2 a data file has
+// more than one delete file to apply, on v3 the vectors are in more than
+// one Puffin file. It
+// reads metadata only. A partition whose deletes cannot be read (not
+// Parquet or Puffin) is skipped with the reason.
+func planDeletes(meta table.Metadata, tasks []table.FileScanTask, covers map[string][]string, taken map[string]bool, minFiles int) ([]DeleteGroup, []planner.Skip) {
+	if minFiles <= 0 || meta.Version() < 2 {
+		return nil, nil
+	}
+	byPart := map[string][]table.FileScanTask{}
+	var parts []string
+	for _, t := range tasks {
+		if taken[t.File.FilePath()] || len(positionDeletes(t)) == 0 {
+			continue
+		}
+		pk := partitionKey(t.File)
+		if _, ok := byPart[pk]; !ok {
+			parts = append(parts, pk)
+		}
+		byPart[pk] = append(byPart[pk], t)
+	}
+	slices.Sort(parts)
+	var groups []DeleteGroup
+	var skipped []planner.Skip
+	for _, pk := range parts {
+		ts := byPart[pk]
+		label := partitionLabel(meta, ts[0].File)
+		targets := map[string]bool{}
+		for _, t := range ts {
+			targets[t.File.FilePath()] = true
+		}
+		files := map[string]bool{}
+		removed := map[string]bool{}
+		var remove []iceberg.DataFile
+		var unreadable string
+		applied := 0 // delete files applied to data files, summed
+		for _, t := range ts {
+			for _, d := range positionDeletes(t) {
+				applied++
+				files[d.FilePath()] = true
+				if f := d.FileFormat(); f != iceberg.ParquetFile && f != iceberg.PuffinFile {
+					unreadable = fmt.Sprintf("position delete file %s is %s; only Parquet and Puffin are read", d.FilePath(), f)
+				}
+				k := removalKey(d)
+				if removed[k] || !replacedWith(d, covers, targets) {
+					continue
+				}
+				removed[k] = true
+				remove = append(remove, d)
+			}
+		}
+		if unreadable != "" {
+			skipped = append(skipped, planner.Skip{Partition: label, Files: len(ts), Reason: unreadable})
+			continue
+		}
+		// On v2 the rewrite leaves one delete file per data file: it gains
+		// where a data file has more than one to apply. On v3 it leaves
+		// one Puffin file.
+		out, before := len(ts), applied
+		if meta.Version() >= 3 {
+			out, before = 1, len(files)
+		}
+		if len(files) < minFiles || out >= before {
+			continue
+		}
+		groups = append(groups, DeleteGroup{Partition: label, DataFiles: len(ts), DeleteFiles: len(files), ExpectedOutputFiles: out,
+			tasks: ts, remove: remove})
+	}
+	return groups, skipped
+}
+
+// positionDeletes are the position delete files and deletion vectors the
+// scan attached to t's data file.
+func positionDeletes(t table.FileScanTask) []iceberg.DataFile {
+	var out []iceberg.DataFile
+	for _, d := range t.DeleteFiles {
+		if d.ContentType() == iceberg.EntryContentPosDeletes {
+			out = append(out, d)
+		}
+	}
+	return append(out, t.DeletionVectorFiles...)
+}
+
+// replacedWith reports whether the rewrite of targets' deletes replaces d:
+// a deletion vector when its data file is a target, a position delete
+// file when every data file the scan attached it to is. One attached to a
+// file outside the group still applies there and stays; its positions for
+// the targets are carried over all the same.
+func replacedWith(d iceberg.DataFile, covers map[string][]string, targets map[string]bool) bool {
+	if d.FileFormat() == iceberg.PuffinFile {
+		ref := d.ReferencedDataFile()
+		return ref != nil && targets[*ref]
+	}
+	cs := covers[d.FilePath()]
+	for _, p := range cs {
+		if !targets[p] {
+			return false
+		}
+	}
+	return len(cs) > 0
+}

@@ -1,0 +1,185 @@
+package compactor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/dv"
+	"github.com/google/uuid"
+	"github.com/sourcegraph/conc/pool"
+
+	"github.com/icekeeper/icekeeper/compactor/planner"
+	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
+)
+
+// deleteFigures are delete-file compaction's.
+type deleteFigures struct {
+	// DeleteFilesMinimum is how many distinct delete files a partition's
+	// data files must have before their deletes are rewritten (0: never).
+	DeleteFilesMinimum int            `json:"deleteFilesMinimum"`
+	DeletePlan         []DeleteGroup  `json:"deletePlan,omitempty"`
+	DeleteSkipped      []planner.Skip `json:"deleteSkipped,omitempty"`
+	// DeletesRemoved counts the position delete files and deletion
+	// vectors the committed groups replaced, DeletesWritten those they
+	// wrote; PositionsIn and PositionsOut the positions in each. Positions
+	// of data files no longer live, and repeats, are not carried over.
+	DeleteGroupsCommitted int      `json:"deleteGroupsCommitted"`
+	DeleteGroupsDropped   int      `json:"deleteGroupsDropped"`
+	DeletesRemoved        int      `json:"deletesRemoved"`
+	DeletesWritten        int      `json:"deletesWritten"`
+	PositionsIn           int64    `json:"positionsIn"`
+	PositionsOut          int64    `json:"positionsOut"`
+	DeleteCommits         int      `json:"deleteCommits"`
+	DeleteConflicts       int      `json:"deleteConflicts"`
+	DeleteDropped         []string `json:"deleteDropped,omitempty"`
+	DeleteMs              int64    `json:"deleteMs"`
+}
+
+// compactDeletes rewrites the position deletes of the partitions due (see
+// planDeletes) and commits them as REPLACE snapshots with compaction's
+// committer: staged once, rebased on the head, a group dropped when one of
+// the files it replaces was removed meanwhile or a position delete
+// committed meanwhile may apply to one of its data files. sc is the scan
+// of tbl to plan on.
+func (j *Job) compactDeletes(ctx context.Context, t jobs.Target, tbl *table.Table, sc scanned, minFiles int, f *deleteFigures) error {
+	begin := time.Now()
+	defer func() { f.DeleteMs = time.Since(begin).Milliseconds() }()
+	f.DeletePlan, f.DeleteSkipped = planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.covers, nil, minFiles)
+	if len(f.DeletePlan) == 0 {
+		return nil
+	}
+	policy, err := j.policy(tbl)
+	if err != nil {
+		return fmt.Errorf("delete-file compaction of %s: %w", t.Table, err)
+	}
+	rfs, err := tbl.FS(ctx)
+	if err != nil {
+		return err
+	}
+	wfs, err := writableFS(ctx, tbl)
+	if err != nil {
+		return err
+	}
+	cat, err := t.Bucket.Catalog(ctx)
+	if err != nil {
+		return err
+	}
+	c, err := newCommitter(maintenance.Compaction, t, tbl, cat, wfs, sc, policy)
+	if err != nil {
+		return err
+	}
+	c.rewritesDeletes = true
+	c.beforeCommit, c.afterCommit = j.beforeCommit, j.afterCommit
+	if j.commitTable != nil {
+		c.commitTable = j.commitTable
+	}
+	rec := &recordingFS{WriteFileIO: wfs}
+	results, err := j.rewriteDeletes(ctx, rfs, rec, c, tbl.Metadata(), f.DeletePlan)
+	if err == nil {
+		err = c.run(ctx, results)
+	}
+	f.DeleteCommits, f.DeleteConflicts = c.done.commits, c.done.stats.Conflicts
+	f.DeleteGroupsDropped, f.DeleteDropped = len(c.done.dropped), c.done.dropped
+	keep := map[string]bool{}
+	for _, g := range c.done.groups {
+		f.DeleteGroupsCommitted++
+		for _, d := range slices.Concat(g.SafePosDeletes, g.SafeDeletionVectors) {
+			f.DeletesRemoved++
+			f.PositionsIn += d.Count()
+		}
+		for _, d := range g.NewDataFiles {
+			f.DeletesWritten++
+			f.PositionsOut += d.Count()
+			keep[d.FilePath()] = true
+		}
+	}
+	if !c.done.unknown {
+		rec.removeExcept(keep)
+	}
+	return err
+}
+
+// rewriteDeletes writes the merged deletes of each group, Parallelism
+// groups at a time. A delete file that cannot be read fails the run before
+// anything is committed.
+func (j *Job) rewriteDeletes(ctx context.Context, rfs icebergio.IO, wfs icebergio.WriteFileIO, c *committer, meta table.Metadata, groups []DeleteGroup) ([]table.CompactionGroupResult, error) {
+	par := j.Parallelism
+	if par <= 0 {
+		par = 2
+	}
+	run := uuid.New()
+	out := make([]table.CompactionGroupResult, len(groups))
+	p := pool.New().WithContext(ctx).WithMaxGoroutines(par).WithCancelOnError()
+	for i, g := range groups {
+		p.Go(func(ctx context.Context) error {
+			w := newDeleteWriter(wfs, c.locs, meta, fmt.Sprintf("%s-%05d", run, i))
+			r, err := rewriteDeleteGroup(ctx, rfs, w, g)
+			if err != nil {
+				return fmt.Errorf("rewrite deletes of %s: %w", g.Partition, err)
+			}
+			out[i] = r
+			return nil
+		})
+	}
+	return out, p.Wait()
+}
+
+// rewriteDeleteGroup merges, for each of g's data files, the positions of
+// every position delete file and deletion vector attached to it, and
+// writes them anew. Each delete file is read once.
+func rewriteDeleteGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, g DeleteGroup) (table.CompactionGroupResult, error) {
+	res := table.CompactionGroupResult{PartitionKey: g.Partition}
+	read := map[string]map[string][]int64{}
+	for _, t := range g.tasks {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		path := t.File.FilePath()
+		var positions []int64
+		for _, d := range positionDeletes(t) {
+			if d.FileFormat() == iceberg.PuffinFile {
+				bm, err := dv.ReadDV(fs, d)
+				if err != nil {
+					return res, fmt.Errorf("read deletion vector of %s in %s: %w", path, d.FilePath(), err)
+				}
+				for p := range bm.Positions() {
+					positions = append(positions, int64(p))
+				}
+				continue
+			}
+			m, ok := read[d.FilePath()]
+			if !ok {
+				var err error
+				if m, err = readPositionDeletes(fs, d); err != nil {
+					return res, err
+				}
+				read[d.FilePath()] = m
+			}
+			positions = append(positions, m[path]...)
+		}
+		// A position past the file's end deletes nothing.
+		live := slices.DeleteFunc(sortedUnique(positions), func(p int64) bool { return p < 0 || p >= t.File.Count() })
+		if err := w.add(t.File, live); err != nil {
+			return res, err
+		}
+	}
+	files, err := w.finish(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.NewDataFiles = files
+	for _, d := range g.remove {
+		if d.FileFormat() == iceberg.PuffinFile {
+			res.SafeDeletionVectors = append(res.SafeDeletionVectors, d)
+		} else {
+			res.SafePosDeletes = append(res.SafePosDeletes, d)
+		}
+	}
+	return res, nil
+}
