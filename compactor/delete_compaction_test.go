@@ -22,6 +22,8 @@ type deleteTable struct {
 	// oneFileEach makes each delete commit delete in one data file only,
 	// so that on v3 the vectors end up in as many Puffin files.
 	oneFileEach bool
+	// noSmall leaves out the small file, so that no data rewrite runs.
+	noSmall bool
 }
 
 func (d deleteTable) fill(e *env, tbl *table.Table) *table.Table {
@@ -30,7 +32,9 @@ func (d deleteTable) fill(e *env, tbl *table.Table) *table.Table {
 	for range 2 {
 		tbl = e.append(tbl, d.bigRows)
 	}
-	tbl = e.append(tbl, 20*d.parts) // small: the data rewrite takes it
+	if !d.noSmall {
+		tbl = e.append(tbl, 20*d.parts) // small: the data rewrite takes it
+	}
 	last := e.next - 1
 	for k := range d.deletes {
 		var ids []int64
@@ -40,7 +44,9 @@ func (d deleteTable) fill(e *env, tbl *table.Table) *table.Table {
 			}
 			lo := first + int64(f*d.bigRows)
 			if f == 2 {
-				ids = append(ids, last-int64(k)) // in the small file
+				if !d.noSmall {
+					ids = append(ids, last-int64(k)) // in the small file
+				}
 				continue
 			}
 			for r := range d.perCommit {
@@ -179,5 +185,106 @@ func TestDeleteFileCompaction(t *testing.T) {
 			}
 			t.Log(fig.Text())
 		})
+	}
+}
+
+// A writer deletes a row of a big file while delete-file compaction
+// commits. On v2 its delete file stays beside the rewritten ones and the
+// commit lands on the new head; on v3 it replaced the file's deletion
+// vector, so the group is dropped and the next run does it. Either way
+// the rows are the writer's.
+func TestDeleteFileCompactionBesideWriter(t *testing.T) {
+	for _, tc := range []struct {
+		format  string
+		dropped int
+	}{{"2", 0}, {"3", 1}} {
+		t.Run("v"+tc.format, func(t *testing.T) {
+			e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, tc.format)
+			e.defaults.Knobs.MinDeleteFilesToRewrite = 2
+			d := deleteTable{bigRows: 60000, parts: 1, deletes: 4, perCommit: 5, oneFileEach: tc.format == "3", noSmall: true}
+			first := e.next
+			d.fill(e, tbl)
+			var during *table.Table
+			job := &Job{beforeCommit: func(attempt int) {
+				if attempt == 1 {
+					during = e.posDelete(e.append(e.load(), 100), first+59999)
+				}
+			}}
+			_, fig := e.compact(job)
+			if fig.DeleteConflicts == 0 || fig.DeleteGroupsDropped != tc.dropped || fig.DeleteGroupsCommitted != 1-tc.dropped {
+				t.Fatalf("want %d groups dropped after a conflict:\n%s", tc.dropped, fig.Text())
+			}
+			want := e.rows(during, 0)
+			if got := e.rows(e.load(), 0); !got.Equal(want) {
+				t.Fatalf("rows %v, want the writer's %v", got, want)
+			}
+			if tc.dropped > 0 {
+				if _, fig := e.compact(&Job{}); fig.DeleteGroupsCommitted != 1 {
+					t.Fatalf("the next run did not rewrite the deletes:\n%s", fig.Text())
+				}
+				if got := e.rows(e.load(), 0); !got.Equal(want) {
+					t.Fatalf("rows %v after the next run, want %v", got, want)
+				}
+			}
+			missing, err := tablecheck.MissingFiles(e.ctx, e.load())
+			if err != nil || len(missing) > 0 {
+				t.Fatalf("missing reachable files %v: %v", missing, err)
+			}
+		})
+	}
+}
+
+// The same on the REST catalog with SigV4 and S3, with v3's vectors.
+func TestDeleteFileCompactionREST(t *testing.T) {
+	for _, format := range []string{"2", "3"} {
+		t.Run("v"+format, func(t *testing.T) {
+			e, tbl := newRESTEnv(t, baseSchema, iceberg.NewPartitionSpec(pf(1, 1000, "id_bucket", iceberg.BucketTransform{NumBuckets: 2})), format)
+			e.defaults.Knobs.MinDeleteFilesToRewrite = 2
+			deleteTable{bigRows: 120000, parts: 2, deletes: 6, perCommit: 5, oneFileEach: format == "3"}.fill(e, tbl)
+			e.checkDeleteCompaction(&Job{}, format == "3")
+		})
+	}
+}
+
+// The dry run's plan leaves out the data files a data rewrite takes, and
+// a delete file that also applies to one of those is not among the files
+// the rewrite of the others replaces.
+func TestPlanDeletesLeavesSharedDeleteFiles(t *testing.T) {
+	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	tbl = deleteTable{bigRows: 60000, parts: 1, deletes: 6, perCommit: 5}.fill(e, tbl)
+	sc, err := scan(e.ctx, tbl, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := map[string]bool{}
+	for _, task := range sc.tasks {
+		if task.File.Count() < 1000 {
+			small[task.File.FilePath()] = true
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		taken      map[string]bool
+		data, kept int
+	}{
+		{"nothing taken", nil, 3, 0},
+		{"the small file taken", small, 2, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			groups, _ := planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.covers, tc.taken, 5)
+			if len(groups) != 1 {
+				t.Fatalf("%d groups, want 1", len(groups))
+			}
+			g := groups[0]
+			if g.DataFiles != tc.data || g.DeleteFiles != 6 || len(g.remove) != 6-tc.kept {
+				t.Fatalf("%d data files, %d delete files, %d replaced; want %d, 6, %d", g.DataFiles, g.DeleteFiles, len(g.remove), tc.data, 6-tc.kept)
+			}
+		})
+	}
+	if groups, _ := planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.covers, nil, 7); len(groups) != 0 {
+		t.Errorf("6 delete files planned against a minimum of 7")
+	}
+	if groups, _ := planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.covers, nil, 0); len(groups) != 0 {
+		t.Errorf("planned with the minimum 0, which turns it off")
 	}
 }

@@ -44,7 +44,8 @@ type replace struct {
 	// with the delete files in NewDataFiles, and has no data files. A
 	// group is dropped when a delete file it replaces is gone, or when a
 	// position delete committed since the start may apply to a data file
-	// its new deletes name (on v3 a data file has at most one vector).
+	// it writes a deletion vector for: a data file has at most one. A v2
+	// delete file committed meanwhile simply stays beside the new ones.
 	rewritesDeletes bool
 
 	groups  []table.CompactionGroupResult
@@ -110,8 +111,8 @@ func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *ta
 	r := &replace{
 		staged:  newStaged(fs, locs),
 		startID: start.SnapshotID, startSeq: start.SequenceNumber,
-		props:  iceberg.Properties{"icekeeper.job": string(job)},
-		job:    job, rewritesDeletes: rewritesDeletes,
+		props: iceberg.Properties{"icekeeper.job": string(job)},
+		job:   job, rewritesDeletes: rewritesDeletes,
 		groups: batch, dropped: map[int]string{}, deletes: deletes, gone: map[string]bool{},
 		candidates: map[string]int{}, byPartition: map[string][]input{},
 		seen: map[string][]string{}, entries: map[string][]iceberg.ManifestEntry{},
@@ -130,7 +131,7 @@ func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *ta
 				r.candidates[removalKey(d)] = i
 			}
 			for _, d := range g.NewDataFiles {
-				if ref := d.ReferencedDataFile(); ref != nil {
+				if ref := d.ReferencedDataFile(); ref != nil && d.FileFormat() == iceberg.PuffinFile {
 					pk := partitionKey(d)
 					r.byPartition[pk] = append(r.byPartition[pk], input{group: i, path: *ref})
 				}
@@ -571,7 +572,7 @@ func (r *replace) writeAdded(meta table.Metadata, groups []table.CompactionGroup
 func (r *replace) summary(head *table.Snapshot, groups []table.CompactionGroupResult, deletes []iceberg.DataFile) (*table.Summary, error) {
 	var m struct {
 		addFiles, addRecs, addSize, delFiles, delRecs, delSize, rmDel, rmPos, rmPosFiles, rmDVs, rmEq, rmEqFiles int64
-		addDel, addPos, addPosFiles, addDVs                                                                    int64
+		addDel, addPos, addPosFiles, addDVs                                                                      int64
 	}
 	for _, g := range groups {
 		for _, df := range g.NewDataFiles {
