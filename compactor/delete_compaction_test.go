@@ -288,3 +288,39 @@ func TestPlanDeletesLeavesSharedDeleteFiles(t *testing.T) {
 		t.Errorf("planned with the minimum 0, which turns it off")
 	}
 }
+
+// A column added between delete commits, and a branch on the snapshot
+// before: the branch keeps its delete files and rows, main's rows are
+// exact.
+func TestDeleteFileCompactionSchemaChangeAndBranch(t *testing.T) {
+	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	tbl = deleteTable{bigRows: 60000, parts: 1, deletes: 3, perCommit: 5}.fill(e, tbl)
+	tx := tbl.NewTransaction()
+	if err := tx.UpdateSchema(true, false).AddColumn([]string{"extra"}, iceberg.PrimitiveTypes.Float64, "", false, nil).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := tx.Commit(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range 3 {
+		tbl = e.posDelete(tbl, int64(30000+k), int64(90000+k))
+	}
+	cat, err := e.b.Catalog(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := tbl.CurrentSnapshot().SnapshotID
+	if _, _, err := cat.CommitTable(e.ctx, tbl.Identifier(), nil,
+		[]table.Update{table.NewSetSnapshotRefUpdate("audit", snap, table.BranchRef, 0, 0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	fig := e.checkDeleteCompaction(&Job{}, false)
+	after := e.load()
+	if ref := after.Metadata().SnapshotByName("audit"); ref == nil || ref.SnapshotID != snap {
+		t.Fatalf("branch audit moved: %+v", ref)
+	}
+	if after.CurrentSnapshot().SnapshotID == snap || fig.DeleteGroupsCommitted != 1 {
+		t.Fatalf("main did not move:\n%s", fig.Text())
+	}
+}
