@@ -137,7 +137,8 @@ func (f *Figures) Text() string {
 
 // Counters implements jobs.Counter.
 func (f *Figures) Counters() map[string]float64 {
-	return map[string]float64{"bytes_compacted": float64(f.InputBytes), "files_compacted": float64(f.InputFiles), "files_written": float64(f.OutputFiles)}
+	return map[string]float64{"bytes_compacted": float64(f.InputBytes), "files_compacted": float64(f.InputFiles), "files_written": float64(f.OutputFiles),
+		"deletes_rewritten": float64(f.DeletesRemoved)}
 }
 
 // addRewrites counts the rewrite stage.

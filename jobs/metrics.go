@@ -24,9 +24,12 @@ type Counter interface {
 // Counts names the counters a run's figures may report, each with its
 // metric: bytes and files apart, every one present from the start at 0.
 var Counts = map[string]string{
-	"bytes_compacted":   "icekeeper_compaction_input_bytes_total",
-	"files_compacted":   "icekeeper_compaction_input_files_total",
-	"files_written":     "icekeeper_compaction_output_files_total",
+	"bytes_compacted": "icekeeper_compaction_input_bytes_total",
+	"files_compacted": "icekeeper_compaction_input_files_total",
+	"files_written":   "icekeeper_compaction_output_files_total",
+	// Position delete files and deletion vectors that delete-file
+	// compaction replaced.
+	"deletes_rewritten": "icekeeper_compaction_deletes_rewritten_total",
 	"snapshots_expired": "icekeeper_expired_snapshots_total",
 	"refs_removed":      "icekeeper_removed_refs_total",
 	"objects_marked":    "icekeeper_marked_objects_total",
