@@ -107,6 +107,22 @@ func (c *committer) run(ctx context.Context, results []table.CompactionGroupResu
 	return nil
 }
 
+// removeUncommitted removes the files rec recorded that no committed group
+// references — outputs of dropped or failed groups — unless a commit's
+// outcome is unknown: then they stay for unreferenced file removal.
+func (c *committer) removeUncommitted(rec *recordingFS) {
+	if c.done.unknown {
+		return
+	}
+	keep := map[string]bool{}
+	for _, g := range c.done.groups {
+		for _, df := range g.NewDataFiles {
+			keep[df.FilePath()] = true
+		}
+	}
+	rec.removeExcept(keep)
+}
+
 // batchLimit is the most groups the next batch may hold.
 func (c *committer) batchLimit() int {
 	if c.busy {

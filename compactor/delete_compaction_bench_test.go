@@ -36,7 +36,7 @@ func BenchmarkDeleteFileCompaction(b *testing.B) {
 		if got := e.rows(tbl, 0); !got.Equal(want) {
 			b.Fatalf("rows %v, want %v", got, want)
 		}
-		if _, n, _, _ := deleteShape(e, tbl); n != deleteFiles {
+		if _, n, _, _ := deleteShape(e, tbl, want.Rows); n != deleteFiles {
 			b.Fatalf("%d delete files after, want %d", n, deleteFiles)
 		}
 	}

@@ -58,15 +58,7 @@ func (j *Job) compactDeletes(ctx context.Context, t jobs.Target, tbl *table.Tabl
 	if err != nil {
 		return fmt.Errorf("delete-file compaction of %s: %w", t.Table, err)
 	}
-	rfs, err := tbl.FS(ctx)
-	if err != nil {
-		return err
-	}
-	wfs, err := writableFS(ctx, tbl)
-	if err != nil {
-		return err
-	}
-	cat, err := t.Bucket.Catalog(ctx)
+	wfs, cat, err := openWriting(ctx, t, tbl)
 	if err != nil {
 		return err
 	}
@@ -80,13 +72,12 @@ func (j *Job) compactDeletes(ctx context.Context, t jobs.Target, tbl *table.Tabl
 		c.commitTable = j.commitTable
 	}
 	rec := &recordingFS{WriteFileIO: wfs}
-	results, err := j.rewriteDeletes(ctx, rfs, rec, c, tbl.Metadata(), f.DeletePlan)
+	results, err := j.rewriteDeletes(ctx, wfs, rec, c, tbl.Metadata(), f.DeletePlan)
 	if err == nil {
 		err = c.run(ctx, results)
 	}
 	f.DeleteCommits, f.DeleteConflicts = c.done.commits, c.done.stats.Conflicts
 	f.DeleteGroupsDropped, f.DeleteDropped = len(c.done.dropped), c.done.dropped
-	keep := map[string]bool{}
 	for _, g := range c.done.groups {
 		f.DeleteGroupsCommitted++
 		for _, d := range slices.Concat(g.SafePosDeletes, g.SafeDeletionVectors) {
@@ -96,12 +87,9 @@ func (j *Job) compactDeletes(ctx context.Context, t jobs.Target, tbl *table.Tabl
 		for _, d := range g.NewDataFiles {
 			f.DeletesWritten++
 			f.PositionsOut += d.Count()
-			keep[d.FilePath()] = true
 		}
 	}
-	if !c.done.unknown {
-		rec.removeExcept(keep)
-	}
+	c.removeUncommitted(rec)
 	return err
 }
 

@@ -195,11 +195,7 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 		return out, nil
 	}
 
-	wfs, err := writableFS(ctx, tbl)
-	if err != nil {
-		return out, err
-	}
-	cat, err := t.Bucket.Catalog(ctx)
+	wfs, cat, err := openWriting(ctx, t, tbl)
 	if err != nil {
 		return out, err
 	}
@@ -232,16 +228,10 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 	err = c.run(ctx, results)
 	fig.Commits, fig.CommitAttempts, fig.Conflicts, fig.Rebases = c.done.commits, c.done.stats.Attempts, c.done.stats.Conflicts, c.done.rebases
 	fig.Dropped = c.done.dropped
-	keep := map[string]bool{}
 	for _, g := range c.done.groups {
 		fig.add(g, expiredBy[g.OldDataFiles[0].FilePath()])
-		for _, df := range g.NewDataFiles {
-			keep[df.FilePath()] = true
-		}
 	}
-	if !c.done.unknown {
-		rec.removeExcept(keep)
-	}
+	c.removeUncommitted(rec)
 	return out, err
 }
 

@@ -167,11 +167,7 @@ func (j *Job) RunPart(ctx context.Context, t jobs.Target, raw json.RawMessage) (
 	if err != nil {
 		return nil, err
 	}
-	wfs, err := writableFS(ctx, tbl)
-	if err != nil {
-		return nil, err
-	}
-	cat, err := t.Bucket.Catalog(ctx)
+	wfs, cat, err := openWriting(ctx, t, tbl)
 	if err != nil {
 		return nil, err
 	}

@@ -226,11 +226,7 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 		return out, ds, nil
 	}
 
-	wfs, err := writableFS(ctx, tbl)
-	if err != nil {
-		return out, ds, err
-	}
-	cat, err := t.Bucket.Catalog(ctx)
+	wfs, cat, err := openWriting(ctx, t, tbl)
 	if err != nil {
 		return out, ds, err
 	}
@@ -256,15 +252,7 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 		err = j.rewriteHere(ctx, tbl, cat, sc, fig, c, rec, target, opts.Progress)
 	}
 	fig.addCommits(c.done)
-	if !c.done.unknown {
-		keep := map[string]bool{}
-		for _, r := range c.done.groups {
-			for _, df := range r.NewDataFiles {
-				keep[df.FilePath()] = true
-			}
-		}
-		rec.removeExcept(keep)
-	}
+	c.removeUncommitted(rec)
 	ds.committed = c.done.commits > 0 || c.done.unknown
 	return out, ds, err
 }

@@ -47,15 +47,11 @@ func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, s Settings, o
 	if err != nil {
 		return fmt.Errorf("manifest rewrite of %s: %w", t.Table, err)
 	}
-	wfs, err := writableFS(ctx, tbl)
+	wfs, cat, err := openWriting(ctx, t, tbl)
 	if err != nil {
 		return err
 	}
 	locs, err := tbl.LocationProvider()
-	if err != nil {
-		return err
-	}
-	cat, err := t.Bucket.Catalog(ctx)
 	if err != nil {
 		return err
 	}

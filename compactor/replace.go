@@ -2,6 +2,7 @@ package compactor
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -156,21 +157,10 @@ func (r *replace) settle(batch []table.CompactionGroupResult) []table.Compaction
 	if !r.rewritesDeletes {
 		return safeDeletes(batch, r.deletes)
 	}
+	// A dangling delete is attached to no data file, so no group lists it.
 	out := slices.Clone(batch)
-	if len(out) > 0 && len(r.deletes.dangling) > 0 {
-		listed := map[string]bool{}
-		for _, g := range out {
-			for _, d := range g.SafePosDeletes {
-				listed[removalKey(d)] = true
-			}
-		}
-		first := slices.Clone(out[0].SafePosDeletes)
-		for _, d := range r.deletes.dangling {
-			if !listed[removalKey(d)] {
-				first = append(first, d)
-			}
-		}
-		out[0].SafePosDeletes = first
+	if len(out) > 0 {
+		out[0].SafePosDeletes = slices.Concat(out[0].SafePosDeletes, r.deletes.dangling)
 	}
 	return out
 }
@@ -538,10 +528,7 @@ func (r *replace) writeAdded(meta table.Metadata, groups []table.CompactionGroup
 		}
 	}
 	slices.SortFunc(specs, func(a, b rewriteKey) int {
-		if a.spec != b.spec {
-			return int(a.spec - b.spec)
-		}
-		return int(a.content - b.content)
+		return cmp.Or(cmp.Compare(a.spec, b.spec), cmp.Compare(a.content, b.content))
 	})
 	added := []iceberg.ManifestFile{}
 	for _, k := range specs {

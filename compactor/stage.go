@@ -6,9 +6,12 @@ import (
 	"fmt"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+
+	"github.com/icekeeper/icekeeper/jobs"
 )
 
 // staged is what a commit writes before it is attempted — manifests, a
@@ -26,6 +29,20 @@ type staged struct {
 
 func newStaged(fs icebergio.WriteFileIO, locs table.LocationProvider) staged {
 	return staged{fs: fs, locs: locs, id: newSnapshotID(), commitID: uuid.New()}
+}
+
+// openWriting is what a stage that writes to tbl needs: its file system,
+// writable, and the bucket's catalog to commit to.
+func openWriting(ctx context.Context, t jobs.Target, tbl *table.Table) (icebergio.WriteFileIO, catalog.Catalog, error) {
+	wfs, err := writableFS(ctx, tbl)
+	if err != nil {
+		return nil, nil, err
+	}
+	cat, err := t.Bucket.Catalog(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return wfs, cat, nil
 }
 
 // writableFS is tbl's file system, which compaction writes to.
