@@ -206,18 +206,27 @@ func (e *env) checkCompaction(job *Job) *Figures {
 	if fig.GroupsCommitted == 0 || fig.OutputFiles >= fig.InputFiles {
 		e.t.Fatalf("nothing was compacted: %d groups committed, %d files in, %d out", fig.GroupsCommitted, fig.InputFiles, fig.OutputFiles)
 	}
+	e.checkSameRows(fpBefore, snapBefore)
+	return fig
+}
+
+// checkSameRows asserts that the table shows the rows want, now and at
+// snapshot before, and that every file reachable from it exists. It
+// returns the table.
+func (e *env) checkSameRows(want tablecheck.Fingerprint, before int64) *table.Table {
+	e.t.Helper()
 	after := e.load()
-	if fp := e.rows(after, 0); !fp.Equal(fpBefore) {
-		e.t.Fatalf("visible rows changed: %v after, %v before", fp, fpBefore)
+	if fp := e.rows(after, 0); !fp.Equal(want) {
+		e.t.Fatalf("visible rows changed: %v after, %v before", fp, want)
 	}
-	if fp := e.rows(after, snapBefore); !fp.Equal(fpBefore) {
-		e.t.Fatalf("time travel to %d: %v, want %v", snapBefore, fp, fpBefore)
+	if fp := e.rows(after, before); !fp.Equal(want) {
+		e.t.Fatalf("time travel to %d: %v, want %v", before, fp, want)
 	}
 	missing, err := tablecheck.MissingFiles(e.ctx, after)
 	if err != nil || len(missing) > 0 {
 		e.t.Fatalf("missing reachable files %v: %v", missing, err)
 	}
-	return fig
+	return after
 }
 
 var baseSchema = iceberg.NewSchema(0,
