@@ -1,7 +1,9 @@
 package compactor
 
 import (
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/apache/iceberg-go"
@@ -9,6 +11,8 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
+	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // deleteTable is a table whose partitions each hold big data files (right
@@ -303,5 +307,41 @@ func TestDeleteFileCompactionSchemaChangeAndBranch(t *testing.T) {
 	}
 	if after.CurrentSnapshot().SnapshotID == snap || fig.DeleteGroupsCommitted != 1 {
 		t.Fatalf("main did not move:\n%s", fig.Text())
+	}
+}
+
+// A delete file that cannot be read fails the run with its name; nothing
+// is committed, and what the other partition's rewrite wrote is removed.
+func TestDeleteFileCompactionUnreadable(t *testing.T) {
+	e, tbl := newEnv(t, baseSchema, iceberg.NewPartitionSpec(pf(1, 1000, "id_bucket", iceberg.BucketTransform{NumBuckets: 2})), "2")
+	tbl = deleteTable{bigRows: 120000, parts: 2, deletes: 6, perCommit: 5, noSmall: true}.fill(e, tbl)
+	tasks, err := tbl.Scan().PlanFiles(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// In the partition rewritten last, so that the first one has written
+	// its files by then.
+	last := tasks[0]
+	for _, task := range tasks {
+		if partitionKey(task.File) > partitionKey(last.File) {
+			last = task
+		}
+	}
+	bad := last.DeleteFiles[0].FilePath()
+	if err := os.WriteFile(strings.TrimPrefix(bad, "file://"), []byte("not parquet"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := countData(t, tbl.Location())
+	head := tbl.CurrentSnapshot().SnapshotID
+	r := e.runner(&Job{Parallelism: 1})
+	out, err := r.Run(e.ctx, jobs.Target{Bucket: e.b, Table: e.id}, maintenance.Compaction, "test", e.opts)
+	if err != nil || out.Status != state.Failed || !strings.Contains(out.FailureMessage, bad) {
+		t.Fatalf("%s %q, %v; want a failure naming %s", out.Status, out.FailureMessage, err, bad)
+	}
+	if got := e.load().CurrentSnapshot().SnapshotID; got != head {
+		t.Errorf("snapshot %d committed, want none", got)
+	}
+	if n := countData(t, tbl.Location()); n != files {
+		t.Errorf("%d files in data/ after, %d before: outputs left behind", n, files)
 	}
 }

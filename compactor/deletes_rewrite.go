@@ -15,7 +15,6 @@ import (
 
 	"github.com/icekeeper/icekeeper/compactor/planner"
 	"github.com/icekeeper/icekeeper/jobs"
-	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // deleteFigures are delete-file compaction's.
@@ -62,15 +61,11 @@ func (j *Job) compactDeletes(ctx context.Context, t jobs.Target, tbl *table.Tabl
 	if err != nil {
 		return err
 	}
-	c, err := newCommitter(maintenance.Compaction, t, tbl, cat, wfs, sc, policy)
+	c, err := j.newCommitter(t, tbl, cat, wfs, sc, policy)
 	if err != nil {
 		return err
 	}
 	c.rewritesDeletes = true
-	c.beforeCommit, c.afterCommit = j.beforeCommit, j.afterCommit
-	if j.commitTable != nil {
-		c.commitTable = j.commitTable
-	}
 	rec := &recordingFS{WriteFileIO: wfs}
 	results, err := j.rewriteDeletes(ctx, wfs, rec, c, tbl.Metadata(), f.DeletePlan)
 	if err == nil {

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/commit"
@@ -230,17 +231,9 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 	if err != nil {
 		return out, ds, err
 	}
-	c, err := newCommitter(maintenance.Compaction, t, tbl, cat, wfs, sc, policy)
+	c, err := j.newCommitter(t, tbl, cat, wfs, sc, policy)
 	if err != nil {
 		return out, ds, err
-	}
-	c.batchGroups, c.busyGroups = orDefault(j.BatchGroups, c.batchGroups), orDefault(j.BusyBatchGroups, c.busyGroups)
-	if j.BatchBytes > 0 {
-		c.batchBytes = j.BatchBytes
-	}
-	c.beforeCommit, c.afterCommit = j.beforeCommit, j.afterCommit
-	if j.commitTable != nil {
-		c.commitTable = j.commitTable
 	}
 	// Every file the rewrite creates is recorded, so that whatever does
 	// not end up committed — outputs of dropped groups, partial outputs of
@@ -255,6 +248,24 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 	c.removeUncommitted(rec)
 	ds.committed = c.done.commits > 0 || c.done.unknown
 	return out, ds, err
+}
+
+// newCommitter is the committer of a compaction run, with the job's batch
+// bounds and hooks.
+func (j *Job) newCommitter(t jobs.Target, tbl *table.Table, cat catalog.Catalog, wfs icebergio.WriteFileIO, sc scanned, policy commit.Policy) (*committer, error) {
+	c, err := newCommitter(maintenance.Compaction, t, tbl, cat, wfs, sc, policy)
+	if err != nil {
+		return nil, err
+	}
+	c.batchGroups, c.busyGroups = orDefault(j.BatchGroups, c.batchGroups), orDefault(j.BusyBatchGroups, c.busyGroups)
+	if j.BatchBytes > 0 {
+		c.batchBytes = j.BatchBytes
+	}
+	c.beforeCommit, c.afterCommit = j.beforeCommit, j.afterCommit
+	if j.commitTable != nil {
+		c.commitTable = j.commitTable
+	}
+	return c, nil
 }
 
 // rewriteHere rewrites every group in this process, then commits them.
