@@ -91,6 +91,7 @@ buckets:
 		{"bad status", base + `    maintenance: {icebergSnapshotManagement: {status: on}}`, `buckets[0].maintenance.icebergSnapshotManagement.status: "on" is not one of enabled, disabled`},
 		{"snapshots", base + `    maintenance: {icebergSnapshotManagement: {minSnapshotsToKeep: -1}}`, `icebergSnapshotManagement.minSnapshotsToKeep: -1 is below the minimum 1`},
 		{"removal days", base + `    maintenance: {icebergUnreferencedFileRemoval: {nonCurrentDays: 0}}`, `icebergUnreferencedFileRemoval.nonCurrentDays: 0 is below the minimum 1`},
+		{"delete files", base + `    compaction: {minDeleteFilesToRewrite: -1}`, `buckets[0].compaction.minDeleteFilesToRewrite: -1 is below the minimum 0 (0 turns delete-file compaction off)`},
 		{"unknown top key", base + "lisen: x\n", "icekeeper.yaml: lisen: unknown key"},
 		{"unknown nested key", base + `    maintenance: {icebergCompaction: {targetFileSize: 5}}`, "buckets[0].maintenance.icebergCompaction.targetFileSize: unknown key"},
 		{"unknown job type", base + `    maintenance: {compaction: {}}`, "buckets[0].maintenance.compaction: unknown key"},
@@ -181,6 +182,14 @@ buckets:
 	}
 	if cfg.State != "sqlite:///abs/state.db" {
 		t.Errorf("absolute state path changed: %s", cfg.State)
+	}
+	if k := cfg.Buckets[0].Defaults().Knobs; k.MinDeleteFilesToRewrite != DefaultMinDeleteFilesToRewrite || k.MinManifestsToRewrite != DefaultMinManifestsToRewrite {
+		t.Errorf("unset compaction knobs resolve to %+v", k)
+	}
+	off := 0
+	cfg.Buckets[0].Compaction.MinDeleteFilesToRewrite = &off
+	if k := cfg.Buckets[0].Defaults().Knobs; k.MinDeleteFilesToRewrite != 0 {
+		t.Errorf("minDeleteFilesToRewrite: 0 resolves to %d", k.MinDeleteFilesToRewrite)
 	}
 }
 
