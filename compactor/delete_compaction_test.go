@@ -105,6 +105,12 @@ func (e *env) checkDeleteCompaction(job *Job, v3 bool) *Figures {
 	if !v3 && mostBefore < 2 {
 		e.t.Fatalf("the test's data files have at most %d delete files each; it needs more", mostBefore)
 	}
+	e.opts.DryRun = true
+	_, dry := e.compact(job)
+	e.opts.DryRun = false
+	if len(dry.DeletePlan) == 0 || !strings.Contains(dry.Text(), "would be rewritten into") || e.load().CurrentSnapshot().SnapshotID != snapBefore {
+		e.t.Fatalf("the dry run planned no delete rewrite, or changed the table:\n%s", dry.Text())
+	}
 	out, fig := e.compact(job)
 	if out.Status != state.Successful {
 		e.t.Fatalf("compaction: %s: %s", out.Status, out.FailureMessage)
