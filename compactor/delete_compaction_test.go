@@ -132,6 +132,19 @@ func (e *env) checkDeleteCompaction(job *Job, v3 bool) *Figures {
 	if fig.PositionsOut != deleted {
 		e.t.Errorf("%d positions written; the data files lose %d rows to position deletes", fig.PositionsOut, deleted)
 	}
+	// The new deletes are scoped to one file each, so the planner knows
+	// how many rows of each file they delete.
+	sc, err := scan(e.ctx, after, false)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var known int64
+	for _, f := range sc.files {
+		known += f.DeletedRows
+	}
+	if known != deleted {
+		e.t.Errorf("the planner knows of %d deleted rows, the data files lose %d", known, deleted)
+	}
 	if got, want := after.CurrentSnapshot().Summary.Operation, table.OpReplace; got != want {
 		e.t.Errorf("snapshot operation %s, want %s", got, want)
 	}
