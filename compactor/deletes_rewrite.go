@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
@@ -40,19 +39,13 @@ type deleteFigures struct {
 	DeleteMs              int64    `json:"deleteMs"`
 }
 
-// compactDeletes rewrites the position deletes of the partitions due (see
-// planDeletes) and commits them as REPLACE snapshots with compaction's
-// committer: staged once, rebased on the head, a group dropped when one of
-// the files it replaces was removed meanwhile or a position delete
-// committed meanwhile may apply to one of its data files. sc is the scan
-// of tbl to plan on.
-func (j *Job) compactDeletes(ctx context.Context, t jobs.Target, tbl *table.Table, sc scanned, minFiles int, f *deleteFigures) error {
-	begin := time.Now()
-	defer func() { f.DeleteMs = time.Since(begin).Milliseconds() }()
-	f.DeletePlan, f.DeleteSkipped = planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.covers, nil, minFiles)
-	if len(f.DeletePlan) == 0 {
-		return nil
-	}
+// compactDeletes rewrites the position deletes of the partitions in
+// f.DeletePlan, planned on sc, the scan of tbl, and commits them as
+// REPLACE snapshots with compaction's committer: staged once, rebased on
+// the head, a group dropped when one of the files it replaces was removed
+// meanwhile or, on v3, a deletion vector committed meanwhile may apply to
+// one of its data files.
+func (j *Job) compactDeletes(ctx context.Context, t jobs.Target, tbl *table.Table, sc scanned, f *deleteFigures) error {
 	policy, err := j.policy(tbl)
 	if err != nil {
 		return fmt.Errorf("delete-file compaction of %s: %w", t.Table, err)
@@ -92,10 +85,7 @@ func (j *Job) compactDeletes(ctx context.Context, t jobs.Target, tbl *table.Tabl
 // groups at a time. A delete file that cannot be read fails the run before
 // anything is committed.
 func (j *Job) rewriteDeletes(ctx context.Context, rfs icebergio.IO, wfs icebergio.WriteFileIO, c *committer, meta table.Metadata, groups []DeleteGroup) ([]table.CompactionGroupResult, error) {
-	par := j.Parallelism
-	if par <= 0 {
-		par = 2
-	}
+	par := orDefault(j.Parallelism, 2)
 	run := uuid.New()
 	out := make([]table.CompactionGroupResult, len(groups))
 	p := pool.New().WithContext(ctx).WithMaxGoroutines(par).WithCancelOnError()

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/sourcegraph/conc/pool"
 
@@ -105,7 +106,8 @@ func (f *ExpirationFigures) Counters() map[string]float64 {
 	return map[string]float64{"records_expired": float64(f.DeletedRecords), "files_expired": float64(f.DeletedDataFiles)}
 }
 
-// days is the resolved setting, or an error naming what is missing.
+// expirationDays is the resolved setting, or an error naming what is
+// missing.
 func expirationDays(s maintenance.Settings) (int, error) {
 	c := s.For(maintenance.RecordExpiration).RecordExpiration
 	if c == nil || c.Days == nil {
@@ -180,27 +182,16 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 		return out, nil
 	}
 
-	if opts.DryRun {
-		// A dry run only counts, so it needs no writable storage.
-		for i, rd := range j.read(ctx, tbl, col, groups, target, opts) {
-			switch {
-			case rd.err != nil:
-				return out, fmt.Errorf("record expiration of %s: group %s: %w", t.Table, groups[i].partition, rd.err)
-			case rd.result == nil:
-				fig.FilesUnchanged += len(groups[i].tasks)
-			default:
-				fig.add(*rd.result, rd.expired)
-			}
+	// A dry run only counts, so it needs no writable storage; rec then
+	// records nothing.
+	rtbl, rec := tbl, &recordingFS{}
+	var cat catalog.Catalog
+	if !opts.DryRun {
+		if rec.WriteFileIO, cat, err = openWriting(ctx, t, tbl); err != nil {
+			return out, err
 		}
-		return out, nil
+		rtbl = rec.table(tbl, cat)
 	}
-
-	wfs, cat, err := openWriting(ctx, t, tbl)
-	if err != nil {
-		return out, err
-	}
-	rec := &recordingFS{WriteFileIO: wfs}
-	rtbl := rec.table(tbl, cat)
 	var results []table.CompactionGroupResult
 	expiredBy := map[string]int64{} // first input file → visible rows removed
 	for i, rd := range j.read(ctx, rtbl, col, groups, target, opts) {
@@ -210,6 +201,8 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 			return out, fmt.Errorf("record expiration of %s: group %s: %w", t.Table, groups[i].partition, rd.err)
 		case rd.result == nil:
 			fig.FilesUnchanged += len(groups[i].tasks)
+		case opts.DryRun:
+			fig.add(*rd.result, rd.expired)
 		default:
 			results = append(results, *rd.result)
 			expiredBy[rd.result.OldDataFiles[0].FilePath()] = rd.expired
@@ -220,7 +213,7 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 		return out, nil
 	}
 
-	c, err := newCommitter(maintenance.RecordExpiration, t, tbl, cat, wfs, sc, policy)
+	c, err := newCommitter(maintenance.RecordExpiration, t, tbl, cat, rec.WriteFileIO, sc, policy)
 	if err != nil {
 		return out, err
 	}
@@ -259,7 +252,7 @@ func (f *ExpirationFigures) add(g table.CompactionGroupResult, expired int64) {
 func (j *RecordExpiration) read(ctx context.Context, tbl *table.Table, col expiryColumn, groups []expiryGroup, target int64, opts jobs.Options) []expiryRead {
 	out := make([]expiryRead, len(groups))
 	var done atomic.Int64
-	p := pool.New().WithContext(ctx).WithMaxGoroutines(max(j.Parallelism, 2))
+	p := pool.New().WithContext(ctx).WithMaxGoroutines(orDefault(j.Parallelism, 2))
 	for i, g := range groups {
 		p.Go(func(ctx context.Context) error {
 			out[i] = expireGroup(ctx, tbl, col, g, target, opts.DryRun)

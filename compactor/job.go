@@ -167,8 +167,11 @@ type dataStage struct {
 }
 
 // deleteStage plans delete-file compaction on what the data rewrite left,
-// and runs it unless this is a dry run.
+// and runs it unless this is a dry run. When the data rewrite committed,
+// the plan is made again on the table as it is now.
 func (j *Job) deleteStage(ctx context.Context, t jobs.Target, s Settings, opts jobs.Options, ds dataStage, f *deleteFigures) error {
+	begin := time.Now()
+	defer func() { f.DeleteMs = time.Since(begin).Milliseconds() }()
 	f.DeleteFilesMinimum = s.MinDeleteFiles
 	f.DeletePlan, f.DeleteSkipped = planDeletes(ds.tbl.Metadata(), ds.sc.tasks, ds.sc.deletes.covers, ds.taken, s.MinDeleteFiles)
 	if opts.DryRun || len(f.DeletePlan) == 0 {
@@ -183,8 +186,11 @@ func (j *Job) deleteStage(ctx context.Context, t jobs.Target, s Settings, opts j
 		if sc, err = scan(ctx, tbl, false); err != nil {
 			return err
 		}
+		if f.DeletePlan, f.DeleteSkipped = planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.covers, nil, s.MinDeleteFiles); len(f.DeletePlan) == 0 {
+			return nil
+		}
 	}
-	return j.compactDeletes(ctx, t, tbl, sc, s.MinDeleteFiles, f)
+	return j.compactDeletes(ctx, t, tbl, sc, f)
 }
 
 func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, dataStage, error) {

@@ -29,10 +29,7 @@ type rewritten struct {
 // returns one rewritten per group, in plan order. Every output is read
 // back with a second Parquet reader before it may be committed.
 func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, groups []planner.Group, target int64, progress func(int, int)) []rewritten {
-	par := j.Parallelism
-	if par <= 0 {
-		par = 2
-	}
+	par := orDefault(j.Parallelism, 2)
 	out := make([]rewritten, len(groups))
 	merger := &merge.Merger{WholeFileBytes: j.wholeFileBytes}
 	var done atomic.Int64
