@@ -122,6 +122,11 @@ type Bucket struct {
 	// MaxDeletesPerRun caps deletions of unreferenced file removal per
 	// table and run (default 100000), a safety valve.
 	MaxDeletesPerRun int `yaml:"maxDeletesPerRun"`
+	// AllowNestedTables lets unreferenced file removal run on a table
+	// whose location holds other tables' files, or is a namespace or
+	// warehouse directory; it then leaves every other table's prefixes
+	// alone. Without it such a table fails removal, naming the others.
+	AllowNestedTables bool `yaml:"allowNestedTables"`
 	// Namespaces and Tables filter what icekeeper maintains, by glob.
 	Namespaces Filter `yaml:"namespaces"`
 	Tables     Filter `yaml:"tables"`

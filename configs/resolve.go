@@ -39,6 +39,7 @@ func (b Bucket) Defaults() maintenance.BucketDefaults {
 		PruneUnusedSchemasAndSpecs: b.Expiration.PruneUnusedSchemasAndSpecs,
 		SchemeEquivalence:          b.SchemeEquivalence,
 		MaxDeletesPerRun:           b.MaxDeletesPerRun,
+		AllowNestedTables:          b.AllowNestedTables,
 	}}
 	if m := b.Compaction.MinManifestsToRewrite; m != nil {
 		d.Knobs.MinManifestsToRewrite = *m

@@ -27,6 +27,10 @@ type Knobs struct {
 	// MaxDeletesPerRun caps unreferenced file removal's deletions per run
 	// (0: the job's default).
 	MaxDeletesPerRun int `json:"maxDeletesPerRun"`
+	// AllowNestedTables lets unreferenced file removal run on a table
+	// whose location holds other tables (or is a namespace or warehouse
+	// directory), leaving those tables' prefixes alone.
+	AllowNestedTables bool `json:"allowNestedTables,omitempty"`
 }
 
 // BucketDefaults are what a bucket's entry in the configuration file says:

@@ -6,10 +6,16 @@
 // mark can be cleared (restored) during its window.
 //
 // Safety, in the order the code enforces it: gc.enabled=false refuses the
-// table; any unreadable part of the metadata fails the run before anything
-// is marked; a reference that names a listed path through another scheme or
-// authority fails the run; only objects under the table's own prefixes are
-// listed or deleted; deletions are capped per run.
+// table; a table whose location holds other tables, or a namespace or
+// warehouse directory, is refused (or, with allowNestedTables, those
+// tables' prefixes are left alone); any unreadable part of the metadata
+// fails the run before anything is marked; a reference that names a listed
+// path through another scheme or authority fails the run; a file the
+// snapshots need that the listing lacks fails the run; object names are
+// opaque (stored and deleted verbatim, never percent-decoded) and a name
+// with an empty, "." or ".." segment is never marked or deleted; only
+// objects under the table's own prefixes are listed or deleted; deletions
+// are capped per run.
 package orphan
 
 import (
@@ -19,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
@@ -40,6 +47,8 @@ type Job struct {
 	Parallelism int
 	// storage overrides the storage for tests (fault injection).
 	storage func(ctx context.Context, prefix loc) (Storage, error)
+	// locations remembers other tables' prefixes across runs.
+	locations locations
 }
 
 // Type implements jobs.Job.
@@ -50,6 +59,9 @@ type Figures struct {
 	Now        time.Time `json:"now"`
 	DryRun     bool      `json:"dryRun,omitempty"`
 	Prefixes   []string  `json:"prefixes"`
+	// OtherTablePrefixes are other tables' prefixes inside the table's,
+	// left alone (with allowNestedTables).
+	OtherTablePrefixes []string `json:"otherTablePrefixes,omitempty"`
 	References refStats  `json:"references"`
 	Plan
 
@@ -78,8 +90,14 @@ func (f *Figures) Text() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "  listed %d objects (%d bytes) under %s\n", f.Listed, f.ListedBytes, strings.Join(f.Prefixes, ", "))
-	fmt.Fprintf(&b, "  metadata references %d paths there: %d listed, %d not in storage (version hint, removed metadata files)\n",
-		f.References.Paths, f.Referenced, f.References.Paths-f.Referenced)
+	fmt.Fprintf(&b, "  metadata references %d paths there: %d not in storage (version hint, metadata log, statistics)\n",
+		f.References.Paths, f.References.NotInStorage)
+	if f.OtherTables > 0 || len(f.OtherTablePrefixes) > 0 {
+		fmt.Fprintf(&b, "  left alone: %d objects of other tables under %s\n", f.OtherTables, strings.Join(f.OtherTablePrefixes, ", "))
+	}
+	if f.UnsafeNames > 0 {
+		fmt.Fprintf(&b, "  never deleted: %d objects whose names have an empty, . or .. segment\n", f.UnsafeNames)
+	}
 	fmt.Fprintf(&b, "  unreferenced: %d (%d too young to mark, %d already noncurrent, %d protected by restore)\n",
 		f.Unreferenced, f.TooYoung, f.StillPending, f.Protected)
 	fmt.Fprintf(&b, "  %s noncurrent: %d, %s (referenced again): %d, %s: %d (%d bytes)",
@@ -95,6 +113,9 @@ func (f *Figures) Text() string {
 	}
 	for _, p := range f.DeletedPaths {
 		fmt.Fprintf(&b, "\n  delete %s", p)
+	}
+	for _, p := range f.UnsafePaths {
+		fmt.Fprintf(&b, "\n  unsafe %s", p)
 	}
 	for _, e := range f.Errors {
 		fmt.Fprintf(&b, "\n  error  %s", e)
@@ -115,27 +136,30 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 	fig := &Figures{Now: opts.Now.UTC(), DryRun: opts.DryRun}
 	out := jobs.Outcome{Figures: fig}
 	key := t.Key()
-	eq := rules.Equivalence
 
-	_, pfx, refs, err := j.references(ctx, t, eq, &fig.References)
+	v, err := j.view(ctx, t, rules)
 	if err != nil {
 		return out, err
 	}
-	for _, p := range pfx {
+	fig.References = v.stats
+	for _, p := range v.pfx {
 		fig.Prefixes = append(fig.Prefixes, p.String())
+	}
+	for _, p := range v.exclude {
+		fig.OtherTablePrefixes = append(fig.OtherTablePrefixes, p.String())
 	}
 	marks, err := j.Store.Marks(ctx, key)
 	if err != nil {
 		return out, err
 	}
-	pl := newPlanner(rules, opts.Now, refs, marks)
-	for _, p := range pfx {
+	pl := newPlanner(rules, opts.Now, v.refs, v.exclude, marks)
+	for _, p := range v.pfx {
 		st, err := j.storageFor(ctx, t.Bucket, p)
 		if err != nil {
 			return out, err
 		}
 		if err := st.List(ctx, p, func(o Object) error {
-			if !under(o.Loc, pfx) { // a listing must never stray outside
+			if !under(o.Loc, v.pfx) { // a listing must never stray outside
 				return fmt.Errorf("storage listed %s outside the table's prefixes", o.Loc)
 			}
 			pl.observe(o)
@@ -146,12 +170,23 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 	}
 	plan := pl.finish()
 	fig.Plan = plan
+	// Every file the snapshots need must have been listed: if one was
+	// not, storage names objects otherwise than the metadata does, and
+	// what looks unreferenced may be live.
+	unlisted, missing := v.refs.unlisted()
+	fig.References.NotInStorage = unlisted
+	if len(missing) > 0 {
+		return out, missingError(ctx, v.tbl, v.fs, v.pfx, rules.Equivalence, j.Parallelism, v.refs, missing)
+	}
 	fig.MarkedPaths = firstPaths(plan.Mark)
 	fig.UnmarkedPaths = first(plan.Unmark)
 	fig.DeletedPaths = firstPaths(plan.Delete)
 	fig.Marked, fig.Unmarked = len(plan.Mark), len(plan.Unmark)
 	if opts.DryRun {
 		fig.Deleted = len(plan.Delete)
+		for _, m := range plan.Delete {
+			fig.DeletedBytes += m.Size
+		}
 		fig.DurationMs = time.Since(start).Milliseconds()
 		return out, nil
 	}
@@ -178,37 +213,66 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 	return out, nil
 }
 
-// references loads the table and collects its reference set.
-func (j *Job) references(ctx context.Context, t jobs.Target, eq Equivalence, st *refStats) (*table.Table, []loc, *refSet, error) {
+// view is what a run knows of its table: the table, its prefixes, the
+// other tables' prefixes inside them, and the reference set.
+type view struct {
+	tbl     *table.Table
+	fs      icebergio.IO
+	pfx     []loc
+	exclude []loc
+	refs    *refSet
+	stats   refStats
+}
+
+// view loads the table afresh and collects what it owns.
+func (j *Job) view(ctx context.Context, t jobs.Target, rules Rules) (view, error) {
+	var v view
 	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
 	if err != nil {
-		return nil, nil, nil, err
+		return v, err
 	}
 	if err := maintenance.CheckGC(tbl.Properties()); err != nil {
-		return nil, nil, nil, err
+		return v, err
 	}
-	pfx, err := prefixes(tbl.Metadata())
-	if err != nil {
-		return nil, nil, nil, err
+	v.tbl = tbl
+	if v.pfx, err = prefixes(tbl.Metadata()); err != nil {
+		return v, err
 	}
-	fs, err := tbl.FS(ctx)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open file system of %s: %w", tbl.Location(), err)
+	if v.exclude, err = j.sharing(ctx, t, v.pfx, rules.AllowNested); err != nil {
+		return v, err
 	}
-	refs, stats, err := collectRefs(ctx, tbl, fs, pfx, eq, j.Parallelism)
-	*st = stats
-	if err != nil {
-		return nil, nil, nil, err
+	if v.fs, err = tbl.FS(ctx); err != nil {
+		return v, fmt.Errorf("open file system of %s: %w", tbl.Location(), err)
 	}
-	return tbl, pfx, refs, nil
+	v.refs, v.stats, err = collectRefs(ctx, tbl, v.fs, v.pfx, rules.Equivalence, j.Parallelism)
+	return v, err
+}
+
+// keeps says why l may not be deleted on the strength of v, or ""
+// when it may: it must be a clean name under the table's own prefixes,
+// outside every other table's, and no form of it referenced.
+func (v view) keeps(l loc) string {
+	switch {
+	case !l.clean():
+		return "its name has an empty, . or .. segment"
+	case !under(l, v.pfx):
+		return "outside the table's prefixes"
+	case under(l, v.exclude):
+		return "under another table's prefix"
+	}
+	for _, f := range l.forms() {
+		if v.refs.contains(f.key()) {
+			return "referenced"
+		}
+	}
+	return ""
 }
 
 // deleteDue deletes marks that are due, after re-checking each against
 // metadata loaded afresh now: a writer may have committed a reference
 // since the listing (a rollback, a re-registered file).
 func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []state.Mark, fig *Figures) error {
-	var st refStats
-	_, pfx, refs, err := j.references(ctx, t, rules.Equivalence, &st)
+	v, err := j.view(ctx, t, rules)
 	if err != nil {
 		return fmt.Errorf("re-check before deleting: %w", err)
 	}
@@ -221,32 +285,33 @@ func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []s
 	for _, m := range current {
 		stillDue[m.Path] = !m.Protected()
 	}
-	maxDeletes := rules.MaxDeletes
 	var del []loc
 	var sizes = map[string]int64{}
-	var referenced []string
+	var kept []string
 	for _, m := range due {
-		l, err := parseLoc(m.Path)
+		// A mark holds the listed name verbatim: never decode it.
+		l, err := objectLoc(m.Path)
 		if err != nil {
 			return err
 		}
-		switch {
-		case !stillDue[m.Path]:
+		if !stillDue[m.Path] {
 			fig.RecheckKept++
 			continue
-		case !under(l, pfx):
-			return fmt.Errorf("refusing to delete %s: outside the table's prefixes", m.Path)
-		case refs.contains(l.key()):
-			referenced = append(referenced, m.Path)
-		case len(del) >= maxDeletes:
+		}
+		switch why := v.keeps(l); {
+		case why == "outside the table's prefixes":
+			return fmt.Errorf("refusing to delete %s: %s", m.Path, why)
+		case why != "":
+			kept = append(kept, m.Path)
+		case len(del) >= rules.MaxDeletes:
 			fig.CappedDeletes++
 		default:
 			del = append(del, l)
 			sizes[l.String()] = m.Size
 		}
 	}
-	fig.RecheckKept += len(referenced)
-	if _, err := j.Store.DeleteMarks(ctx, t.Key(), referenced); err != nil {
+	fig.RecheckKept += len(kept)
+	if _, err := j.Store.DeleteMarks(ctx, t.Key(), kept); err != nil {
 		return err
 	}
 	var gone []string
@@ -276,23 +341,24 @@ func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []s
 	return nil
 }
 
-// DeleteUnreferenced deletes those of paths that the table's metadata, as
-// loaded now, does not reference and that lie under the table's prefixes;
-// the rest are kept. Snapshot management calls it for the files of the
-// snapshots it expired. It returns how many were deleted.
+// DeleteUnreferenced deletes those of paths (as table metadata names
+// them) that the table's metadata, as loaded now, does not reference, that
+// lie under the table's prefixes and outside every other table's, and whose
+// names storage cannot resolve elsewhere; the rest are kept. Snapshot
+// management calls it for the files of the snapshots it expired. It
+// returns how many were deleted.
 func (j *Job) DeleteUnreferenced(ctx context.Context, t jobs.Target, s maintenance.Settings, paths []string) (int, error) {
-	var st refStats
-	_, pfx, refs, err := j.references(ctx, t, RulesOf(s).Equivalence, &st)
+	v, err := j.view(ctx, t, RulesOf(s))
 	if err != nil {
 		return 0, err
 	}
 	var del []loc
 	for _, p := range paths {
-		l, err := parseLoc(p)
+		l, err := refLoc(p)
 		if err != nil {
 			return 0, err
 		}
-		if under(l, pfx) && !refs.contains(l.key()) {
+		if v.keeps(l) == "" {
 			del = append(del, l)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 
@@ -17,30 +18,61 @@ import (
 var ErrSchemeMismatch = errors.New("referenced path does not match the table location's scheme or authority")
 
 // loc is a storage location split into scheme, authority (bucket) and path.
-// Local paths have scheme "file", no authority and an absolute path.
+// Local paths have scheme "file", no authority and an absolute path. The
+// path of an object location is its key exactly as storage names it, with
+// a leading slash: never percent-decoded, never cleaned. Object names are
+// opaque; reading one as a URI turns "%2e%2e" into "..".
 type loc struct {
 	scheme, authority, path string
 }
 
-func parseLoc(s string) (loc, error) {
+// objectLoc splits a location that icekeeper itself wrote as loc.String
+// (a mark, a listed object): scheme, authority, and the rest verbatim.
+func objectLoc(s string) (loc, error) {
 	if strings.HasPrefix(s, "/") {
 		return loc{scheme: "file", path: s}, nil
 	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return loc{}, fmt.Errorf("parse location %q: %w", s, err)
-	}
-	if u.Scheme == "" {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok || scheme == "" {
 		return loc{}, fmt.Errorf("location %q has no scheme", s)
 	}
-	p := u.Path
-	if u.Opaque != "" {
-		p = u.Opaque
+	scheme = strings.ToLower(scheme)
+	if scheme == "file" {
+		if !strings.HasPrefix(rest, "/") {
+			return loc{}, fmt.Errorf("location %q is not an absolute file location", s)
+		}
+		return loc{scheme: scheme, path: rest}, nil
 	}
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p
+	slash := strings.IndexByte(rest, '/')
+	if slash <= 0 {
+		return loc{}, fmt.Errorf("location %q has no bucket and key", s)
 	}
-	return loc{scheme: strings.ToLower(u.Scheme), authority: u.Host, path: p}, nil
+	return loc{scheme: scheme, authority: rest[:slash], path: rest[slash:]}, nil
+}
+
+// refLoc reads a location written in table metadata the way iceberg-go's
+// FileIO opens it: object store keys verbatim after the bucket (as Java's
+// S3FileIO does too), file: URIs as URIs (percent-decoded) and bare paths
+// verbatim.
+func refLoc(s string) (loc, error) {
+	if strings.HasPrefix(s, "/") {
+		return loc{scheme: "file", path: s}, nil
+	}
+	scheme, _, ok := strings.Cut(s, ":")
+	if ok && strings.EqualFold(scheme, "file") {
+		u, err := url.Parse(s)
+		if err != nil {
+			return loc{}, fmt.Errorf("parse location %q: %w", s, err)
+		}
+		if u.Host != "" && !strings.EqualFold(u.Host, "localhost") {
+			return loc{}, fmt.Errorf("location %q names a file on host %q", s, u.Host)
+		}
+		if !strings.HasPrefix(u.Path, "/") {
+			return loc{}, fmt.Errorf("location %q is not an absolute file location", s)
+		}
+		return loc{scheme: "file", path: u.Path}, nil
+	}
+	return objectLoc(s)
 }
 
 func (l loc) String() string {
@@ -53,6 +85,37 @@ func (l loc) String() string {
 // key is what the reference set stores and listing looks up: the location
 // without its scheme, which callers have already checked or canonicalised.
 func (l loc) key() string { return l.authority + l.path }
+
+// clean reports whether the path has no empty, "." or ".." segment, so
+// that every storage resolves it to itself: a local file system and a
+// posix-backed S3 gateway resolve "a//b", "a/./b" and "a/../b" to another
+// name than the one listed, AWS S3 does not. Only clean objects are ever
+// deleted.
+func (l loc) clean() bool {
+	return l.path != "/" && path.Clean(l.path) == l.path
+}
+
+// forms are the names under which storage may list the object a
+// reference names: the reference as written, and its cleaned form, as a
+// local file system or a posix-backed S3 gateway resolves it. Keeping
+// every form referenced can only keep more objects, never fewer.
+func (l loc) forms() []loc {
+	c := l
+	c.path = path.Clean(l.path)
+	if strings.HasSuffix(l.path, "/") && c.path != "/" {
+		c.path += "/"
+	}
+	if c.path == l.path {
+		return []loc{l}
+	}
+	return []loc{l, c}
+}
+
+// within reports whether l is below p by whole segments: p.path ends in a
+// slash, and the two share scheme and authority.
+func (l loc) within(p loc) bool {
+	return l.scheme == p.scheme && l.authority == p.authority && strings.HasPrefix(l.path, p.path)
+}
 
 // Equivalence lists groups of schemes that name the same storage, e.g.
 // {{"s3", "s3a", "s3n"}}. Without a group, schemes must be equal.
@@ -82,13 +145,24 @@ func prefixes(meta table.Metadata) ([]loc, error) {
 			raw = append(raw, v)
 		}
 	}
+	return dirs(raw)
+}
+
+// dirs turns locations into listing prefixes: each ends in a slash, none
+// is the root of its storage, none lies inside another.
+func dirs(raw []string) ([]loc, error) {
 	var out []loc
 	for _, r := range raw {
-		l, err := parseLoc(r)
+		l, err := refLoc(r)
 		if err != nil {
 			return nil, err
 		}
-		if l.path == "/" || l.path == "" {
+		if l.scheme == "file" {
+			// The file system resolves the location as it resolves the
+			// files below it.
+			l.path = path.Clean(l.path)
+		}
+		if strings.Trim(l.path, "/") == "" {
 			return nil, fmt.Errorf("refusing to treat the root of %s as a table location", r)
 		}
 		if !strings.HasSuffix(l.path, "/") {
@@ -99,13 +173,7 @@ func prefixes(meta table.Metadata) ([]loc, error) {
 	slices.SortFunc(out, func(a, b loc) int { return strings.Compare(a.String(), b.String()) })
 	var kept []loc
 	for _, l := range out {
-		covered := false
-		for _, k := range kept {
-			if k.scheme == l.scheme && k.authority == l.authority && strings.HasPrefix(l.path, k.path) {
-				covered = true
-			}
-		}
-		if !covered {
+		if !slices.ContainsFunc(kept, l.within) {
 			kept = append(kept, l)
 		}
 	}
@@ -113,37 +181,36 @@ func prefixes(meta table.Metadata) ([]loc, error) {
 }
 
 // classify places a referenced path relative to the table's prefixes. It
-// returns the canonical key and true when the path is under a prefix; false
-// when it is outside every prefix (never listed, never deleted); and
-// ErrSchemeMismatch when its path is under a prefix's path but its scheme
-// or authority differs without a configured equivalence.
-func classify(ref string, pfx []loc, eq Equivalence) (string, bool, error) {
-	l, err := parseLoc(ref)
+// returns the keys under which the referenced object may be listed (see
+// forms) that lie under a prefix; none when the path is outside every
+// prefix (never listed, never deleted); and ErrSchemeMismatch when its
+// path is under a prefix's path but its scheme or authority differs
+// without a configured equivalence.
+func classify(ref string, pfx []loc, eq Equivalence) ([]string, error) {
+	l, err := refLoc(ref)
 	if err != nil {
-		return "", false, err
+		return nil, err
 	}
-	for _, p := range pfx {
-		if !strings.HasPrefix(l.path, p.path) {
-			continue
+	var keys []string
+	for _, f := range l.forms() {
+		for _, p := range pfx {
+			if !strings.HasPrefix(f.path, p.path) {
+				continue
+			}
+			if f.authority == p.authority && eq.same(f.scheme, p.scheme) {
+				keys = append(keys, f.key())
+				break
+			}
+			if f.scheme == "file" && p.scheme == "file" {
+				continue
+			}
+			return nil, fmt.Errorf("%w: %s is referenced, but the table's files are listed under %s", ErrSchemeMismatch, ref, p)
 		}
-		if l.authority == p.authority && eq.same(l.scheme, p.scheme) {
-			return l.key(), true, nil
-		}
-		if l.scheme == "file" && p.scheme == "file" {
-			continue
-		}
-		return "", false, fmt.Errorf("%w: %s is referenced, but the table's files are listed under %s", ErrSchemeMismatch, ref, p)
 	}
-	return "", false, nil
+	return keys, nil
 }
 
-// under reports whether the listed object at l is inside one of the prefixes
-// (same scheme and authority, path below the prefix).
+// under reports whether the listed object at l is inside one of the prefixes.
 func under(l loc, pfx []loc) bool {
-	for _, p := range pfx {
-		if l.scheme == p.scheme && l.authority == p.authority && strings.HasPrefix(l.path, p.path) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(pfx, l.within)
 }

@@ -22,8 +22,8 @@ func TestClassify(t *testing.T) {
 		{"oss://b/wh/db/events/data/x.parquet", Equivalence{{"s3", "s3a"}}, false, true},
 		{"s3://alias--table-s3/wh/db/events/data/x.parquet", nil, false, true}, // another authority, same path
 	} {
-		_, inside, err := classify(tc.ref, pfx, tc.eq)
-		if inside != tc.inside || (err != nil) != tc.err {
+		keys, err := classify(tc.ref, pfx, tc.eq)
+		if inside := len(keys) > 0; inside != tc.inside || (err != nil) != tc.err {
 			t.Errorf("classify(%s, %v) = %v, %v; want inside=%v err=%v", tc.ref, tc.eq, inside, err, tc.inside, tc.err)
 		}
 		if err != nil && (!errors.Is(err, ErrSchemeMismatch) || !strings.Contains(err.Error(), tc.ref)) {
@@ -49,19 +49,86 @@ func TestUnderRespectsBoundaries(t *testing.T) {
 	}
 }
 
-func TestParseLoc(t *testing.T) {
+func TestRefLoc(t *testing.T) {
 	for in, want := range map[string]loc{
-		"s3://bucket/a/b": {"s3", "bucket", "/a/b"},
-		"file:///tmp/x":   {"file", "", "/tmp/x"},
-		"/tmp/x":          {"file", "", "/tmp/x"},
-		"S3A://bucket/k":  {"s3a", "bucket", "/k"},
+		"s3://bucket/a/b":           {"s3", "bucket", "/a/b"},
+		"S3A://bucket/k":            {"s3a", "bucket", "/k"},
+		"s3://b/t/a%20b.parquet":    {"s3", "b", "/t/a%20b.parquet"}, // keys are opaque, as iceberg-go reads them
+		"s3://b/t//data/x":          {"s3", "b", "/t//data/x"},
+		"file:///tmp/x":             {"file", "", "/tmp/x"},
+		"file:/tmp/x":               {"file", "", "/tmp/x"}, // Hadoop's spelling
+		"file:///tmp/a%20b.parquet": {"file", "", "/tmp/a b.parquet"},
+		"/tmp/x":                    {"file", "", "/tmp/x"},
+		"/tmp/a%20b":                {"file", "", "/tmp/a%20b"},
 	} {
-		got, err := parseLoc(in)
+		got, err := refLoc(in)
 		if err != nil || got != want {
-			t.Errorf("parseLoc(%q) = %+v, %v; want %+v", in, got, err, want)
+			t.Errorf("refLoc(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
-	if _, err := parseLoc("relative/path"); err == nil {
-		t.Error("a relative path was accepted")
+	for _, bad := range []string{"relative/path", "s3://bucket", "s3:///key", "file://host/tmp/x"} {
+		if _, err := refLoc(bad); err == nil {
+			t.Errorf("refLoc(%q) was accepted", bad)
+		}
+	}
+}
+
+// A mark holds a listed name verbatim; reading it back must give the same
+// name, never a percent-decoded one that storage resolves elsewhere.
+func TestObjectLocIsVerbatim(t *testing.T) {
+	for _, l := range []loc{
+		{"file", "", "/wh/t/%2e%2e/victim/keep.parquet"},
+		{"s3", "b", "/wh/t/%2e%2e/%2E%2E/x"},
+		{"s3", "b", "/wh/t/q\"uote%5C.parquet"},
+		{"oss", "b", "/wh/t/café %25.parquet"},
+	} {
+		got, err := objectLoc(l.String())
+		if err != nil || got != l {
+			t.Errorf("objectLoc(%q) = %+v, %v; want %+v", l.String(), got, err, l)
+		}
+	}
+}
+
+func TestCleanAndForms(t *testing.T) {
+	for p, clean := range map[string]bool{
+		"/t/data/x":      true,
+		"/t/%2e%2e/x":    true, // a literal name: deleted as such
+		"/t//data/x":     false,
+		"/t/./data/x":    false,
+		"/t/data/../x":   false,
+		"/t/data/x/":     false, // a directory marker
+		"/t/data/x/..":   false,
+		"/":              false,
+		"/t/data/x.json": true,
+	} {
+		if got := (loc{"s3", "b", p}).clean(); got != clean {
+			t.Errorf("clean(%s) = %v, want %v", p, got, clean)
+		}
+	}
+	forms := loc{"s3", "b", "/t//data/./x"}.forms()
+	if len(forms) != 2 || forms[0].path != "/t//data/./x" || forms[1].path != "/t/data/x" {
+		t.Errorf("forms = %+v", forms)
+	}
+	if f := (loc{"s3", "b", "/t/data/x"}).forms(); len(f) != 1 {
+		t.Errorf("a clean location has forms %+v", f)
+	}
+}
+
+// A reference through "//" or "/./" is referenced under both its literal
+// key (AWS S3) and its clean one (a file system, a posix-backed gateway).
+func TestClassifyForms(t *testing.T) {
+	pfx := []loc{{scheme: "s3", authority: "b", path: "/wh/t/"}}
+	keys, err := classify("s3://b/wh/t//data/x.parquet", pfx, nil)
+	if err != nil || len(keys) != 2 || keys[0] != "b/wh/t//data/x.parquet" || keys[1] != "b/wh/t/data/x.parquet" {
+		t.Errorf("keys %v, %v", keys, err)
+	}
+	// "..": the literal key is inside, the resolved one is not.
+	keys, err = classify("s3://b/wh/t/data/../../u/x.parquet", pfx, nil)
+	if err != nil || len(keys) != 1 || keys[0] != "b/wh/t/data/../../u/x.parquet" {
+		t.Errorf("keys %v, %v", keys, err)
+	}
+	fpfx, _ := dirs([]string{"file:///wh//t/"})
+	if len(fpfx) != 1 || fpfx[0].path != "/wh/t/" {
+		t.Errorf("a file location is not cleaned: %+v", fpfx)
 	}
 }

@@ -13,6 +13,9 @@ type Rules struct {
 	NonCurrentAge   time.Duration // a mark older than this is deleted
 	Equivalence     Equivalence   // schemes that name the same storage
 	MaxDeletes      int           // deletions per run at most
+	// AllowNested runs removal on a table whose location holds other
+	// tables, leaving their prefixes alone; without it such a table fails.
+	AllowNested bool
 }
 
 // RulesOf picks unreferenced file removal's rules out of a table's settings.
@@ -23,6 +26,7 @@ func RulesOf(s maintenance.Settings) Rules {
 		NonCurrentAge:   time.Duration(*c.NonCurrentDays) * 24 * time.Hour,
 		Equivalence:     Equivalence(s.Knobs.SchemeEquivalence),
 		MaxDeletes:      s.Knobs.MaxDeletesPerRun,
+		AllowNested:     s.Knobs.AllowNestedTables,
 	}
 	if r.MaxDeletes <= 0 {
 		r.MaxDeletes = DefaultMaxDeletesPerRun
@@ -33,11 +37,12 @@ func RulesOf(s maintenance.Settings) Rules {
 // planner decides, object by object as the listing streams in, what
 // happens to each: it holds the existing marks, not the listing.
 type planner struct {
-	rules Rules
-	now   time.Time
-	refs  *refSet
-	marks map[string]state.Mark // existing marks by path
-	seen  map[string]bool       // marked paths seen in the listing
+	rules   Rules
+	now     time.Time
+	refs    *refSet
+	exclude []loc                 // other tables' prefixes inside this table's
+	marks   map[string]state.Mark // existing marks by path
+	seen    map[string]bool       // marked paths seen in the listing
 
 	plan Plan
 }
@@ -51,6 +56,14 @@ type Plan struct {
 	TooYoung     int   `json:"tooYoung"`     // unreferenced, younger than unreferencedDays
 	StillPending int   `json:"stillPending"` // marked, younger than nonCurrentDays
 	Protected    int   `json:"protected"`    // unreferenced, kept because an operator restored it
+	// UnsafeNames are objects whose key storage may resolve to another
+	// name (an empty, "." or ".." segment): never marked, never deleted.
+	UnsafeNames int `json:"unsafeNames"`
+	// OtherTables are objects under another table's prefix (with
+	// allowNestedTables): left alone.
+	OtherTables int `json:"otherTables"`
+
+	UnsafePaths []string `json:"unsafePaths,omitempty"` // the first of UnsafeNames
 
 	Mark     []state.Mark `json:"-"` // newly unreferenced and old enough
 	Unmark   []string     `json:"-"` // marked or protected, but referenced again
@@ -58,8 +71,8 @@ type Plan struct {
 	Vanished []string     `json:"-"` // marked or protected, but no longer in storage
 }
 
-func newPlanner(rules Rules, now time.Time, refs *refSet, marks []state.Mark) *planner {
-	p := &planner{rules: rules, now: now, refs: refs, marks: map[string]state.Mark{}, seen: map[string]bool{}}
+func newPlanner(rules Rules, now time.Time, refs *refSet, exclude []loc, marks []state.Mark) *planner {
+	p := &planner{rules: rules, now: now, refs: refs, exclude: exclude, marks: map[string]state.Mark{}, seen: map[string]bool{}}
 	for _, m := range marks {
 		p.marks[m.Path] = m
 	}
@@ -75,13 +88,34 @@ func (p *planner) observe(o Object) {
 	if marked {
 		p.seen[path] = true
 	}
-	if p.refs.contains(o.Loc.key()) {
+	if p.refs.see(o.Loc.key()) {
 		p.plan.Referenced++
 		if marked {
 			p.plan.Unmark = append(p.plan.Unmark, path)
 		}
 		return
 	}
+	// Neither kind may carry a mark; one left by an earlier version is
+	// dropped.
+	switch {
+	case !o.Loc.clean():
+		p.plan.UnsafeNames++
+		if len(p.plan.UnsafePaths) < listedPaths {
+			p.plan.UnsafePaths = append(p.plan.UnsafePaths, path)
+		}
+	case under(o.Loc, p.exclude):
+		p.plan.OtherTables++
+	default:
+		p.unreferenced(o, path, mark, marked)
+		return
+	}
+	if marked {
+		p.plan.Unmark = append(p.plan.Unmark, path)
+	}
+}
+
+// unreferenced decides an object nothing references.
+func (p *planner) unreferenced(o Object, path string, mark state.Mark, marked bool) {
 	p.plan.Unreferenced++
 	switch {
 	case marked && mark.Protected():

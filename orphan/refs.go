@@ -1,11 +1,14 @@
 package orphan
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"path"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/apache/iceberg-go"
@@ -14,19 +17,136 @@ import (
 	"github.com/sourcegraph/conc/pool"
 )
 
-// refSet is the set of files a table's metadata references, as 64-bit
-// hashes of their canonical keys in a sorted slice: 8 bytes per reference,
-// so millions of references fit in tens of MiB. A hash collision can only
-// make an unreferenced object look referenced (it is kept), never the
-// reverse, so the set is safe without storing the paths themselves.
+// ErrReferencedMissing is returned when a file the table's snapshots need
+// (a manifest list, a manifest, a data or delete file, the current metadata
+// file) lies under the table's prefixes but is not in the listing. Either
+// the table is already broken or storage names its objects differently
+// from the metadata; in both cases judging the rest unreferenced is unsafe.
+var ErrReferencedMissing = errors.New("a file the table's metadata references is missing from the listing")
+
+// refSet is the set of files a table's metadata references under its
+// prefixes, as 64-bit hashes of their keys, every form of each (see
+// loc.forms). A hash collision can only make an unreferenced object look
+// referenced (it is kept), never the reverse, so the set is safe without
+// storing the paths themselves: about 25 bytes per reference.
 type refSet struct {
 	seed   maphash.Seed
-	hashes []uint64
+	hashes []uint64 // every form of every reference, sorted, unique
+	listed []bool   // hashes[i] was seen in the listing
+	refs   []ref    // one per reference, by its first form, sorted, unique
+	// alt holds the other forms of the few references that have them.
+	alt map[uint64][]uint64
 }
 
+// ref is one referenced file.
+type ref struct {
+	hash uint64
+	// required: the table's snapshots need the file, so it must exist.
+	// Metadata log entries, the version hint and statistics files may
+	// be gone without harm.
+	required bool
+}
+
+// refBatch collects the references of one metadata file before they are
+// merged into the set under a lock.
+type refBatch struct {
+	hashes []uint64
+	refs   []ref
+	alt    map[uint64][]uint64
+}
+
+// add classifies ref and records the forms of it under the prefixes.
+func (b *refBatch) add(seed maphash.Seed, p string, required bool, pfx []loc, eq Equivalence) error {
+	keys, err := classify(p, pfx, eq)
+	if err != nil || len(keys) == 0 {
+		return err
+	}
+	first := maphash.String(seed, keys[0])
+	b.refs = append(b.refs, ref{hash: first, required: required})
+	b.hashes = append(b.hashes, first)
+	for _, k := range keys[1:] {
+		h := maphash.String(seed, k)
+		b.hashes = append(b.hashes, h)
+		if b.alt == nil {
+			b.alt = map[uint64][]uint64{}
+		}
+		b.alt[first] = append(b.alt[first], h)
+	}
+	return nil
+}
+
+func (r *refSet) merge(b *refBatch) {
+	r.hashes = append(r.hashes, b.hashes...)
+	r.refs = append(r.refs, b.refs...)
+	for k, v := range b.alt {
+		if r.alt == nil {
+			r.alt = map[uint64][]uint64{}
+		}
+		r.alt[k] = append(r.alt[k], v...)
+	}
+}
+
+// seal sorts and deduplicates the set; a file referenced as required
+// anywhere is required.
+func (r *refSet) seal() {
+	slices.Sort(r.hashes)
+	r.hashes = slices.Compact(r.hashes)
+	r.listed = make([]bool, len(r.hashes))
+	slices.SortFunc(r.refs, func(a, b ref) int {
+		if c := cmp.Compare(a.hash, b.hash); c != 0 {
+			return c
+		}
+		if a.required == b.required {
+			return 0
+		}
+		if a.required {
+			return -1
+		}
+		return 1
+	})
+	r.refs = slices.CompactFunc(r.refs, func(a, b ref) bool { return a.hash == b.hash })
+}
+
+func (r *refSet) index(key string) (int, bool) {
+	return slices.BinarySearch(r.hashes, maphash.String(r.seed, key))
+}
+
+// contains reports whether key is referenced.
 func (r *refSet) contains(key string) bool {
-	_, ok := slices.BinarySearch(r.hashes, maphash.String(r.seed, key))
+	_, ok := r.index(key)
 	return ok
+}
+
+// see reports whether the listed key is referenced, and remembers that it
+// was listed.
+func (r *refSet) see(key string) bool {
+	i, ok := r.index(key)
+	if ok {
+		r.listed[i] = true
+	}
+	return ok
+}
+
+func (r *refSet) wasListed(h uint64) bool {
+	i, ok := slices.BinarySearch(r.hashes, h)
+	return ok && r.listed[i]
+}
+
+// unlisted returns how many references no listed object matched, and the
+// hashes (first form) of the required ones among them.
+func (r *refSet) unlisted() (int, []uint64) {
+	n := 0
+	var required []uint64
+	for _, f := range r.refs {
+		if r.wasListed(f.hash) || slices.ContainsFunc(r.alt[f.hash], r.wasListed) {
+			continue
+		}
+		n++
+		if f.required {
+			required = append(required, f.hash)
+		}
+	}
+	return n, required
 }
 
 // refStats describes what collecting references read.
@@ -35,61 +155,56 @@ type refStats struct {
 	ManifestLists int `json:"manifestLists"`
 	Manifests     int `json:"manifests"`
 	// Paths is how many distinct paths under the table's prefixes the
-	// metadata references. Some need not exist: the version hint of a
-	// table that has none, metadata files of the log already removed.
+	// metadata references.
 	Paths int `json:"paths"`
+	// NotInStorage is how many of them the listing did not find; only
+	// those that may be gone without harm (metadata log entries, the
+	// version hint, statistics files) can be.
+	NotInStorage int `json:"notInStorage"`
 }
 
-// collectRefs gathers every file the table's metadata references: the
-// current metadata file and those in its log, the version hint, and for
-// every snapshot still in the metadata its manifest list, manifests, and
-// live data, delete and deletion-vector files, plus statistics and
-// partition-statistics files. An unreadable manifest list or manifest is
-// an error: with part of the metadata unknown, nothing may be judged
-// unreferenced. Manifests are read concurrently, at most parallelism at a
-// time, each streamed entry by entry.
-func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []loc, eq Equivalence, parallelism int) (*refSet, refStats, error) {
-	meta := tbl.Metadata()
-	rs := &refSet{seed: maphash.MakeSeed()}
-	var st refStats
-	var mu sync.Mutex
-	// hashOf classifies a referenced path and appends its hash to out;
-	// each manifest collects into its own slice and merges once, so the
-	// lock is not taken per reference.
-	hashOf := func(out []uint64, p string) ([]uint64, error) {
-		key, inside, err := classify(p, pfx, eq)
-		if err != nil || !inside {
-			return out, err
-		}
-		return append(out, maphash.String(rs.seed, key)), nil
-	}
-	merge := func(hs []uint64) {
-		mu.Lock()
-		rs.hashes = append(rs.hashes, hs...)
-		mu.Unlock()
-	}
+// refSink receives the references of one part of the metadata (the table
+// metadata itself, or one manifest); flush is called once at its end.
+// Sinks of different parts run concurrently.
+type refSink interface {
+	add(p string, required bool) error
+	flush()
+}
 
-	direct := []string{tbl.MetadataLocation()}
+// walkRefs visits every file the table's metadata references: the current
+// metadata file and those in its log, the version hint, and for every
+// snapshot still in the metadata its manifest list, manifests, and live
+// data, delete and deletion-vector files, plus statistics and
+// partition-statistics files. An unreadable manifest list or manifest is an
+// error: with part of the metadata unknown, nothing may be judged
+// unreferenced. Manifests are read concurrently, at most parallelism at a
+// time, each streamed entry by entry into a sink of its own.
+func walkRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, parallelism int, newSink func() refSink) (refStats, error) {
+	meta := tbl.Metadata()
+	var st refStats
+	direct := newSink()
+	if err := direct.add(tbl.MetadataLocation(), true); err != nil {
+		return st, err
+	}
+	var optional []string
 	for e := range meta.PreviousFiles() {
-		direct = append(direct, e.MetadataFile)
+		optional = append(optional, e.MetadataFile)
 	}
 	// The version hint sits next to the metadata files of Hadoop-style
 	// tables; it is referenced by convention, not by any metadata field.
-	if l, err := parseLoc(tbl.MetadataLocation()); err == nil {
+	if l, err := refLoc(tbl.MetadataLocation()); err == nil {
 		l.path = path.Join(path.Dir(l.path), "version-hint.text")
-		direct = append(direct, l.String())
+		optional = append(optional, l.String())
 	}
 	for s := range meta.Statistics() {
-		direct = append(direct, s.StatisticsPath)
+		optional = append(optional, s.StatisticsPath)
 	}
 	for s := range meta.PartitionStatistics() {
-		direct = append(direct, s.StatisticsPath)
+		optional = append(optional, s.StatisticsPath)
 	}
-	var hs []uint64
-	var err error
-	for _, p := range direct {
-		if hs, err = hashOf(hs, p); err != nil {
-			return nil, st, err
+	for _, p := range optional {
+		if err := direct.add(p, false); err != nil {
+			return st, err
 		}
 	}
 
@@ -102,12 +217,12 @@ func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []l
 			continue
 		}
 		st.ManifestLists++
-		if hs, err = hashOf(hs, snap.ManifestList); err != nil {
-			return nil, st, err
+		if err := direct.add(snap.ManifestList, true); err != nil {
+			return st, err
 		}
 		list, err := snap.Manifests(fs)
 		if err != nil {
-			return nil, st, fmt.Errorf("read manifest list %s of snapshot %d: %w", snap.ManifestList, snap.SnapshotID, err)
+			return st, fmt.Errorf("read manifest list %s of snapshot %d: %w", snap.ManifestList, snap.SnapshotID, err)
 		}
 		for _, m := range list {
 			if !seen[m.FilePath()] {
@@ -117,7 +232,7 @@ func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []l
 		}
 	}
 	st.Manifests = len(manifests)
-	merge(hs)
+	direct.flush()
 
 	if parallelism <= 0 {
 		parallelism = 8
@@ -125,8 +240,8 @@ func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []l
 	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(parallelism)
 	for _, m := range manifests {
 		p.Go(func(ctx context.Context) error {
-			hs, err := hashOf(nil, m.FilePath())
-			if err != nil {
+			sink := newSink()
+			if err := sink.add(m.FilePath(), true); err != nil {
 				return err
 			}
 			// DELETED entries record a removal; the file stays alive only
@@ -138,19 +253,98 @@ func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []l
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				if hs, err = hashOf(hs, e.DataFile().FilePath()); err != nil {
+				if err := sink.add(e.DataFile().FilePath(), true); err != nil {
 					return err
 				}
 			}
-			merge(hs)
+			sink.flush()
 			return nil
 		})
 	}
-	if err := p.Wait(); err != nil {
+	return st, p.Wait()
+}
+
+// batchSink collects one part's references and merges them into the set
+// once, so the lock is not taken per reference.
+type batchSink struct {
+	refBatch
+	rs  *refSet
+	mu  *sync.Mutex
+	pfx []loc
+	eq  Equivalence
+}
+
+func (s *batchSink) add(p string, required bool) error {
+	return s.refBatch.add(s.rs.seed, p, required, s.pfx, s.eq)
+}
+
+func (s *batchSink) flush() {
+	s.mu.Lock()
+	s.rs.merge(&s.refBatch)
+	s.mu.Unlock()
+}
+
+// collectRefs gathers the reference set of the table's files under pfx.
+func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []loc, eq Equivalence, parallelism int) (*refSet, refStats, error) {
+	rs := &refSet{seed: maphash.MakeSeed()}
+	var mu sync.Mutex
+	st, err := walkRefs(ctx, tbl, fs, parallelism, func() refSink {
+		return &batchSink{rs: rs, mu: &mu, pfx: pfx, eq: eq}
+	})
+	if err != nil {
 		return nil, st, err
 	}
-	slices.Sort(rs.hashes)
-	rs.hashes = slices.Compact(rs.hashes)
-	st.Paths = len(rs.hashes)
+	rs.seal()
+	st.Paths = len(rs.refs)
 	return rs, st, nil
+}
+
+// nameSink finds the paths of references by the hash of their first form.
+type nameSink struct {
+	rs    *refSet
+	pfx   []loc
+	eq    Equivalence
+	mu    *sync.Mutex
+	names map[uint64]string
+}
+
+func (s *nameSink) add(p string, _ bool) error {
+	keys, err := classify(p, s.pfx, s.eq)
+	if err != nil || len(keys) == 0 {
+		return err
+	}
+	h := maphash.String(s.rs.seed, keys[0])
+	s.mu.Lock()
+	if name, want := s.names[h]; want && name == "" {
+		s.names[h] = p
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func (*nameSink) flush() {}
+
+// missingError names up to five of the required references the listing
+// lacked, reading the metadata once more to find their paths: the set
+// holds hashes only, and this is the failure path.
+func missingError(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []loc, eq Equivalence, parallelism int, rs *refSet, missing []uint64) error {
+	names := map[uint64]string{}
+	for _, h := range missing[:min(len(missing), 5)] {
+		names[h] = ""
+	}
+	var mu sync.Mutex
+	_, err := walkRefs(ctx, tbl, fs, parallelism, func() refSink {
+		return &nameSink{rs: rs, pfx: pfx, eq: eq, mu: &mu, names: names}
+	})
+	var found []string
+	for _, n := range names {
+		if n != "" {
+			found = append(found, n)
+		}
+	}
+	slices.Sort(found)
+	if err != nil || len(found) == 0 {
+		return fmt.Errorf("%w: %d such files; nothing was marked or deleted", ErrReferencedMissing, len(missing))
+	}
+	return fmt.Errorf("%w: %s (%d such files in all); nothing was marked or deleted", ErrReferencedMissing, strings.Join(found, ", "), len(missing))
 }

@@ -255,6 +255,16 @@ func (t TableID) String() string { return t.NamespaceString() + "." + t.Name }
 // Tables lists the bucket's tables that pass its namespace and table
 // filters, walking nested namespaces, sorted by namespace and name.
 func (b *Bucket) Tables(ctx context.Context) ([]TableID, error) {
+	return b.list(ctx, b.opts.Namespaces, b.opts.Tables)
+}
+
+// AllTables lists every table of the bucket's catalog, maintained or not:
+// what must be told apart from a table's own files.
+func (b *Bucket) AllTables(ctx context.Context) ([]TableID, error) {
+	return b.list(ctx, nil, nil)
+}
+
+func (b *Bucket) list(ctx context.Context, namespaces, tables func(string) bool) ([]TableID, error) {
 	cat, err := b.Catalog(ctx)
 	if err != nil {
 		return nil, err
@@ -271,13 +281,13 @@ func (b *Bucket) Tables(ctx context.Context) ([]TableID, error) {
 				continue // catalogs without nesting return the same list again
 			}
 			name := strings.Join(ns, ".")
-			if admits(b.opts.Namespaces, name) {
+			if admits(namespaces, name) {
 				for ident, err := range cat.ListTables(ctx, ns) {
 					if err != nil {
 						return fmt.Errorf("list tables of %s/%s: %w", b.Name(), name, err)
 					}
 					id := TableID{Namespace: catalog.NamespaceFromIdent(ident), Name: catalog.TableNameFromIdent(ident)}
-					if admits(b.opts.Tables, id.Name) {
+					if admits(tables, id.Name) {
 						out = append(out, id)
 					}
 				}
