@@ -56,13 +56,13 @@ func (j *Job) Type() maintenance.JobType { return maintenance.UnreferencedFileRe
 
 // Figures is what a run reports and records.
 type Figures struct {
-	Now        time.Time `json:"now"`
-	DryRun     bool      `json:"dryRun,omitempty"`
-	Prefixes   []string  `json:"prefixes"`
+	Now      time.Time `json:"now"`
+	DryRun   bool      `json:"dryRun,omitempty"`
+	Prefixes []string  `json:"prefixes"`
 	// OtherTablePrefixes are other tables' prefixes inside the table's,
 	// left alone (with allowNestedTables).
 	OtherTablePrefixes []string `json:"otherTablePrefixes,omitempty"`
-	References refStats  `json:"references"`
+	References         refStats `json:"references"`
 	Plan
 
 	Marked        int      `json:"marked"`
