@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -226,8 +225,9 @@ func runTraps(t *testing.T, b *bucket.Bucket, st objectStore) {
 
 	// Bait whose decoded names lie outside the table, one and three
 	// levels up, and the victims they would reach.
-	parent := path.Dir(loc)
-	victims := []string{parent + "/victim/keep.parquet", path.Dir(parent) + "/victim2.parquet"}
+	up := func(u string) string { return u[:strings.LastIndex(u, "/")] }
+	parent := up(loc)
+	victims := []string{parent + "/victim/keep.parquet", up(parent) + "/victim2.parquet"}
 	bait := []string{loc + "/%2e%2e/victim/keep.parquet", loc + "/data/%2e%2e/%2e%2e/%2e%2e/victim2.parquet"}
 	strays := []string{loc + "/data/stray.parquet", loc + "/metadata/stray.avro"}
 	for _, u := range slices.Concat(victims, bait, strays) {
