@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,9 +35,14 @@ type objectStore interface {
 	put(t *testing.T, uri string, body []byte)
 	get(t *testing.T, uri string) []byte
 	exists(t *testing.T, uri string) bool
+	// unclean are names under a table location, with "//" or "/./",
+	// that storage resolves to their clean form.
+	unclean() []string
 }
 
 type diskStore struct{}
+
+func (diskStore) unclean() []string { return []string{"//data/dslash.parquet", "/./data/dot.parquet"} }
 
 func (diskStore) file(uri string) string { return strings.TrimPrefix(uri, "file://") }
 
@@ -66,6 +72,10 @@ func (s diskStore) exists(t *testing.T, uri string) bool {
 }
 
 type s3Store struct{ srv servers.S3Server }
+
+// unclean: none, since versitygw refuses a key with "//" or "/./"
+// ("invalid argument"), so no table can reference one there.
+func (s3Store) unclean() []string { return nil }
 
 // key is the object key of uri, verbatim: what iceberg-go asks S3 for.
 func (s s3Store) key(t *testing.T, uri string) string {
@@ -205,14 +215,19 @@ func runTraps(t *testing.T, b *bucket.Bucket, st objectStore) {
 		t.Fatal(err)
 	}
 	parquet := st.get(t, tasks[0].File.FilePath())
-	st.put(t, loc+"/data/dslash.parquet", parquet)
-	st.put(t, loc+"/data/dot.parquet", parquet)
-	tx := base.NewTransaction()
-	if err := tx.AddFiles(ctx, []string{loc + "//data/dslash.parquet", loc + "/./data/dot.parquet"}, nil, false); err != nil {
-		t.Fatal(err)
+	var odd []string
+	for _, name := range st.unclean() {
+		st.put(t, loc+path.Clean(name), parquet)
+		odd = append(odd, loc+name)
 	}
-	if base, err = tx.Commit(ctx); err != nil {
-		t.Fatal(err)
+	if len(odd) > 0 {
+		tx := base.NewTransaction()
+		if err := tx.AddFiles(ctx, odd, nil, false); err != nil {
+			t.Fatal(err)
+		}
+		if base, err = tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	baseRows, err := tablecheck.Rows(ctx, base, 0)
 	if err != nil {
