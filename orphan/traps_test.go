@@ -16,6 +16,7 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/icekeeper/icekeeper/configs"
@@ -366,4 +367,17 @@ func TestReferencedFileMissingFailsRun(t *testing.T) {
 	if m := r.marks(); len(m) != 0 {
 		t.Fatalf("the failed run marked %d objects", len(m))
 	}
+}
+
+// Through the REST catalog and S3 of SeaweedFS, as users run it.
+func TestTrapsOnREST(t *testing.T) {
+	srv := servers.REST(t)
+	cfg := configs.Embedded(t.TempDir())
+	cfg.Buckets[0].Catalog = srv.Props()
+	reg := cfg.Registry()
+	t.Cleanup(reg.Close)
+	b, _ := reg.Bucket("local")
+	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.S3Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.Key, srv.Secret, "")})
+	runTraps(t, b, s3Store{servers.S3Server{Endpoint: srv.S3Endpoint, Key: srv.Key, Secret: srv.Secret, Bucket: srv.Bucket, Client: client}})
 }
