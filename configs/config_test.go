@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
 
@@ -52,6 +53,17 @@ func TestExampleValues(t *testing.T) {
 	}
 	if got := b.Catalog["s3.access-key-id"]; got != "secret-ALIBABA_CLOUD_ACCESS_KEY_ID" {
 		t.Errorf("interpolated key = %q", got)
+	}
+	// The guides' settings: the catalog signs with the Alibaba keys, and
+	// OSS is addressed virtual-hosted.
+	if id, _, _, from := bucket.RESTKeys(bucket.CatalogProperties(b.Catalog)); id != "secret-ALIBABA_CLOUD_ACCESS_KEY_ID" || from != "rest.*" {
+		t.Errorf("REST catalog signs with %q from %s", id, from)
+	}
+	if got := bucket.CatalogProperties(b.Catalog)["s3.force-virtual-addressing"]; got != "true" {
+		t.Errorf("OSS addressed path-style: s3.force-virtual-addressing = %q", got)
+	}
+	if b.Parsed.Region != "cn-hangzhou" || b.Catalog["rest.signing-region"] != b.Parsed.Region {
+		t.Errorf("region %q, signing region %q", b.Parsed.Region, b.Catalog["rest.signing-region"])
 	}
 	if cfg.Schedules.Compaction != DefaultCompactionSchedule {
 		t.Errorf("default schedule = %q", cfg.Schedules.Compaction)

@@ -56,7 +56,9 @@ func Embedded(home string) *Config {
 				// in one transaction, and a deferred one cannot upgrade its
 				// lock while another connection writes (SQLITE_BUSY without
 				// waiting); immediate ones wait on busy_timeout instead.
-				"uri":         "file:" + filepath.Join(home, embeddedCatalog) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate",
+				// mode=rwc: the embedded catalog is created on first
+				// use; a configured one must exist.
+				"uri":         "file:" + filepath.Join(home, embeddedCatalog) + "?mode=rwc&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate",
 				"sql.driver":  "sqlite",
 				"sql.dialect": "sqlite",
 				"warehouse":   "file://" + filepath.Join(home, "warehouse"),

@@ -10,7 +10,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -182,9 +186,17 @@ func closeCatalog(c catalog.Catalog, db *sql.DB) {
 // load opens a catalog as catalog.Load does, but a SQL catalog on a pool
 // of bounded size.
 func load(ctx context.Context, name string, props iceberg.Properties) (catalog.Catalog, *sql.DB, error) {
-	if props["type"] != "sql" {
+	switch props["type"] {
+	case "rest":
+		c, err := loadREST(ctx, name, props)
+		return c, nil, err
+	case "sql":
+	default:
 		c, err := catalog.Load(ctx, name, props)
 		return c, nil, err
+	}
+	if err := sqliteExists(props); err != nil {
+		return nil, nil, err
 	}
 	db, err := sql.Open(props[sqlcat.DriverKey], strings.TrimPrefix(props["uri"], "sql://"))
 	if err != nil {
@@ -199,6 +211,29 @@ func load(ctx context.Context, name string, props iceberg.Properties) (catalog.C
 	return c, db, nil
 }
 
+// ErrNoCatalogFile is returned for a SQLite catalog whose file does not
+// exist: SQLite would create an empty one, and a misspelt path would show an
+// empty catalog that icekeeper then maintains, silently, forever.
+var ErrNoCatalogFile = errors.New("the SQLite catalog file does not exist")
+
+// sqliteExists refuses a SQLite catalog whose file is missing, unless its
+// URI asks for creation with SQLite's own mode=rwc (as the embedded
+// default does) or is in memory.
+func sqliteExists(props iceberg.Properties) error {
+	if props[sqlcat.DriverKey] != "sqlite" {
+		return nil
+	}
+	name, query, _ := strings.Cut(strings.TrimPrefix(props["uri"], "file:"), "?")
+	q, _ := url.ParseQuery(query)
+	if name == "" || name == ":memory:" || q.Get("mode") == "rwc" || q.Get("mode") == "memory" {
+		return nil
+	}
+	if _, err := os.Stat(name); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s (check the catalog's uri; add mode=rwc to its query to create it)", ErrNoCatalogFile, name)
+	}
+	return nil
+}
+
 // CatalogProperties returns the properties handed to catalog.Load: the
 // configured ones verbatim, plus two conveniences for SQL catalogs that the
 // configuration would otherwise have to spell out — the database/sql driver
@@ -208,6 +243,11 @@ func CatalogProperties(configured map[string]string) iceberg.Properties {
 	props := iceberg.Properties{}
 	for k, v := range configured {
 		props[k] = v
+	}
+	// Java's S3FileIO (and the OSS Tables guides) say s3.path-style-access;
+	// iceberg-go says s3.force-virtual-addressing.
+	if v, ok := props["s3.path-style-access"]; ok && props["s3.force-virtual-addressing"] == "" {
+		props["s3.force-virtual-addressing"] = strconv.FormatBool(!strings.EqualFold(v, "true"))
 	}
 	if props["type"] != "sql" {
 		return props
@@ -301,11 +341,53 @@ func (b *Bucket) list(ctx context.Context, namespaces, tables func(string) bool)
 	if err := walk(nil); err != nil {
 		return nil, err
 	}
+	if len(out) == 0 {
+		if err := b.checkCatalogName(ctx); err != nil {
+			return nil, err
+		}
+	}
 	slices.SortFunc(out, func(x, y TableID) int { return strings.Compare(x.String(), y.String()) })
 	return slices.CompactFunc(out, func(x, y TableID) bool { return x.String() == y.String() }), nil
 }
 
 func admits(filter func(string) bool, name string) bool { return filter == nil || filter(name) }
+
+// ErrCatalogName is returned when a SQL catalog's database holds tables,
+// but none under the bucket's catalog name: writers used another name.
+var ErrCatalogName = errors.New("the catalog database holds no table under the bucket's catalog name")
+
+// checkCatalogName says which catalog names a SQL catalog's database holds
+// when the bucket's own name has no table there; any other catalog is not
+// checked.
+func (b *Bucket) checkCatalogName(ctx context.Context) error {
+	b.mu.Lock()
+	db := b.db
+	b.mu.Unlock()
+	if db == nil {
+		return nil
+	}
+	rows, err := db.QueryContext(ctx, "SELECT DISTINCT catalog_name FROM iceberg_tables ORDER BY catalog_name")
+	if err != nil {
+		return nil // no table was ever created: an empty catalog, truly
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil
+		}
+		if n == b.opts.CatalogName {
+			return nil
+		}
+		names = append(names, fmt.Sprintf("%q", n))
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: bucket %s reads catalog %q, the database holds tables of %s; set catalogName to the name the writers use",
+		ErrCatalogName, b.Name(), b.opts.CatalogName, strings.Join(names, ", "))
+}
 
 // Admits reports whether the bucket's namespace and table filters let id
 // be maintained: whether Tables would list it.

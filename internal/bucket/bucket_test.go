@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/arn"
 	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/demo"
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
@@ -247,5 +250,44 @@ func TestUnreachableCatalog(t *testing.T) {
 				t.Fatalf("error does not name the endpoint %s: %v", addr, err)
 			}
 		})
+	}
+}
+
+// A misspelt SQLite catalog path is an error naming the path, and nothing
+// is created; a catalog name that matches no table says which names the
+// database holds.
+func TestWrongCatalogIsAnError(t *testing.T) {
+	home := t.TempDir()
+	cfg := configs.Embedded(home)
+	reg := cfg.Registry()
+	defer reg.Close()
+	b, _ := reg.Bucket("local")
+	ctx := context.Background()
+	if _, err := demo.Create(ctx, b, demo.Options{Appends: 1}); err != nil {
+		t.Fatal(err)
+	}
+	a := b.ParsedARN()
+	props := b.Properties()
+	open := func(props map[string]string, catalogName string) ([]bucket.TableID, error) {
+		reg := bucket.New(bucket.Options{ARN: a.String(), Parsed: a, CatalogName: catalogName, Catalog: props})
+		defer reg.Close()
+		return reg.Buckets()[0].Tables(ctx)
+	}
+
+	misspelt := maps.Clone(props)
+	missing := filepath.Join(home, "catalgo.db")
+	misspelt["uri"] = "file:" + missing + "?_pragma=busy_timeout(10000)"
+	if _, err := open(misspelt, b.CatalogName()); !errors.Is(err, bucket.ErrNoCatalogFile) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("misspelt path: %v", err)
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Errorf("%s was created", missing)
+	}
+
+	if _, err := open(props, "lakehouse"); !errors.Is(err, bucket.ErrCatalogName) || !strings.Contains(err.Error(), `"`+b.CatalogName()+`"`) {
+		t.Errorf("catalog name matching nothing: %v", err)
+	}
+	if ids, err := open(props, b.CatalogName()); err != nil || len(ids) != 1 {
+		t.Errorf("the right name: %v, %v", ids, err)
 	}
 }

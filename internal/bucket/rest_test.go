@@ -1,0 +1,75 @@
+package bucket_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/icekeeper/icekeeper/internal/arn"
+	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+)
+
+// The REST catalog's SigV4 requests are signed with the keys in the
+// configuration, not the host's: with no AWS_* variable and no profile,
+// rest.access-key-id (or, as a fallback, s3.access-key-id) reaches the
+// catalog, and without either the failure says no credentials were found.
+func TestRESTSignsWithConfiguredKeys(t *testing.T) {
+	srv := servers.REST(t)
+	dir := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
+		"AWS_CONFIG_FILE": filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"),
+		"AWS_EC2_METADATA_DISABLED": "true",
+	} {
+		t.Setenv(k, v)
+	}
+	base := srv.Props()
+	delete(base, "s3.access-key-id")
+	delete(base, "s3.secret-access-key")
+	parsed, err := arn.Parse("arn:aws:s3tables:us-east-1:000000000000:bucket/" + srv.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(t *testing.T, extra map[string]string) error {
+		props := map[string]string{}
+		for k, v := range base {
+			props[k] = v
+		}
+		for k, v := range extra {
+			props[k] = v
+		}
+		reg := bucket.New(bucket.Options{ARN: parsed.String(), Parsed: parsed, CatalogName: "rest", Catalog: props})
+		defer reg.Close()
+		b, _ := reg.Bucket(srv.Bucket)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err := b.Tables(ctx)
+		return err
+	}
+	t.Run("rest keys", func(t *testing.T) {
+		if err := open(t, map[string]string{"rest.access-key-id": srv.Key, "rest.secret-access-key": srv.Secret}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("s3 keys as the fallback", func(t *testing.T) {
+		if err := open(t, map[string]string{"s3.access-key-id": srv.Key, "s3.secret-access-key": srv.Secret}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("wrong rest keys beat right s3 keys", func(t *testing.T) {
+		err := open(t, map[string]string{"rest.access-key-id": "nobody", "rest.secret-access-key": "wrong-secret-wrong",
+			"s3.access-key-id": srv.Key, "s3.secret-access-key": srv.Secret})
+		if err == nil {
+			t.Fatal("a catalog signed with unknown keys answered")
+		}
+	})
+	t.Run("no keys", func(t *testing.T) {
+		err := open(t, nil)
+		if err == nil || !strings.Contains(strings.ToLower(err.Error()), "credential") {
+			t.Fatalf("without keys: %v", err)
+		}
+	})
+}
