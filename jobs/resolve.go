@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/icekeeper/icekeeper/compactor/planner"
 	"github.com/icekeeper/icekeeper/internal/health"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -83,7 +84,7 @@ func Health(ctx context.Context, t Target, s maintenance.Settings, now time.Time
 	if err != nil {
 		return health.Health{}, err
 	}
-	h, err := health.Of(ctx, tbl, *s.For(maintenance.Compaction).Compaction.TargetFileSizeMB, now)
+	h, err := health.Of(ctx, tbl, *s.For(maintenance.Compaction).Compaction.TargetFileSizeMB, planner.DefaultMinInput, now)
 	if err != nil {
 		return h, fmt.Errorf("health of %s: %w", t.Key(), err)
 	}

@@ -56,23 +56,41 @@ func cmdTables(ctx context.Context, env *cliEnv, args []string) error {
 			out = append(out, th)
 		}
 	}
+	failed := 0
+	for _, t := range out {
+		if t.Error != "" {
+			failed++
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
 		if out == nil {
 			out = []tableHealth{}
 		}
-		return enc.Encode(out)
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else if err := printTables(env, out); err != nil {
+		return err
 	}
+	if failed > 0 {
+		// Every table was printed; the exit status says not all could be read.
+		return fmt.Errorf("%d of %d tables could not be read", failed, len(out))
+	}
+	return nil
+}
+
+func printTables(env *cliEnv, out []tableHealth) error {
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TABLE\tDATA FILES\tDELETE FILES\tSIZE\tSMALL FILES\tSNAPSHOTS\tOLDEST SNAPSHOT\tMETADATA")
+	fmt.Fprintln(tw, "TABLE\tHEALTH\tDATA FILES\tDELETE FILES\tSIZE\tSMALL FILES\tSNAPSHOTS\tOLDEST SNAPSHOT\tMETADATA")
 	for _, t := range out {
 		name := t.Bucket + "/" + t.Namespace + "/" + t.Table
 		if t.Error != "" {
 			fmt.Fprintf(tw, "%s\terror: %s\n", name, t.Error)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d (< %d%% of %d MB)\t%d\t%s\t%s\n", name, t.DataFiles, t.DeleteFiles, humanBytes(t.TotalBytes),
+		fmt.Fprintf(tw, "%s\t%.0f/100\t%d\t%d\t%s\t%d (< %d%% of %d MB)\t%d\t%s\t%s\n", name, t.Score.Total, t.DataFiles, t.DeleteFiles, humanBytes(t.TotalBytes),
 			t.SmallFiles, int(health.SmallFileRatio*100), t.TargetFileSizeMB, t.Snapshots, humanAge(t.OldestAgeHours), humanBytes(t.MetadataBytes))
 	}
 	if len(out) == 0 {

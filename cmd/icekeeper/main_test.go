@@ -64,7 +64,8 @@ func TestDemoTablesRun(t *testing.T) {
 		tables[0].Snapshots < 20 || tables[0].SmallFiles != tables[0].DataFiles || tables[0].MetadataBytes == 0 || tables[0].OldestAgeHours < 24*14 {
 		t.Fatalf("tables = %+v", tables)
 	}
-	if out := c.must("tables"); !strings.Contains(out, "local/demo/events") || !strings.Contains(out, "SMALL FILES") {
+	if out := c.must("tables"); !strings.Contains(out, "local/demo/events") || !strings.Contains(out, "SMALL FILES") ||
+		!strings.Contains(out, fmt.Sprintf("%.0f/100", tables[0].Score.Total)) {
 		t.Fatalf("tables: %s", out)
 	}
 	if out := c.must("version"); !strings.Contains(out, "iceberg-go") {
@@ -370,5 +371,29 @@ func TestServeHealthz(t *testing.T) {
 	var rec map[string]any
 	if err := json.Unmarshal([]byte(first), &rec); err != nil || rec["msg"] != "icekeeper serving" {
 		t.Fatalf("first log line %q is not the JSON start record: %v", first, err)
+	}
+}
+
+// A table that cannot be read is printed with its error, the others as
+// usual, and the exit status is 1.
+func TestTablesExitsOneOnUnreadableTable(t *testing.T) {
+	c := newCLI(t)
+	c.must("demo")
+	var tables []tableHealth
+	if err := json.Unmarshal([]byte(c.must("tables", "--json")), &tables); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := filepath.Glob(filepath.Join(c.home, "warehouse", "demo.db", "events", "metadata", "*.metadata.json"))
+	if err != nil || len(meta) == 0 {
+		t.Fatalf("metadata files: %v %v", meta, err)
+	}
+	for _, m := range meta {
+		if err := os.Remove(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := c.run("tables")
+	if code != 1 || !strings.Contains(out, "local/demo/events") || !strings.Contains(out, "error:") || !strings.Contains(errOut, "1 of 1 tables could not be read") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 }

@@ -19,26 +19,35 @@ const SmallFileRatio = 0.75
 
 // Health is one table's health report.
 type Health struct {
-	DataFiles        int     `json:"dataFiles"`
-	DeleteFiles      int     `json:"deleteFiles"`
-	EqualityDeletes  int     `json:"equalityDeleteFiles"`
-	PositionDeletes  int     `json:"positionDeleteFiles"` // deletion vectors included
-	TotalBytes       int64   `json:"totalBytes"`
-	DataRecords      int64   `json:"dataRecords"` // rows in data files, before deletes
-	SmallFiles       int     `json:"smallFiles"`
-	TargetFileSizeMB int     `json:"targetFileSizeMB"`
-	Snapshots        int     `json:"snapshots"`
-	OldestSnapshot   string  `json:"oldestSnapshot,omitempty"` // RFC 3339
-	OldestAgeHours   float64 `json:"oldestSnapshotAgeHours"`
-	MetadataBytes    int64   `json:"metadataBytes"`
-	Score            Score   `json:"score"`
+	DataFiles       int   `json:"dataFiles"`
+	DeleteFiles     int   `json:"deleteFiles"`
+	EqualityDeletes int   `json:"equalityDeleteFiles"`
+	PositionDeletes int   `json:"positionDeleteFiles"` // deletion vectors included
+	TotalBytes      int64 `json:"totalBytes"`
+	DataRecords     int64 `json:"dataRecords"` // rows in data files, before deletes
+	SmallFiles      int   `json:"smallFiles"`
+	// MergeableSmallFiles are the small data files in partitions holding
+	// at least the compaction planner's minimum of them: what compaction
+	// merges at its next run. A partition whose data is smaller than the
+	// target ends compacted as one small file, and one with a few small
+	// files is left alone by the planner (as by Iceberg's min-input-files);
+	// a table of such partitions is as healthy as compaction makes it.
+	MergeableSmallFiles int     `json:"mergeableSmallFiles"`
+	TargetFileSizeMB    int     `json:"targetFileSizeMB"`
+	Snapshots           int     `json:"snapshots"`
+	OldestSnapshot      string  `json:"oldestSnapshot,omitempty"` // RFC 3339
+	OldestAgeHours      float64 `json:"oldestSnapshotAgeHours"`
+	MetadataBytes       int64   `json:"metadataBytes"`
+	Score               Score   `json:"score"`
 }
 
 // Score rates, from 0 to 100, how little a table needs compaction, with
 // the parts it is made of so that a low score says why. The weights are
 // Apache Amoro's: small files 40, equality deletes 40, position deletes
-// 20. Each part is its weight times the share of data files not small
-// (for deletes: one minus delete files per data file, at least 0).
+// 20. Each part is its weight times the share of data files not mergeable
+// small files (for deletes: one minus delete files per data file, at
+// least 0), so that a compacted table scores full marks even where its
+// partitions are too small to fill a file.
 type Score struct {
 	Total           float64 `json:"total"`
 	SmallFiles      float64 `json:"smallFiles"`
@@ -53,15 +62,16 @@ func scoreOf(h Health) Score {
 		}
 		return weight * max(0, 1-float64(bad)/float64(of))
 	}
-	s := Score{SmallFiles: part(40, h.SmallFiles, h.DataFiles), EqualityDeletes: part(40, h.EqualityDeletes, h.DataFiles),
+	s := Score{SmallFiles: part(40, h.MergeableSmallFiles, h.DataFiles), EqualityDeletes: part(40, h.EqualityDeletes, h.DataFiles),
 		PositionDeletes: part(20, h.PositionDeletes, h.DataFiles)}
 	s.Total = s.SmallFiles + s.EqualityDeletes + s.PositionDeletes
 	return s
 }
 
 // Of computes tbl's health; a data file is small when under SmallFileRatio
-// of targetMB.
-func Of(ctx context.Context, tbl *table.Table, targetMB int, now time.Time) (Health, error) {
+// of targetMB, and mergeable when its partition holds at least minInput
+// small files.
+func Of(ctx context.Context, tbl *table.Table, targetMB, minInput int, now time.Time) (Health, error) {
 	h := Health{TargetFileSizeMB: targetMB}
 	meta := tbl.Metadata()
 	snaps := meta.Snapshots()
@@ -90,6 +100,7 @@ func Of(ctx context.Context, tbl *table.Table, targetMB int, now time.Time) (Hea
 	if err != nil {
 		return h, fmt.Errorf("read manifest list %s: %w", cur.ManifestList, err)
 	}
+	smallIn := map[string]int{} // small data files per partition
 	for _, m := range manifests {
 		for e, err := range m.Entries(fs, true) {
 			if err != nil {
@@ -102,6 +113,7 @@ func Of(ctx context.Context, tbl *table.Table, targetMB int, now time.Time) (Hea
 				h.DataRecords += df.Count()
 				if df.FileSizeBytes() < small {
 					h.SmallFiles++
+					smallIn[fmt.Sprint(df.SpecID(), df.Partition())]++
 				}
 			} else {
 				h.DeleteFiles++
@@ -111,6 +123,11 @@ func Of(ctx context.Context, tbl *table.Table, targetMB int, now time.Time) (Hea
 					h.PositionDeletes++
 				}
 			}
+		}
+	}
+	for _, n := range smallIn {
+		if n >= max(minInput, 2) {
+			h.MergeableSmallFiles += n
 		}
 	}
 	h.Score = scoreOf(h)
