@@ -149,6 +149,14 @@ func TestDemoWalkthrough(t *testing.T) {
 	if fig := f.mustRun(9 * day); fig.Deleted != 0 || fig.Marked != 0 || fig.Protected != 1 || fig.StillPending != 2 {
 		t.Fatalf("day 9: %+v", fig)
 	}
+	// The dry run ahead counts what it would delete, bytes included.
+	var due int64
+	for _, m := range list[1:] {
+		due += m.Size
+	}
+	if out, dry := f.run(11*day, true); out.Status != state.Successful || dry.Deleted != 2 || dry.DeletedBytes != due || due == 0 {
+		t.Fatalf("dry run at day 11: %+v, %d of %d bytes", out, dry.DeletedBytes, due)
+	}
 	fig = f.mustRun(11 * day)
 	if fig.Deleted != 2 || fig.DeletedBytes == 0 || fig.Protected != 1 {
 		t.Fatalf("day 11: %+v", fig)
