@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/icekeeper/icekeeper/compactor"
@@ -56,7 +55,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer w.Close()
-	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Jobs: availableJobs(w), Logger: slog.New(slog.DiscardHandler)}
+	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Jobs: availableJobs(w), Logger: w.logger}
 
 	results := map[maintenance.JobType]any{}
 	failed := false

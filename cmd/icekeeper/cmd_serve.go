@@ -17,7 +17,6 @@ import (
 	"riverqueue.com/riverui"
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
-	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -45,12 +44,13 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	logger := slog.New(redact.Handler(slog.NewJSONHandler(env.stderr, nil)))
+	c.daemon = true
 	w, err := c.open(ctx, true)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
+	logger := w.logger
 	addr := w.cfg.Listen
 	if *listen != "" {
 		addr = *listen

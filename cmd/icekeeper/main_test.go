@@ -397,3 +397,29 @@ func TestTablesExitsOneOnUnreadableTable(t *testing.T) {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 }
+
+// --log-level debug says where a one-shot run spends its time before the
+// job starts; a bad level is a usage error; the environment sets it too.
+func TestDebugLogging(t *testing.T) {
+	c := newCLI(t)
+	c.must("demo")
+	code, _, errOut := c.run("run", "--table", "local/demo/events", "--job", "snapshots", "--dry-run", "--log-level", "debug")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"configuration loaded", "state store opened", "catalog opened", "table loaded", "duration=", "job finished"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("debug log lacks %q:\n%s", want, errOut)
+		}
+	}
+	if _, _, errOut := c.run("run", "--table", "local/demo/events", "--job", "snapshots", "--dry-run"); strings.Contains(errOut, "table loaded") {
+		t.Errorf("debug lines without --log-level:\n%s", errOut)
+	}
+	t.Setenv(EnvLogLevel, "debug")
+	if _, _, errOut := c.run("tables"); !strings.Contains(errOut, "tables listed") {
+		t.Errorf("%s=debug logged nothing:\n%s", EnvLogLevel, errOut)
+	}
+	if code, _, errOut := c.run("tables", "--log-level", "loud"); code != 2 || !strings.Contains(errOut, `"loud"`) {
+		t.Errorf("a bad level: exit %d, %s", code, errOut)
+	}
+}

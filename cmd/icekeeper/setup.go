@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
 )
@@ -25,6 +27,29 @@ type commonFlags struct {
 	// directory (serve does); the others refuse to run on one that does
 	// not exist rather than leave an empty one behind.
 	createHome bool
+	logLevel   string
+	// daemon logs JSON at info by default (serve); the one-shot commands
+	// log text, and only warnings unless asked.
+	daemon bool
+	stderr io.Writer // where logs go: the flag set's output
+}
+
+// logger is the command's logger on stderr, at --log-level.
+func (c *commonFlags) logger() (*slog.Logger, error) {
+	level := slog.LevelWarn
+	if c.daemon {
+		level = slog.LevelInfo
+	}
+	if c.logLevel != "" {
+		if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+			return nil, usagef("--log-level: %q is not one of debug, info, warn, error", c.logLevel)
+		}
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if c.daemon {
+		return slog.New(redact.Handler(slog.NewJSONHandler(c.stderr, opts))), nil
+	}
+	return slog.New(redact.Handler(slog.NewTextHandler(c.stderr, opts))), nil
 }
 
 // newFlagSet returns a command's flag set, printing to stderr.
@@ -39,9 +64,14 @@ func newFlagSet(env *cliEnv, name, args, summary string) *flag.FlagSet {
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
+	c.stderr = fs.Output()
 	fs.StringVar(&c.config, "config", "", "configuration file (default $"+configs.EnvConfig+", else the embedded default)")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 30*time.Second, "how long to wait for a catalog or state store to answer")
+	fs.StringVar(&c.logLevel, "log-level", os.Getenv(EnvLogLevel), "debug, info, warn or error; debug logs catalog opens, table loads and the state store with their durations (default $"+EnvLogLevel+", else info for serve and warn for the others)")
 }
+
+// EnvLogLevel is the environment variable that sets --log-level.
+const EnvLogLevel = "ICEKEEPER_LOG_LEVEL"
 
 // parseFlags parses args silently: -h prints the usage once, and a bad
 // flag becomes one error, with a suggestion, that Main prints.
@@ -134,6 +164,7 @@ type world struct {
 	registry *bucket.Registry
 	store    state.Store
 	resolver *jobs.Resolver
+	logger   *slog.Logger
 }
 
 func (w *world) Close() {
@@ -146,17 +177,25 @@ func (w *world) Close() {
 }
 
 func (c *commonFlags) open(ctx context.Context, withStore bool) (*world, error) {
+	logger, err := c.logger()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
 	cfg, err := c.loadConfig()
 	if err != nil {
 		return nil, err
 	}
-	w := &world{cfg: cfg, registry: cfg.Registry()}
+	logger.Debug("configuration loaded", "buckets", len(cfg.Buckets), "duration", time.Since(start))
+	w := &world{cfg: cfg, registry: cfg.Registry().WithLogger(logger), logger: logger}
 	if withStore {
+		start := time.Now()
 		sctx, cancel := context.WithTimeout(ctx, c.connectTimeout)
 		defer cancel()
 		if w.store, err = state.Open(sctx, cfg.State); err != nil {
 			return nil, err
 		}
+		logger.Debug("state store opened", "store", redact.URI(cfg.State), "duration", time.Since(start))
 		w.resolver = &jobs.Resolver{Store: w.store, Defaults: cfg.Defaults()}
 	}
 	return w, nil

@@ -11,12 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -69,6 +71,23 @@ func New(buckets ...Options) *Registry {
 	return r
 }
 
+// WithLogger makes every bucket log, at debug level, how long opening its
+// catalog, listing and loading tables took; it returns r.
+func (r *Registry) WithLogger(l *slog.Logger) *Registry {
+	for _, b := range r.buckets {
+		b.logger = l.With("bucket", b.Name())
+	}
+	return r
+}
+
+// log is the bucket's logger, or one that discards.
+func (b *Bucket) log() *slog.Logger {
+	if b.logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return b.logger
+}
+
 // Buckets returns every bucket in configuration order.
 func (r *Registry) Buckets() []*Bucket { return slices.Clone(r.buckets) }
 
@@ -97,6 +116,8 @@ func (r *Registry) Close() {
 // the handle through which jobs reach a table.
 type Bucket struct {
 	opts Options
+
+	logger *slog.Logger // set once, before use
 
 	mu  sync.Mutex
 	cat catalog.Catalog
@@ -143,6 +164,7 @@ func (b *Bucket) Catalog(ctx context.Context) (catalog.Catalog, error) {
 		err error
 	}
 	done := make(chan result, 1)
+	start := time.Now()
 	go func() {
 		c, db, err := load(ctx, b.opts.CatalogName, props)
 		done <- result{c, db, err}
@@ -153,6 +175,7 @@ func (b *Bucket) Catalog(ctx context.Context) (catalog.Catalog, error) {
 			return nil, fmt.Errorf("open %s catalog of bucket %s at %s: %w", props["type"], b.Name(), redact.URI(props["uri"]), r.err)
 		}
 		b.cat, b.db = r.cat, r.db
+		b.log().Debug("catalog opened", "type", props["type"], "uri", redact.URI(props["uri"]), "duration", time.Since(start))
 		return b.cat, nil
 	case <-ctx.Done():
 		go func() { // close it if it ever opens
@@ -305,6 +328,7 @@ func (b *Bucket) AllTables(ctx context.Context) ([]TableID, error) {
 }
 
 func (b *Bucket) list(ctx context.Context, namespaces, tables func(string) bool) ([]TableID, error) {
+	start := time.Now()
 	cat, err := b.Catalog(ctx)
 	if err != nil {
 		return nil, err
@@ -341,6 +365,7 @@ func (b *Bucket) list(ctx context.Context, namespaces, tables func(string) bool)
 	if err := walk(nil); err != nil {
 		return nil, err
 	}
+	b.log().Debug("tables listed", "tables", len(out), "duration", time.Since(start))
 	if len(out) == 0 {
 		if err := b.checkCatalogName(ctx); err != nil {
 			return nil, err
@@ -421,12 +446,15 @@ func (b *Bucket) LoadTable(ctx context.Context, id TableID) (*table.Table, error
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	tbl, err := cat.LoadTable(ctx, id.Identifier())
 	if err != nil {
+		b.log().Debug("table not loaded", "table", id.String(), "duration", time.Since(start), "error", err)
 		if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
 			return nil, fmt.Errorf("%w %s/%s", ErrNoSuchTable, b.Name(), id)
 		}
 		return nil, fmt.Errorf("load table %s/%s: %w", b.Name(), id, err)
 	}
+	b.log().Debug("table loaded", "table", id.String(), "metadata", tbl.MetadataLocation(), "duration", time.Since(start))
 	return tbl, nil
 }
