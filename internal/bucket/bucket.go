@@ -210,7 +210,7 @@ func closeCatalog(c catalog.Catalog, db *sql.DB) {
 // of bounded size.
 func load(ctx context.Context, name string, props iceberg.Properties) (catalog.Catalog, *sql.DB, error) {
 	switch props["type"] {
-	case "rest":
+	case "rest", "http", "https":
 		c, err := loadREST(ctx, name, props)
 		return c, nil, err
 	case "sql":

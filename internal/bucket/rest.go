@@ -1,10 +1,15 @@
 package bucket
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -29,49 +34,101 @@ func RESTKeys(props iceberg.Properties) (id, secret, token, source string) {
 	return "", "", "", ""
 }
 
-// loadREST opens a REST catalog. iceberg-go's property-driven Load signs
-// SigV4 requests with the host's default AWS credentials only; when the
-// configuration names keys, the catalog is built with an AWS configuration
-// holding them instead, and the other properties are handed over as Load
-// would read them.
+// loadREST opens a REST catalog with the options iceberg-go's Load would
+// read from the properties, and two more. Load signs SigV4 requests with
+// the host's default AWS credentials only: when the configuration names
+// keys, an AWS configuration holding them signs instead. And iceberg-go's
+// errors drop the HTTP status and the request ("REST error: failed to
+// decode error response"): every error response passes through
+// statusTransport, which puts them into the message.
 func loadREST(ctx context.Context, name string, props iceberg.Properties) (catalog.Catalog, error) {
-	id, secret, token, _ := RESTKeys(props)
-	if !strings.EqualFold(props["rest.sigv4-enabled"], "true") || id == "" {
-		return catalog.Load(ctx, name, props)
-	}
-	region, service := props["rest.signing-region"], props["rest.signing-name"]
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(region),
-		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(id, secret, token)))
-	if err != nil {
-		return nil, fmt.Errorf("configure SigV4 signing: %w", err)
-	}
-	opts := []rest.Option{rest.WithAwsConfig(cfg), rest.WithSigV4RegionSvc(region, service)}
 	others := maps.Clone(props)
 	take := func(k string) (string, bool) {
 		v, ok := others[k]
 		delete(others, k)
 		return v, ok && v != ""
 	}
-	for _, k := range []string{"type", "uri", "rest.sigv4-enabled", "rest.signing-region", "rest.signing-name"} {
-		take(k)
+	take("type")
+	uri, _ := take("uri")
+	var opts []rest.Option
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	if v, ok := take("rest.tls.skip-verify"); ok && strings.EqualFold(v, "true") {
+		base.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
 	}
-	for _, k := range []string{"token", "credential", "oauth2-server-uri", "rest.authorization-url"} {
-		if _, ok := take(k); ok {
-			return nil, fmt.Errorf("%s is OAuth2, rest.sigv4-enabled is SigV4: configure one way of signing the REST catalog", k)
+	opts = append(opts, rest.WithCustomTransport(statusTransport{base}))
+	sigv4, _ := take("rest.sigv4-enabled")
+	region, _ := take("rest.signing-region")
+	service, _ := take("rest.signing-name")
+	if strings.EqualFold(sigv4, "true") {
+		opts = append(opts, rest.WithSigV4RegionSvc(region, service))
+		if id, secret, token, _ := RESTKeys(props); id != "" {
+			cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(region),
+				awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(id, secret, token)))
+			if err != nil {
+				return nil, fmt.Errorf("configure SigV4 signing: %w", err)
+			}
+			opts = append(opts, rest.WithAwsConfig(cfg))
 		}
 	}
-	if v, ok := take("warehouse"); ok {
-		opts = append(opts, rest.WithWarehouseLocation(v))
+	for k, opt := range map[string]func(string) rest.Option{
+		"warehouse": rest.WithWarehouseLocation, "metadata_location": rest.WithMetadataLocation, "prefix": rest.WithPrefix,
+		"token": rest.WithOAuthToken, "credential": rest.WithCredential,
+		"scope": rest.WithScope, "audience": rest.WithAudience, "resource": rest.WithResource,
+	} {
+		if v, ok := take(k); ok {
+			opts = append(opts, opt(v))
+		}
 	}
-	if v, ok := take("metadata_location"); ok {
-		opts = append(opts, rest.WithMetadataLocation(v))
+	// oauth2-server-uri is the portable name, rest.authorization-url its
+	// older alias; the portable one wins, as in iceberg-go.
+	authURL, ok := take("oauth2-server-uri")
+	if alias, aliased := take("rest.authorization-url"); !ok && aliased {
+		authURL, ok = alias, true
 	}
-	if v, ok := take("prefix"); ok {
-		opts = append(opts, rest.WithPrefix(v))
-	}
-	if v, ok := take("rest.tls.skip-verify"); ok && strings.EqualFold(v, "true") {
-		opts = append(opts, rest.WithTLSConfig(&tls.Config{InsecureSkipVerify: true}))
+	if ok {
+		u, err := url.Parse(authURL)
+		if err != nil || u.Scheme == "" || u.Host == "" {
+			return nil, fmt.Errorf("oauth2-server-uri %q is not an absolute URL", authURL)
+		}
+		opts = append(opts, rest.WithAuthURI(u))
 	}
 	opts = append(opts, rest.WithAdditionalProps(others))
-	return rest.NewCatalog(ctx, name, props["uri"], opts...)
+	return rest.NewCatalog(ctx, name, uri, opts...)
+}
+
+// statusTransport puts the request and the HTTP status into the message
+// of every error response, in the Iceberg REST error form iceberg-go
+// decodes: a server's own message is kept after them, and a body that is
+// not an Iceberg error (a proxy's HTML, an empty 404) is quoted.
+type statusTransport struct{ base http.RoundTripper }
+
+func (t statusTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil || resp.StatusCode < 400 {
+		return resp, err
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	what := fmt.Sprintf("%s %s: HTTP %d %s", r.Method, r.URL.Path, resp.StatusCode, http.StatusText(resp.StatusCode))
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    int    `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && (e.Error.Message != "" || e.Error.Type != "") {
+		e.Error.Message = what + ": " + e.Error.Message
+	} else {
+		e.Error.Message, e.Error.Type, e.Error.Code = what, http.StatusText(resp.StatusCode), resp.StatusCode
+		if text := strings.Join(strings.Fields(string(body)), " "); text != "" {
+			e.Error.Message += ": " + text[:min(len(text), 200)]
+		}
+	}
+	out, _ := json.Marshal(e)
+	resp.Body = io.NopCloser(bytes.NewReader(out))
+	resp.ContentLength = int64(len(out))
+	resp.Header.Set("Content-Type", "application/json")
+	resp.Header.Del("Content-Encoding")
+	return resp, nil
 }

@@ -2,6 +2,8 @@ package bucket_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,4 +74,37 @@ func TestRESTSignsWithConfiguredKeys(t *testing.T) {
 			t.Fatalf("without keys: %v", err)
 		}
 	})
+}
+
+// A REST catalog's error names the request and the HTTP status, with the
+// server's own message or body after them.
+func TestRESTErrorsKeepStatus(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ok/v1/config":
+			w.Write([]byte(`{"defaults":{},"overrides":{}}`))
+		case "/ok/v1/namespaces":
+			w.WriteHeader(http.StatusForbidden)
+			w.Write([]byte(`{"error":{"message":"the key may not list","type":"ForbiddenException","code":403}}`))
+		default:
+			http.Error(w, "<html>no such route</html>", http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	a, err := arn.Parse("arn:aws:s3tables:us-east-1:000000000000:bucket/rest-errors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(path string) error {
+		reg := bucket.New(bucket.Options{ARN: a.String(), Parsed: a, CatalogName: "r", Catalog: map[string]string{"type": "rest", "uri": srv.URL + path}})
+		defer reg.Close()
+		_, err := reg.Buckets()[0].Tables(context.Background())
+		return err
+	}
+	if err := list("/wrong"); err == nil || !strings.Contains(err.Error(), "GET /wrong/v1/config: HTTP 404 Not Found: <html>no such route</html>") {
+		t.Errorf("a 404 of a wrong path: %v", err)
+	}
+	if err := list("/ok"); err == nil || !strings.Contains(err.Error(), "GET /ok/v1/namespaces: HTTP 403 Forbidden: the key may not list") {
+		t.Errorf("a server's error: %v", err)
+	}
 }
