@@ -14,11 +14,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/errtext"
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/orphan"
 )
@@ -117,10 +117,9 @@ func isUsage(err error) bool {
 }
 
 // oneLine folds a multi-line error (errors.Join, wrapped driver errors)
-// into one line, as the CLI promises.
-func oneLine(err error) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
-}
+// into one line, as the CLI promises, with the AWS SDK's long operation
+// errors shortened to service, operation, status and cause.
+func oneLine(err error) string { return errtext.Short(err) }
 
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "icekeeper keeps Apache Iceberg tables healthy.")
