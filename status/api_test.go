@@ -587,6 +587,7 @@ func TestUnsupportedOperations(t *testing.T) {
 		method, path, _ := strings.Cut(u.pattern, " ")
 		path = strings.NewReplacer("{arn}", arn, "{namespace}", "demo", "{name}", "events").Replace(path)
 		req, _ := http.NewRequest(method, f.url+path, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -10,9 +10,10 @@ import (
 )
 
 // IntentHeader is the header the dashboard sends with its writes. A write
-// (any method but GET and HEAD) must carry it or a JSON Content-Type: a
-// cross-site form can send neither, and a cross-site fetch that sets
-// either needs a CORS preflight the API never grants.
+// (any method but GET and HEAD) must carry it, a JSON Content-Type or a
+// SigV4 Authorization header: a cross-site form can send none of them,
+// and a cross-site fetch that sets one needs a CORS preflight the API
+// never grants.
 const IntentHeader = "X-Icekeeper-Request"
 
 // guard wraps every route: security headers on every response; without
@@ -53,6 +54,13 @@ func (s *Server) checkIntent(r *http.Request) *apiError {
 		return forbidden(fmt.Sprintf("cross-site request refused: Sec-Fetch-Site is %q, writes must be same-origin", site))
 	}
 	if r.Header.Get(IntentHeader) != "" {
+		return nil
+	}
+	// A SigV4 Authorization header is one no form can send and no
+	// cross-site fetch sets without a preflight: the SDKs' bodiless
+	// DELETEs carry no Content-Type. (HTTP Basic is what a browser
+	// attaches by itself, so it does not count.)
+	if strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
 		return nil
 	}
 	// River's UI is a bundle icekeeper does not write: it posts its JSON

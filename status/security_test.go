@@ -99,6 +99,8 @@ func TestWriteIntent(t *testing.T) {
 			header: map[string]string{"Content-Type": "application/json", "Origin": "http://127.0.0.1:1"}}, "Origin"},
 		"opaque origin": {rawReq{method: "PUT", path: put, body: putBody,
 			header: map[string]string{"Content-Type": "application/json", "Origin": "null"}}, "Origin"},
+		"basic auth is no intent": {rawReq{method: "POST", path: tablePath("/restore"), body: `{"all":true}`,
+			header: map[string]string{"Content-Type": "text/plain", "Authorization": "Basic QUs6eA=="}}, "Content-Type application/json"},
 		"sec-fetch-site cross-site": {rawReq{method: "POST", path: tablePath("/runs/icebergCompaction"),
 			header: map[string]string{IntentHeader: "1", "Sec-Fetch-Site": "cross-site"}}, "cross-site"},
 		"sec-fetch-site same-site": {rawReq{method: "POST", path: tablePath("/runs/icebergCompaction"),
