@@ -45,7 +45,15 @@ type API struct {
 	// (Prometheus: authorization.credentials in the scrape config).
 	// Unset, /metrics is open, like /healthz and /readyz.
 	MetricsAuth string `yaml:"metricsAuth"`
+	// AllowedHosts are the host names (no port) a request's Host header may
+	// carry, besides loopback names, while no keys are configured: a page
+	// that rebinds its own name to 127.0.0.1 must not reach the API.
+	// With keys, Host is not restricted.
+	AllowedHosts []string `yaml:"allowedHosts"`
 }
+
+// MinSecretLength is the fewest characters an API key's secret may have.
+const MinSecretLength = 16
 
 // APIKey is one access key of the API.
 type APIKey struct {

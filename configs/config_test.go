@@ -121,6 +121,9 @@ buckets:
 		{"bad schedule", base + "schedules: {icebergCompaction: every hour}\n", `schedules.icebergCompaction: "every hour" is not a cron expression`},
 		{"bad retention mode", base + "    tableRetentionProperties: lenient\n", `buckets[0].tableRetentionProperties: "lenient" is not conservative or strict`},
 		{"api key without secret", base + "api: {keys: [{accessKeyId: AK}]}\n", "api.keys[0].secretAccessKey: is required"},
+		{"short api secret", base + "api: {keys: [{accessKeyId: AKSHORT, secretAccessKey: fifteen-chars!!}]}\n", "api.keys[0].secretAccessKey: the secret of key AKSHORT is 15 characters, at least 16 are required"},
+		{"allowed host with port", base + "api: {allowedHosts: [icekeeper.internal:8080]}\n", `api.allowedHosts[0]: "icekeeper.internal:8080" is not a host name`},
+		{"allowed host url", base + "api: {allowedHosts: ['http://x']}\n", `api.allowedHosts[0]: "http://x" is not a host name`},
 		{"api signing name", base + "api: {signingName: s3}\n", `api.signingName: "s3" is not s3tables or osstables`},
 		{"bad filter", base + "    tables: {include: ['[']}\n", `buckets[0].tables: pattern "["`},
 		{"unset env", base + "    catalog: {type: sql, uri: '${NOPE}'}\n", "environment variable NOPE is not set"},
@@ -274,5 +277,24 @@ func TestLoadBounds(t *testing.T) {
 		if _, err := Load("/dev/urandom"); !errors.Is(err, ErrInvalid) {
 			t.Errorf("/dev/urandom: %v", err)
 		}
+	}
+}
+
+// A 16-character secret is enough; allowed hosts may be names or IPs.
+func TestAPIConfig(t *testing.T) {
+	yaml := `state: sqlite://s.db
+buckets:
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/one
+    catalog: {type: sql, uri: "file:x.db"}
+api:
+  keys: [{accessKeyId: AKOK, secretAccessKey: sixteen-chars-ok}]
+  allowedHosts: [icekeeper.internal, 10.0.0.7, "[fd00::1]", ICEKEEPER.example.]
+`
+	cfg, err := Parse("icekeeper.yaml", []byte(yaml), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.API.AllowedHosts) != 4 || cfg.API.Keys[0].SecretAccessKey != "sixteen-chars-ok" {
+		t.Fatalf("api = %+v", cfg.API)
 	}
 }

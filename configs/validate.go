@@ -139,6 +139,9 @@ func (c *Config) finish() error {
 		if k.SecretAccessKey == "" {
 			return errf(p+".secretAccessKey", "is required")
 		}
+		if n := len([]rune(k.SecretAccessKey)); n < MinSecretLength {
+			return errf(p+".secretAccessKey", "the secret of key %s is %d characters, at least %d are required", k.AccessKeyID, n, MinSecretLength)
+		}
 		if seenKeys[k.AccessKeyID] {
 			return errf(p+".accessKeyId", "%q is listed twice", k.AccessKeyID)
 		}
@@ -147,6 +150,12 @@ func (c *Config) finish() error {
 			if _, err := path.Match(sc, ""); err != nil || sc == "" {
 				return errf(p+".scopes", "%q is not a BUCKET or BUCKET/NAMESPACE pattern", sc)
 			}
+		}
+	}
+
+	for i, h := range c.API.AllowedHosts {
+		if !validHostName(h) {
+			return errf(fmt.Sprintf("api.allowedHosts[%d]", i), "%q is not a host name or IP address without a port", h)
 		}
 	}
 
@@ -244,4 +253,26 @@ func (c *Config) Bucket(ref string) (*Bucket, bool) {
 func globMatch(pattern, name string) bool {
 	ok, _ := path.Match(pattern, name)
 	return ok
+}
+
+// validHostName accepts a DNS name or an IP address (IPv6 with or without
+// brackets), without scheme, port or path.
+func validHostName(h string) bool {
+	if ip := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")); ip != nil {
+		return true
+	}
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(h, "."), ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }

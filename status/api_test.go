@@ -236,6 +236,7 @@ func signedDo(req *http.Request, key, secret string) (*http.Response, error) {
 	sum := sha256.Sum256(body)
 	payload := hex.EncodeToString(sum[:])
 	req.Header.Set("X-Amz-Content-Sha256", payload)
+	req.Header.Set("Content-Type", "application/json")
 	creds := aws.Credentials{AccessKeyID: key, SecretAccessKey: secret}
 	if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, payload, "s3tables", "us-east-1", time.Now()); err != nil {
 		return nil, err
@@ -245,18 +246,18 @@ func signedDo(req *http.Request, key, secret string) (*http.Response, error) {
 
 func TestSigV4(t *testing.T) {
 	api := configs.API{Keys: []configs.APIKey{
-		{AccessKeyID: "AKADMIN", SecretAccessKey: "admin-secret"},
-		{AccessKeyID: "AKTEAM", SecretAccessKey: "team-secret", Scopes: []string{"local/other"}},
+		{AccessKeyID: "AKADMIN", SecretAccessKey: "admin-secret-0123456789"},
+		{AccessKeyID: "AKTEAM", SecretAccessKey: "team-secret-0123456789", Scopes: []string{"local/other"}},
 	}}
 	f := newServer(t, api)
-	if st := jobStatus(t, client(f.url, "AKADMIN", "admin-secret")); len(st) != 3 {
+	if st := jobStatus(t, client(f.url, "AKADMIN", "admin-secret-0123456789")); len(st) != 3 {
 		t.Fatalf("signed request: %v", st)
 	}
 	var fb *types.ForbiddenException
 	for name, c := range map[string]*s3tables.Client{
 		"wrong secret": client(f.url, "AKADMIN", "guess"),
 		"unknown key":  client(f.url, "AKNOBODY", "x"),
-		"out of scope": client(f.url, "AKTEAM", "team-secret"),
+		"out of scope": client(f.url, "AKTEAM", "team-secret-0123456789"),
 	} {
 		_, err := c.GetTableMaintenanceJobStatus(context.Background(), &s3tables.GetTableMaintenanceJobStatusInput{
 			TableBucketARN: aws.String(bucketARN), Namespace: aws.String("demo"), Name: aws.String("events")})
@@ -265,19 +266,19 @@ func TestSigV4(t *testing.T) {
 		}
 	}
 	// A key scoped to a namespace cannot change bucket-wide settings.
-	_, err := client(f.url, "AKTEAM", "team-secret").PutTableBucketMaintenanceConfiguration(context.Background(), &s3tables.PutTableBucketMaintenanceConfigurationInput{
+	_, err := client(f.url, "AKTEAM", "team-secret-0123456789").PutTableBucketMaintenanceConfiguration(context.Background(), &s3tables.PutTableBucketMaintenanceConfigurationInput{
 		TableBucketARN: aws.String(bucketARN), Type: types.TableBucketMaintenanceTypeIcebergUnreferencedFileRemoval,
 		Value: &types.TableBucketMaintenanceConfigurationValue{Status: types.MaintenanceStatusDisabled}})
 	if !errors.As(err, &fb) {
 		t.Fatalf("scoped key changed bucket settings: %v", err)
 	}
 	// Nor read them: they are the bucket's, not the namespace's.
-	_, err = client(f.url, "AKTEAM", "team-secret").GetTableBucketMaintenanceConfiguration(context.Background(), &s3tables.GetTableBucketMaintenanceConfigurationInput{
+	_, err = client(f.url, "AKTEAM", "team-secret-0123456789").GetTableBucketMaintenanceConfiguration(context.Background(), &s3tables.GetTableBucketMaintenanceConfigurationInput{
 		TableBucketARN: aws.String(bucketARN)})
 	if !errors.As(err, &fb) {
 		t.Fatalf("scoped key read bucket settings: %v", err)
 	}
-	if _, err := client(f.url, "AKADMIN", "admin-secret").GetTableBucketMaintenanceConfiguration(context.Background(), &s3tables.GetTableBucketMaintenanceConfigurationInput{
+	if _, err := client(f.url, "AKADMIN", "admin-secret-0123456789").GetTableBucketMaintenanceConfiguration(context.Background(), &s3tables.GetTableBucketMaintenanceConfigurationInput{
 		TableBucketARN: aws.String(bucketARN)}); err != nil {
 		t.Fatalf("unscoped key: %v", err)
 	}
@@ -285,7 +286,7 @@ func TestSigV4(t *testing.T) {
 	// body) is verified too.
 	req0, _ := http.NewRequest(http.MethodPut, f.url+"/tables/"+url.PathEscape(bucketARN)+"/demo/events/maintenance/icebergSnapshotManagement",
 		strings.NewReader(`{"value":{"status":"disabled"}}`))
-	resp0, err := signedDo(req0, "AKADMIN", "admin-secret")
+	resp0, err := signedDo(req0, "AKADMIN", "admin-secret-0123456789")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +298,7 @@ func TestSigV4(t *testing.T) {
 	// signature.
 	req, _ := http.NewRequest(http.MethodPut, f.url+"/tables/"+url.PathEscape(bucketARN)+"/demo/events/maintenance/icebergSnapshotManagement",
 		strings.NewReader(`{"value":{"status":"enabled","x":"`+strings.Repeat("x", 70<<10)+`"}}`))
-	resp, err := signedDo(req, "AKADMIN", "admin-secret")
+	resp, err := signedDo(req, "AKADMIN", "admin-secret-0123456789")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,6 +337,7 @@ func TestRawBadInput(t *testing.T) {
 		"removal per table": {"PUT", strings.Replace(base, "icebergCompaction", "icebergUnreferencedFileRemoval", 1), `{"value":{"status":"enabled"}}`, 400, "BadRequestException"},
 	} {
 		req, _ := http.NewRequest(tc.method, tc.url, strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -433,6 +435,7 @@ func TestExtraRoutes(t *testing.T) {
 	do := func(method, u, body string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, u, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -584,6 +587,7 @@ func TestUnsupportedOperations(t *testing.T) {
 		method, path, _ := strings.Cut(u.pattern, " ")
 		path = strings.NewReplacer("{arn}", arn, "{namespace}", "demo", "{name}", "events").Replace(path)
 		req, _ := http.NewRequest(method, f.url+path, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -115,12 +115,13 @@ func TestDashboardInBrowser(t *testing.T) {
 // SigV4); a read-only key sees the overview, may not write, and is told so.
 func TestDashboardAuth(t *testing.T) {
 	f := newServer(t, configs.API{Keys: []configs.APIKey{
-		{AccessKeyID: "AKADMIN", SecretAccessKey: "admin-secret"},
-		{AccessKeyID: "AKVIEW", SecretAccessKey: "view-secret", ReadOnly: true},
+		{AccessKeyID: "AKADMIN", SecretAccessKey: "admin-secret-0123456789"},
+		{AccessKeyID: "AKVIEW", SecretAccessKey: "view-secret-0123456789", ReadOnly: true},
 	}})
 	do := func(method, path, id, secret string) (*http.Response, map[string]any) {
 		t.Helper()
 		req, _ := http.NewRequest(method, f.url+path, nil)
+		req.Header.Set(IntentHeader, "1")
 		if id != "" {
 			req.SetBasicAuth(id, secret)
 		}
@@ -139,20 +140,20 @@ func TestDashboardAuth(t *testing.T) {
 	if resp, _ := do("GET", "/", "AKADMIN", "wrong"); resp.StatusCode != 401 {
 		t.Fatalf("/ with a wrong secret: %d", resp.StatusCode)
 	}
-	if resp, _ := do("GET", "/", "AKVIEW", "view-secret"); resp.StatusCode != 200 {
+	if resp, _ := do("GET", "/", "AKVIEW", "view-secret-0123456789"); resp.StatusCode != 200 {
 		t.Fatalf("/ with a key: %d", resp.StatusCode)
 	}
-	if resp, body := do("GET", "/icekeeper/v1/overview", "AKADMIN", "admin-secret"); resp.StatusCode != 200 || body["canWrite"] != true {
+	if resp, body := do("GET", "/icekeeper/v1/overview", "AKADMIN", "admin-secret-0123456789"); resp.StatusCode != 200 || body["canWrite"] != true {
 		t.Fatalf("overview, admin: %d %v", resp.StatusCode, body)
 	}
-	if resp, body := do("GET", "/icekeeper/v1/overview", "AKVIEW", "view-secret"); resp.StatusCode != 200 || body["canWrite"] != false {
+	if resp, body := do("GET", "/icekeeper/v1/overview", "AKVIEW", "view-secret-0123456789"); resp.StatusCode != 200 || body["canWrite"] != false {
 		t.Fatalf("overview, read-only: %d %v", resp.StatusCode, body)
 	}
 	trigger := "/icekeeper/v1/tables/" + url.PathEscape(bucketARN) + "/demo/events/runs/icebergCompaction"
-	if resp, _ := do("POST", trigger, "AKVIEW", "view-secret"); resp.StatusCode != 403 {
+	if resp, _ := do("POST", trigger, "AKVIEW", "view-secret-0123456789"); resp.StatusCode != 403 {
 		t.Fatalf("read-only key queued a run: %d", resp.StatusCode)
 	}
-	if resp, _ := do("POST", trigger, "AKADMIN", "admin-secret"); resp.StatusCode != 202 {
+	if resp, _ := do("POST", trigger, "AKADMIN", "admin-secret-0123456789"); resp.StatusCode != 202 {
 		t.Fatalf("admin key: %d", resp.StatusCode)
 	}
 }

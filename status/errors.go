@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -15,16 +16,20 @@ type apiError struct {
 	status int
 	kind   string // the X-Amzn-ErrorType value
 	msg    string
+	// retryAfter, when set, is the Retry-After header's seconds.
+	retryAfter int
 }
 
 func (e *apiError) Error() string { return e.kind + ": " + e.msg }
 
 func badRequest(msg string) *apiError {
-	return &apiError{http.StatusBadRequest, "BadRequestException", msg}
+	return &apiError{status: http.StatusBadRequest, kind: "BadRequestException", msg: msg}
 }
-func notFound(msg string) *apiError { return &apiError{http.StatusNotFound, "NotFoundException", msg} }
+func notFound(msg string) *apiError {
+	return &apiError{status: http.StatusNotFound, kind: "NotFoundException", msg: msg}
+}
 func forbidden(msg string) *apiError {
-	return &apiError{http.StatusForbidden, "ForbiddenException", msg}
+	return &apiError{status: http.StatusForbidden, kind: "ForbiddenException", msg: msg}
 }
 
 // classify maps an error from the layers below to the API's error types:
@@ -41,10 +46,17 @@ func classify(err error) *apiError {
 	case errors.Is(err, maintenance.ErrInvalid), errors.Is(err, bucket.ErrBadRef):
 		return badRequest(err.Error())
 	}
-	return &apiError{http.StatusInternalServerError, "InternalServerErrorException", "internal error"}
+	return &apiError{status: http.StatusInternalServerError, kind: "InternalServerErrorException", msg: "internal error"}
+}
+
+func tooManyRequests(msg string, retryAfter int) *apiError {
+	return &apiError{status: http.StatusTooManyRequests, kind: "TooManyRequestsException", msg: msg, retryAfter: retryAfter}
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.retryAfter))
+	}
 	w.Header().Set("X-Amzn-ErrorType", e.kind)
 	writeJSON(w, e.status, map[string]string{"message": e.msg})
 }

@@ -75,7 +75,7 @@ func FuzzVerify(f *testing.F) {
 	auth := NewAuth(configs.API{SigningName: "s3tables", Keys: []configs.APIKey{{AccessKeyID: "AKFUZZ", SecretAccessKey: "fuzz-secret"}}})
 	auth.now = func() time.Time { return when }
 	sig0 := signatureOf(authz0)
-	if _, err := auth.verify(sign(path0, body0)); err != nil {
+	if _, _, err := auth.verify(sign(path0, body0)); err != nil {
 		f.Fatalf("the genuine request is refused: %v", err) // else the property below holds vacuously
 	}
 	f.Fuzz(func(t *testing.T, path, body, authz, date string) {
@@ -87,9 +87,14 @@ func FuzzVerify(f *testing.F) {
 		r.Body = io.NopCloser(strings.NewReader(body))
 		r.Header.Set("Authorization", authz)
 		r.Header.Set("X-Amz-Date", date)
-		_, err := auth.verify(r)
+		_, _, err := auth.verify(r)
 		if err == nil && (path != path0 || body != body0 || date != date0 || signatureOf(authz) != sig0) {
 			t.Fatalf("accepted a forged request: path %q body %q date %q authz %q", path, body, date, authz)
 		}
 	})
+}
+
+func signatureOf(authz string) string {
+	_, sig, _ := strings.Cut(authz, "Signature=")
+	return sig
 }

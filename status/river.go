@@ -36,11 +36,19 @@ func (s *Server) riverRoutes(mux *http.ServeMux) {
 }
 
 // browserKey authenticates a browser's request with HTTP Basic (access key
-// ID and secret), asking for credentials when they are missing or wrong.
+// ID and secret), asking for credentials when they are missing or wrong;
+// wrong ones count towards the address's back-off, as a bad signature does.
 func (s *Server) browserKey(w http.ResponseWriter, r *http.Request) (configs.APIKey, bool) {
+	if err := s.Auth.backingOff(r); err != nil {
+		writeError(w, classify(err))
+		return configs.APIKey{}, false
+	}
 	id, secret, ok := r.BasicAuth()
 	key, err := s.Auth.basic(id, secret)
 	if !ok || err != nil {
+		if ok {
+			s.Auth.fail(r, id, "wrong HTTP Basic credentials")
+		}
 		w.Header().Set("WWW-Authenticate", `Basic realm="icekeeper"`)
 		http.Error(w, "sign in with an API access key ID and secret", http.StatusUnauthorized)
 		return configs.APIKey{}, false

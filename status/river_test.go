@@ -49,15 +49,16 @@ func TestRiverUI(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &Server{Registry: reg, Store: store, Queue: engine, RiverUI: ui, Auth: NewAuth(configs.API{SigningName: "s3tables", Keys: []configs.APIKey{
-		{AccessKeyID: "AKADMIN", SecretAccessKey: "admin-secret"},
-		{AccessKeyID: "AKVIEW", SecretAccessKey: "view-secret", ReadOnly: true},
-		{AccessKeyID: "AKTEAM", SecretAccessKey: "team-secret", Scopes: []string{"local/team"}},
+		{AccessKeyID: "AKADMIN", SecretAccessKey: "admin-secret-0123456789"},
+		{AccessKeyID: "AKVIEW", SecretAccessKey: "view-secret-0123456789", ReadOnly: true},
+		{AccessKeyID: "AKTEAM", SecretAccessKey: "team-secret-0123456789", Scopes: []string{"local/team"}},
 	}})}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	do := func(method, path, id, secret string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(`{"ids":["1"]}`))
+		req.Header.Set("Sec-Fetch-Site", "same-origin") // as River's UI in a browser sends it
 		if id != "" {
 			req.SetBasicAuth(id, secret)
 		}
@@ -72,16 +73,16 @@ func TestRiverUI(t *testing.T) {
 	if code, _ := do("GET", "/river/", "", ""); code != http.StatusUnauthorized {
 		t.Fatalf("without credentials: %d", code)
 	}
-	if code, body := do("GET", "/river/", "AKADMIN", "admin-secret"); code != http.StatusOK || !strings.Contains(body, "<html") {
+	if code, body := do("GET", "/river/", "AKADMIN", "admin-secret-0123456789"); code != http.StatusOK || !strings.Contains(body, "<html") {
 		t.Fatalf("the UI's page: %d %.200s", code, body)
 	}
-	if code, body := do("GET", "/river/api/jobs?state=scheduled", "AKVIEW", "view-secret"); code != http.StatusOK || !strings.Contains(body, `"kind":"icekeeper.run"`) || !strings.Contains(body, `\"name\": \"events\"`) {
+	if code, body := do("GET", "/river/api/jobs?state=scheduled", "AKVIEW", "view-secret-0123456789"); code != http.StatusOK || !strings.Contains(body, `"kind":"icekeeper.run"`) || !strings.Contains(body, `\"name\": \"events\"`) {
 		t.Fatalf("the queued run in River's UI: %d %.300s", code, body)
 	}
-	if code, body := do("GET", "/river/api/jobs?state=scheduled", "AKTEAM", "team-secret"); code != http.StatusForbidden || !strings.Contains(body, "scoped") {
+	if code, body := do("GET", "/river/api/jobs?state=scheduled", "AKTEAM", "team-secret-0123456789"); code != http.StatusForbidden || !strings.Contains(body, "scoped") {
 		t.Fatalf("a scoped key: %d %s", code, body)
 	}
-	if code, body := do("POST", "/river/api/jobs/delete", "AKVIEW", "view-secret"); code != http.StatusForbidden || !strings.Contains(body, "read-only") {
+	if code, body := do("POST", "/river/api/jobs/delete", "AKVIEW", "view-secret-0123456789"); code != http.StatusForbidden || !strings.Contains(body, "read-only") {
 		t.Fatalf("a read-only key deleting: %d %s", code, body)
 	}
 	if n, _ := store.QueueDepth(ctx); n != 1 {

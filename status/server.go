@@ -60,6 +60,9 @@ type Server struct {
 	// which lists each bucket on first use.
 	Tables *jobs.Discovery
 	Auth   *Auth // nil: unauthenticated
+	// AllowedHosts are the Host names, besides loopback ones, requests
+	// may be addressed to while Auth is nil (api.allowedHosts).
+	AllowedHosts []string
 	// Resolver resolves settings; nil: the built-in defaults under the
 	// store's overrides.
 	Resolver *jobs.Resolver
@@ -90,6 +93,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Tables == nil {
 		s.Tables = &jobs.Discovery{Registry: s.Registry, Logger: s.Logger}
+	}
+	if s.Auth != nil && s.Auth.Logger == nil {
+		s.Auth.Logger = s.Logger
 	}
 	mux := http.NewServeMux()
 	api := func(pattern string, h handlerFunc) { mux.Handle(pattern, s.api(h)) }
@@ -138,7 +144,7 @@ func (s *Server) Handler() http.Handler {
 	api("/", func(w http.ResponseWriter, r *http.Request) error {
 		return notFound(fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 	})
-	return mux
+	return s.guard(mux)
 }
 
 // api wraps a handler with authentication, error mapping and panic
@@ -148,11 +154,11 @@ func (s *Server) api(h handlerFunc) http.Handler {
 		defer func() {
 			if p := recover(); p != nil {
 				s.Logger.Error("API handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
-				writeError(w, &apiError{http.StatusInternalServerError, "InternalServerErrorException", "internal error"})
+				writeError(w, &apiError{status: http.StatusInternalServerError, kind: "InternalServerErrorException", msg: "internal error"})
 			}
 		}()
 		if s.Auth != nil {
-			key, err := s.Auth.verify(r)
+			key, err := s.Auth.authenticate(r)
 			if err != nil {
 				writeError(w, classify(err))
 				return

@@ -52,8 +52,7 @@ var unsupported = []struct{ op, pattern string }{
 func (s *Server) unsupportedRoutes(api func(string, handlerFunc)) {
 	for _, u := range unsupported {
 		api(u.pattern, func(http.ResponseWriter, *http.Request) error {
-			return &apiError{http.StatusBadRequest, "UnknownOperationException",
-				fmt.Sprintf("icekeeper does not implement the S3 Tables operation %s; it serves the maintenance calls and reads and lists what the catalog holds", u.op)}
+			return &apiError{status: http.StatusBadRequest, kind: "UnknownOperationException", msg: fmt.Sprintf("icekeeper does not implement the S3 Tables operation %s; it serves the maintenance calls and reads and lists what the catalog holds", u.op)}
 		})
 	}
 }

@@ -96,7 +96,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := sched.Init(); err != nil {
 		return usageError{err}
 	}
-	srv := &status.Server{Registry: w.registry, Store: cache, Runner: runner, Resolver: resolver, Scheduler: sched, Queue: engine, Tables: tables, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, Logger: logger}
+	srv := &status.Server{Registry: w.registry, Store: cache, Runner: runner, Resolver: resolver, Scheduler: sched, Queue: engine, Tables: tables, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, AllowedHosts: w.cfg.API.AllowedHosts, Logger: logger}
 
 	if pg {
 		ui, err := riverui.NewHandler(&riverui.HandlerOpts{Endpoints: riverui.NewEndpoints(engine.Client(), nil),
