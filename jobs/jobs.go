@@ -147,7 +147,11 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 		if run.Metrics, err = json.Marshal(out.Figures); err != nil {
 			return out, fmt.Errorf("encode %s figures: %w", typ, err)
 		}
-		run.Metrics = []byte(redact.Text(string(run.Metrics)))
+		// Figures may quote a URI with its credentials; mask them in the
+		// values, so that object names stay exact and the JSON valid.
+		if run.Metrics, err = redact.JSON(run.Metrics); err != nil {
+			return out, fmt.Errorf("redact %s figures: %w", typ, err)
+		}
 	}
 	if r.Logger != nil {
 		r.Logger.Info("job finished", "table", t.Key().String(), "job", typ, "status", out.Status,

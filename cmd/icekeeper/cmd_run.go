@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -81,15 +83,32 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	if *asJSON {
-		data, err := json.MarshalIndent(results, "", "  ")
-		if err != nil {
+		if err := writeJSON(env.stdout, results); err != nil {
 			return err
 		}
-		writeln(env.stdout, "%s", redact.Text(string(data)))
 	}
 	if failed {
 		return errJobFailed
 	}
+	return nil
+}
+
+// writeJSON prints v as indented JSON with the credentials in its string
+// values masked. It redacts the values, not the JSON text, whose escapes
+// (\", \\, \u00e9) a URI pattern would cut through.
+func writeJSON(w io.Writer, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode the outcome: %w", err)
+	}
+	if data, err = redact.JSON(data); err != nil {
+		return fmt.Errorf("redact the outcome: %w", err)
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, data, "", "  "); err != nil {
+		return fmt.Errorf("indent the outcome: %w", err)
+	}
+	writeln(w, "%s", out.String())
 	return nil
 }
 
