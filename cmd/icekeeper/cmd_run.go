@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -44,10 +45,20 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	// A zero Options.Now means the real clock, so a given --now must never
+	// be zero: whether the flag was given is asked of the flag set, not
+	// read from its value, and times before 1970 (the zero time among
+	// them) are refused rather than silently run on today's clock.
 	var now time.Time
-	if *nowFlag != "" {
+	nowGiven := false
+	fs.Visit(func(f *flag.Flag) { nowGiven = nowGiven || f.Name == "now" })
+	if nowGiven {
 		if now, err = time.Parse(time.RFC3339, *nowFlag); err != nil {
 			return usagef("--now: %q is not an RFC 3339 time (e.g. 2026-01-02T03:04:05Z)", *nowFlag)
+		}
+		// No table has a snapshot, file or record before the Unix epoch.
+		if epoch := time.Unix(0, 0); now.Before(epoch) {
+			return usagef("--now: %s is before %s; give a time from then on", *nowFlag, epoch.UTC().Format(time.RFC3339))
 		}
 		if !*dryRun && !*clockShift {
 			return usagef("--now previews a later day and needs --dry-run: without it the run would mark and delete by that clock (--allow-clock-shift, for rehearsals and tests, allows it)")
