@@ -75,7 +75,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	failed := false
 	for _, t := range types {
 		update, finish := progress.Bar(env.stderr, string(t))
-		out, err := runner.Run(ctx, target, t, "cli", jobs.Options{DryRun: *dryRun, Now: now, Progress: update})
+		out, err := runner.Run(ctx, target, t, jobs.TriggerCLI, jobs.Options{DryRun: *dryRun, Now: now, Progress: update})
 		finish()
 		if err != nil {
 			return err
