@@ -62,7 +62,8 @@ type ExpirationFigures struct {
 	FilesKept    int `json:"filesKept"`
 	// FilesDropped went whole, FilesRewritten were rewritten into
 	// FilesWritten files of BytesWritten; FilesUnchanged were read and found
-	// to hold no expired visible row.
+	// to hold no expired visible row. A dry run counts what the real run
+	// would do, and writes nothing.
 	FilesDropped   int   `json:"filesDropped"`
 	FilesRewritten int   `json:"filesRewritten"`
 	FilesUnchanged int   `json:"filesUnchanged"`
@@ -85,12 +86,14 @@ func (f *ExpirationFigures) Text() string {
 	}
 	fmt.Fprintf(&b, "  rows with %s before %s (%d days): %d of %d data files kept by their bounds",
 		f.Column, f.Cutoff.UTC().Format(time.RFC3339), f.Days, f.FilesKept, f.FilesScanned)
-	verb := "removed"
 	if f.DryRun {
-		verb = "would be removed"
+		// Nothing was written, so there is no output to tell.
+		fmt.Fprintf(&b, "\n  %d records would be removed: %d data files (%d bytes) — %d would be dropped whole, %d rewritten without their expired rows; %d read would be left as they are",
+			f.DeletedRecords, f.DeletedDataFiles, f.RemovedFilesSize, f.FilesDropped, f.FilesRewritten, f.FilesUnchanged)
+	} else {
+		fmt.Fprintf(&b, "\n  %d records removed: %d data files (%d bytes) — %d dropped whole, %d rewritten into %d files (%d bytes); %d read and left as they were",
+			f.DeletedRecords, f.DeletedDataFiles, f.RemovedFilesSize, f.FilesDropped, f.FilesRewritten, f.FilesWritten, f.BytesWritten, f.FilesUnchanged)
 	}
-	fmt.Fprintf(&b, "\n  %d records %s: %d data files (%d bytes) — %d dropped whole, %d rewritten into %d files (%d bytes); %d read and left as they were",
-		f.DeletedRecords, verb, f.DeletedDataFiles, f.RemovedFilesSize, f.FilesDropped, f.FilesRewritten, f.FilesWritten, f.BytesWritten, f.FilesUnchanged)
 	if f.CommitAttempts > 0 {
 		fmt.Fprintf(&b, "\n  %d commits in %d attempts (%d lost to concurrent commits, %d rebased), %d ms in all",
 			f.Commits, f.CommitAttempts, f.Conflicts, f.Rebases, f.DurationMs)
@@ -140,6 +143,10 @@ func (j *RecordExpiration) CheckSettings(ctx context.Context, t jobs.Target, s m
 type expiryRead struct {
 	result  *table.CompactionGroupResult
 	expired int64
+	// rewrite: some visible rows of the group stay, so its files are
+	// rewritten rather than dropped whole (for a dry run, which writes
+	// nothing to tell it by).
+	rewrite bool
 	err     error
 }
 
@@ -202,7 +209,7 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 		case rd.result == nil:
 			fig.FilesUnchanged += len(groups[i].tasks)
 		case opts.DryRun:
-			fig.add(*rd.result, rd.expired)
+			fig.add(*rd.result, rd.expired, rd.rewrite)
 		default:
 			results = append(results, *rd.result)
 			expiredBy[rd.result.OldDataFiles[0].FilePath()] = rd.expired
@@ -222,20 +229,21 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 	fig.Commits, fig.CommitAttempts, fig.Conflicts, fig.Rebases = c.done.commits, c.done.stats.Attempts, c.done.stats.Conflicts, c.done.rebases
 	fig.Dropped = c.done.dropped
 	for _, g := range c.done.groups {
-		fig.add(g, expiredBy[g.OldDataFiles[0].FilePath()])
+		fig.add(g, expiredBy[g.OldDataFiles[0].FilePath()], len(g.NewDataFiles) > 0)
 	}
 	c.removeUncommitted(rec)
 	return out, err
 }
 
-// add counts one group's removal.
-func (f *ExpirationFigures) add(g table.CompactionGroupResult, expired int64) {
+// add counts one group's removal: its files rewritten without their
+// expired rows, or dropped whole.
+func (f *ExpirationFigures) add(g table.CompactionGroupResult, expired int64, rewritten bool) {
 	f.DeletedRecords += expired
 	f.DeletedDataFiles += int64(len(g.OldDataFiles))
 	for _, df := range g.OldDataFiles {
 		f.RemovedFilesSize += df.FileSizeBytes()
 	}
-	if len(g.NewDataFiles) == 0 {
+	if !rewritten {
 		f.FilesDropped += len(g.OldDataFiles)
 		return
 	}
@@ -273,9 +281,16 @@ func expireGroup(ctx context.Context, tbl *table.Table, col expiryColumn, g expi
 	for _, t := range g.tasks {
 		res.OldDataFiles = append(res.OldDataFiles, t.File)
 	}
-	if g.drop || dryRun {
+	switch {
+	case g.drop:
 		rd.expired, rd.err = countExpired(ctx, tbl, col, g)
-	} else {
+	case dryRun:
+		// What stays decides, as in the real run, whether the files are
+		// rewritten or, when every visible row expired, dropped whole.
+		var kept int64
+		rd.expired, kept, rd.err = previewGroup(ctx, tbl, col, g.tasks)
+		rd.rewrite = kept > 0
+	default:
 		// Counted while rewriting, so the files are read once. A group in
 		// which nothing expired is not committed; its outputs go with
 		// the run's others that are not. When every visible row expired,
@@ -289,7 +304,7 @@ func expireGroup(ctx context.Context, tbl *table.Table, col expiryColumn, g expi
 }
 
 // countExpired counts the visible expired rows of g's files, for groups
-// that are not rewritten (dropped whole, or in a dry run). A dropped
+// whose bounds prove they are dropped whole. A dropped
 // file without deletes holds exactly its record count; the rest are read,
 // with their deletes applied — only the column where no equality delete
 // needs other columns.
@@ -318,6 +333,29 @@ func countExpired(ctx context.Context, tbl *table.Table, col expiryColumn, g exp
 		r.Release()
 	}
 	return n, nil
+}
+
+// previewGroup counts, for a dry run, the visible rows of tasks' files that
+// would expire and those that would stay, chosen as filterGroup chooses
+// them (from the column's values, deletes applied, nulls staying).
+func previewGroup(ctx context.Context, tbl *table.Table, col expiryColumn, tasks []table.FileScanTask) (expired, kept int64, err error) {
+	var opts []table.ScanOption
+	if !hasEqualityDeletes(tasks) {
+		opts = append(opts, table.WithSelectedFields(col.name))
+	}
+	_, records, err := tbl.Scan(opts...).ReadTasks(ctx, tasks)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count expired rows: %w", err)
+	}
+	var removed atomic.Int64
+	for rec, err := range col.keepRows(ctx, records, &removed) {
+		if err != nil {
+			return 0, 0, fmt.Errorf("count expired rows: %w", err)
+		}
+		kept += rec.NumRows()
+		rec.Release()
+	}
+	return removed.Load(), kept, nil
 }
 
 // filterGroup rewrites tasks' files without their expired rows (deletes

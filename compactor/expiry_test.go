@@ -1,6 +1,7 @@
 package compactor
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -230,6 +231,54 @@ func TestRecordExpirationDryRun(t *testing.T) {
 	}
 	if n := countData(t, tbl.Location()); n != files {
 		t.Errorf("a dry run left %d files where there were %d", n, files)
+	}
+	// It tells the files that would be rewritten from those that would
+	// be dropped whole, as the real run then does.
+	text := fig.Text()
+	if !strings.Contains(text, fmt.Sprintf("%d would be dropped whole, %d rewritten without their expired rows", fig.FilesDropped, fig.FilesRewritten)) {
+		t.Errorf("dry run text:\n%s", text)
+	}
+	_, real := e.expire(&RecordExpiration{}, false)
+	if fig.FilesDropped != real.FilesDropped || fig.FilesRewritten != real.FilesRewritten || fig.DeletedDataFiles != real.DeletedDataFiles ||
+		fig.DeletedRecords != real.DeletedRecords || fig.RemovedFilesSize != real.RemovedFilesSize || real.FilesRewritten == 0 || real.FilesDropped == 0 {
+		t.Errorf("dry run: %d dropped, %d rewritten, %d records; real run: %d dropped, %d rewritten, %d records",
+			fig.FilesDropped, fig.FilesRewritten, fig.DeletedRecords, real.FilesDropped, real.FilesRewritten, real.DeletedRecords)
+	}
+}
+
+// A file whose bounds hold unexpired rows, all of which a position delete
+// removed, is dropped whole by the real run (nothing is left to write);
+// its dry run says so rather than "rewritten".
+func TestRecordExpirationDryRunAllExpired(t *testing.T) {
+	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	tbl = e.append(e.setColumn(tbl, "ts"), 300)
+	cut := expiryNow.Add(-30 * 24 * time.Hour).UnixMicro()
+	_, it, err := tbl.Scan(table.WithSelectedFields("id", "ts")).ToArrowRecords(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var staying []int64
+	for rec, err := range it {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, ts := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Timestamp)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			if int64(ts.Value(i)) >= cut {
+				staying = append(staying, ids.Value(i))
+			}
+		}
+		rec.Release()
+	}
+	if len(staying) == 0 || len(staying) == 300 {
+		t.Fatalf("setup: %d of 300 rows stay", len(staying))
+	}
+	e.posDelete(tbl, staying...)
+	_, dry := e.expire(&RecordExpiration{}, true)
+	_, real := e.expire(&RecordExpiration{}, false)
+	if real.FilesDropped != 1 || real.FilesRewritten != 0 || dry.FilesDropped != real.FilesDropped || dry.FilesRewritten != real.FilesRewritten || dry.DeletedRecords != real.DeletedRecords {
+		t.Errorf("dry run: %d dropped, %d rewritten, %d records; real run: %d dropped, %d rewritten, %d records",
+			dry.FilesDropped, dry.FilesRewritten, dry.DeletedRecords, real.FilesDropped, real.FilesRewritten, real.DeletedRecords)
 	}
 }
 

@@ -197,6 +197,11 @@ func (e *Engine) Run(stop, hard context.Context) error {
 	}
 	var sweeper sync.WaitGroup
 	sweepCtx, endSweep := context.WithCancel(hard)
+	// Runs left Running by a process that stopped before this one
+	// started, or whose end could not be recorded, fail at once.
+	if _, err := e.SweepRuns(sweepCtx); err != nil {
+		e.Logger.Warn("sweep for runs whose outcome was not recorded", "err", err)
+	}
 	sweeper.Go(func() {
 		t := time.NewTicker(e.LeaseTTL / 2)
 		defer t.Stop()
@@ -208,6 +213,9 @@ func (e *Engine) Run(stop, hard context.Context) error {
 			}
 			if err := e.Sweep(sweepCtx); err != nil && sweepCtx.Err() == nil {
 				e.Logger.Warn("sweep for jobs of stopped workers", "err", err)
+			}
+			if _, err := e.SweepRuns(sweepCtx); err != nil && sweepCtx.Err() == nil {
+				e.Logger.Warn("sweep for runs whose outcome was not recorded", "err", err)
 			}
 		}
 	})
@@ -277,6 +285,78 @@ func (e *Engine) Sweep(ctx context.Context) error {
 	}
 	e.Logger.Warn("rescued jobs whose worker stopped", "jobs", len(rescue.ID))
 	return nil
+}
+
+// OutcomeNotRecorded is the failure message of a run whose end was never
+// recorded: its worker finished or died while the state store was down.
+const OutcomeNotRecorded = "outcome not recorded"
+
+// SweepRuns fails, with OutcomeNotRecorded, the runs recorded as Running
+// that no worker is on any more, and returns how many. A run is abandoned
+// when all of these hold:
+//
+//   - the daemon ran it: a one-shot `icekeeper run` (TriggerCLI) takes
+//     no lease, so nothing tells a live one from a dead one, and its rows
+//     are left alone;
+//   - it started more than a lease TTL ago;
+//   - its table's lease is free: a daemon worker records a run's start and
+//     end (retries included) while it holds and renews the table lease,
+//     so a run whose worker is alive, on any replica, has a held lease;
+//   - no River job of its table and type is running, available,
+//     retryable or scheduled within a lease TTL (queued to run now, or
+//     snoozed): a job whose worker died is rescued by Sweep, and its next
+//     attempt fails the run itself with a message that says so.
+//
+// A worker cut off from the store for longer than the lease TTL may still
+// be running when its run is failed here; when it records its end, the
+// real outcome replaces the failure.
+func (e *Engine) SweepRuns(ctx context.Context) (int, error) {
+	now := time.Now()
+	runs, err := e.Store.RunningRuns(ctx, now.Add(-e.LeaseTTL))
+	if err != nil || len(runs) == 0 {
+		return 0, err
+	}
+	res, err := e.client.JobList(ctx, river.NewJobListParams().Kinds(RunArgs{}.Kind()).
+		States(rivertype.JobStateRunning, rivertype.JobStateAvailable, rivertype.JobStateRetryable, rivertype.JobStateScheduled).First(10000))
+	if err != nil {
+		return 0, fmt.Errorf("list jobs: %w", err)
+	}
+	type tableJob struct {
+		k   state.TableKey
+		typ maintenance.JobType
+	}
+	queued := map[tableJob]bool{}
+	for _, j := range res.Jobs {
+		if j.State == rivertype.JobStateScheduled && j.ScheduledAt.After(now.Add(e.LeaseTTL)) {
+			continue // tomorrow's run does not vouch for today's
+		}
+		var a RunArgs
+		if json.Unmarshal(j.EncodedArgs, &a) == nil {
+			queued[tableJob{a.Key(), a.Type}] = true
+		}
+	}
+	failed := 0
+	for _, r := range runs {
+		if r.Trigger == TriggerCLI || queued[tableJob{r.Table, r.Type}] {
+			continue
+		}
+		holder, err := e.Store.LeaseHolder(ctx, leaseName(r.Table), now)
+		if err != nil {
+			return failed, err
+		}
+		if holder != "" {
+			continue
+		}
+		ok, err := e.Store.FailRun(ctx, r, OutcomeNotRecorded, now)
+		if err != nil {
+			return failed, err
+		}
+		if ok {
+			failed++
+			e.Logger.Warn("failed a run whose outcome was not recorded", "run", r.ID, "table", r.Table.String(), "job", r.Type, "started", r.Started)
+		}
+	}
+	return failed, nil
 }
 
 func leaseName(k state.TableKey) string { return "table:" + k.String() }

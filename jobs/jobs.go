@@ -10,6 +10,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,9 @@ type Target struct {
 func (t Target) Key() state.TableKey {
 	return state.TableKey{Bucket: t.Bucket.ARN(), Namespace: t.Table.NamespaceString(), Name: t.Table.Name}
 }
+
+// TriggerCLI is the trigger of the runs of `icekeeper run`.
+const TriggerCLI = "cli"
 
 // Options are per-run switches from the CLI or API.
 type Options struct {
@@ -81,6 +85,10 @@ type Runner struct {
 	Logger   *slog.Logger
 	// Observe, when set, sees every recorded run when it ends (metrics).
 	Observe func(state.Run, Outcome)
+	// FinishWithin bounds the attempts to record a run's end (default 1m);
+	// FinishRetry is the wait after the first failed one (default 500ms),
+	// doubled after each next one up to 10s.
+	FinishWithin, FinishRetry time.Duration
 }
 
 // Checker is implemented by jobs whose settings depend on the table, so
@@ -147,16 +155,18 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 		if run.Metrics, err = json.Marshal(out.Figures); err != nil {
 			return out, fmt.Errorf("encode %s figures: %w", typ, err)
 		}
-		run.Metrics = []byte(redact.Text(string(run.Metrics)))
+		// Figures may quote a URI with its credentials; mask them in the
+		// values, so that object names stay exact and the JSON valid.
+		if run.Metrics, err = redact.JSON(run.Metrics); err != nil {
+			return out, fmt.Errorf("redact %s figures: %w", typ, err)
+		}
 	}
 	if r.Logger != nil {
 		r.Logger.Info("job finished", "table", t.Key().String(), "job", typ, "status", out.Status,
 			"failure", out.FailureMessage, "dryRun", opts.DryRun, "duration", run.Finished.Sub(run.Started))
 	}
 	if !opts.DryRun {
-		// Record the end even when ctx was cancelled mid-run, so the run
-		// does not stay "Running" forever.
-		if err := r.Store.FinishRun(context.WithoutCancel(ctx), run); err != nil {
+		if err := r.finish(ctx, run); err != nil {
 			return out, err
 		}
 		if r.Observe != nil {
@@ -164,6 +174,35 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 		}
 	}
 	return out, nil
+}
+
+// finish records the end of run, retrying with growing waits: the job's
+// work is done (a commit may have landed), and a store that is briefly
+// down must not leave the run "Running" forever. It records even when ctx
+// was cancelled mid-run, within its own deadline. A run whose end is
+// still not recorded is failed later by the engine's sweep.
+func (r *Runner) finish(ctx context.Context, run state.Run) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmp.Or(r.FinishWithin, time.Minute))
+	defer cancel()
+	wait := cmp.Or(r.FinishRetry, 500*time.Millisecond)
+	for attempt := 1; ; attempt++ {
+		err := r.Store.FinishRun(ctx, run)
+		if err == nil || errors.Is(err, state.ErrNotFound) {
+			return err
+		}
+		if r.Logger != nil {
+			r.Logger.Warn("could not record the end of a run", "run", run.ID, "table", run.Table.String(), "job", run.Type,
+				"status", run.Status, "attempt", attempt, "err", err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("record the end of run %d (%d attempts): %w", run.ID, attempt, err)
+		case <-t.C:
+		}
+		wait = min(2*wait, 10*time.Second)
+	}
 }
 
 // safeRun turns errors and panics of a job into a Failed outcome: a bug in

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -597,5 +598,53 @@ func TestUnsupportedOperations(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("X-Amzn-ErrorType") != "UnknownOperationException" || !strings.Contains(string(body), u.op) {
 			t.Errorf("%s %s: %d %s %s", method, path, resp.StatusCode, resp.Header.Get("X-Amzn-ErrorType"), body)
 		}
+	}
+}
+
+// figuresJob reports figures naming objects with quotes, backslashes,
+// non-ASCII letters and percent signs, and a presigned URI.
+type figuresJob struct{ figures any }
+
+func (figuresJob) Type() maintenance.JobType { return maintenance.Compaction }
+
+func (j figuresJob) Run(context.Context, jobs.Target, maintenance.Settings, jobs.Options) (jobs.Outcome, error) {
+	return jobs.Outcome{Figures: j.figures}, nil
+}
+
+// A run's figures go through the runner, the store and the runs route
+// intact: the route answers valid JSON, each object name as it was, the
+// credential masked.
+func TestRunFiguresRoundTrip(t *testing.T) {
+	f := newServer(t, configs.API{})
+	names := []string{`s3://b/ns/t/data/q"uote.parquet`, `s3://b/ns/t/data/back\slash`, "s3://b/ns/t/data/café-日本 100%.parquet"}
+	type figures struct {
+		Files  []string `json:"files"`
+		Source string   `json:"source"`
+	}
+	f.runner.Jobs[maintenance.Compaction] = figuresJob{figures{Files: names, Source: "https://h/o?X-Amz-Signature=s1gn&a=1"}}
+	if out, err := f.runner.Run(context.Background(), f.Target(), maintenance.Compaction, "test", jobs.Options{}); err != nil || out.Status != state.Successful {
+		t.Fatalf("run: %+v %v", out, err)
+	}
+	resp, err := http.Get(f.url + "/icekeeper/v1/tables/" + url.PathEscape(bucketARN) + "/demo/events/runs?type=icebergCompaction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var got struct {
+		Runs map[string][]struct {
+			Metrics figures `json:"metrics"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(body, &got); resp.StatusCode != 200 || err != nil {
+		t.Fatalf("runs: %d %v %q", resp.StatusCode, err, body)
+	}
+	runs := got.Runs["icebergCompaction"]
+	if len(runs) != 1 {
+		t.Fatalf("runs: %s", body)
+	}
+	m := runs[0].Metrics
+	if strings.Join(m.Files, "|") != strings.Join(names, "|") || m.Source != "https://h/o?X-Amz-Signature=***&a=1" || bytes.Contains(body, []byte("s1gn")) {
+		t.Fatalf("figures after the store: %+v", m)
 	}
 }

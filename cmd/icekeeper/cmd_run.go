@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/icekeeper/icekeeper/compactor"
@@ -41,10 +44,20 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	// A zero Options.Now means the real clock, so a given --now must never
+	// be zero: whether the flag was given is asked of the flag set, not
+	// read from its value, and times before 1970 (the zero time among
+	// them) are refused rather than silently run on today's clock.
 	var now time.Time
-	if *nowFlag != "" {
+	nowGiven := false
+	fs.Visit(func(f *flag.Flag) { nowGiven = nowGiven || f.Name == "now" })
+	if nowGiven {
 		if now, err = time.Parse(time.RFC3339, *nowFlag); err != nil {
 			return usagef("--now: %q is not an RFC 3339 time (e.g. 2026-01-02T03:04:05Z)", *nowFlag)
+		}
+		// No table has a snapshot, file or record before the Unix epoch.
+		if epoch := time.Unix(0, 0); now.Before(epoch) {
+			return usagef("--now: %s is before %s; give a time from then on", *nowFlag, epoch.UTC().Format(time.RFC3339))
 		}
 		if !*dryRun && !*clockShift {
 			return usagef("--now previews a later day and needs --dry-run: without it the run would mark and delete by that clock (--allow-clock-shift, for rehearsals and tests, allows it)")
@@ -61,7 +74,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	failed := false
 	for _, t := range types {
 		update, finish := progress.Bar(env.stderr, string(t))
-		out, err := runner.Run(ctx, target, t, "cli", jobs.Options{DryRun: *dryRun, Now: now, Progress: update})
+		out, err := runner.Run(ctx, target, t, jobs.TriggerCLI, jobs.Options{DryRun: *dryRun, Now: now, Progress: update})
 		finish()
 		if err != nil {
 			return err
@@ -80,15 +93,32 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	if *asJSON {
-		data, err := json.MarshalIndent(results, "", "  ")
-		if err != nil {
+		if err := writeJSON(env.stdout, results); err != nil {
 			return err
 		}
-		writeln(env.stdout, "%s", redact.Text(string(data)))
 	}
 	if failed {
 		return errJobFailed
 	}
+	return nil
+}
+
+// writeJSON prints v as indented JSON with the credentials in its string
+// values masked. It redacts the values, not the JSON text, whose escapes
+// (\", \\, \u00e9) a URI pattern would cut through.
+func writeJSON(w io.Writer, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode the outcome: %w", err)
+	}
+	if data, err = redact.JSON(data); err != nil {
+		return fmt.Errorf("redact the outcome: %w", err)
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, data, "", "  "); err != nil {
+		return fmt.Errorf("indent the outcome: %w", err)
+	}
+	writeln(w, "%s", out.String())
 	return nil
 }
 

@@ -36,21 +36,40 @@ func Sensitive(name string) bool {
 // URI returns s with the password of its user info and the values of its
 // sensitive query parameters masked. A string that is not a URI is
 // returned as Text would return it.
+//
+// It edits s itself rather than printing the parsed URL again: that would
+// percent-encode what s carries unescaped (non-ASCII letters, quotes), and
+// a recorded object name must read exactly as it was.
 func URI(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme == "" {
 		return params(s)
 	}
-	if u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), Mask)
+	// Split s as url.Parse does: fragment, then query, then authority.
+	rest, frag, hasFrag := strings.Cut(s, "#")
+	rest, query, hasQuery := strings.Cut(rest, "?")
+	if _, ok := u.User.Password(); ok {
+		if i := strings.Index(rest, "//"); i >= 0 {
+			auth := rest[i+2:]
+			if j := strings.Index(auth, "/"); j >= 0 {
+				auth = auth[:j]
+			}
+			if at := strings.LastIndex(auth, "@"); at >= 0 {
+				if colon := strings.Index(auth[:at], ":"); colon >= 0 {
+					start := i + 2 + colon + 1
+					rest = rest[:start] + Mask + rest[i+2+at:]
+				}
+			}
 		}
 	}
-	if u.RawQuery != "" {
-		u.RawQuery = params(u.RawQuery)
+	out := rest
+	if hasQuery {
+		out += "?" + params(query)
 	}
-	// url.URL.String escapes the mask in user info; keep it readable.
-	return strings.Replace(u.String(), ":%2A%2A%2A@", ":"+Mask+"@", 1)
+	if hasFrag {
+		out += "#" + frag
+	}
+	return out
 }
 
 var (
@@ -70,9 +89,18 @@ func params(s string) string {
 }
 
 // Text masks the credentials of every URI in s, and every sensitive
-// name=value pair outside them.
+// name=value pair outside them. A URI's path is left alone: a Hive-style
+// partition directory (customer_key=42/) is data, not a credential.
 func Text(s string) string {
-	return params(uriRE.ReplaceAllStringFunc(s, URI))
+	var b strings.Builder
+	last := 0
+	for _, m := range uriRE.FindAllStringIndex(s, -1) {
+		b.WriteString(params(s[last:m[0]]))
+		b.WriteString(URI(s[m[0]:m[1]]))
+		last = m[1]
+	}
+	b.WriteString(params(s[last:]))
+	return b.String()
 }
 
 // Handler wraps h so that every string and error attribute and the

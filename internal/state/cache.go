@@ -191,6 +191,19 @@ func (c *Cache) FailRunning(ctx context.Context, t TableKey, typ maintenance.Job
 	return n, nil
 }
 
+// FailRun writes through.
+func (c *Cache) FailRun(ctx context.Context, r Run, msg string, now time.Time) (bool, error) {
+	ok, err := c.Store.FailRun(ctx, r, msg, now)
+	if err != nil || !ok {
+		return ok, err
+	}
+	r.Status, r.FailureMessage, r.Finished = Failed, msg, now
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.apply(r)
+	return true, nil
+}
+
 // LastRuns answers from memory.
 func (c *Cache) LastRuns(_ context.Context, t TableKey) (map[maintenance.JobType]Run, error) {
 	c.mu.RLock()

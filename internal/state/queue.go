@@ -23,6 +23,29 @@ func (s *sqlStore) FailRunning(ctx context.Context, t TableKey, typ maintenance.
 	return int(n), nil
 }
 
+func (s *sqlStore) RunningRuns(ctx context.Context, startedBefore time.Time) ([]Run, error) {
+	rows, err := s.query(ctx, `SELECT `+runColumns+` FROM runs WHERE status = ? AND started_at < ? ORDER BY id`,
+		string(Running), millis(startedBefore))
+	if err != nil {
+		return nil, fmt.Errorf("read running runs: %w", err)
+	}
+	runs, err := scanRuns(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read running runs: %w", err)
+	}
+	return runs, nil
+}
+
+func (s *sqlStore) FailRun(ctx context.Context, r Run, msg string, now time.Time) (bool, error) {
+	res, err := s.exec(ctx, `UPDATE runs SET status = ?, failure_message = ?, finished_at = ? WHERE id = ? AND status = ?`,
+		string(Failed), msg, millis(now), r.ID, string(Running))
+	if err != nil {
+		return false, fmt.Errorf("fail run %d: %w", r.ID, err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
 func (s *sqlStore) Engine() riverdriver.Driver[*sql.Tx] { return s.river }
 
 func (s *sqlStore) QueueDepth(ctx context.Context) (int, error) {

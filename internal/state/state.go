@@ -125,6 +125,13 @@ type History interface {
 	// FailRunning marks t's runs of typ still recorded as Running as Failed
 	// with msg: a worker that held them died. It returns how many.
 	FailRunning(ctx context.Context, t TableKey, typ maintenance.JobType, msg string, now time.Time) (int, error)
+	// RunningRuns returns the runs still recorded as Running that started
+	// before startedBefore, oldest first.
+	RunningRuns(ctx context.Context, startedBefore time.Time) ([]Run, error)
+	// FailRun marks the run r.ID Failed with msg, finished at now, if it
+	// is still Running, keeping any figures it has; it reports whether
+	// it did.
+	FailRun(ctx context.Context, r Run, msg string, now time.Time) (bool, error)
 }
 
 // Marks are the noncurrent marks of unreferenced file removal.

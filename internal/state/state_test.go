@@ -328,6 +328,40 @@ func testQueue(t *testing.T, s Store) {
 	if runs[0].ID != id || runs[0].Status != Failed || runs[0].FailureMessage != "worker died" {
 		t.Fatalf("abandoned run %+v", runs[0])
 	}
+	// Runs whose outcome was never recorded: listed by age, failed one
+	// by one, their figures kept; a finished run is left as it is.
+	old, _ := s.StartRun(ctx, Run{Table: a, Type: maintenance.SnapshotManagement, Trigger: "schedule", Started: now})
+	young, _ := s.StartRun(ctx, Run{Table: a, Type: maintenance.Compaction, Trigger: "schedule", Started: now.Add(time.Hour)})
+	of := func(runs []Run) []Run { // the store is shared with other parts of the suite
+		var out []Run
+		for _, r := range runs {
+			if r.Table == a {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	stale, err := s.RunningRuns(ctx, now.Add(time.Minute))
+	stale = of(stale)
+	if err != nil || len(stale) != 1 || stale[0].ID != old || stale[0].Trigger != "schedule" || stale[0].Table != a {
+		t.Fatalf("running runs: %+v %v", stale, err)
+	}
+	if _, err := s.(*sqlStore).exec(ctx, `UPDATE runs SET metrics = ? WHERE id = ?`, `{"n":1}`, old); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.FailRun(ctx, stale[0], "outcome not recorded", now.Add(2*time.Hour)); err != nil || !ok {
+		t.Fatalf("fail run: %v %v", ok, err)
+	}
+	if ok, err := s.FailRun(ctx, stale[0], "again", now.Add(3*time.Hour)); err != nil || ok {
+		t.Fatalf("fail run twice: %v %v", ok, err)
+	}
+	runs, _ = s.Runs(ctx, a, maintenance.SnapshotManagement, 1)
+	if r := runs[0]; r.Status != Failed || r.FailureMessage != "outcome not recorded" || string(r.Metrics) != `{"n":1}` || !r.Finished.Equal(now.Add(2*time.Hour)) {
+		t.Fatalf("swept run %+v", r)
+	}
+	if stale, _ := s.RunningRuns(ctx, now.Add(2*time.Hour)); len(of(stale)) != 1 || of(stale)[0].ID != young {
+		t.Fatalf("running runs after the sweep: %+v", stale)
+	}
 }
 
 // other's cache shows after its next refresh, and not before.
@@ -379,6 +413,15 @@ func testCacheRefresh(t *testing.T, mine, other Store) {
 	succ = successesOf(t, c, k)
 	if last[maintenance.SnapshotManagement].ID != id2 || last[maintenance.SnapshotManagement].FailureMessage != "worker died" || len(succ) != 1 || succ[0].ID != id {
 		t.Fatalf("after takeover: last %+v, successes %+v", last, succ)
+	}
+
+	// A run swept as abandoned shows at once.
+	id3, _ := c.StartRun(ctx, Run{Table: k, Type: maintenance.SnapshotManagement, Trigger: "schedule", Started: time.Now()})
+	if ok, err := c.FailRun(ctx, Run{ID: id3, Table: k, Type: maintenance.SnapshotManagement}, "outcome not recorded", time.Now()); err != nil || !ok {
+		t.Fatalf("fail run = %v %v", ok, err)
+	}
+	if last, _ = c.LastRuns(ctx, k); last[maintenance.SnapshotManagement].ID != id3 || last[maintenance.SnapshotManagement].FailureMessage != "outcome not recorded" {
+		t.Fatalf("after the sweep: last %+v", last)
 	}
 
 	// A reader may change what it was given without changing the cache.
