@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/errtext"
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -218,7 +219,7 @@ func (r *Runner) safeRun(ctx context.Context, job Job, t Target, settings mainte
 	}()
 	out, err := job.Run(ctx, t, settings, opts)
 	if err != nil {
-		out.Status, out.FailureMessage = state.Failed, err.Error()
+		out.Status, out.FailureMessage = state.Failed, errtext.Short(err)
 	}
 	if out.Status == "" {
 		out.Status = state.Successful
