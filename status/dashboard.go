@@ -67,9 +67,13 @@ type tableOverview struct {
 	Jobs      map[maintenance.JobType]jobOverview `json:"jobs"`
 }
 
+// jobOverview is a job type's wire status, as the job-status calls give
+// it, with the raw status of the latest run beside it (Skipped stays
+// Skipped there) and the next scheduled run.
 type jobOverview struct {
 	Status         string `json:"status"`
 	LastRun        string `json:"lastRun,omitempty"`
+	LastRunStatus  string `json:"lastRunStatus,omitempty"`
 	NextRun        string `json:"nextRun,omitempty"`
 	FailureMessage string `json:"failureMessage,omitempty"`
 }
@@ -103,12 +107,11 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 			for _, typ := range maintenance.JobTypes {
-				j := jobOverview{Status: "Not_Yet_Run"}
-				if run, ok := last[typ]; ok {
-					j.Status, j.LastRun, j.FailureMessage = string(run.Status), run.Finished.UTC().Format(time.RFC3339), run.FailureMessage
-				}
-				if settings.For(typ).Status == maintenance.Disabled {
-					j.Status = "Disabled"
+				run, ran := last[typ]
+				ws := statusOf(settings.For(typ), run, ran, maintenanceDialect)
+				j := jobOverview{Status: ws.Status, LastRun: ws.LastRunTimestamp, FailureMessage: ws.FailureMessage}
+				if ran {
+					j.LastRunStatus = string(run.Status)
 				}
 				if s.Scheduler != nil {
 					j.NextRun = s.Scheduler.Next(t, typ).UTC().Format(time.RFC3339)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
@@ -88,27 +87,16 @@ func (s *Server) getRecordExpirationStatus(w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return err
 	}
+	run, ran := last[typ]
 	out := struct {
-		Status           string             `json:"status"`
-		LastRunTimestamp string             `json:"lastRunTimestamp,omitempty"`
-		FailureMessage   string             `json:"failureMessage,omitempty"`
-		Metrics          *expirationMetrics `json:"metrics,omitempty"`
-	}{Status: "NotYetRun"}
-	if run, ok := last[typ]; ok {
-		out.Status, out.LastRunTimestamp = string(run.Status), run.Finished.UTC().Format(time.RFC3339)
-		switch run.Status {
-		case state.Successful:
-			var m expirationMetrics
-			if json.Unmarshal(run.Metrics, &m) == nil && m.DeletedRecords != nil {
-				out.Metrics = &m
-			}
-		case state.Disabled:
-		default:
-			out.Status, out.FailureMessage = string(state.Failed), run.FailureMessage
+		wireStatus
+		Metrics *expirationMetrics `json:"metrics,omitempty"`
+	}{wireStatus: statusOf(settings.For(typ), run, ran, recordsDialect)}
+	if out.Status == string(state.Successful) {
+		var m expirationMetrics
+		if json.Unmarshal(run.Metrics, &m) == nil && m.DeletedRecords != nil {
+			out.Metrics = &m
 		}
-	}
-	if settings.For(typ).Status == maintenance.Disabled {
-		out.Status, out.FailureMessage, out.Metrics = "Disabled", "", nil
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

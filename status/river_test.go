@@ -91,7 +91,8 @@ func TestRiverUI(t *testing.T) {
 
 	sqlite := &Server{Registry: reg, Store: store}
 	rec := httptest.NewRecorder()
-	sqlite.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/river/", nil))
+	req := httptest.NewRequest("GET", "http://127.0.0.1/river/", nil) // no keys: only a loopback Host is served
+	sqlite.Handler().ServeHTTP(rec, req)
 	if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), "PostgreSQL") {
 		t.Fatalf("without River's UI: %d %s", rec.Code, rec.Body)
 	}

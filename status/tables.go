@@ -7,11 +7,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/icekeeper/icekeeper/internal/arn"
 	"github.com/icekeeper/icekeeper/internal/bucket"
-	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -83,33 +81,14 @@ func (s *Server) getJobStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	type jobStatus struct {
-		Status           string `json:"status"`
-		LastRunTimestamp string `json:"lastRunTimestamp,omitempty"`
-		FailureMessage   string `json:"failureMessage,omitempty"`
-	}
 	settings, err := s.resolver().Table(r.Context(), t)
 	if err != nil {
 		return err
 	}
-	out := map[maintenance.JobType]jobStatus{}
+	out := map[maintenance.JobType]wireStatus{}
 	for _, typ := range maintenance.MaintenanceTypes {
-		cfg := settings.For(typ)
 		run, ran := last[typ]
-		js := jobStatus{Status: "Not_Yet_Run"}
-		if ran {
-			js.LastRunTimestamp = run.Finished.UTC().Format(time.RFC3339)
-			js.Status = string(run.Status)
-			if run.Status != state.Successful && run.Status != state.Disabled {
-				// Failed, or Skipped, which S3 Tables does not know: both
-				// mean the job did not do its work, and the message says why.
-				js.Status, js.FailureMessage = string(state.Failed), run.FailureMessage
-			}
-		}
-		if cfg.Status == maintenance.Disabled {
-			js.Status, js.FailureMessage = "Disabled", ""
-		}
-		out[typ] = js
+		out[typ] = statusOf(settings.For(typ), run, ran, maintenanceDialect)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tableARN": tableARN(t), "status": out})
 	return nil

@@ -97,7 +97,7 @@ func (c *Cache) Run(ctx context.Context, every time.Duration, onErr func(error))
 // apply keeps r where it is newer than what is known; the latest run is
 // the one of the highest ID, as in the store. c.mu is held.
 func (c *Cache) apply(r Run) {
-	if r.Status == Running {
+	if r.Status == Running || r.Status == Disabled {
 		return
 	}
 	k := runKey{r.Table, r.Type}

@@ -282,8 +282,8 @@ func scanRuns(rows *sql.Rows) ([]Run, error) {
 
 func (s *sqlStore) LastRuns(ctx context.Context, t TableKey) (map[maintenance.JobType]Run, error) {
 	rows, err := s.query(ctx, `SELECT `+runColumns+` FROM runs WHERE id IN (
-		SELECT MAX(id) FROM runs WHERE bucket = ? AND namespace = ? AND name = ? AND status <> ? GROUP BY job_type)`,
-		t.Bucket, t.Namespace, t.Name, string(Running))
+		SELECT MAX(id) FROM runs WHERE bucket = ? AND namespace = ? AND name = ? AND status NOT IN (?, ?) GROUP BY job_type)`,
+		t.Bucket, t.Namespace, t.Name, string(Running), string(Disabled))
 	if err != nil {
 		return nil, fmt.Errorf("read last runs of %s: %w", t, err)
 	}
@@ -315,9 +315,9 @@ func (s *sqlStore) LatestRuns(ctx context.Context, since time.Time) ([]Run, erro
 	q, args := `SELECT `+runColumns+` FROM runs WHERE finished_at >= ? AND status <> ? ORDER BY id`, []any{millis(since), string(Running)}
 	if since.IsZero() {
 		q = `SELECT ` + runColumns + ` FROM runs WHERE id IN (
-			SELECT MAX(id) FROM runs WHERE status <> ? GROUP BY bucket, namespace, name, job_type
+			SELECT MAX(id) FROM runs WHERE status NOT IN (?, ?) GROUP BY bucket, namespace, name, job_type
 			UNION SELECT MAX(id) FROM runs WHERE status = ? GROUP BY bucket, namespace, name, job_type) ORDER BY id`
-		args = []any{string(Running), string(Successful)}
+		args = []any{string(Running), string(Disabled), string(Successful)}
 	}
 	rows, err := s.query(ctx, q, args...)
 	if err != nil {

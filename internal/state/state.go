@@ -111,7 +111,9 @@ type History interface {
 	StartRun(ctx context.Context, r Run) (int64, error)
 	// FinishRun records the outcome of the run r.ID.
 	FinishRun(ctx context.Context, r Run) error
-	// LastRuns returns the latest finished run of each job type of t.
+	// LastRuns returns the latest finished run of each job type of t
+	// that ran: a recorded Disabled run says only that the type was off
+	// at its fire, and is left out.
 	LastRuns(ctx context.Context, t TableKey) (map[maintenance.JobType]Run, error)
 	// LastSuccesses returns, for every table and job type that has one,
 	// the latest successful run.

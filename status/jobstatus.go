@@ -1,0 +1,46 @@
+package status
+
+import (
+	"time"
+
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/maintenance"
+)
+
+// notYetRun is how a status call spells a job that never ran: the
+// maintenance job-status call says Not_Yet_Run, the record-expiration
+// job-status call NotYetRun, as S3 Tables does.
+type notYetRun string
+
+const (
+	maintenanceDialect notYetRun = "Not_Yet_Run"
+	recordsDialect     notYetRun = "NotYetRun"
+)
+
+// wireStatus is a job type's status as S3 Tables reports it.
+type wireStatus struct {
+	Status           string `json:"status"`
+	LastRunTimestamp string `json:"lastRunTimestamp,omitempty"`
+	FailureMessage   string `json:"failureMessage,omitempty"`
+}
+
+// statusOf is the one mapping from a job type's configuration and its
+// latest run (ran false: none) to its wire status, for both job-status
+// calls and the dashboard. A disabled type is Disabled whatever ran last.
+// Otherwise the latest run decides, and its store never answers with a
+// recorded Disabled run, so a type enabled again reports its last real
+// run, or that it has not run yet. Skipped, which S3 Tables does not
+// know, is Failed with its reason: the job did not do its work.
+func statusOf(cfg maintenance.Config, run state.Run, ran bool, d notYetRun) wireStatus {
+	if cfg.Status == maintenance.Disabled {
+		return wireStatus{Status: string(state.Disabled)}
+	}
+	if !ran {
+		return wireStatus{Status: string(d)}
+	}
+	w := wireStatus{Status: string(run.Status), LastRunTimestamp: run.Finished.UTC().Format(time.RFC3339)}
+	if run.Status != state.Successful {
+		w.Status, w.FailureMessage = string(state.Failed), run.FailureMessage
+	}
+	return w
+}
