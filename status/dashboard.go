@@ -131,6 +131,8 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 		out = []tableOverview{}
 	}
 	key, signed := r.Context().Value(callerKey{}).(configs.APIKey)
-	writeJSON(w, http.StatusOK, map[string]any{"tables": out, "canWrite": !signed || !key.ReadOnly})
+	// The page builds its columns from jobTypes: a job type added to
+	// maintenance's table shows without a change to the page.
+	writeJSON(w, http.StatusOK, map[string]any{"tables": out, "canWrite": !signed || !key.ReadOnly, "jobTypes": maintenance.JobTypes})
 	return nil
 }

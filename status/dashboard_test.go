@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -36,6 +37,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	f := newServer(t, configs.API{})
 	if out, err := f.runner.Run(context.Background(), f.Target(), maintenance.SnapshotManagement, "test", jobs.Options{}); err != nil || out.Status != "Successful" {
 		t.Fatalf("run: %+v %v", out, err)
+	}
+	// A protected noncurrent file, for the release button.
+	protected := "file:///warehouse/demo.db/events/data/stray.parquet"
+	key := f.Target().Key()
+	if err := f.Store.PutMarks(context.Background(), []state.Mark{{Table: key, Path: protected, Size: 10, MarkedAt: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Store.ProtectMarks(context.Background(), key, []string{protected}, time.Now()); err != nil {
+		t.Fatal(err)
 	}
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.Flag("headless", true))
@@ -87,6 +97,27 @@ func TestDashboardInBrowser(t *testing.T) {
 	step("read its detail", err)
 	shot, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	step("screenshot", err)
+
+	// A run button queues the run and then shows its result: the queue
+	// here has no worker, so the test runs the job as a worker would.
+	_, err = chromedp.Run(ctx, chromedp.Click(`button[data-run="icebergSnapshotManagement"]`))
+	step("click run", err)
+	_, err = chromedp.Run(ctx, textContains("#run-result", "queued"))
+	step("see it queued", err)
+	if out, err := f.runner.Run(context.Background(), f.Target(), maintenance.SnapshotManagement, "api", jobs.Options{}); err != nil || out.Status != "Successful" {
+		t.Fatalf("run: %+v %v", out, err)
+	}
+	_, err = chromedp.Run(ctx, textContains("#run-result", "icebergSnapshotManagement: Successful"))
+	step("see its result", err)
+
+	// The release button ends the protection.
+	_, err = chromedp.Run(ctx, chromedp.Click(`button[data-path="`+protected+`"]`))
+	step("click release", err)
+	_, err = chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector("#detail h2") !== null && document.querySelector("#noncurrent") === null`))
+	step("see it released", err)
+	if marks, err := f.Store.Marks(context.Background(), key); err != nil || len(marks) != 0 {
+		t.Errorf("after release: %+v %v", marks, err)
+	}
 	if dir := os.Getenv("ICEKEEPER_TEST_ARTIFACTS"); dir != "" {
 		os.MkdirAll(dir, 0o755)
 		path := filepath.Join(dir, "dashboard.png")
@@ -101,15 +132,23 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("console errors: %v", consoleErrors)
 	}
 	if !strings.Contains(list, "local/demo.events") || !strings.Contains(list, "Successful") || !strings.Contains(list, "Not_Yet_Run") ||
+		!strings.Contains(list, "icebergRecordExpiration") ||
 		!regexp.MustCompile(`small files \d+/40`).MatchString(list) {
 		t.Errorf("table list:\n%s", list)
 	}
-	if !strings.Contains(runs, "icebergSnapshotManagement") || !strings.Contains(runs, "snapshotsExpired") {
+	// Figures are labelled values, not JSON.
+	if !strings.Contains(runs, "icebergSnapshotManagement") || !strings.Contains(runs, "snapshots expired") || strings.Contains(runs, "{") {
 		t.Errorf("runs:\n%s", runs)
 	}
-	if !strings.Contains(noncurrent, "noncurrent files") {
+	if !strings.Contains(noncurrent, "noncurrent files") || !strings.Contains(noncurrent, "never: protected") {
 		t.Errorf("detail:\n%s", noncurrent)
 	}
+}
+
+// textContains waits until the element's text holds want.
+func textContains(sel, want string) chromedp.Action[bool] {
+	return chromedp.PollFunction[bool](`(sel, want) => { const e = document.querySelector(sel); return !!e && e.innerText.includes(want); }`,
+		chromedp.WithPollingArgs(sel, want))
 }
 
 // With keys, the page wants HTTP Basic credentials (a browser cannot sign

@@ -1,5 +1,6 @@
 "use strict";
-const JOBS = ["icebergCompaction", "icebergSnapshotManagement", "icebergUnreferencedFileRemoval"];
+// The job types come from the overview, in maintenance's order.
+let JOBS = [];
 let canWrite = false;
 
 function el(tag, attrs, ...children) {
@@ -27,8 +28,29 @@ async function post(path, body) {
 }
 function base(t) { return "/icekeeper/v1/tables/" + encodeURIComponent(t.bucketARN) + "/" + encodeURIComponent(t.namespace) + "/" + encodeURIComponent(t.table); }
 
+// "filesRewritten" -> "files rewritten"
+function label(k) { return k.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase(); }
+
+// figures renders a run's figures as labelled values: numbers and words
+// as they are, sizes in bytes readably, nested objects one level down
+// with their own labels, and lists by their length (their items are in
+// the run's JSON, from the runs API).
+function figures(m) {
+  const dl = el("dl", {class: "figures"});
+  const add = (k, v) => {
+    if (v == null || v === "" || v === false) return;
+    if (Array.isArray(v)) { if (v.length) dl.append(el("dt", {}, label(k)), el("dd", {}, v.length + (typeof v[0] === "string" ? ": " + v.slice(0, 3).join(", ") + (v.length > 3 ? ", …" : "") : " items"))); return; }
+    if (typeof v === "object") { for (const [k2, v2] of Object.entries(v)) add(k + " " + label(k2), v2); return; }
+    if (typeof v === "number" && /bytes$/i.test(k)) v = bytes(v);
+    dl.append(el("dt", {}, label(k)), el("dd", {}, v));
+  };
+  for (const [k, v] of Object.entries(m || {})) add(k, v);
+  return dl;
+}
+
 function jobCell(j) {
   const td = el("td", {}, el("span", {class: j.status}, j.status));
+  if (j.lastRunStatus && j.lastRunStatus !== j.status) td.append(" (" + j.lastRunStatus + ")");
   if (j.lastRun) td.append(el("br"), "last " + j.lastRun);
   if (j.nextRun) td.append(el("br"), "next " + j.nextRun);
   if (j.failureMessage) td.append(el("br"), el("span", {class: "err"}, j.failureMessage));
@@ -38,7 +60,11 @@ function jobCell(j) {
 async function load() {
   const o = await get("/icekeeper/v1/overview");
   canWrite = o.canWrite;
+  JOBS = o.jobTypes;
   document.getElementById("mode").textContent = canWrite ? "" : "Read-only: this key may not trigger runs or restore files.";
+  const head = document.querySelector("#tables thead tr");
+  head.querySelectorAll("th.job").forEach(th => th.remove());
+  for (const j of JOBS) head.append(el("th", {class: "job"}, j));
   const body = document.querySelector("#tables tbody");
   body.replaceChildren();
   for (const t of o.tables) {
@@ -51,26 +77,58 @@ async function load() {
     for (const j of JOBS) row.append(jobCell(t.jobs[j]));
     body.append(row);
   }
-  if (!o.tables.length) body.append(el("tr", {}, el("td", {colspan: 10}, "no tables")));
+  if (!o.tables.length) body.append(el("tr", {}, el("td", {colspan: 7 + JOBS.length}, "no tables")));
 }
 
-async function detail(t) {
+// trigger queues a run of job j and follows it: the message under the
+// buttons says queued, then the run's status and failure once it is
+// recorded (polled every 2 s for up to 2 minutes).
+async function trigger(t, j, msg) {
+  const asked = new Date(Date.now() - 1000).toISOString();
+  try {
+    const q = await post(base(t) + "/runs/" + j);
+    msg.className = "";
+    msg.textContent = j + ": " + (q.alreadyQueued ? "already queued" : "queued") + ", waiting for it to run…";
+  } catch (e) { msg.className = "err"; msg.textContent = j + ": " + e.message; return; }
+  for (let i = 0; i < 60; i++) {
+    await new Promise(r => setTimeout(r, 2000));
+    const runs = await get(base(t) + "/runs?limit=1");
+    const r = (runs.runs[j] || [])[0];
+    if (r && r.started >= asked && r.status !== "Running") {
+      msg.className = r.status;
+      msg.textContent = j + ": " + r.status + (r.failureMessage ? ": " + r.failureMessage : "");
+      await detail(t, msg);
+      load();
+      return;
+    }
+  }
+  msg.textContent = j + ": still queued after 2 minutes; is a worker running?";
+}
+
+async function detail(t, keep) {
   const d = document.getElementById("detail");
   d.replaceChildren(el("h2", {}, t.bucket + "/" + t.namespace + "." + t.table));
+  const msg = keep || el("p", {id: "run-result"});
   if (canWrite) {
-    for (const j of JOBS) d.append(el("button", {onclick: async () => { await post(base(t) + "/runs/" + j); await detail(t); }}, "run " + j));
+    const bar = el("p", {});
+    for (const j of JOBS) bar.append(el("button", {"data-run": j, onclick: () => trigger(t, j, msg)}, "run " + j));
+    d.append(bar, msg);
   }
   const runs = await get(base(t) + "/runs?limit=10");
   const rt = el("table", {id: "runs"}, el("tr", {}, el("th", {}, "job"), el("th", {}, "status"), el("th", {}, "started"), el("th", {}, "trigger"), el("th", {}, "figures")));
   for (const j of JOBS) for (const r of (runs.runs[j] || [])) {
     rt.append(el("tr", {}, el("td", {}, j), el("td", {class: r.status}, r.status, r.failureMessage ? el("div", {class: "err"}, r.failureMessage) : ""),
-      el("td", {}, r.started), el("td", {}, r.trigger), el("td", {}, el("pre", {}, JSON.stringify(r.metrics, null, 1)))));
+      el("td", {}, r.started), el("td", {}, r.trigger), el("td", {}, figures(r.metrics))));
   }
   d.append(el("h2", {}, "recent runs"), rt);
   const nc = await get(base(t) + "/noncurrent");
   const nt = el("table", {id: "noncurrent"}, el("tr", {}, el("th", {}, "path"), el("th", {}, "size"), el("th", {}, "marked"), el("th", {}, "deleted after"), el("th", {}, "")));
   for (const n of nc.noncurrent) {
-    const act = canWrite && !n.protectedAt ? el("button", {onclick: async () => { await post(base(t) + "/restore", {paths: [n.path]}); await detail(t); }}, "restore") : "";
+    let act = "";
+    if (canWrite) {
+      const what = n.protectedAt ? "release" : "restore";
+      act = el("button", {"data-path": n.path, onclick: async () => { await post(base(t) + "/" + what, {paths: [n.path]}); await detail(t); }}, what);
+    }
     nt.append(el("tr", {}, el("td", {}, n.path), el("td", {}, bytes(n.size)), el("td", {}, n.markedAt), el("td", {}, n.protectedAt ? "never: protected" : n.deleteAfter), el("td", {}, act)));
   }
   d.append(el("h2", {}, "noncurrent files"), nc.noncurrent.length ? nt : el("p", {}, "none"));
