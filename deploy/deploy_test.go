@@ -87,11 +87,34 @@ func strict(doc []byte, v any) error {
 	return dec.Decode(v)
 }
 
+// The chart renders with everything on, and every object decodes strictly.
+// With the default values it renders no ServiceMonitor (a CRD: `helm
+// install` would fail on a cluster without the Prometheus Operator) and no
+// CronJob.
 func TestHelmChart(t *testing.T) {
 	bin := tool(t, "helm")
-	out, err := exec.Command(bin, "template", "ik", "helm/icekeeper", "--set", "cronJob.enabled=true").CombinedOutput()
+	kinds := render(t, bin, "--set", "cronJob.enabled=true", "--set", "serviceMonitor.enabled=true")
+	for _, k := range []string{"Deployment", "Service", "ConfigMap", "CronJob", "ServiceMonitor"} {
+		if kinds[k] != 1 {
+			t.Errorf("everything on: rendered %d %s, want 1 (%v)", kinds[k], k, kinds)
+		}
+	}
+	kinds = render(t, bin)
+	for k, want := range map[string]int{"Deployment": 1, "Service": 1, "ConfigMap": 1, "CronJob": 0, "ServiceMonitor": 0} {
+		if kinds[k] != want {
+			t.Errorf("default values: rendered %d %s, want %d (%v)", kinds[k], k, want, kinds)
+		}
+	}
+}
+
+// render runs `helm template` on the chart with args, decodes every object
+// strictly into its type, checks the Deployment and the configuration, and
+// returns how many objects of each kind it rendered.
+func render(t *testing.T, bin string, args ...string) map[string]int {
+	t.Helper()
+	out, err := exec.Command(bin, append([]string{"template", "ik", "helm/icekeeper"}, args...)...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("helm template: %v\n%s", err, out)
+		t.Fatalf("helm template %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	kinds := map[string]int{}
 	for _, doc := range bytes.Split(out, []byte("\n---")) {
@@ -126,11 +149,7 @@ func TestHelmChart(t *testing.T) {
 			t.Errorf("%s does not decode strictly: %v\n%s", head.Kind, err, doc)
 		}
 	}
-	for _, k := range []string{"Deployment", "Service", "ConfigMap", "CronJob", "ServiceMonitor"} {
-		if kinds[k] != 1 {
-			t.Errorf("rendered %d %s, want 1 (%v)", kinds[k], k, kinds)
-		}
-	}
+	return kinds
 }
 
 func checkDeployment(t *testing.T, d *appsv1.Deployment) {

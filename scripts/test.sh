@@ -1,36 +1,43 @@
 #!/usr/bin/env bash
 # Runs icekeeper's whole test suite against real servers, from nothing:
-# installs PostgreSQL and Chromium (Debian packages), the versitygw S3 server,
-# helm and promtool (go install) when missing, starts both on 127.0.0.1 with throw-away data,
-# runs gofmt, go vet and go test -race, and stops the servers again.
+# installs PostgreSQL and Chromium (Debian packages), versitygw, toxiproxy,
+# SeaweedFS, helm and promtool (Go builds) when missing, in background jobs
+# while gofmt, go vet and the test build run; then starts the servers on
+# 127.0.0.1 with throw-away data, runs go test -race, and stops them again.
 #
 #   scripts/test.sh                 # everything
 #   scripts/test.sh ./configs/...   # only some packages (servers still start)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# servers.sh installs in the background; this script adds its own installs
+# to the same jobs, vets and compiles while they run, then starts the servers.
+SERVERS_START=later
 source scripts/servers.sh
 
 # helm renders the chart in deploy/, promtool checks and tests the alert
-# rules (about 4 minutes to build the first time).
+# rules (each about 4 minutes to build the first time).
 HELM_VERSION=v3.22.0
-if ! "$GOBIN_DIR/helm" version --short 2>/dev/null | grep -q "^${HELM_VERSION%.*}"; then
-	log "installing helm $HELM_VERSION"
+install_helm() {
 	GOFLAGS= go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
-fi
+}
 PROMTOOL_VERSION=v0.316.0
-if [ ! -x "$GOBIN_DIR/promtool" ]; then
-	log "installing promtool $PROMTOOL_VERSION"
+install_promtool() {
 	GOFLAGS= go install "github.com/prometheus/prometheus/cmd/promtool@$PROMTOOL_VERSION"
-fi
+}
 
-# Chromium (Debian package) drives the dashboard's browser test; its
-# screenshot is kept in test-artifacts/.
-if ! command -v chromium >/dev/null; then
-	log "installing Chromium"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq chromium >/dev/null
+plan_server_installs
+if ! "$GOBIN_DIR/helm" version --short 2>/dev/null | grep -q "^${HELM_VERSION%.*}"; then
+	GO_LANE_B+=(install_helm)
 fi
+if [ ! -x "$GOBIN_DIR/promtool" ]; then
+	GO_LANE_A+=(install_promtool)
+fi
+# Chromium (Debian package) drives the dashboard's browser test; its
+# screenshot is kept in test-artifacts/. It joins PostgreSQL's apt-get call.
+if ! command -v chromium >/dev/null; then
+	APT_PACKAGES+=(chromium)
+fi
+start_installs
 export ICEKEEPER_TEST_ARTIFACTS="$PWD/test-artifacts"
 
 PKGS=("$@")
@@ -43,8 +50,19 @@ if [ -n "$unformatted" ]; then
 	echo "$unformatted" >&2
 	exit 1
 fi
+# While the tools install: vet, and compile the race-enabled test binaries
+# into the build cache (-run '^$' runs no test), so that the test run below
+# mostly links and runs.
+start=$SECONDS
 log "go vet"
 go vet "${PKGS[@]}"
+log "compiling the tests (go test -race -run '^\$')"
+go test -race -count=1 -run '^$' "${PKGS[@]}" >/dev/null
+log "vet and test build took $((SECONDS - start)) s"
+
+wait_installs
+start_servers
+
 log "go test -race (each package reported as it finishes)"
 # gotestsum is pinned as a tool in go.mod; it prints a line per package as
 # it finishes, and the output of failing tests in full.
