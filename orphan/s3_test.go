@@ -33,20 +33,12 @@ func TestS3(t *testing.T) {
 	ctx := context.Background()
 	srv := servers.S3(t)
 	other := servers.S3(t)
-	props := srv.Props()
-	props["type"], props["uri"], props["warehouse"] = "sql", servers.Postgres(t), "s3://"+srv.Bucket+"/warehouse"
-	var kv []string
-	for k, v := range props {
-		kv = append(kv, fmt.Sprintf("%q: %q", k, v))
-	}
-	cfg, err := configs.Parse("test.yaml", []byte(fmt.Sprintf("state: sqlite://state.db\nbuckets:\n  - arn: arn:aws:s3tables:us-east-1:1:bucket/lake\n    catalog: {%s}\n", strings.Join(kv, ", "))), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := sqlS3Config(t, srv)
 	reg := cfg.Registry()
 	defer reg.Close()
 	b, _ := reg.Bucket("lake")
 	tbl := testkit.NewTable(t, b, "db", "events", demo.Schema())
+	var err error
 	for i := 0; i < 3; i++ {
 		if tbl, err = testkit.AppendRandom(ctx, tbl, 50, 1_000_000, rand.New(rand.NewPCG(7, 7))); err != nil {
 			t.Fatal(err)
@@ -175,4 +167,21 @@ func TestS3(t *testing.T) {
 	if out.Status != state.Failed || !strings.Contains(out.FailureMessage, strings.TrimPrefix(down, "http://")) {
 		t.Fatalf("unreachable storage: %+v", out)
 	}
+}
+
+// sqlS3Config configures a bucket named lake of a SQL catalog on
+// PostgreSQL whose warehouse is on srv, as a user would.
+func sqlS3Config(t *testing.T, srv servers.S3Server) *configs.Config {
+	t.Helper()
+	props := srv.Props()
+	props["type"], props["uri"], props["warehouse"] = "sql", servers.Postgres(t), "s3://"+srv.Bucket+"/warehouse"
+	var kv []string
+	for k, v := range props {
+		kv = append(kv, fmt.Sprintf("%q: %q", k, v))
+	}
+	cfg, err := configs.Parse("test.yaml", []byte(fmt.Sprintf("state: sqlite://state.db\nbuckets:\n  - arn: arn:aws:s3tables:us-east-1:1:bucket/lake\n    catalog: {%s}\n", strings.Join(kv, ", "))), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

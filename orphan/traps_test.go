@@ -3,7 +3,6 @@ package orphan
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -305,17 +304,7 @@ func TestTrapsOnLocalDisk(t *testing.T) {
 // keys as a file system does) with a SQL catalog on PostgreSQL.
 func TestTrapsOnS3(t *testing.T) {
 	srv := servers.S3(t)
-	props := srv.Props()
-	props["type"], props["uri"], props["warehouse"] = "sql", servers.Postgres(t), "s3://"+srv.Bucket+"/warehouse"
-	var kv []string
-	for k, v := range props {
-		kv = append(kv, fmt.Sprintf("%q: %q", k, v))
-	}
-	cfg, err := configs.Parse("test.yaml", []byte(fmt.Sprintf("state: sqlite://state.db\nbuckets:\n  - arn: arn:aws:s3tables:us-east-1:1:bucket/lake\n    catalog: {%s}\n", strings.Join(kv, ", "))), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := cfg.Registry()
+	reg := sqlS3Config(t, srv).Registry()
 	t.Cleanup(reg.Close)
 	b, _ := reg.Bucket("lake")
 	runTraps(t, b, s3Store{srv})
