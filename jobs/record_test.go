@@ -76,8 +76,16 @@ func TestFinishRunGivesUpThenSwept(t *testing.T) {
 	blocked := newFake(maintenance.Compaction)
 	blocked.block = true
 	r.Jobs[maintenance.Compaction] = blocked
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	// Cancelled once the job runs: a deadline would also cut short the
+	// settings' read before it on a loaded machine.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	go func() {
+		for blocked.count(key(1)) == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
 	start := time.Now()
 	_, err := r.Run(ctx, target(t, key(1)), maintenance.Compaction, "schedule", Options{})
 	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "record the end of run") {
