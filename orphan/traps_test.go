@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -90,7 +91,7 @@ func (s s3Store) key(t *testing.T, uri string) string {
 func (s s3Store) put(t *testing.T, uri string, body []byte) {
 	t.Helper()
 	if _, err := s.srv.Client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(s.srv.Bucket), Key: aws.String(s.key(t, uri)), Body: bytes.NewReader(body)}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("put %s: %v", uri, err)
 	}
 }
 
@@ -192,7 +193,13 @@ func sound(t *testing.T, b *bucket.Bucket, id bucket.TableID, rows tablecheck.Fi
 // and with allowNestedTables delete exactly the genuine strays and the
 // bait objects themselves, nothing outside the table, nothing of the
 // nested table and nothing referenced.
-func runTraps(t *testing.T, b *bucket.Bucket, st objectStore) {
+//
+// tableBucket says the catalog is a table bucket (SeaweedFS's, like S3
+// Tables): it refuses to register a table inside another's location, and
+// its S3 refuses objects outside the tables' locations and names that
+// resolve there. The scenario then checks the first, and sets only the
+// traps that can be set there.
+func runTraps(t *testing.T, b *bucket.Bucket, st objectStore, tableBucket bool) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(3, 4))
 	base := testkit.NewTable(t, b, "db", "base", demo.Schema())
@@ -203,9 +210,24 @@ func runTraps(t *testing.T, b *bucket.Bucket, st objectStore) {
 		}
 	}
 	loc := strings.TrimSuffix(base.Location(), "/")
-	nested := testkit.NewTable(t, b, "db", "nested", demo.Schema(), catalog.WithLocation(loc+"/nested"))
-	if nested, err = testkit.AppendRandom(ctx, nested, 30, 5000, rng); err != nil {
+	// The nested table, where the catalog lets one be registered.
+	cat, err := b.Catalog(ctx)
+	if err != nil {
 		t.Fatal(err)
+	}
+	nested, err := cat.CreateTable(ctx, table.Identifier{"db", "nested"}, demo.Schema(), catalog.WithLocation(loc+"/nested"))
+	if tableBucket {
+		if err == nil {
+			t.Fatal("the catalog registered a table inside another's location")
+		}
+		t.Logf("the catalog refuses a nested table: %v", err)
+	} else {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nested, err = testkit.AppendRandom(ctx, nested, 30, 5000, rng); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Files the metadata names through "//" and "/./": readable, since
@@ -233,37 +255,67 @@ func runTraps(t *testing.T, b *bucket.Bucket, st objectStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nestedRows, err := tablecheck.Rows(ctx, nested, 0)
+	var nestedRows tablecheck.Fingerprint
+	if !tableBucket {
+		if nestedRows, err = tablecheck.Rows(ctx, nested, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Bait whose decoded names lie outside the table, and the victims
+	// they would reach: a live data file of a table beside this one, and
+	// (where storage takes objects outside tables) a file three levels up.
+	up := func(u string) string { return u[:strings.LastIndex(u, "/")] }
+	parent := up(loc)
+	sibling := testkit.NewTable(t, b, "db", "victim", demo.Schema())
+	if sibling, err = testkit.AppendRandom(ctx, sibling, 10, 9000, rng); err != nil {
+		t.Fatal(err)
+	}
+	siblingRows, err := tablecheck.Rows(ctx, sibling, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	// Bait whose decoded names lie outside the table, one and three
-	// levels up, and the victims they would reach.
-	up := func(u string) string { return u[:strings.LastIndex(u, "/")] }
-	parent := up(loc)
-	victims := []string{parent + "/victim/keep.parquet", up(parent) + "/victim2.parquet"}
-	bait := []string{loc + "/%2e%2e/victim/keep.parquet", loc + "/data/%2e%2e/%2e%2e/%2e%2e/victim2.parquet"}
+	siblingTasks, err := sibling.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := siblingTasks[0].File.FilePath()
+	rel, ok := strings.CutPrefix(live, parent+"/")
+	if !ok {
+		t.Fatalf("the sibling's data file %s is not beside %s", live, loc)
+	}
+	// A table bucket's S3 refuses both the bait (it resolves "%2e%2e"
+	// itself, and the name lands outside the table) and objects outside
+	// tables: there the sibling's files are the victims of nothing but
+	// the removal run itself.
+	victims := []string{live}
+	var bait []string
+	if !tableBucket {
+		victims = append(victims, up(parent)+"/victim2.parquet")
+		bait = []string{loc + "/%2e%2e/" + rel, loc + "/data/%2e%2e/%2e%2e/%2e%2e/victim2.parquet"}
+		st.put(t, victims[1], parquet)
+	}
 	strays := []string{loc + "/data/stray.parquet", loc + "/metadata/stray.avro"}
-	for _, u := range slices.Concat(victims, bait, strays) {
+	for _, u := range slices.Concat(strays, bait) {
 		st.put(t, u, parquet)
 	}
 
 	r := newTrapRunner(t, b, "db", "base")
-	out, _ := r.run(4 * day)
-	if out.Status != state.Failed || !strings.Contains(out.FailureMessage, "db.nested") || !strings.Contains(out.FailureMessage, "allowNestedTables") {
-		t.Fatalf("a table holding another was not refused: %+v", out)
+	if !tableBucket {
+		out, _ := r.run(4 * day)
+		if out.Status != state.Failed || !strings.Contains(out.FailureMessage, "db.nested") || !strings.Contains(out.FailureMessage, "allowNestedTables") {
+			t.Fatalf("a table holding another was not refused: %+v", out)
+		}
+		if m := r.marks(); len(m) != 0 {
+			t.Fatalf("a refused run marked %d objects", len(m))
+		}
+		r.knobs.AllowNestedTables = true
 	}
-	if m := r.marks(); len(m) != 0 {
-		t.Fatalf("a refused run marked %d objects", len(m))
-	}
-
-	r.knobs.AllowNestedTables = true
 	out, fig := r.run(4 * day)
 	if out.Status != state.Successful {
 		t.Fatalf("+4d: %+v", out)
 	}
-	if want := len(bait) + len(strays); fig.Marked != want || fig.OtherTables == 0 {
+	if want := len(bait) + len(strays); fig.Marked != want || (fig.OtherTables == 0) != tableBucket {
 		t.Fatalf("+4d: marked %d (want %d: the bait and the strays), %d of the nested table's objects left alone (want some): %v",
 			fig.Marked, want, fig.OtherTables, fig.MarkedPaths)
 	}
@@ -274,15 +326,19 @@ func runTraps(t *testing.T, b *bucket.Bucket, st objectStore) {
 	for _, u := range victims {
 		if !st.exists(t, u) {
 			t.Errorf("%s, outside the table, was deleted", u)
+			continue
 		}
 	}
-	for _, u := range slices.Concat(bait, strays) {
+	for _, u := range slices.Concat(strays, bait) {
 		if st.exists(t, u) {
 			t.Errorf("%s, unreferenced inside the table, survived", u)
 		}
 	}
 	sound(t, b, r.target.Table, baseRows)
-	sound(t, b, bucket.TableID{Namespace: []string{"db"}, Name: "nested"}, nestedRows)
+	sound(t, b, bucket.TableID{Namespace: []string{"db"}, Name: "victim"}, siblingRows)
+	if !tableBucket {
+		sound(t, b, bucket.TableID{Namespace: []string{"db"}, Name: "nested"}, nestedRows)
+	}
 }
 
 // embeddedBucket is the embedded default's bucket in a fresh home.
@@ -297,7 +353,7 @@ func embeddedBucket(t *testing.T) *bucket.Bucket {
 }
 
 func TestTrapsOnLocalDisk(t *testing.T) {
-	runTraps(t, embeddedBucket(t), diskStore{})
+	runTraps(t, embeddedBucket(t), diskStore{}, false)
 }
 
 // On S3 (versitygw, whose posix backend resolves "..", "//" and "/./" in
@@ -307,7 +363,7 @@ func TestTrapsOnS3(t *testing.T) {
 	reg := sqlS3Config(t, srv).Registry()
 	t.Cleanup(reg.Close)
 	b, _ := reg.Bucket("lake")
-	runTraps(t, b, s3Store{srv})
+	runTraps(t, b, s3Store{srv}, false)
 }
 
 // A table at the warehouse directory, where the catalog creates every
@@ -368,5 +424,5 @@ func TestTrapsOnREST(t *testing.T) {
 	b, _ := reg.Bucket("local")
 	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.S3Endpoint), UsePathStyle: true,
 		Credentials: credentials.NewStaticCredentialsProvider(srv.Key, srv.Secret, "")})
-	runTraps(t, b, s3Store{servers.S3Server{Endpoint: srv.S3Endpoint, Key: srv.Key, Secret: srv.Secret, Bucket: srv.Bucket, Client: client}})
+	runTraps(t, b, s3Store{servers.S3Server{Endpoint: srv.S3Endpoint, Key: srv.Key, Secret: srv.Secret, Bucket: srv.Bucket, Client: client}}, true)
 }
