@@ -178,7 +178,8 @@ func TestEmptyEmbeddedDefault(t *testing.T) {
 }
 
 // Relative paths in a configuration file, the catalog's included, are
-// relative to the file wherever icekeeper runs.
+// relative to the file wherever icekeeper runs (mode=rwc: the catalog is
+// created, as a configured one otherwise must exist).
 func TestConfigRelativeToFile(t *testing.T) {
 	c := newCLI(t)
 	dir := filepath.Join(c.home, "conf")
@@ -186,7 +187,7 @@ func TestConfigRelativeToFile(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "ik.yaml"), []byte(`state: sqlite://state.db
 buckets:
   - arn: arn:aws:s3tables:us-east-1:1:bucket/rel
-    catalog: {type: sql, uri: "file:catalog.db", sql.driver: sqlite, sql.dialect: sqlite, warehouse: "file://./wh"}
+    catalog: {type: sql, uri: "file:catalog.db?mode=rwc", sql.driver: sqlite, sql.dialect: sqlite, warehouse: "file://./wh"}
 `), 0o644)
 	t.Chdir(t.TempDir())
 	if out := c.must("tables", "--config", filepath.Join("..", filepath.Base(c.home), "conf", "ik.yaml")); !strings.Contains(out, "(no tables)") {
