@@ -146,7 +146,7 @@ func (j *Job) containers(ctx context.Context, t jobs.Target, pfx []loc, allow bo
 		if !strings.HasPrefix(d.location, "/") && !strings.Contains(d.location, "://") {
 			continue
 		}
-		ls, err := dirs1(d.location)
+		ls, err := dirOf(d.location)
 		if err != nil {
 			continue // not a location icekeeper could list either
 		}
@@ -160,8 +160,8 @@ func (j *Job) containers(ctx context.Context, t jobs.Target, pfx []loc, allow bo
 	return nil
 }
 
-// dirs1 is dirs for one location.
-func dirs1(s string) (loc, error) {
+// dirOf is dirs for one location.
+func dirOf(s string) (loc, error) {
 	ls, err := dirs([]string{s})
 	if err != nil {
 		return loc{}, err
