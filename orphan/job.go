@@ -260,8 +260,9 @@ func (v view) keeps(l loc) string {
 	case under(l, v.exclude):
 		return "under another table's prefix"
 	}
-	for _, f := range l.forms() {
-		if v.refs.contains(f.key()) {
+	forms, n := l.forms()
+	for _, f := range forms[:n] {
+		if v.refs.contains(f) {
 			return "referenced"
 		}
 	}

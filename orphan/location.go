@@ -3,6 +3,7 @@ package orphan
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net/url"
 	"path"
 	"slices"
@@ -98,17 +99,30 @@ func (l loc) clean() bool {
 // forms are the names under which storage may list the object a
 // reference names: the reference as written, and its cleaned form, as a
 // local file system or a posix-backed S3 gateway resolves it. Keeping
-// every form referenced can only keep more objects, never fewer.
-func (l loc) forms() []loc {
+// every form referenced can only keep more objects, never fewer. An array,
+// not a slice: this runs for every reference of every manifest.
+func (l loc) forms() (f [2]loc, n int) {
+	f[0] = l
 	c := l
 	c.path = path.Clean(l.path)
 	if strings.HasSuffix(l.path, "/") && c.path != "/" {
 		c.path += "/"
 	}
 	if c.path == l.path {
-		return []loc{l}
+		return f, 1
 	}
-	return []loc{l, c}
+	f[1] = c
+	return f, 2
+}
+
+// hash is l's key hashed with seed, as maphash.String(seed, l.key())
+// gives it, without building the key.
+func (l loc) hash(seed maphash.Seed) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	h.WriteString(l.authority)
+	h.WriteString(l.path)
+	return h.Sum64()
 }
 
 // within reports whether l is below p by whole segments: p.path ends in a
@@ -181,33 +195,33 @@ func dirs(raw []string) ([]loc, error) {
 }
 
 // classify places a referenced path relative to the table's prefixes. It
-// returns the keys under which the referenced object may be listed (see
-// forms) that lie under a prefix; none when the path is outside every
-// prefix (never listed, never deleted); and ErrSchemeMismatch when its
-// path is under a prefix's path but its scheme or authority differs
-// without a configured equivalence.
-func classify(ref string, pfx []loc, eq Equivalence) ([]string, error) {
+// returns the forms of the path (see forms) that lie under a prefix, n of
+// them; none when the path is outside every prefix (never listed, never
+// deleted); and ErrSchemeMismatch when its path is under a prefix's path
+// but its scheme or authority differs without a configured equivalence.
+func classify(ref string, pfx []loc, eq Equivalence) (in [2]loc, n int, err error) {
 	l, err := refLoc(ref)
 	if err != nil {
-		return nil, err
+		return in, 0, err
 	}
-	var keys []string
-	for _, f := range l.forms() {
+	forms, nf := l.forms()
+	for _, f := range forms[:nf] {
 		for _, p := range pfx {
 			if !strings.HasPrefix(f.path, p.path) {
 				continue
 			}
 			if f.authority == p.authority && eq.same(f.scheme, p.scheme) {
-				keys = append(keys, f.key())
+				in[n] = f
+				n++
 				break
 			}
 			if f.scheme == "file" && p.scheme == "file" {
 				continue
 			}
-			return nil, fmt.Errorf("%w: %s is referenced, but the table's files are listed under %s", ErrSchemeMismatch, ref, p)
+			return in, 0, fmt.Errorf("%w: %s is referenced, but the table's files are listed under %s", ErrSchemeMismatch, ref, p)
 		}
 	}
-	return keys, nil
+	return in, n, nil
 }
 
 // under reports whether the listed object at l is inside one of the prefixes.

@@ -2,6 +2,7 @@ package orphan
 
 import (
 	"errors"
+	"hash/maphash"
 	"strings"
 	"testing"
 )
@@ -22,8 +23,8 @@ func TestClassify(t *testing.T) {
 		{"oss://b/wh/db/events/data/x.parquet", Equivalence{{"s3", "s3a"}}, false, true},
 		{"s3://alias--table-s3/wh/db/events/data/x.parquet", nil, false, true}, // another authority, same path
 	} {
-		keys, err := classify(tc.ref, pfx, tc.eq)
-		if inside := len(keys) > 0; inside != tc.inside || (err != nil) != tc.err {
+		_, n, err := classify(tc.ref, pfx, tc.eq)
+		if inside := n > 0; inside != tc.inside || (err != nil) != tc.err {
 			t.Errorf("classify(%s, %v) = %v, %v; want inside=%v err=%v", tc.ref, tc.eq, inside, err, tc.inside, tc.err)
 		}
 		if err != nil && (!errors.Is(err, ErrSchemeMismatch) || !strings.Contains(err.Error(), tc.ref)) {
@@ -105,12 +106,12 @@ func TestCleanAndForms(t *testing.T) {
 			t.Errorf("clean(%s) = %v, want %v", p, got, clean)
 		}
 	}
-	forms := loc{"s3", "b", "/t//data/./x"}.forms()
-	if len(forms) != 2 || forms[0].path != "/t//data/./x" || forms[1].path != "/t/data/x" {
-		t.Errorf("forms = %+v", forms)
+	forms, n := loc{"s3", "b", "/t//data/./x"}.forms()
+	if n != 2 || forms[0].path != "/t//data/./x" || forms[1].path != "/t/data/x" {
+		t.Errorf("forms = %+v", forms[:n])
 	}
-	if f := (loc{"s3", "b", "/t/data/x"}).forms(); len(f) != 1 {
-		t.Errorf("a clean location has forms %+v", f)
+	if f, n := (loc{"s3", "b", "/t/data/x"}).forms(); n != 1 {
+		t.Errorf("a clean location has forms %+v", f[:n])
 	}
 }
 
@@ -118,14 +119,19 @@ func TestCleanAndForms(t *testing.T) {
 // key (AWS S3) and its clean one (a file system, a posix-backed gateway).
 func TestClassifyForms(t *testing.T) {
 	pfx := []loc{{scheme: "s3", authority: "b", path: "/wh/t/"}}
-	keys, err := classify("s3://b/wh/t//data/x.parquet", pfx, nil)
-	if err != nil || len(keys) != 2 || keys[0] != "b/wh/t//data/x.parquet" || keys[1] != "b/wh/t/data/x.parquet" {
-		t.Errorf("keys %v, %v", keys, err)
+	in, n, err := classify("s3://b/wh/t//data/x.parquet", pfx, nil)
+	if err != nil || n != 2 || in[0].key() != "b/wh/t//data/x.parquet" || in[1].key() != "b/wh/t/data/x.parquet" {
+		t.Errorf("forms %v, %v", in[:n], err)
 	}
 	// "..": the literal key is inside, the resolved one is not.
-	keys, err = classify("s3://b/wh/t/data/../../u/x.parquet", pfx, nil)
-	if err != nil || len(keys) != 1 || keys[0] != "b/wh/t/data/../../u/x.parquet" {
-		t.Errorf("keys %v, %v", keys, err)
+	in, n, err = classify("s3://b/wh/t/data/../../u/x.parquet", pfx, nil)
+	if err != nil || n != 1 || in[0].key() != "b/wh/t/data/../../u/x.parquet" {
+		t.Errorf("forms %v, %v", in[:n], err)
+	}
+	// A location hashes as its key does.
+	seed := maphash.MakeSeed()
+	if l := (loc{"s3", "b", "/wh/t/x"}); l.hash(seed) != maphash.String(seed, l.key()) {
+		t.Error("loc.hash differs from the hash of its key")
 	}
 	fpfx, _ := dirs([]string{"file:///wh//t/"})
 	if len(fpfx) != 1 || fpfx[0].path != "/wh/t/" {

@@ -88,7 +88,7 @@ func (p *planner) observe(o Object) {
 	if marked {
 		p.seen[path] = true
 	}
-	if p.refs.see(o.Loc.key()) {
+	if p.refs.see(o.Loc) {
 		p.plan.Referenced++
 		if marked {
 			p.plan.Unmark = append(p.plan.Unmark, path)

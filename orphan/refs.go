@@ -57,15 +57,15 @@ type refBatch struct {
 
 // add classifies ref and records the forms of it under the prefixes.
 func (b *refBatch) add(seed maphash.Seed, p string, required bool, pfx []loc, eq Equivalence) error {
-	keys, err := classify(p, pfx, eq)
-	if err != nil || len(keys) == 0 {
+	in, n, err := classify(p, pfx, eq)
+	if err != nil || n == 0 {
 		return err
 	}
-	first := maphash.String(seed, keys[0])
+	first := in[0].hash(seed)
 	b.refs = append(b.refs, ref{hash: first, required: required})
 	b.hashes = append(b.hashes, first)
-	for _, k := range keys[1:] {
-		h := maphash.String(seed, k)
+	for _, l := range in[1:n] {
+		h := l.hash(seed)
 		b.hashes = append(b.hashes, h)
 		if b.alt == nil {
 			b.alt = map[uint64][]uint64{}
@@ -107,20 +107,20 @@ func (r *refSet) seal() {
 	r.refs = slices.CompactFunc(r.refs, func(a, b ref) bool { return a.hash == b.hash })
 }
 
-func (r *refSet) index(key string) (int, bool) {
-	return slices.BinarySearch(r.hashes, maphash.String(r.seed, key))
+func (r *refSet) index(l loc) (int, bool) {
+	return slices.BinarySearch(r.hashes, l.hash(r.seed))
 }
 
-// contains reports whether key is referenced.
-func (r *refSet) contains(key string) bool {
-	_, ok := r.index(key)
+// contains reports whether l is referenced.
+func (r *refSet) contains(l loc) bool {
+	_, ok := r.index(l)
 	return ok
 }
 
-// see reports whether the listed key is referenced, and remembers that it
-// was listed.
-func (r *refSet) see(key string) bool {
-	i, ok := r.index(key)
+// see reports whether the listed object l is referenced, and remembers
+// that it was listed.
+func (r *refSet) see(l loc) bool {
+	i, ok := r.index(l)
 	if ok {
 		r.listed[i] = true
 	}
@@ -309,11 +309,11 @@ type nameSink struct {
 }
 
 func (s *nameSink) add(p string, _ bool) error {
-	keys, err := classify(p, s.pfx, s.eq)
-	if err != nil || len(keys) == 0 {
+	in, n, err := classify(p, s.pfx, s.eq)
+	if err != nil || n == 0 {
 		return err
 	}
-	h := maphash.String(s.rs.seed, keys[0])
+	h := in[0].hash(s.rs.seed)
 	s.mu.Lock()
 	if name, want := s.names[h]; want && name == "" {
 		s.names[h] = p
