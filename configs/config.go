@@ -66,38 +66,14 @@ type APIKey struct {
 	ReadOnly bool `yaml:"readOnly"`
 }
 
-// Schedules holds one cron expression per job type (robfig/cron standard
-// five-field syntax or descriptors such as @hourly).
-type Schedules struct {
-	Compaction              string `yaml:"icebergCompaction"`
-	SnapshotManagement      string `yaml:"icebergSnapshotManagement"`
-	UnreferencedFileRemoval string `yaml:"icebergUnreferencedFileRemoval"`
-	RecordExpiration        string `yaml:"icebergRecordExpiration"`
-}
-
-// Default schedules: compaction hourly, snapshot management every six hours,
-// unreferenced file removal daily, record expiration daily at 01:00 (an
-// hour apart from removal, so the two do not start together).
-const (
-	DefaultCompactionSchedule         = "@hourly"
-	DefaultSnapshotManagementSchedule = "0 */6 * * *"
-	DefaultRemovalSchedule            = "@daily"
-	DefaultRecordExpirationSchedule   = "0 1 * * *"
-)
+// Schedules holds one cron expression per job type, keyed by the job
+// type's name (robfig/cron standard five-field syntax or descriptors such
+// as @hourly). A job type left out runs on its default schedule, from
+// maintenance's type table.
+type Schedules map[maintenance.JobType]string
 
 // For returns the cron expression of job type t.
-func (s Schedules) For(t maintenance.JobType) string {
-	switch t {
-	case maintenance.Compaction:
-		return s.Compaction
-	case maintenance.SnapshotManagement:
-		return s.SnapshotManagement
-	case maintenance.RecordExpiration:
-		return s.RecordExpiration
-	default:
-		return s.UnreferencedFileRemoval
-	}
-}
+func (s Schedules) For(t maintenance.JobType) string { return s[t] }
 
 // Bucket is one table bucket: the catalog that lists its tables and the
 // maintenance defaults that apply to them.

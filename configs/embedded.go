@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/icekeeper/icekeeper/internal/arn"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // Environment variables icekeeper reads.
@@ -68,10 +69,10 @@ func Embedded(home string) *Config {
 		// Short schedules, so that `icekeeper serve` on the demo shows
 		// every job type run within minutes.
 		Schedules: Schedules{
-			Compaction:              "@every 2m",
-			SnapshotManagement:      "@every 3m",
-			UnreferencedFileRemoval: "@every 5m",
-			RecordExpiration:        "@every 10m",
+			maintenance.Compaction:              "@every 2m",
+			maintenance.SnapshotManagement:      "@every 3m",
+			maintenance.UnreferencedFileRemoval: "@every 5m",
+			maintenance.RecordExpiration:        "@every 10m",
 		},
 	}
 	return cfg

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // FuzzParse feeds arbitrary YAML to the loader: it never panics, every
@@ -24,7 +26,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if cfg.Listen == "" || cfg.State == "" || len(cfg.Buckets) == 0 || cfg.Buckets[0].Parsed.Name == "" || cfg.Schedules.Compaction == "" {
+		if cfg.Listen == "" || cfg.State == "" || len(cfg.Buckets) == 0 || cfg.Buckets[0].Parsed.Name == "" || cfg.Schedules[maintenance.Compaction] == "" {
 			t.Fatalf("accepted an incomplete configuration: %+v", cfg)
 		}
 	})

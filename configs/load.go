@@ -140,7 +140,7 @@ func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 			if err := d.decode(n.Content[i+1], val, join(path, key)); err != nil {
 				return err
 			}
-			m.SetMapIndex(reflect.ValueOf(key), val)
+			m.SetMapIndex(reflect.ValueOf(key).Convert(v.Type().Key()), val)
 		}
 		v.Set(m)
 		return nil

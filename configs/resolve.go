@@ -47,7 +47,7 @@ func (b Bucket) Defaults() maintenance.BucketDefaults {
 	if m := b.Compaction.MinDeleteFilesToRewrite; m != nil {
 		d.Knobs.MinDeleteFilesToRewrite = *m
 	}
-	for _, t := range maintenance.JobTypes {
+	for _, t := range maintenance.JobTypes() {
 		d.Configs[t] = b.Maintenance.For(t)
 	}
 	return d

@@ -104,7 +104,7 @@ func (c *Config) finish() error {
 				}
 			}
 		}
-		for _, t := range maintenance.JobTypes {
+		for _, t := range maintenance.JobTypes() {
 			if err := b.Maintenance.For(t).Validate(t); err != nil {
 				fes := maintenance.FieldErrors(err)
 				if len(fes) == 0 {
@@ -159,20 +159,20 @@ func (c *Config) finish() error {
 		}
 	}
 
-	defaults := map[*string]string{
-		&c.Schedules.Compaction:              DefaultCompactionSchedule,
-		&c.Schedules.SnapshotManagement:      DefaultSnapshotManagementSchedule,
-		&c.Schedules.UnreferencedFileRemoval: DefaultRemovalSchedule,
-		&c.Schedules.RecordExpiration:        DefaultRecordExpirationSchedule,
-	}
-	for ptr, def := range defaults {
-		if *ptr == "" {
-			*ptr = def
+	for t := range c.Schedules {
+		if _, ok := maintenance.Lookup(t); !ok {
+			return errf("schedules."+string(t), "unknown job type (valid keys: %s)", strings.Join(typeNames(), ", "))
 		}
 	}
-	for _, t := range maintenance.JobTypes {
-		if _, err := cron.ParseStandard(c.Schedules.For(t)); err != nil {
-			return errf("schedules."+string(t), "%q is not a cron expression: %v", c.Schedules.For(t), err)
+	if c.Schedules == nil {
+		c.Schedules = Schedules{}
+	}
+	for _, typ := range maintenance.Types() {
+		if c.Schedules[typ.Name] == "" {
+			c.Schedules[typ.Name] = typ.Schedule
+		}
+		if _, err := cron.ParseStandard(c.Schedules[typ.Name]); err != nil {
+			return errf("schedules."+string(typ.Name), "%q is not a cron expression: %v", c.Schedules[typ.Name], err)
 		}
 	}
 	return nil
@@ -275,4 +275,13 @@ func validHostName(h string) bool {
 		}
 	}
 	return true
+}
+
+// typeNames lists the job types' names, for messages.
+func typeNames() []string {
+	var names []string
+	for _, t := range maintenance.JobTypes() {
+		names = append(names, string(t))
+	}
+	return names
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -401,7 +400,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	jobCtx, cancel := context.WithTimeoutCause(ctx, e.JobTimeout, fmt.Errorf("job exceeded its timeout of %v", e.JobTimeout))
 	defer cancel()
 	stopRenewing := e.renew(ctx, lease, holder, cancel)
-	t := Target{Bucket: b, Table: bucket.TableID{Namespace: strings.Split(k.Namespace, "."), Name: k.Name}}
+	t := Target{Bucket: b, Table: bucket.TableIDOf(k.Namespace, k.Name)}
 	opts := Options{}
 	if e.FanOutParts > 0 {
 		opts.Fanout = &fanout{e: e, key: k, typ: a.Type, coordinator: holder}

@@ -229,3 +229,31 @@ func (r *Runner) safeRun(ctx context.Context, job Job, t Target, settings mainte
 	out.FailureMessage = redact.Text(out.FailureMessage)
 	return out
 }
+
+// ErrRegistry is returned by Register for a set of jobs that does not
+// cover maintenance's type table exactly.
+var ErrRegistry = errors.New("job registry does not match the job types")
+
+// Register returns the jobs by type, refusing a set that misses a job type
+// of maintenance's type table, has one twice, or has one the table does
+// not know: a daemon that started with such a set would schedule a type
+// nothing runs, or run one the API cannot configure.
+func Register(js ...Job) (map[maintenance.JobType]Job, error) {
+	out := make(map[maintenance.JobType]Job, len(js))
+	for _, j := range js {
+		typ := j.Type()
+		if _, ok := maintenance.Lookup(typ); !ok {
+			return nil, fmt.Errorf("%w: %s is not in the type table", ErrRegistry, typ)
+		}
+		if _, dup := out[typ]; dup {
+			return nil, fmt.Errorf("%w: %s registered twice", ErrRegistry, typ)
+		}
+		out[typ] = j
+	}
+	for _, typ := range maintenance.JobTypes() {
+		if _, ok := out[typ]; !ok {
+			return nil, fmt.Errorf("%w: no job runs %s", ErrRegistry, typ)
+		}
+	}
+	return out, nil
+}

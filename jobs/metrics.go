@@ -16,26 +16,22 @@ import (
 )
 
 // Counter is implemented by job figures that count what a run did, for
-// metrics: keys are names of Counts.
+// metrics: each key must be one of the job type's Counters in
+// maintenance's type table.
 type Counter interface {
 	Counters() map[string]float64
 }
 
-// Counts names the counters a run's figures may report, each with its
-// metric: bytes and files apart, every one present from the start at 0.
-var Counts = map[string]string{
-	"bytes_compacted": "icekeeper_compaction_input_bytes_total",
-	"files_compacted": "icekeeper_compaction_input_files_total",
-	"files_written":   "icekeeper_compaction_output_files_total",
-	// Position delete files and deletion vectors that delete-file
-	// compaction replaced.
-	"deletes_rewritten": "icekeeper_compaction_deletes_rewritten_total",
-	"snapshots_expired": "icekeeper_expired_snapshots_total",
-	"refs_removed":      "icekeeper_removed_refs_total",
-	"objects_marked":    "icekeeper_marked_objects_total",
-	"objects_unmarked":  "icekeeper_unmarked_objects_total",
-	"objects_deleted":   "icekeeper_deleted_objects_total",
-	"bytes_deleted":     "icekeeper_deleted_bytes_total",
+// counterMetrics maps every counter a run's figures may report to its
+// metric, from the job types' rows in maintenance's type table.
+func counterMetrics() map[string]string {
+	out := map[string]string{}
+	for _, typ := range maintenance.Types() {
+		for key, name := range typ.Counters {
+			out[key] = name
+		}
+	}
+	return out
 }
 
 // Metrics are the daemon's Prometheus metrics.
@@ -56,7 +52,6 @@ type MetricsStore interface {
 
 // NewMetrics registers the metrics on reg; the queue depth and the time
 // of each table's last successful run are read from store on each scrape.
-
 func NewMetrics(reg prometheus.Registerer, store MetricsStore) *Metrics {
 	m := &Metrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icekeeper_job_runs_total",
@@ -68,12 +63,12 @@ func NewMetrics(reg prometheus.Registerer, store MetricsStore) *Metrics {
 			Help: "Jobs taken over after the worker holding them stopped."}),
 		tables: &tableCollector{store: store, health: map[state.TableKey]health.Health{}},
 	}
-	for _, typ := range maintenance.JobTypes {
+	for _, typ := range maintenance.JobTypes() {
 		for _, st := range []state.RunStatus{state.Successful, state.Failed, state.Disabled, state.Skipped} {
 			m.runs.WithLabelValues(string(typ), string(st)) // present at 0
 		}
 	}
-	for key, name := range Counts {
+	for key, name := range counterMetrics() {
 		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: fmt.Sprintf("Sum of %s over all runs.", key)})
 		m.counts[key] = c
 		reg.MustRegister(c)

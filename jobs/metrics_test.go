@@ -31,13 +31,13 @@ func TestMetrics(t *testing.T) {
 	defer store.Close()
 	reg := prometheus.NewPedanticRegistry()
 	m := NewMetrics(reg, store)
-	for _, name := range Counts {
+	for _, name := range counterMetrics() {
 		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != 1 {
 			t.Errorf("%s: %d series before any run, %v", name, n, err)
 		}
 	}
-	if n, _ := testutil.GatherAndCount(reg, "icekeeper_job_runs_total"); n != len(maintenance.JobTypes)*4 {
-		t.Errorf("icekeeper_job_runs_total has %d series before any run, want %d", n, len(maintenance.JobTypes)*4)
+	if n, _ := testutil.GatherAndCount(reg, "icekeeper_job_runs_total"); n != len(maintenance.JobTypes())*4 {
+		t.Errorf("icekeeper_job_runs_total has %d series before any run, want %d", n, len(maintenance.JobTypes())*4)
 	}
 
 	key := state.TableKey{Bucket: "arn:aws:s3tables:us-east-1:1:bucket/b", Namespace: "db", Name: "t"}

@@ -16,7 +16,7 @@ import (
 func exported() map[string]bool {
 	known := map[string]bool{"icekeeper_job_run_duration_seconds_bucket": true, "icekeeper_job_runs_total": true, "icekeeper_job_run_duration_seconds": true,
 		"icekeeper_lease_takeovers_total": true, "icekeeper_queue_depth": true}
-	for _, name := range Counts {
+	for _, name := range counterMetrics() {
 		known[name] = true
 	}
 	descs := make(chan *prometheus.Desc, 64)

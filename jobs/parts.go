@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -209,7 +208,7 @@ func (w *partWorker) Work(ctx context.Context, job *river.Job[PartArgs]) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, e.JobTimeout, fmt.Errorf("part exceeded the job timeout of %v", e.JobTimeout))
 	defer cancel()
 	defer e.renew(ctx, lease, holder, cancel)()
-	t := Target{Bucket: b, Table: bucket.TableID{Namespace: strings.Split(k.Namespace, "."), Name: k.Name}}
+	t := Target{Bucket: b, Table: bucket.TableIDOf(k.Namespace, k.Name)}
 	out, err := p.RunPart(ctx, t, a.Part)
 	if err != nil {
 		return fmt.Errorf("part %d of %s on %s: %w", a.Index, a.Type, k, err)

@@ -66,13 +66,13 @@ func (r *Resolver) with(ctx context.Context, bucketARN string, tableCfg map[main
 		return maintenance.Settings{}, err
 	}
 	file := r.Defaults[bucketARN]
-	out := maintenance.Settings{Configs: make(map[maintenance.JobType]maintenance.Config, len(maintenance.JobTypes)), Knobs: file.Knobs}
-	for _, typ := range maintenance.JobTypes {
-		tableLayer := tableCfg[typ]
-		if typ == maintenance.UnreferencedFileRemoval {
+	out := maintenance.Settings{Configs: make(map[maintenance.JobType]maintenance.Config, len(maintenance.JobTypes())), Knobs: file.Knobs}
+	for _, typ := range maintenance.Types() {
+		tableLayer := tableCfg[typ.Name]
+		if typ.Scope == maintenance.BucketScope {
 			tableLayer = maintenance.Config{}
 		}
-		out.Configs[typ] = maintenance.Resolve(typ, tableLayer, bucketCfg[typ], file.Configs[typ])
+		out.Configs[typ.Name] = maintenance.Resolve(typ.Name, tableLayer, bucketCfg[typ.Name], file.Configs[typ.Name])
 	}
 	return out, nil
 }

@@ -54,7 +54,7 @@ func (s *Scheduler) Init() error {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
 	s.parsed = map[maintenance.JobType]cron.Schedule{}
-	for _, typ := range maintenance.JobTypes {
+	for _, typ := range maintenance.JobTypes() {
 		sched, err := cron.ParseStandard(s.Schedules[typ])
 		if err != nil {
 			return fmt.Errorf("schedule of %s: %w", typ, err)
@@ -113,7 +113,7 @@ func (s *Scheduler) fire(ctx context.Context, typ maintenance.JobType, at time.T
 // that never fired starts counting from now.
 func (s *Scheduler) Tick(ctx context.Context) error {
 	now := s.Now()
-	for _, typ := range maintenance.JobTypes {
+	for _, typ := range maintenance.JobTypes() {
 		last, err := s.Store.LastFire(ctx, typ)
 		if err != nil {
 			return err

@@ -14,44 +14,6 @@ import (
 	"strings"
 )
 
-// JobType names a maintenance job exactly as S3 Tables does on the wire.
-type JobType string
-
-// The job types. The first three are S3 Tables' maintenance job types, by
-// their wire names. Record expiration has calls of its own in S3 Tables
-// (PutTableRecordExpirationConfiguration, …) and no name on the wire;
-// icekeeper names it in the same style for its configuration file, CLI
-// and history.
-const (
-	Compaction              JobType = "icebergCompaction"
-	SnapshotManagement      JobType = "icebergSnapshotManagement"
-	UnreferencedFileRemoval JobType = "icebergUnreferencedFileRemoval"
-	RecordExpiration        JobType = "icebergRecordExpiration"
-)
-
-// JobTypes lists every job type in the order icekeeper runs them for
-// `--job all`: record expiration first (it removes rows, so compaction
-// does not rewrite them), then compaction (it creates garbage), then
-// snapshot expiration (it makes garbage unreferenced), then removal (it
-// collects it).
-var JobTypes = []JobType{RecordExpiration, Compaction, SnapshotManagement, UnreferencedFileRemoval}
-
-// MaintenanceTypes are the job types of S3 Tables' maintenance calls
-// (GetTableMaintenanceJobStatus and the maintenance configurations).
-var MaintenanceTypes = []JobType{Compaction, SnapshotManagement, UnreferencedFileRemoval}
-
-// ParseJobType returns the job type named s, or an error listing the valid names.
-func ParseJobType(s string) (JobType, error) {
-	names := make([]string, len(JobTypes))
-	for i, t := range JobTypes {
-		if string(t) == s {
-			return t, nil
-		}
-		names[i] = string(t)
-	}
-	return "", fmt.Errorf("unknown job type %q (want one of %s)", s, strings.Join(names, ", "))
-}
-
 // Status is the enabled/disabled switch of a job type's configuration.
 type Status string
 
@@ -60,55 +22,6 @@ const (
 	Enabled  Status = "enabled"
 	Disabled Status = "disabled"
 )
-
-// Strategy selects how compaction orders rows in its output.
-type Strategy string
-
-// Compaction strategies as S3 Tables names them.
-const (
-	StrategyAuto    Strategy = "auto"
-	StrategyBinpack Strategy = "binpack"
-	StrategySort    Strategy = "sort"
-	StrategyZOrder  Strategy = "z-order"
-)
-
-// Range limits, as S3 Tables documents them where it documents them.
-const (
-	// MinTargetFileSizeMB and MaxTargetFileSizeMB bound targetFileSizeMB.
-	// AWS documents 64–512; icekeeper accepts down to 1 MB so that small
-	// test and demo tables can be compacted meaningfully.
-	MinTargetFileSizeMB = 1
-	MaxTargetFileSizeMB = 512
-	// MaxSnapshotAgeHoursLimit caps maxSnapshotAgeHours at about 100 years so
-	// that the conversion to milliseconds can never overflow.
-	MaxSnapshotAgeHoursLimit = 876000
-	// MaxDays caps unreferencedDays and nonCurrentDays for the same reason.
-	MaxDays = 36500
-)
-
-// CompactionSettings are the settings of icebergCompaction.
-type CompactionSettings struct {
-	TargetFileSizeMB *int     `json:"targetFileSizeMB,omitempty" yaml:"targetFileSizeMB"`
-	Strategy         Strategy `json:"strategy,omitempty" yaml:"strategy"`
-}
-
-// SnapshotSettings are the settings of icebergSnapshotManagement.
-type SnapshotSettings struct {
-	MinSnapshotsToKeep  *int `json:"minSnapshotsToKeep,omitempty" yaml:"minSnapshotsToKeep"`
-	MaxSnapshotAgeHours *int `json:"maxSnapshotAgeHours,omitempty" yaml:"maxSnapshotAgeHours"`
-}
-
-// RemovalSettings are the settings of icebergUnreferencedFileRemoval.
-type RemovalSettings struct {
-	UnreferencedDays *int `json:"unreferencedDays,omitempty" yaml:"unreferencedDays"`
-	NonCurrentDays   *int `json:"nonCurrentDays,omitempty" yaml:"nonCurrentDays"`
-}
-
-// ExpirationSettings are the settings of record expiration: rows older
-// than Days, by the table's expiration column, are removed.
-type ExpirationSettings struct {
-	Days *int `json:"days,omitempty" yaml:"days"`
-}
 
 // Config is one job type's configuration: its status and, for the one type
 // it belongs to, its settings. Zero fields mean "not set at this layer".
@@ -122,21 +35,11 @@ type Config struct {
 
 // Defaults returns the built-in configuration of t, with every field set.
 func Defaults(t JobType) Config {
-	c := Config{Status: Enabled}
-	switch t {
-	case Compaction:
-		c.Compaction = &CompactionSettings{TargetFileSizeMB: Int(512), Strategy: StrategyAuto}
-	case SnapshotManagement:
-		c.SnapshotManagement = &SnapshotSettings{MinSnapshotsToKeep: Int(1), MaxSnapshotAgeHours: Int(120)}
-	case UnreferencedFileRemoval:
-		c.Removal = &RemovalSettings{UnreferencedDays: Int(3), NonCurrentDays: Int(10)}
-	case RecordExpiration:
-		// Off until asked for, as in S3 Tables: it deletes rows. Days has
-		// no default; enabling it without days is refused.
-		c.Status = Disabled
-		c.RecordExpiration = &ExpirationSettings{}
+	typ, ok := Lookup(t)
+	if !ok {
+		return Config{}
 	}
-	return c
+	return typ.defaults()
 }
 
 // FieldError is a validation failure of one setting. Key is the setting's
@@ -165,36 +68,13 @@ func (c Config) Validate(t JobType) error {
 	default:
 		add("status", "%q is not one of enabled, disabled", c.Status)
 	}
-	if t != Compaction && c.Compaction != nil {
-		add("settings.icebergCompaction", "does not belong to %s", t)
-	}
-	if t != SnapshotManagement && c.SnapshotManagement != nil {
-		add("settings.icebergSnapshotManagement", "does not belong to %s", t)
-	}
-	if t != UnreferencedFileRemoval && c.Removal != nil {
-		add("settings.icebergUnreferencedFileRemoval", "does not belong to %s", t)
-	}
-	if t != RecordExpiration && c.RecordExpiration != nil {
-		add("settings.days", "does not belong to %s", t)
-	}
-	if s := c.Compaction; s != nil {
-		checkRange(add, "targetFileSizeMB", s.TargetFileSizeMB, MinTargetFileSizeMB, MaxTargetFileSizeMB)
-		switch s.Strategy {
-		case "", StrategyAuto, StrategyBinpack, StrategySort, StrategyZOrder:
-		default:
-			add("strategy", "%q is not one of auto, binpack, sort, z-order", s.Strategy)
+	for _, typ := range Types() {
+		if typ.Name != t && typ.hasSettings(c) {
+			add(typ.settingsKey, "does not belong to %s", t)
 		}
 	}
-	if s := c.SnapshotManagement; s != nil {
-		checkRange(add, "minSnapshotsToKeep", s.MinSnapshotsToKeep, 1, 1<<31-1)
-		checkRange(add, "maxSnapshotAgeHours", s.MaxSnapshotAgeHours, 1, MaxSnapshotAgeHoursLimit)
-	}
-	if s := c.Removal; s != nil {
-		checkRange(add, "unreferencedDays", s.UnreferencedDays, 1, MaxDays)
-		checkRange(add, "nonCurrentDays", s.NonCurrentDays, 1, MaxDays)
-	}
-	if s := c.RecordExpiration; s != nil {
-		checkRange(add, "days", s.Days, 1, MaxDays)
+	if typ, ok := Lookup(t); ok {
+		typ.validate(c, add)
 	}
 	if len(errs) == 0 {
 		return nil
@@ -218,7 +98,7 @@ func FieldErrors(err error) []*FieldError {
 }
 
 // checkRange reports v when it is set and out of range.
-func checkRange(add func(string, string, ...any), key string, v *int, lo, hi int) {
+func checkRange(add adder, key string, v *int, lo, hi int) {
 	switch {
 	case v == nil:
 	case *v < lo:
@@ -242,48 +122,13 @@ func firstInt(a, b *int) *int {
 // sets it wins. Pass the most specific layer first and Defaults last.
 func Merge(t JobType, layers ...Config) Config {
 	out := Config{}
+	typ, ok := Lookup(t)
 	for _, l := range layers {
 		if out.Status == "" {
 			out.Status = l.Status
 		}
-		switch t {
-		case Compaction:
-			if l.Compaction == nil {
-				continue
-			}
-			if out.Compaction == nil {
-				out.Compaction = &CompactionSettings{}
-			}
-			out.Compaction.TargetFileSizeMB = firstInt(out.Compaction.TargetFileSizeMB, l.Compaction.TargetFileSizeMB)
-			if out.Compaction.Strategy == "" {
-				out.Compaction.Strategy = l.Compaction.Strategy
-			}
-		case SnapshotManagement:
-			if l.SnapshotManagement == nil {
-				continue
-			}
-			if out.SnapshotManagement == nil {
-				out.SnapshotManagement = &SnapshotSettings{}
-			}
-			out.SnapshotManagement.MinSnapshotsToKeep = firstInt(out.SnapshotManagement.MinSnapshotsToKeep, l.SnapshotManagement.MinSnapshotsToKeep)
-			out.SnapshotManagement.MaxSnapshotAgeHours = firstInt(out.SnapshotManagement.MaxSnapshotAgeHours, l.SnapshotManagement.MaxSnapshotAgeHours)
-		case UnreferencedFileRemoval:
-			if l.Removal == nil {
-				continue
-			}
-			if out.Removal == nil {
-				out.Removal = &RemovalSettings{}
-			}
-			out.Removal.UnreferencedDays = firstInt(out.Removal.UnreferencedDays, l.Removal.UnreferencedDays)
-			out.Removal.NonCurrentDays = firstInt(out.Removal.NonCurrentDays, l.Removal.NonCurrentDays)
-		case RecordExpiration:
-			if l.RecordExpiration == nil {
-				continue
-			}
-			if out.RecordExpiration == nil {
-				out.RecordExpiration = &ExpirationSettings{}
-			}
-			out.RecordExpiration.Days = firstInt(out.RecordExpiration.Days, l.RecordExpiration.Days)
+		if ok {
+			typ.merge(&out, l)
 		}
 	}
 	return out

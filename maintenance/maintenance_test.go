@@ -68,7 +68,7 @@ func TestResolveOrder(t *testing.T) {
 	if def.Status != Enabled || *def.Compaction.TargetFileSizeMB != 512 || def.Compaction.Strategy != StrategyAuto {
 		t.Fatalf("defaults %+v", def)
 	}
-	for _, typ := range JobTypes {
+	for _, typ := range JobTypes() {
 		if err := Defaults(typ).Validate(typ); err != nil {
 			t.Errorf("defaults of %s invalid: %v", typ, err)
 		}

@@ -94,10 +94,10 @@ func TestSDKRoundTrip(t *testing.T) {
 	c := client(f.url, "any", "any")
 
 	st := jobStatus(t, c)
-	if len(st) != len(maintenance.MaintenanceTypes) {
-		t.Errorf("job status has %d types, want S3 Tables' %d: %v", len(st), len(maintenance.MaintenanceTypes), st)
+	if len(st) != len(maintenance.MaintenanceTypes()) {
+		t.Errorf("job status has %d types, want S3 Tables' %d: %v", len(st), len(maintenance.MaintenanceTypes()), st)
 	}
-	for _, typ := range maintenance.MaintenanceTypes {
+	for _, typ := range maintenance.MaintenanceTypes() {
 		if st[string(typ)].Status != types.JobStatusNotYetRun {
 			t.Fatalf("%s before any run: %+v", typ, st[string(typ)])
 		}

@@ -106,7 +106,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return err
 			}
-			for _, typ := range maintenance.JobTypes {
+			for _, typ := range maintenance.JobTypes() {
 				run, ran := last[typ]
 				ws := statusOf(settings.For(typ), run, ran, maintenanceDialect)
 				j := jobOverview{Status: ws.Status, LastRun: ws.LastRunTimestamp, FailureMessage: ws.FailureMessage}
@@ -133,6 +133,6 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 	key, signed := r.Context().Value(callerKey{}).(configs.APIKey)
 	// The page builds its columns from jobTypes: a job type added to
 	// maintenance's table shows without a change to the page.
-	writeJSON(w, http.StatusOK, map[string]any{"tables": out, "canWrite": !signed || !key.ReadOnly, "jobTypes": maintenance.JobTypes})
+	writeJSON(w, http.StatusOK, map[string]any{"tables": out, "canWrite": !signed || !key.ReadOnly, "jobTypes": maintenance.JobTypes()})
 	return nil
 }

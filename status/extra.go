@@ -51,7 +51,7 @@ func (s *Server) getRuns(w http.ResponseWriter, r *http.Request) error {
 			return badRequest("limit must be a whole number from 1 to 1000")
 		}
 	}
-	types := maintenance.JobTypes
+	types := maintenance.JobTypes()
 	if v := r.URL.Query().Get("type"); v != "" {
 		typ, err := maintenance.ParseJobType(v)
 		if err != nil {
@@ -103,7 +103,7 @@ func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) error {
 		return notFound("this server runs no scheduler")
 	}
 	out := map[maintenance.JobType]string{}
-	for _, typ := range maintenance.JobTypes {
+	for _, typ := range maintenance.JobTypes() {
 		out[typ] = s.Scheduler.Next(t, typ).UTC().Format(time.RFC3339)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tableARN": tableARN(t), "nextRun": out})

@@ -30,7 +30,7 @@ func FuzzDecodeValue(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		for _, typ := range maintenance.JobTypes {
+		for _, typ := range maintenance.JobTypes() {
 			r := httptest.NewRequest(http.MethodPut, "/", strings.NewReader(body))
 			cfg, err := decodeValue(r, typ)
 			if err != nil {

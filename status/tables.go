@@ -14,10 +14,6 @@ import (
 	"github.com/icekeeper/icekeeper/maintenance"
 )
 
-// tableTypes are the job types configured per table in S3 Tables; removal
-// is configured per bucket.
-var tableTypes = []maintenance.JobType{maintenance.Compaction, maintenance.SnapshotManagement}
-
 // maxBody bounds request bodies: a maintenance configuration is a few
 // hundred bytes.
 const maxBody = 64 << 10
@@ -41,7 +37,7 @@ func (s *Server) targetOf(r *http.Request, bucketARN, ns, name string) (jobs.Tar
 	if err := s.authorize(r, b.Name(), ns); err != nil {
 		return jobs.Target{}, err
 	}
-	t := jobs.Target{Bucket: b, Table: bucket.TableID{Namespace: strings.Split(ns, "."), Name: name}}
+	t := jobs.Target{Bucket: b, Table: bucket.TableIDOf(ns, name)}
 	if err := s.Tables.Exists(r.Context(), t); err != nil {
 		return jobs.Target{}, err
 	}
@@ -86,7 +82,7 @@ func (s *Server) getJobStatus(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := map[maintenance.JobType]wireStatus{}
-	for _, typ := range maintenance.MaintenanceTypes {
+	for _, typ := range maintenance.MaintenanceTypes() {
 		run, ran := last[typ]
 		out[typ] = statusOf(settings.For(typ), run, ran, maintenanceDialect)
 	}
@@ -106,8 +102,10 @@ func (s *Server) getTableConfig(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := map[maintenance.JobType]maintenance.Config{}
-	for _, typ := range tableTypes {
-		out[typ] = settings.For(typ)
+	for _, typ := range maintenance.Types() {
+		if typ.Dialect == maintenance.MaintenanceDialect && typ.Scope == maintenance.TableScope {
+			out[typ.Name] = settings.For(typ.Name)
+		}
 	}
 	// "icekeeper" is beyond S3 Tables (the SDKs ignore it): the bucket's
 	// knobs from the configuration file, the rest of what steers a run.
@@ -117,14 +115,14 @@ func (s *Server) getTableConfig(w http.ResponseWriter, r *http.Request) error {
 
 // putTableConfig is PutTableMaintenanceConfiguration.
 func (s *Server) putTableConfig(w http.ResponseWriter, r *http.Request) error {
-	typ, err := maintenance.ParseJobType(r.PathValue("type"))
+	typ, err := maintenanceType(r.PathValue("type"))
 	if err != nil {
-		return badRequest(err.Error())
+		return err
 	}
-	if typ == maintenance.UnreferencedFileRemoval {
-		return badRequest("icebergUnreferencedFileRemoval is configured per table bucket: PUT /buckets/{tableBucketARN}/maintenance/icebergUnreferencedFileRemoval")
+	if typ.Scope == maintenance.BucketScope {
+		return badRequest(fmt.Sprintf("%s is configured per table bucket: PUT /buckets/{tableBucketARN}/maintenance/%s", typ.Name, typ.Name))
 	}
-	cfg, err := decodeValue(r, typ)
+	cfg, err := decodeValue(r, typ.Name)
 	if err != nil {
 		return err
 	}
@@ -132,7 +130,7 @@ func (s *Server) putTableConfig(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.storeTableConfig(w, r, t, typ, cfg)
+	return s.storeTableConfig(w, r, t, typ.Name, cfg)
 }
 
 // storeTableConfig stores cfg as t's configuration of typ once typ's job
@@ -158,26 +156,29 @@ func (s *Server) getBucketConfig(w http.ResponseWriter, r *http.Request) error {
 	if err := s.authorize(r, b.Name(), ""); err != nil {
 		return err
 	}
-	typ := maintenance.UnreferencedFileRemoval
-	cfg, err := s.resolver().Bucket(r.Context(), b.ARN(), typ)
-	if err != nil {
-		return err
+	out := map[maintenance.JobType]maintenance.Config{}
+	for _, typ := range maintenance.Types() {
+		if typ.Scope != maintenance.BucketScope {
+			continue
+		}
+		if out[typ.Name], err = s.resolver().Bucket(r.Context(), b.ARN(), typ.Name); err != nil {
+			return err
+		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tableBucketARN": b.ARN(),
-		"configuration": map[maintenance.JobType]maintenance.Config{typ: cfg}})
+	writeJSON(w, http.StatusOK, map[string]any{"tableBucketARN": b.ARN(), "configuration": out})
 	return nil
 }
 
 // putBucketConfig is PutTableBucketMaintenanceConfiguration.
 func (s *Server) putBucketConfig(w http.ResponseWriter, r *http.Request) error {
-	typ, err := maintenance.ParseJobType(r.PathValue("type"))
+	typ, err := maintenanceType(r.PathValue("type"))
 	if err != nil {
-		return badRequest(err.Error())
+		return err
 	}
-	if typ != maintenance.UnreferencedFileRemoval {
-		return badRequest(fmt.Sprintf("%s is configured per table: PUT /tables/{tableBucketARN}/{namespace}/{name}/maintenance/%s", typ, typ))
+	if typ.Scope != maintenance.BucketScope {
+		return badRequest(fmt.Sprintf("%s is configured per table: PUT /tables/{tableBucketARN}/{namespace}/{name}/maintenance/%s", typ.Name, typ.Name))
 	}
-	cfg, err := decodeValue(r, typ)
+	cfg, err := decodeValue(r, typ.Name)
 	if err != nil {
 		return err
 	}
@@ -188,7 +189,7 @@ func (s *Server) putBucketConfig(w http.ResponseWriter, r *http.Request) error {
 	if err := s.authorize(r, b.Name(), ""); err != nil {
 		return err
 	}
-	if err := s.Store.PutBucketConfig(r.Context(), b.ARN(), typ, cfg); err != nil {
+	if err := s.Store.PutBucketConfig(r.Context(), b.ARN(), typ.Name, cfg); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -218,4 +219,19 @@ func decodeValue(r *http.Request, typ maintenance.JobType) (maintenance.Config, 
 		return maintenance.Config{}, badRequest(strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return cfg, nil
+}
+
+// maintenanceType reads the job type of a maintenance configuration call:
+// one of S3 Tables' maintenance types, not record expiration, which has
+// calls of its own.
+func maintenanceType(name string) (maintenance.Type, error) {
+	t, err := maintenance.ParseJobType(name)
+	if err != nil {
+		return maintenance.Type{}, badRequest(err.Error())
+	}
+	typ, _ := maintenance.Lookup(t)
+	if typ.Dialect != maintenance.MaintenanceDialect {
+		return maintenance.Type{}, badRequest(fmt.Sprintf("%s is not a maintenance job type: it is configured with PUT /table-record-expiration", t))
+	}
+	return typ, nil
 }

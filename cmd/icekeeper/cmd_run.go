@@ -68,7 +68,11 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer w.Close()
-	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Jobs: availableJobs(w), Logger: w.logger}
+	registered, err := availableJobs(w)
+	if err != nil {
+		return err
+	}
+	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Jobs: registered, Logger: w.logger}
 
 	results := map[maintenance.JobType]any{}
 	failed := false
@@ -147,13 +151,14 @@ func printOutcome(env *cliEnv, t maintenance.JobType, out jobs.Outcome, dryRun b
 	}
 }
 
-// availableJobs lists the job types this build implements.
-func availableJobs(w *world) map[maintenance.JobType]jobs.Job {
+// availableJobs registers the executor of each job type, one line each;
+// registration fails unless they cover maintenance's type table exactly.
+func availableJobs(w *world) (map[maintenance.JobType]jobs.Job, error) {
 	removal := &orphan.Job{Store: w.store}
-	return map[maintenance.JobType]jobs.Job{
-		maintenance.Compaction:              &compactor.Job{},
-		maintenance.SnapshotManagement:      &expire.Job{DeleteFiles: removal.DeleteUnreferenced},
-		maintenance.UnreferencedFileRemoval: removal,
-		maintenance.RecordExpiration:        &compactor.RecordExpiration{},
-	}
+	return jobs.Register(
+		&compactor.RecordExpiration{},
+		&compactor.Job{},
+		&expire.Job{DeleteFiles: removal.DeleteUnreferenced},
+		removal,
+	)
 }

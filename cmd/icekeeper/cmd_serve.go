@@ -72,11 +72,12 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	resolver := &jobs.Resolver{Store: cache, Defaults: w.resolver.Defaults}
 	tables := &jobs.Discovery{Registry: w.registry, Logger: logger}
 	metrics := jobs.NewMetrics(reg, cache)
-	runner := &jobs.Runner{Store: cache, Resolver: resolver, Jobs: availableJobs(w), Logger: logger, Observe: metrics.Observe}
-	schedules := map[maintenance.JobType]string{}
-	for _, t := range maintenance.JobTypes {
-		schedules[t] = w.cfg.Schedules.For(t)
+	registered, err := availableJobs(w)
+	if err != nil {
+		return err
 	}
+	runner := &jobs.Runner{Store: cache, Resolver: resolver, Jobs: registered, Logger: logger, Observe: metrics.Observe}
+	schedules := map[maintenance.JobType]string(w.cfg.Schedules)
 	pg := strings.HasPrefix(w.cfg.State, "postgres")
 	if !pg {
 		*fanOut = 0 // one process: nowhere to fan out to

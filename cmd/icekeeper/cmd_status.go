@@ -62,7 +62,7 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) error {
 	writeln(env.stdout, "%s", aws.ToString(st.TableARN))
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSTATUS\tLAST RUN\tMESSAGE")
-	for _, typ := range maintenance.MaintenanceTypes {
+	for _, typ := range maintenance.MaintenanceTypes() {
 		v := st.Status[string(typ)]
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", typ, v.Status, lastRun(v.LastRunTimestamp), aws.ToString(v.FailureMessage))
 	}
@@ -72,7 +72,7 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", maintenance.RecordExpiration, rec.Status, lastRun(rec.LastRunTimestamp), msg)
 	fmt.Fprintln(tw, "\nRECENT RUNS\tSTATUS\tSTARTED\tDURATION\tTRIGGER")
-	for _, typ := range maintenance.JobTypes {
+	for _, typ := range maintenance.JobTypes() {
 		for _, run := range history[string(typ)] {
 			d := "-"
 			if !run.Finished.IsZero() {

@@ -26,7 +26,7 @@ func TestStoredFiguresKeepTheirShape(t *testing.T) {
 		maintenance.UnreferencedFileRemoval: func() any { return &orphan.Figures{} },
 		maintenance.RecordExpiration:        func() any { return &compactor.ExpirationFigures{} },
 	}
-	for _, typ := range maintenance.JobTypes {
+	for _, typ := range maintenance.JobTypes() {
 		t.Run(string(typ), func(t *testing.T) {
 			stored, err := os.ReadFile(filepath.Join("testdata", "figures", string(typ)+".json"))
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,8 @@ func TestServeRunsSchedules(t *testing.T) {
 	home := c.home
 	cfgFile := filepath.Join(t.TempDir(), "icekeeper.yaml")
 	addr := servers.FreeAddr(t)
-	writeHomeConfig(t, cfgFile, home, addr, "", `{icebergCompaction: "@every 1s", icebergSnapshotManagement: "@every 1s", icebergUnreferencedFileRemoval: "@every 1s"}`)
+	writeHomeConfig(t, cfgFile, home, addr, `{icebergRecordExpiration: {status: enabled, days: 14}}`,
+		`{icebergCompaction: "@every 1s", icebergSnapshotManagement: "@every 1s", icebergUnreferencedFileRemoval: "@every 1s", icebergRecordExpiration: "@every 1s"}`)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
@@ -107,12 +109,24 @@ func TestServeRunsSchedules(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "icebergCompaction") || !strings.Contains(out, "Successful") || !strings.Contains(out, "schedule") {
 		t.Fatalf("status: %d\n%s\n%s", code, out, errOut)
 	}
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	// Record expiration's counters reach /metrics once a run removed
+	// rows (the demo's rows span three weeks; 14 days expire some).
+	var body []byte
+	for {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if counterAbove0(string(body), "icekeeper_expired_records_total") && counterAbove0(string(body), "icekeeper_expired_record_files_total") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("record expiration's counters stayed at 0:\n%s\nlogs:\n%s", body, logs.String())
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	demoLabels := `bucket="` + configs.LocalBucketARN + `",namespace="demo",table="events"`
 	for _, m := range []string{`icekeeper_job_runs_total{job="icebergCompaction",status="Successful"}`, "icekeeper_queue_depth",
 		`icekeeper_table_last_success_timestamp_seconds{bucket="` + configs.LocalBucketARN + `",job="icebergCompaction",namespace="demo",table="events"}`,
@@ -125,9 +139,21 @@ func TestServeRunsSchedules(t *testing.T) {
 	if strings.Contains(string(body), "icekeeper_compaction_input_bytes_total 0\n") {
 		t.Fatalf("no compacted bytes counted:\n%s", body)
 	}
-	resp, err = http.Get("http://" + addr + "/icekeeper/v1/tables/" + strings.ReplaceAll(configs.LocalBucketARN, "/", "%2F") + "/demo/events/schedule")
+	resp, err := http.Get("http://" + addr + "/icekeeper/v1/tables/" + strings.ReplaceAll(configs.LocalBucketARN, "/", "%2F") + "/demo/events/schedule")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("schedule: %v %v", resp, err)
 	}
 	resp.Body.Close()
+}
+
+// counterAbove0 reports whether the exposition text has the unlabelled
+// counter name at a value above 0.
+func counterAbove0(exposition, name string) bool {
+	for _, line := range strings.Split(exposition, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return err == nil && f > 0
+		}
+	}
+	return false
 }

@@ -8,33 +8,27 @@ import (
 	"github.com/icekeeper/icekeeper/maintenance"
 )
 
-// jobAliases are the short names `run --job` accepts beside the S3 Tables
-// job types; the API takes only the latter, as S3 Tables does.
-var jobAliases = map[string]maintenance.JobType{
-	"compaction":   maintenance.Compaction,
-	"snapshots":    maintenance.SnapshotManagement,
-	"unreferenced": maintenance.UnreferencedFileRemoval,
-	"records":      maintenance.RecordExpiration,
-}
-
-// parseJob reads --job: a job type, an alias, or all.
+// parseJob reads --job: a job type, its short name (the alias in
+// maintenance's type table; the API takes only the former, as S3 Tables
+// does), or all.
 func parseJob(s string) ([]maintenance.JobType, error) {
 	if s == "all" {
-		return maintenance.JobTypes, nil
+		return maintenance.JobTypes(), nil
 	}
-	if t, ok := jobAliases[s]; ok {
+	if t, ok := maintenance.ByAlias(s); ok {
 		return []maintenance.JobType{t}, nil
 	}
 	if t, err := maintenance.ParseJobType(s); err == nil {
 		return []maintenance.JobType{t}, nil
 	}
-	names := []string{"all", "compaction", "snapshots", "unreferenced", "records"}
-	full := make([]string, len(maintenance.JobTypes))
-	for i, t := range maintenance.JobTypes {
-		names, full[i] = append(names, string(t)), string(t)
+	names := []string{"all"}
+	var aliases, full []string
+	for _, t := range maintenance.Types() {
+		aliases, full = append(aliases, t.Alias), append(full, string(t.Name))
 	}
-	return nil, usagef("--job: unknown job type %q%s (want compaction, snapshots, unreferenced, records, all, or the names %s)",
-		s, didYouMean(s, names), strings.Join(full, ", "))
+	names = append(append(names, aliases...), full...)
+	return nil, usagef("--job: unknown job type %q%s (want %s, all, or the names %s)",
+		s, didYouMean(s, names), strings.Join(aliases, ", "), strings.Join(full, ", "))
 }
 
 // didYouMean returns " (did you mean X?)" for the candidate closest to s,

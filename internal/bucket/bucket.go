@@ -307,6 +307,12 @@ type TableID struct {
 	Name      string
 }
 
+// TableIDOf is the table named by a dot-joined namespace (as
+// NamespaceString writes it, and state keys keep it) and a name.
+func TableIDOf(namespace, name string) TableID {
+	return TableID{Namespace: strings.Split(namespace, "."), Name: name}
+}
+
 // NamespaceString is the namespace dot-joined, as S3 Tables and the CLI write it.
 func (t TableID) NamespaceString() string { return strings.Join(t.Namespace, ".") }
 

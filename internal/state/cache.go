@@ -209,7 +209,7 @@ func (c *Cache) LastRuns(_ context.Context, t TableKey) (map[maintenance.JobType
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	out := map[maintenance.JobType]Run{}
-	for _, typ := range maintenance.JobTypes {
+	for _, typ := range maintenance.JobTypes() {
 		if r, ok := c.last[runKey{t, typ}]; ok {
 			out[typ] = r
 		}

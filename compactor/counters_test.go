@@ -1,0 +1,13 @@
+package compactor
+
+import (
+	"testing"
+
+	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/maintenance"
+)
+
+func TestFiguresCountersHaveMetrics(t *testing.T) {
+	testkit.CheckCounters(t, maintenance.Compaction, &Figures{InputFiles: 1})
+	testkit.CheckCounters(t, maintenance.RecordExpiration, &ExpirationFigures{DeletedRecords: 1})
+}

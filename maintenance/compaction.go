@@ -1,0 +1,70 @@
+package maintenance
+
+// Strategy selects how compaction orders rows in its output.
+type Strategy string
+
+// Compaction strategies as S3 Tables names them.
+const (
+	StrategyAuto    Strategy = "auto"
+	StrategyBinpack Strategy = "binpack"
+	StrategySort    Strategy = "sort"
+	StrategyZOrder  Strategy = "z-order"
+)
+
+// MinTargetFileSizeMB and MaxTargetFileSizeMB bound targetFileSizeMB.
+// AWS documents 64–512; icekeeper accepts down to 1 MB so that small test
+// and demo tables can be compacted meaningfully.
+const (
+	MinTargetFileSizeMB = 1
+	MaxTargetFileSizeMB = 512
+)
+
+// CompactionSettings are the settings of icebergCompaction.
+type CompactionSettings struct {
+	TargetFileSizeMB *int     `json:"targetFileSizeMB,omitempty" yaml:"targetFileSizeMB"`
+	Strategy         Strategy `json:"strategy,omitempty" yaml:"strategy"`
+}
+
+func compactionType() Type {
+	return Type{
+		Name: Compaction, Alias: "compaction", Scope: TableScope, Dialect: MaintenanceDialect,
+		Schedule: "@hourly",
+		Counters: map[string]string{
+			"bytes_compacted": "icekeeper_compaction_input_bytes_total",
+			"files_compacted": "icekeeper_compaction_input_files_total",
+			"files_written":   "icekeeper_compaction_output_files_total",
+			// Position delete files and deletion vectors that delete-file
+			// compaction replaced.
+			"deletes_rewritten": "icekeeper_compaction_deletes_rewritten_total",
+		},
+		settingsKey: "settings.icebergCompaction",
+		defaults: func() Config {
+			return Config{Status: Enabled, Compaction: &CompactionSettings{TargetFileSizeMB: Int(512), Strategy: StrategyAuto}}
+		},
+		hasSettings: func(c Config) bool { return c.Compaction != nil },
+		validate: func(c Config, add adder) {
+			s := c.Compaction
+			if s == nil {
+				return
+			}
+			checkRange(add, "targetFileSizeMB", s.TargetFileSizeMB, MinTargetFileSizeMB, MaxTargetFileSizeMB)
+			switch s.Strategy {
+			case "", StrategyAuto, StrategyBinpack, StrategySort, StrategyZOrder:
+			default:
+				add("strategy", "%q is not one of auto, binpack, sort, z-order", s.Strategy)
+			}
+		},
+		merge: func(out *Config, l Config) {
+			if l.Compaction == nil {
+				return
+			}
+			if out.Compaction == nil {
+				out.Compaction = &CompactionSettings{}
+			}
+			out.Compaction.TargetFileSizeMB = firstInt(out.Compaction.TargetFileSizeMB, l.Compaction.TargetFileSizeMB)
+			if out.Compaction.Strategy == "" {
+				out.Compaction.Strategy = l.Compaction.Strategy
+			}
+		},
+	}
+}

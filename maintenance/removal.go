@@ -1,0 +1,45 @@
+package maintenance
+
+// MaxDays caps unreferencedDays, nonCurrentDays and record expiration's
+// days at about 100 years, so that conversions to durations never overflow.
+const MaxDays = 36500
+
+// RemovalSettings are the settings of icebergUnreferencedFileRemoval.
+type RemovalSettings struct {
+	UnreferencedDays *int `json:"unreferencedDays,omitempty" yaml:"unreferencedDays"`
+	NonCurrentDays   *int `json:"nonCurrentDays,omitempty" yaml:"nonCurrentDays"`
+}
+
+func removalType() Type {
+	return Type{
+		Name: UnreferencedFileRemoval, Alias: "unreferenced", Scope: BucketScope, Dialect: MaintenanceDialect,
+		Schedule: "@daily",
+		Counters: map[string]string{
+			"objects_marked":   "icekeeper_marked_objects_total",
+			"objects_unmarked": "icekeeper_unmarked_objects_total",
+			"objects_deleted":  "icekeeper_deleted_objects_total",
+			"bytes_deleted":    "icekeeper_deleted_bytes_total",
+		},
+		settingsKey: "settings.icebergUnreferencedFileRemoval",
+		defaults: func() Config {
+			return Config{Status: Enabled, Removal: &RemovalSettings{UnreferencedDays: Int(3), NonCurrentDays: Int(10)}}
+		},
+		hasSettings: func(c Config) bool { return c.Removal != nil },
+		validate: func(c Config, add adder) {
+			if s := c.Removal; s != nil {
+				checkRange(add, "unreferencedDays", s.UnreferencedDays, 1, MaxDays)
+				checkRange(add, "nonCurrentDays", s.NonCurrentDays, 1, MaxDays)
+			}
+		},
+		merge: func(out *Config, l Config) {
+			if l.Removal == nil {
+				return
+			}
+			if out.Removal == nil {
+				out.Removal = &RemovalSettings{}
+			}
+			out.Removal.UnreferencedDays = firstInt(out.Removal.UnreferencedDays, l.Removal.UnreferencedDays)
+			out.Removal.NonCurrentDays = firstInt(out.Removal.NonCurrentDays, l.Removal.NonCurrentDays)
+		},
+	}
+}

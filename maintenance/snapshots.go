@@ -1,0 +1,43 @@
+package maintenance
+
+// MaxSnapshotAgeHoursLimit caps maxSnapshotAgeHours at about 100 years so
+// that the conversion to milliseconds can never overflow.
+const MaxSnapshotAgeHoursLimit = 876000
+
+// SnapshotSettings are the settings of icebergSnapshotManagement.
+type SnapshotSettings struct {
+	MinSnapshotsToKeep  *int `json:"minSnapshotsToKeep,omitempty" yaml:"minSnapshotsToKeep"`
+	MaxSnapshotAgeHours *int `json:"maxSnapshotAgeHours,omitempty" yaml:"maxSnapshotAgeHours"`
+}
+
+func snapshotManagementType() Type {
+	return Type{
+		Name: SnapshotManagement, Alias: "snapshots", Scope: TableScope, Dialect: MaintenanceDialect,
+		Schedule: "0 */6 * * *",
+		Counters: map[string]string{
+			"snapshots_expired": "icekeeper_expired_snapshots_total",
+			"refs_removed":      "icekeeper_removed_refs_total",
+		},
+		settingsKey: "settings.icebergSnapshotManagement",
+		defaults: func() Config {
+			return Config{Status: Enabled, SnapshotManagement: &SnapshotSettings{MinSnapshotsToKeep: Int(1), MaxSnapshotAgeHours: Int(120)}}
+		},
+		hasSettings: func(c Config) bool { return c.SnapshotManagement != nil },
+		validate: func(c Config, add adder) {
+			if s := c.SnapshotManagement; s != nil {
+				checkRange(add, "minSnapshotsToKeep", s.MinSnapshotsToKeep, 1, 1<<31-1)
+				checkRange(add, "maxSnapshotAgeHours", s.MaxSnapshotAgeHours, 1, MaxSnapshotAgeHoursLimit)
+			}
+		},
+		merge: func(out *Config, l Config) {
+			if l.SnapshotManagement == nil {
+				return
+			}
+			if out.SnapshotManagement == nil {
+				out.SnapshotManagement = &SnapshotSettings{}
+			}
+			out.SnapshotManagement.MinSnapshotsToKeep = firstInt(out.SnapshotManagement.MinSnapshotsToKeep, l.SnapshotManagement.MinSnapshotsToKeep)
+			out.SnapshotManagement.MaxSnapshotAgeHours = firstInt(out.SnapshotManagement.MaxSnapshotAgeHours, l.SnapshotManagement.MaxSnapshotAgeHours)
+		},
+	}
+}

@@ -1,0 +1,144 @@
+package maintenance
+
+import (
+	"fmt"
+	"strings"
+)
+
+// JobType names a maintenance job exactly as S3 Tables does on the wire.
+type JobType string
+
+// The job types. The first three are S3 Tables' maintenance job types, by
+// their wire names. Record expiration has calls of its own in S3 Tables
+// (PutTableRecordExpirationConfiguration, …) and no name on the wire;
+// icekeeper names it in the same style for its configuration file, CLI
+// and history.
+const (
+	Compaction              JobType = "icebergCompaction"
+	SnapshotManagement      JobType = "icebergSnapshotManagement"
+	UnreferencedFileRemoval JobType = "icebergUnreferencedFileRemoval"
+	RecordExpiration        JobType = "icebergRecordExpiration"
+)
+
+// Scope says where S3 Tables keeps a job type's configuration.
+type Scope int
+
+// Values of Scope.
+const (
+	// TableScope: per table (PutTableMaintenanceConfiguration).
+	TableScope Scope = iota
+	// BucketScope: per table bucket (PutTableBucketMaintenanceConfiguration).
+	BucketScope
+)
+
+// Dialect says which S3 Tables calls report a job type's status, and so
+// how its statuses are spelled.
+type Dialect int
+
+// Values of Dialect.
+const (
+	// MaintenanceDialect: GetTableMaintenanceJobStatus ("Not_Yet_Run").
+	MaintenanceDialect Dialect = iota
+	// RecordExpirationDialect: GetTableRecordExpirationJobStatus
+	// ("NotYetRun").
+	RecordExpirationDialect
+)
+
+// Type is everything icekeeper knows of a job type apart from how it runs:
+// the one place a job type is spelled out. The configuration file, the
+// scheduler, the API, the CLI and the metrics all read it from here, and
+// the daemon refuses to start unless it has an executor for each row.
+type Type struct {
+	Name JobType
+	// Alias is the short name `icekeeper run --job` accepts.
+	Alias   string
+	Scope   Scope
+	Dialect Dialect
+	// Schedule is the daemon's default cron expression.
+	Schedule string
+	// Counters maps each counter a run's figures report to its metric:
+	// every key a job's figures count must be here, or /metrics drops it.
+	Counters map[string]string
+
+	// The settings hooks, in the type's own settings file: the built-in
+	// configuration, whether a layer carries this type's settings, their
+	// validation, and laying one layer's settings under out's.
+	settingsKey string // where the settings sit in the wire shape
+	defaults    func() Config
+	hasSettings func(Config) bool
+	validate    func(Config, adder)
+	merge       func(out *Config, layer Config)
+}
+
+// adder collects one validation failure of a setting.
+type adder func(key, format string, args ...any)
+
+// Types returns every job type in the order icekeeper runs them for
+// `--job all`: record expiration first (it removes rows, so compaction
+// does not rewrite them), then compaction (it creates garbage), then
+// snapshot expiration (it makes garbage unreferenced), then removal (it
+// collects it). Each call builds the table afresh, so no caller can
+// change another's.
+func Types() []Type {
+	return []Type{
+		recordExpirationType(),
+		compactionType(),
+		snapshotManagementType(),
+		removalType(),
+	}
+}
+
+// Lookup returns job type t's row of the type table.
+func Lookup(t JobType) (Type, bool) {
+	for _, typ := range Types() {
+		if typ.Name == t {
+			return typ, true
+		}
+	}
+	return Type{}, false
+}
+
+// JobTypes lists every job type's name, in Types' order.
+func JobTypes() []JobType {
+	var out []JobType
+	for _, t := range Types() {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// MaintenanceTypes lists the job types of S3 Tables' maintenance calls
+// (GetTableMaintenanceJobStatus and the maintenance configurations), in
+// Types' order, which is also the order S3 Tables documents them in.
+func MaintenanceTypes() []JobType {
+	var out []JobType
+	for _, t := range Types() {
+		if t.Dialect == MaintenanceDialect {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+// ParseJobType returns the job type named s by its wire name, or an error
+// listing the valid names.
+func ParseJobType(s string) (JobType, error) {
+	if t, ok := Lookup(JobType(s)); ok {
+		return t.Name, nil
+	}
+	names := make([]string, 0, 4)
+	for _, t := range JobTypes() {
+		names = append(names, string(t))
+	}
+	return "", fmt.Errorf("unknown job type %q (want one of %s)", s, strings.Join(names, ", "))
+}
+
+// ByAlias returns the job type whose short name is s.
+func ByAlias(s string) (JobType, bool) {
+	for _, t := range Types() {
+		if t.Alias == s {
+			return t.Name, true
+		}
+	}
+	return "", false
+}
