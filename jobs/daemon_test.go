@@ -83,7 +83,7 @@ func (f *fakeJob) Run(ctx context.Context, t Target, _ maintenance.Settings, _ O
 		return Outcome{}, errors.New("released")
 	}
 	time.Sleep(f.sleep)
-	return Outcome{Figures: map[string]int{"n": 1}}, nil
+	return Outcome{Figures: plainFigures{"n": 1}}, nil
 }
 
 // shared is one state store (PostgreSQL when the test server is there,

@@ -53,12 +53,23 @@ type Options struct {
 	Fanout Fanout
 }
 
-// Outcome is a job's result. Figures is the job's own report, recorded as
-// the run's metrics and printed by `icekeeper run --json`.
+// Outcome is a job's result.
 type Outcome struct {
 	Status         state.RunStatus
 	FailureMessage string
-	Figures        any
+	// Figures is the job's own report (nil when it has none), recorded as
+	// the run's metrics and printed by `icekeeper run`.
+	Figures Figures
+}
+
+// Figures is a job's report of one run. Its JSON is stored with the run
+// and served by the history API, so its fields keep their names.
+type Figures interface {
+	// Counters are what the run did, for the metrics: each key must be
+	// one of the job type's Counters in maintenance's type table.
+	Counters() map[string]float64
+	// Text is the report for a terminal.
+	Text() string
 }
 
 // Job is one maintenance job type.

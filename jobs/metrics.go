@@ -15,13 +15,6 @@ import (
 	"github.com/icekeeper/icekeeper/maintenance"
 )
 
-// Counter is implemented by job figures that count what a run did, for
-// metrics: each key must be one of the job type's Counters in
-// maintenance's type table.
-type Counter interface {
-	Counters() map[string]float64
-}
-
 // counterMetrics maps every counter a run's figures may report to its
 // metric, from the job types' rows in maintenance's type table.
 func counterMetrics() map[string]string {
@@ -91,8 +84,8 @@ func (m *Metrics) Observe(r state.Run, out Outcome) {
 	job := string(r.Type)
 	m.runs.WithLabelValues(job, string(r.Status)).Inc()
 	m.duration.WithLabelValues(job).Observe(r.Finished.Sub(r.Started).Seconds())
-	if c, ok := out.Figures.(Counter); ok {
-		for key, v := range c.Counters() {
+	if out.Figures != nil {
+		for key, v := range out.Figures.Counters() {
 			if counter, ok := m.counts[key]; ok {
 				counter.Add(v)
 			}

@@ -18,6 +18,13 @@ import (
 type countingFigures map[string]float64
 
 func (c countingFigures) Counters() map[string]float64 { return c }
+func (c countingFigures) Text() string                 { return "" }
+
+// plainFigures are a test job's figures that count nothing.
+type plainFigures map[string]int
+
+func (plainFigures) Counters() map[string]float64 { return nil }
+func (plainFigures) Text() string                 { return "" }
 
 // Every counter is there before any run, at 0, so an alert on its rate
 // sees a series; a run adds to its own counters only, and each table's

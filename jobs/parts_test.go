@@ -59,7 +59,7 @@ func (p *partsJob) Run(ctx context.Context, t Target, _ maintenance.Settings, op
 	p.mu.Lock()
 	p.sum = sum
 	p.mu.Unlock()
-	return Outcome{Figures: map[string]int{"sum": sum}}, err
+	return Outcome{Figures: plainFigures{"sum": sum}}, err
 }
 
 func (p *partsJob) RunPart(ctx context.Context, _ Target, raw json.RawMessage) (json.RawMessage, error) {

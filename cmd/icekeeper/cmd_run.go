@@ -23,9 +23,6 @@ import (
 // errJobFailed makes Main exit 1 after the outcome was printed.
 var errJobFailed = errors.New("a job failed")
 
-// texter is implemented by job figures that have a readable form.
-type texter interface{ Text() string }
-
 func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	var c commonFlags
 	fs := newFlagSet(env, "run", "--table BUCKET/NAMESPACE/TABLE [--job TYPE|all] [--dry-run] [--json] [--now RFC3339 --dry-run]",
@@ -90,7 +87,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 			Status         state.RunStatus `json:"status"`
 			FailureMessage string          `json:"failureMessage,omitempty"`
 			DryRun         bool            `json:"dryRun,omitempty"`
-			Figures        any             `json:"figures,omitempty"`
+			Figures        jobs.Figures    `json:"figures,omitempty"`
 		}{runStatus(out.Status, *dryRun), out.FailureMessage, *dryRun, out.Figures}
 		if !*asJSON {
 			printOutcome(env, t, out, *dryRun)
@@ -146,8 +143,8 @@ func printOutcome(env *cliEnv, t maintenance.JobType, out jobs.Outcome, dryRun b
 		line += " — " + out.FailureMessage
 	}
 	writeln(env.stdout, "%s", line)
-	if tx, ok := out.Figures.(texter); ok {
-		writeln(env.stdout, "%s", redact.Text(tx.Text()))
+	if out.Figures != nil {
+		writeln(env.stdout, "%s", redact.Text(out.Figures.Text()))
 	}
 }
 

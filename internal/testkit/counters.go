@@ -12,7 +12,7 @@ import (
 // type typ's Counters in maintenance's type table: a key missing there
 // would never reach /metrics, and a metric no run reports stays at 0.
 // fig must have its counting fields set, as after a run that did work.
-func CheckCounters(t *testing.T, typ maintenance.JobType, fig jobs.Counter) {
+func CheckCounters(t *testing.T, typ maintenance.JobType, fig jobs.Figures) {
 	t.Helper()
 	row, ok := maintenance.Lookup(typ)
 	if !ok {
