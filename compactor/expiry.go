@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/sourcegraph/conc/pool"
 
+	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -191,20 +192,20 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 
 	// A dry run only counts, so it needs no writable storage; rec then
 	// records nothing.
-	rtbl, rec := tbl, &recordingFS{}
+	rtbl, rec := tbl, &rebase.RecordingFS{}
 	var cat catalog.Catalog
 	if !opts.DryRun {
-		if rec.WriteFileIO, cat, err = openWriting(ctx, t, tbl); err != nil {
+		if rec.WriteFileIO, cat, err = rebase.OpenWriting(ctx, t, tbl); err != nil {
 			return out, err
 		}
-		rtbl = rec.table(tbl, cat)
+		rtbl = rec.Table(tbl, cat)
 	}
 	var results []table.CompactionGroupResult
 	expiredBy := map[string]int64{} // first input file → visible rows removed
 	for i, rd := range j.read(ctx, rtbl, col, groups, target, opts) {
 		switch {
 		case rd.err != nil:
-			rec.removeExcept(nil)
+			rec.RemoveExcept(nil)
 			return out, fmt.Errorf("record expiration of %s: group %s: %w", t.Table, groups[i].partition, rd.err)
 		case rd.result == nil:
 			fig.FilesUnchanged += len(groups[i].tasks)
@@ -216,22 +217,24 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 		}
 	}
 	if len(results) == 0 {
-		rec.removeExcept(nil)
+		rec.RemoveExcept(nil)
 		return out, nil
 	}
 
-	c, err := newCommitter(maintenance.RecordExpiration, t, tbl, cat, rec.WriteFileIO, sc, policy)
+	env := rebase.Env{Target: t, Catalog: cat, FS: rec.WriteFileIO, Policy: policy, BeforeCommit: j.beforeCommit}
+	op := rebase.RowRemoval{Caller: rebase.Caller{Job: string(maintenance.RecordExpiration), Name: "record expiration"}}
+	c, err := rebase.NewCommitter(env, op, tbl, rebase.Base{Start: sc.start, Tasks: sc.tasks, Deletes: sc.deletes})
 	if err != nil {
 		return out, err
 	}
-	c.beforeCommit = j.beforeCommit
-	err = c.run(ctx, results)
-	fig.Commits, fig.CommitAttempts, fig.Conflicts, fig.Rebases = c.done.commits, c.done.stats.Attempts, c.done.stats.Conflicts, c.done.rebases
-	fig.Dropped = c.done.dropped
-	for _, g := range c.done.groups {
+	err = c.Run(ctx, results)
+	done := c.Committed()
+	fig.Commits, fig.CommitAttempts, fig.Conflicts, fig.Rebases = done.Commits, done.Stats.Attempts, done.Stats.Conflicts, done.Rebases
+	fig.Dropped = done.Dropped
+	for _, g := range done.Groups {
 		fig.add(g, expiredBy[g.OldDataFiles[0].FilePath()], len(g.NewDataFiles) > 0)
 	}
-	c.removeUncommitted(rec)
+	c.RemoveUncommitted(rec)
 	return out, err
 }
 
@@ -397,7 +400,7 @@ func filterGroup(ctx context.Context, tbl *table.Table, col expiryColumn, tasks 
 		if df.Count() == 0 {
 			continue
 		}
-		if err := verifyOutput(fs, df); err != nil {
+		if err := rebase.VerifyOutput(fs, df); err != nil {
 			return files, 0, err
 		}
 		files = append(files, df)
