@@ -8,17 +8,17 @@
 //     files of one schema, iceberg-go's reader and writer otherwise;
 //   - rewrite (rewrite.go): the groups, Parallelism at a time, each output
 //     read back before it may be committed;
-//   - commit (commit.go, replace.go): REPLACE snapshots in batches, staged
-//     once and rebased on the current head at every attempt.
+//   - commit (package rebase, the engine of every rewrite): REPLACE
+//     snapshots in batches, staged once and rebased on the current head at
+//     every attempt.
 //
 // Then delete-file compaction (deletes_plan.go, deletes_rewrite.go,
 // posdeletes.go): the position deletes of the data files the data rewrite
 // left alone are rewritten, one delete file or deletion vector per data
 // file, and committed by the same committer.
 //
-// Record expiration (expiry.go, expiry_plan.go) is a rewrite that drops
-// rows, so it lives here and takes the same scan and commit: its groups
-// are files dropped whole or rewritten without their expired rows.
+// Before the data files, the manifest rewrite (manifests.go) merges small
+// manifests, committed by the same engine.
 //
 // Correctness rules, each enforced here:
 //   - Rewritten files carry the data sequence number of the snapshot the

@@ -1,4 +1,8 @@
-package compactor
+// Record expiration's planning: which column rows expire by, what becomes
+// of each data file by its column bounds, and the groups the executor
+// (package expire/records) drops whole or rewrites.
+
+package planner
 
 import (
 	"encoding/binary"
@@ -23,25 +27,25 @@ const ExpirationColumnProperty = "icekeeper.record-expiration.column"
 // run on: no column named, no such column, or one of a type without time.
 var ErrNoExpirationColumn = errors.New("no record expiration column")
 
-// expiryColumn is the column rows expire by, and the cutoff in its unit:
-// a value below cut is expired.
-type expiryColumn struct {
-	name string
-	id   int
-	typ  iceberg.Type
-	cut  int64 // days for a date, else micro- or nanoseconds since the epoch
+// ExpiryColumn is the column rows expire by, and the cutoff in its unit:
+// a value below Cut is expired.
+type ExpiryColumn struct {
+	Name string
+	ID   int
+	Type iceberg.Type
+	Cut  int64 // days for a date, else micro- or nanoseconds since the epoch
 }
 
-// expirationColumn finds the table's expiration column and converts the
+// ExpiryColumnOf finds the table's expiration column and converts the
 // cutoff instant to its unit. A date expires only once the whole day is
 // older than the cutoff.
-func expirationColumn(meta table.Metadata, cutoff time.Time) (expiryColumn, error) {
+func ExpiryColumnOf(meta table.Metadata, cutoff time.Time) (ExpiryColumn, error) {
 	name := strings.TrimSpace(meta.Properties()[ExpirationColumnProperty])
 	sc := meta.CurrentSchema()
 	if name == "" {
 		var ts []string
 		for _, f := range sc.Fields() {
-			if timeType(f.Type) {
+			if expiryTimeType(f.Type) {
 				ts = append(ts, f.Name)
 			}
 		}
@@ -49,32 +53,32 @@ func expirationColumn(meta table.Metadata, cutoff time.Time) (expiryColumn, erro
 		if len(ts) > 0 {
 			hint = "its timestamp and date columns: " + strings.Join(ts, ", ")
 		}
-		return expiryColumn{}, fmt.Errorf("%w: set the table property %s to the column whose value is a row's age (%s)", ErrNoExpirationColumn, ExpirationColumnProperty, hint)
+		return ExpiryColumn{}, fmt.Errorf("%w: set the table property %s to the column whose value is a row's age (%s)", ErrNoExpirationColumn, ExpirationColumnProperty, hint)
 	}
 	i := slices.IndexFunc(sc.Fields(), func(f iceberg.NestedField) bool { return f.Name == name })
 	if i < 0 {
 		if _, nested := sc.FindFieldByName(name); nested {
-			return expiryColumn{}, fmt.Errorf("%w: column %q is nested in a struct; record expiration needs a top-level column", ErrNoExpirationColumn, name)
+			return ExpiryColumn{}, fmt.Errorf("%w: column %q is nested in a struct; record expiration needs a top-level column", ErrNoExpirationColumn, name)
 		}
-		return expiryColumn{}, fmt.Errorf("%w: the table has no column %q (table property %s)", ErrNoExpirationColumn, name, ExpirationColumnProperty)
+		return ExpiryColumn{}, fmt.Errorf("%w: the table has no column %q (table property %s)", ErrNoExpirationColumn, name, ExpirationColumnProperty)
 	}
 	f := sc.Field(i)
-	if !timeType(f.Type) {
-		return expiryColumn{}, fmt.Errorf("%w: column %q is %s; record expiration needs a date, timestamp, timestamptz, timestamp_ns or timestamptz_ns column", ErrNoExpirationColumn, name, f.Type)
+	if !expiryTimeType(f.Type) {
+		return ExpiryColumn{}, fmt.Errorf("%w: column %q is %s; record expiration needs a date, timestamp, timestamptz, timestamp_ns or timestamptz_ns column", ErrNoExpirationColumn, name, f.Type)
 	}
-	c := expiryColumn{name: name, id: f.ID, typ: f.Type}
+	c := ExpiryColumn{Name: name, ID: f.ID, Type: f.Type}
 	switch f.Type.(type) {
 	case iceberg.DateType:
-		c.cut = floorDiv(cutoff.UnixMicro(), 86_400_000_000)
+		c.Cut = expiryFloorDiv(cutoff.UnixMicro(), 86_400_000_000)
 	case iceberg.TimestampNsType, iceberg.TimestampTzNsType:
-		c.cut = cutoff.UnixNano()
+		c.Cut = cutoff.UnixNano()
 	default:
-		c.cut = cutoff.UnixMicro()
+		c.Cut = cutoff.UnixMicro()
 	}
 	return c, nil
 }
 
-func timeType(t iceberg.Type) bool {
+func expiryTimeType(t iceberg.Type) bool {
 	switch t.(type) {
 	case iceberg.DateType, iceberg.TimestampType, iceberg.TimestampTzType, iceberg.TimestampNsType, iceberg.TimestampTzNsType:
 		return true
@@ -82,7 +86,7 @@ func timeType(t iceberg.Type) bool {
 	return false
 }
 
-func floorDiv(a, b int64) int64 {
+func expiryFloorDiv(a, b int64) int64 {
 	q := a / b
 	if a%b != 0 && a < 0 {
 		q--
@@ -90,58 +94,59 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// literal is the cutoff as a literal of the column's type.
-func (c expiryColumn) literal() iceberg.Literal {
-	switch c.typ.(type) {
+// Literal is the cutoff as a literal of the column's type.
+func (c ExpiryColumn) Literal() iceberg.Literal {
+	switch c.Type.(type) {
 	case iceberg.DateType:
-		return iceberg.NewLiteral(iceberg.Date(c.cut))
+		return iceberg.NewLiteral(iceberg.Date(c.Cut))
 	case iceberg.TimestampNsType, iceberg.TimestampTzNsType:
-		return iceberg.NewLiteral(iceberg.TimestampNano(c.cut))
+		return iceberg.NewLiteral(iceberg.TimestampNano(c.Cut))
 	}
-	return iceberg.NewLiteral(iceberg.Timestamp(c.cut))
+	return iceberg.NewLiteral(iceberg.Timestamp(c.Cut))
 }
 
-// expired is the row filter of expired rows. A null is not expired: a
+// Expired is the row filter of expired rows. A null is not expired: a
 // row without an age is kept.
-func (c expiryColumn) expired() iceberg.BooleanExpression {
-	ref := iceberg.Reference(c.name)
-	return iceberg.NewAnd(iceberg.NotNull(ref), iceberg.LiteralPredicate(iceberg.OpLT, ref, c.literal()))
+func (c ExpiryColumn) Expired() iceberg.BooleanExpression {
+	ref := iceberg.Reference(c.Name)
+	return iceberg.NewAnd(iceberg.NotNull(ref), iceberg.LiteralPredicate(iceberg.OpLT, ref, c.Literal()))
 }
 
-// fate is what record expiration does with a data file.
-type fate int
+// Fate is what record expiration does with a data file.
+type Fate int
 
+// The fates of a data file.
 const (
-	keep   fate = iota // no row is expired
-	drop               // every row is expired: the file goes
-	filter             // some may be: the file is read and rewritten
+	FateKeep   Fate = iota // no row is expired
+	FateDrop               // every row is expired: the file goes
+	FateFilter             // some may be: the file is read and rewritten
 )
 
-// fateOf decides from the file's column metrics. Bounds of date and
+// FateOf decides from the file's column metrics. Bounds of date and
 // timestamp columns are exact (never truncated), so an upper bound below
 // the cutoff with no nulls proves every row expired, and a lower bound at
 // or above it proves none is. Without bounds (a writer that keeps no
 // metrics, or a column added after the file was written) only a file of
 // nulls is known to keep its rows; the rest must be read.
-func (c expiryColumn) fateOf(df iceberg.DataFile) fate {
-	nulls, haveNulls := df.NullValueCounts()[c.id]
+func (c ExpiryColumn) FateOf(df iceberg.DataFile) Fate {
+	nulls, haveNulls := df.NullValueCounts()[c.ID]
 	if haveNulls && nulls == df.Count() {
-		return keep
+		return FateKeep
 	}
-	lo, hasLo := bound(df.LowerBoundValues()[c.id], c.typ)
-	hi, hasHi := bound(df.UpperBoundValues()[c.id], c.typ)
+	lo, hasLo := expiryBound(df.LowerBoundValues()[c.ID], c.Type)
+	hi, hasHi := expiryBound(df.UpperBoundValues()[c.ID], c.Type)
 	switch {
-	case hasLo && lo >= c.cut:
-		return keep
-	case hasHi && hi < c.cut && haveNulls && nulls == 0:
-		return drop
+	case hasLo && lo >= c.Cut:
+		return FateKeep
+	case hasHi && hi < c.Cut && haveNulls && nulls == 0:
+		return FateDrop
 	}
-	return filter
+	return FateFilter
 }
 
-// bound decodes a single-value serialized bound of a date (4 bytes) or
+// expiryBound decodes a single-value serialized bound of a date (4 bytes) or
 // timestamp (8 bytes) column.
-func bound(b []byte, t iceberg.Type) (int64, bool) {
+func expiryBound(b []byte, t iceberg.Type) (int64, bool) {
 	if _, date := t.(iceberg.DateType); date {
 		if len(b) != 4 {
 			return 0, false
@@ -154,42 +159,64 @@ func bound(b []byte, t iceberg.Type) (int64, bool) {
 	return int64(binary.LittleEndian.Uint64(b)), true
 }
 
-// expiryGroup is a unit of record expiration: files of one partition that
-// are dropped whole, or read and rewritten without their expired rows.
-type expiryGroup struct {
-	partition string
-	tasks     []table.FileScanTask
-	drop      bool
-	bytes     int64
+// ExpiryTargetBytes is the size record expiration groups the files it
+// rewrites toward, and writes its outputs toward: the table's
+// write.target-file-size-bytes, else Iceberg's default of 512 MiB. It is
+// the table's own setting for the files its writers produce — record
+// expiration rewrites files, it does not compact them, so compaction's
+// target is not its to use — and a table without the property gets what
+// Iceberg's writers would write.
+func ExpiryTargetBytes(props iceberg.Properties) int64 {
+	if n := props.GetInt(table.WriteTargetFileSizeBytesKey, 0); n > 0 {
+		return int64(n)
+	}
+	return table.WriteTargetFileSizeBytesDefault
 }
 
-// planExpiry sorts the scanned files by fate into groups: per partition
-// (and spec), one group of the files dropped whole and groups of files to
-// rewrite of at most target input bytes each (the first file always
-// fits), so that a rewrite also packs the small files it reads. Groups
-// come in partition order; kept is how many files stay as they are.
-func planExpiry(c expiryColumn, meta table.Metadata, tasks []table.FileScanTask, target int64) (groups []expiryGroup, kept int) {
+// ExpiryFile is a scanned data file with its partition: Partition the key
+// that groups files (spec ID included), Label as people read it.
+type ExpiryFile struct {
+	Task      table.FileScanTask
+	Partition string
+	Label     string
+}
+
+// ExpiryGroup is a unit of record expiration: files of one partition that
+// are dropped whole (Drop), or read and rewritten without their expired
+// rows. Partition is the partition's label; Bytes the files' size.
+type ExpiryGroup struct {
+	Partition string
+	Tasks     []table.FileScanTask
+	Drop      bool
+	Bytes     int64
+}
+
+// PlanExpiry sorts the files by fate into groups: per partition, one
+// group of the files dropped whole and groups of files to rewrite of at
+// most target input bytes each (the first file always fits), so that a
+// rewrite also packs the small files it reads. Groups come in partition
+// order; kept is how many files stay as they are.
+func PlanExpiry(c ExpiryColumn, files []ExpiryFile, target int64) (groups []ExpiryGroup, kept int) {
 	type part struct {
 		label        string
 		drop, filter []table.FileScanTask
 	}
 	parts := map[string]*part{}
-	for _, t := range tasks {
-		f := c.fateOf(t.File)
-		if f == keep {
+	for _, f := range files {
+		fate := c.FateOf(f.Task.File)
+		if fate == FateKeep {
 			kept++
 			continue
 		}
-		key := fmt.Sprintf("%d/%s", t.File.SpecID(), partitionKey(t.File))
-		p := parts[key]
+		p := parts[f.Partition]
 		if p == nil {
-			p = &part{label: partitionLabel(meta, t.File)}
-			parts[key] = p
+			p = &part{label: f.Label}
+			parts[f.Partition] = p
 		}
-		if f == drop {
-			p.drop = append(p.drop, t)
+		if fate == FateDrop {
+			p.drop = append(p.drop, f.Task)
 		} else {
-			p.filter = append(p.filter, t)
+			p.filter = append(p.filter, f.Task)
 		}
 	}
 	keys := make([]string, 0, len(parts))
@@ -200,26 +227,26 @@ func planExpiry(c expiryColumn, meta table.Metadata, tasks []table.FileScanTask,
 	for _, k := range keys {
 		p := parts[k]
 		if len(p.drop) > 0 {
-			groups = append(groups, expiryGroup{partition: p.label, tasks: p.drop, drop: true, bytes: inputBytes(p.drop)})
+			groups = append(groups, ExpiryGroup{Partition: p.label, Tasks: p.drop, Drop: true, Bytes: expiryInputBytes(p.drop)})
 		}
-		cur := expiryGroup{partition: p.label}
+		cur := ExpiryGroup{Partition: p.label}
 		for _, t := range p.filter {
 			size := t.File.FileSizeBytes()
-			if len(cur.tasks) > 0 && cur.bytes+size > target {
+			if len(cur.Tasks) > 0 && cur.Bytes+size > target {
 				groups = append(groups, cur)
-				cur = expiryGroup{partition: p.label}
+				cur = ExpiryGroup{Partition: p.label}
 			}
-			cur.tasks = append(cur.tasks, t)
-			cur.bytes += size
+			cur.Tasks = append(cur.Tasks, t)
+			cur.Bytes += size
 		}
-		if len(cur.tasks) > 0 {
+		if len(cur.Tasks) > 0 {
 			groups = append(groups, cur)
 		}
 	}
 	return groups, kept
 }
 
-func inputBytes(tasks []table.FileScanTask) (n int64) {
+func expiryInputBytes(tasks []table.FileScanTask) (n int64) {
 	for _, t := range tasks {
 		n += t.File.FileSizeBytes()
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/compactor"
 	"github.com/icekeeper/icekeeper/expire"
+	"github.com/icekeeper/icekeeper/expire/records"
 	"github.com/icekeeper/icekeeper/internal/progress"
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/state"
@@ -154,6 +155,6 @@ func availableJobs(w *world) map[maintenance.JobType]jobs.Job {
 		maintenance.Compaction:              &compactor.Job{},
 		maintenance.SnapshotManagement:      &expire.Job{DeleteFiles: removal.DeleteUnreferenced},
 		maintenance.UnreferencedFileRemoval: removal,
-		maintenance.RecordExpiration:        &compactor.RecordExpiration{},
+		maintenance.RecordExpiration:        &records.Job{},
 	}
 }
