@@ -9,5 +9,4 @@ import (
 
 func TestFiguresCountersHaveMetrics(t *testing.T) {
 	testkit.CheckCounters(t, maintenance.Compaction, &Figures{InputFiles: 1})
-	testkit.CheckCounters(t, maintenance.RecordExpiration, &ExpirationFigures{DeletedRecords: 1})
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
@@ -59,7 +60,7 @@ func BenchmarkDeleteFileCompaction(b *testing.B) {
 			}
 			byPart := map[string]*table.CompactionTaskGroup{}
 			var groups []table.CompactionTaskGroup
-			for _, t := range wholeFiles(tasks) {
+			for _, t := range rebase.WholeFiles(tasks) {
 				pk := partitionKey(t.File)
 				g, ok := byPart[pk]
 				if !ok {

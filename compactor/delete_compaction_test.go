@@ -9,6 +9,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 	"github.com/icekeeper/icekeeper/jobs"
@@ -74,7 +75,7 @@ func deleteShape(e *env, tbl *table.Table, visible int64) (most, distinct int, d
 		e.t.Fatal(err)
 	}
 	files := map[string]bool{}
-	for _, t := range wholeFiles(tasks) {
+	for _, t := range rebase.WholeFiles(tasks) {
 		pos := positionDeletes(t)
 		most = max(most, len(pos))
 		for _, d := range pos {
@@ -275,7 +276,7 @@ func TestPlanDeletesLeavesSharedDeleteFiles(t *testing.T) {
 		{"the small file taken", small, 2, 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			groups, _ := planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.covers, tc.taken, 5)
+			groups, _ := planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.Covers, tc.taken, 5)
 			if len(groups) != 1 {
 				t.Fatalf("%d groups, want 1", len(groups))
 			}
@@ -285,10 +286,10 @@ func TestPlanDeletesLeavesSharedDeleteFiles(t *testing.T) {
 			}
 		})
 	}
-	if groups, _ := planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.covers, nil, 7); len(groups) != 0 {
+	if groups, _ := planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.Covers, nil, 7); len(groups) != 0 {
 		t.Errorf("6 delete files planned against a minimum of 7")
 	}
-	if groups, _ := planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.covers, nil, 0); len(groups) != 0 {
+	if groups, _ := planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.Covers, nil, 0); len(groups) != 0 {
 		t.Errorf("planned with the minimum 0, which turns it off")
 	}
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/sourcegraph/conc/pool"
 
 	"github.com/icekeeper/icekeeper/compactor/planner"
+	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // deleteFigures are delete-file compaction's.
@@ -50,23 +52,24 @@ func (j *Job) compactDeletes(ctx context.Context, t jobs.Target, tbl *table.Tabl
 	if err != nil {
 		return fmt.Errorf("delete-file compaction of %s: %w", t.Table, err)
 	}
-	wfs, cat, err := openWriting(ctx, t, tbl)
+	wfs, cat, err := rebase.OpenWriting(ctx, t, tbl)
 	if err != nil {
 		return err
 	}
-	c, err := j.newCommitter(t, tbl, cat, wfs, sc, policy)
+	op := rebase.DeleteRewrite{Caller: rebase.Caller{Job: string(maintenance.Compaction), Name: "delete-file compaction"}}
+	c, err := j.newCommitter(op, t, tbl, cat, wfs, sc, policy)
 	if err != nil {
 		return err
 	}
-	c.rewritesDeletes = true
-	rec := &recordingFS{WriteFileIO: wfs}
+	rec := &rebase.RecordingFS{WriteFileIO: wfs}
 	results, err := j.rewriteDeletes(ctx, wfs, rec, c, tbl.Metadata(), f.DeletePlan)
 	if err == nil {
-		err = c.run(ctx, results)
+		err = c.Run(ctx, results)
 	}
-	f.DeleteCommits, f.DeleteConflicts = c.done.commits, c.done.stats.Conflicts
-	f.DeleteGroupsDropped, f.DeleteDropped = len(c.done.dropped), c.done.dropped
-	for _, g := range c.done.groups {
+	done := c.Committed()
+	f.DeleteCommits, f.DeleteConflicts = done.Commits, done.Stats.Conflicts
+	f.DeleteGroupsDropped, f.DeleteDropped = len(done.Dropped), done.Dropped
+	for _, g := range done.Groups {
 		f.DeleteGroupsCommitted++
 		for _, d := range slices.Concat(g.SafePosDeletes, g.SafeDeletionVectors) {
 			f.DeletesRemoved++
@@ -77,21 +80,21 @@ func (j *Job) compactDeletes(ctx context.Context, t jobs.Target, tbl *table.Tabl
 			f.PositionsOut += d.Count()
 		}
 	}
-	c.removeUncommitted(rec)
+	c.RemoveUncommitted(rec)
 	return err
 }
 
 // rewriteDeletes writes the merged deletes of each group, Parallelism
 // groups at a time. A delete file that cannot be read fails the run before
 // anything is committed.
-func (j *Job) rewriteDeletes(ctx context.Context, rfs icebergio.IO, wfs icebergio.WriteFileIO, c *committer, meta table.Metadata, groups []DeleteGroup) ([]table.CompactionGroupResult, error) {
+func (j *Job) rewriteDeletes(ctx context.Context, rfs icebergio.IO, wfs icebergio.WriteFileIO, c *rebase.Committer, meta table.Metadata, groups []DeleteGroup) ([]table.CompactionGroupResult, error) {
 	par := orDefault(j.Parallelism, 2)
 	run := uuid.New()
 	out := make([]table.CompactionGroupResult, len(groups))
 	p := pool.New().WithContext(ctx).WithMaxGoroutines(par).WithCancelOnError()
 	for i, g := range groups {
 		p.Go(func(ctx context.Context) error {
-			w := newDeleteWriter(wfs, c.locs, meta, fmt.Sprintf("%s-%05d", run, i))
+			w := newDeleteWriter(wfs, c.Locations(), meta, fmt.Sprintf("%s-%05d", run, i))
 			r, err := rewriteDeleteGroup(ctx, rfs, w, g)
 			if err != nil {
 				return fmt.Errorf("rewrite deletes of %s: %w", g.Partition, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/compactor/merge"
 	"github.com/icekeeper/icekeeper/compactor/planner"
+	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/jobs"
 )
 
@@ -63,7 +64,7 @@ type groupOutput struct {
 
 // fanOut rewrites the plan's groups on every replica's workers and commits
 // them in batches as they come in.
-func (j *Job) fanOut(ctx context.Context, fan jobs.Fanout, sc scanned, fig *Figures, c *committer, rec *recordingFS, target int64, progress func(int, int)) error {
+func (j *Job) fanOut(ctx context.Context, fan jobs.Fanout, sc scanned, fig *Figures, c *rebase.Committer, rec *rebase.RecordingFS, target int64, progress func(int, int)) error {
 	groups := fig.Plan.Groups
 	parts := make([]json.RawMessage, len(groups))
 	for i, g := range groups {
@@ -93,11 +94,11 @@ func (j *Job) fanOut(ctx context.Context, fan jobs.Fanout, sc scanned, fig *Figu
 			return rw.err
 		}
 		ready = append(ready, rw.result)
-		if len(ready) < c.batchLimit() && finished < len(parts) {
+		if len(ready) < c.BatchLimit() && finished < len(parts) {
 			return nil
 		}
 		start := time.Now()
-		err := c.run(ctx, ready)
+		err := c.Run(ctx, ready)
 		committing += time.Since(start)
 		ready = nil
 		return err
@@ -105,7 +106,7 @@ func (j *Job) fanOut(ctx context.Context, fan jobs.Fanout, sc scanned, fig *Figu
 	fig.CommitMs = committing.Milliseconds()
 	fig.RewriteMs = (time.Since(begin) - committing).Milliseconds()
 	if err != nil && fig.GroupsFailed > 0 {
-		return fmt.Errorf("%d of %d groups could not be rewritten, the %d committed before stay; first: %s", fig.GroupsFailed, fig.GroupsPlanned, len(c.done.groups), fig.Errors[0])
+		return fmt.Errorf("%d of %d groups could not be rewritten, the %d committed before stay; first: %s", fig.GroupsFailed, fig.GroupsPlanned, len(c.Committed().Groups), fig.Errors[0])
 	}
 	return err
 }
@@ -114,7 +115,7 @@ func (j *Job) fanOut(ctx context.Context, fan jobs.Fanout, sc scanned, fig *Figu
 // from its manifest, the old files and the deletes they take along from
 // the coordinator's own scan. Every file the part names is recorded in
 // rec, so that what does not commit is removed.
-func readPart(rec *recordingFS, tasks []table.FileScanTask, g planner.Group, r jobs.PartResult) rewritten {
+func readPart(rec *rebase.RecordingFS, tasks []table.FileScanTask, g planner.Group, r jobs.PartResult) rewritten {
 	rw := rewritten{path: g.Path}
 	if rw.err = r.Err; rw.err == nil {
 		rw.result, rw.path, rw.err = decodePart(rec, tasks, r.Output)
@@ -127,7 +128,7 @@ func readPart(rec *recordingFS, tasks []table.FileScanTask, g planner.Group, r j
 	return rw
 }
 
-func decodePart(rec *recordingFS, tasks []table.FileScanTask, raw json.RawMessage) (table.CompactionGroupResult, string, error) {
+func decodePart(rec *rebase.RecordingFS, tasks []table.FileScanTask, raw json.RawMessage) (table.CompactionGroupResult, string, error) {
 	var res table.CompactionGroupResult
 	var out groupOutput
 	if err := json.Unmarshal(raw, &out); err != nil {
@@ -148,7 +149,7 @@ func decodePart(rec *recordingFS, tasks []table.FileScanTask, raw json.RawMessag
 	}
 	for _, e := range entries {
 		df := e.DataFile()
-		rec.add(df.FilePath())
+		rec.Add(df.FilePath())
 		res.NewDataFiles = append(res.NewDataFiles, df)
 		res.BytesAfter += df.FileSizeBytes()
 	}
@@ -167,12 +168,12 @@ func (j *Job) RunPart(ctx context.Context, t jobs.Target, raw json.RawMessage) (
 	if err != nil {
 		return nil, err
 	}
-	wfs, cat, err := openWriting(ctx, t, tbl)
+	wfs, cat, err := rebase.OpenWriting(ctx, t, tbl)
 	if err != nil {
 		return nil, err
 	}
-	rec := &recordingFS{WriteFileIO: wfs}
-	rtbl := rec.table(tbl, cat)
+	rec := &rebase.RecordingFS{WriteFileIO: wfs}
+	rtbl := rec.Table(tbl, cat)
 	g := planner.Group{Partition: p.Partition, Path: p.Path, InputBytes: p.InputBytes}
 	rw := rewriteGroup(ctx, &merge.Merger{WholeFileBytes: j.wholeFileBytes}, rtbl, tasks, g, p.TargetBytes)
 	out := groupOutput{Path: rw.path}
@@ -180,7 +181,7 @@ func (j *Job) RunPart(ctx context.Context, t jobs.Target, raw json.RawMessage) (
 		rw.err = listOutputs(tbl.Metadata(), p.Snapshot, rw.result.NewDataFiles, &out)
 	}
 	if rw.err != nil {
-		rec.removeExcept(nil)
+		rec.RemoveExcept(nil)
 		return nil, rw.err
 	}
 	return json.Marshal(out)
@@ -203,7 +204,7 @@ func (j *Job) partTasks(ctx context.Context, t jobs.Target, p groupPart) (*table
 			return nil, fmt.Errorf("plan scan of %s at snapshot %d: %w", t.Table, p.Snapshot, err)
 		}
 		sc := &snapshotScan{tbl: tbl, byPath: map[string]table.FileScanTask{}}
-		for _, task := range wholeFiles(tasks) {
+		for _, task := range rebase.WholeFiles(tasks) {
 			sc.byPath[task.File.FilePath()] = task
 		}
 		return sc, nil

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/icekeeper/icekeeper/compactor/planner"
+	"github.com/icekeeper/icekeeper/compactor/rebase"
 )
 
 // Figures is what a run reports and records.
@@ -155,11 +156,11 @@ func (f *Figures) addRewrites(rws []rewritten) {
 }
 
 // addCommits counts the commit stage.
-func (f *Figures) addCommits(c committed) {
-	f.Commits, f.CommitAttempts, f.Conflicts, f.Rebases = c.commits, c.stats.Attempts, c.stats.Conflicts, c.rebases
-	f.GroupsDropped, f.Dropped = len(c.dropped), c.dropped
-	f.DeleteFilesRemoved, f.MetadataFilesRemoved = c.deletesRemoved, c.metadataRemoved
-	for _, r := range c.groups {
+func (f *Figures) addCommits(c rebase.Committed) {
+	f.Commits, f.CommitAttempts, f.Conflicts, f.Rebases = c.Commits, c.Stats.Attempts, c.Stats.Conflicts, c.Rebases
+	f.GroupsDropped, f.Dropped = len(c.Dropped), c.Dropped
+	f.DeleteFilesRemoved, f.MetadataFilesRemoved = c.DeletesRemoved, c.MetadataRemoved
+	for _, r := range c.Groups {
 		f.GroupsCommitted++
 		f.InputFiles += len(r.OldDataFiles)
 		for _, df := range r.OldDataFiles {

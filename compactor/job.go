@@ -8,17 +8,17 @@
 //     files of one schema, iceberg-go's reader and writer otherwise;
 //   - rewrite (rewrite.go): the groups, Parallelism at a time, each output
 //     read back before it may be committed;
-//   - commit (commit.go, replace.go): REPLACE snapshots in batches, staged
-//     once and rebased on the current head at every attempt.
+//   - commit (package rebase, the engine of every rewrite): REPLACE
+//     snapshots in batches, staged once and rebased on the current head at
+//     every attempt.
 //
 // Then delete-file compaction (deletes_plan.go, deletes_rewrite.go,
 // posdeletes.go): the position deletes of the data files the data rewrite
 // left alone are rewritten, one delete file or deletion vector per data
 // file, and committed by the same committer.
 //
-// Record expiration (expiry.go, expiry_plan.go) is a rewrite that drops
-// rows, so it lives here and takes the same scan and commit: its groups
-// are files dropped whole or rewritten without their expired rows.
+// Before the data files, the manifest rewrite (manifests.go) merges small
+// manifests, committed by the same engine.
 //
 // Correctness rules, each enforced here:
 //   - Rewritten files carry the data sequence number of the snapshot the
@@ -47,6 +47,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -173,7 +174,7 @@ func (j *Job) deleteStage(ctx context.Context, t jobs.Target, s Settings, opts j
 	begin := time.Now()
 	defer func() { f.DeleteMs = time.Since(begin).Milliseconds() }()
 	f.DeleteFilesMinimum = s.MinDeleteFiles
-	f.DeletePlan, f.DeleteSkipped = planDeletes(ds.tbl.Metadata(), ds.sc.tasks, ds.sc.deletes.covers, ds.taken, s.MinDeleteFiles)
+	f.DeletePlan, f.DeleteSkipped = planDeletes(ds.tbl.Metadata(), ds.sc.tasks, ds.sc.deletes.Covers, ds.taken, s.MinDeleteFiles)
 	if opts.DryRun || len(f.DeletePlan) == 0 {
 		return nil
 	}
@@ -186,7 +187,7 @@ func (j *Job) deleteStage(ctx context.Context, t jobs.Target, s Settings, opts j
 		if sc, err = scan(ctx, tbl, false); err != nil {
 			return err
 		}
-		if f.DeletePlan, f.DeleteSkipped = planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.covers, nil, s.MinDeleteFiles); len(f.DeletePlan) == 0 {
+		if f.DeletePlan, f.DeleteSkipped = planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.Covers, nil, s.MinDeleteFiles); len(f.DeletePlan) == 0 {
 			return nil
 		}
 	}
@@ -238,50 +239,50 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 		return out, ds, nil
 	}
 
-	wfs, cat, err := openWriting(ctx, t, tbl)
+	wfs, cat, err := rebase.OpenWriting(ctx, t, tbl)
 	if err != nil {
 		return out, ds, err
 	}
-	c, err := j.newCommitter(t, tbl, cat, wfs, sc, policy)
+	op := rebase.DataRewrite{Caller: rebase.Caller{Job: string(maintenance.Compaction), Name: "compaction"}}
+	c, err := j.newCommitter(op, t, tbl, cat, wfs, sc, policy)
 	if err != nil {
 		return out, ds, err
 	}
 	// Every file the rewrite creates is recorded, so that whatever does
 	// not end up committed — outputs of dropped groups, partial outputs of
 	// a group that failed midway — is removed now.
-	rec := &recordingFS{WriteFileIO: wfs}
+	rec := &rebase.RecordingFS{WriteFileIO: wfs}
 	if fan := opts.Fanout; fan != nil && fan.MinParts() > 0 && len(fig.Plan.Groups) >= fan.MinParts() {
 		err = j.fanOut(ctx, fan, sc, fig, c, rec, target, opts.Progress)
 	} else {
 		err = j.rewriteHere(ctx, tbl, cat, sc, fig, c, rec, target, opts.Progress)
 	}
-	fig.addCommits(c.done)
-	c.removeUncommitted(rec)
-	ds.committed = c.done.commits > 0 || c.done.unknown
+	done := c.Committed()
+	fig.addCommits(done)
+	c.RemoveUncommitted(rec)
+	ds.committed = done.Commits > 0 || done.Unknown
 	return out, ds, err
 }
 
-// newCommitter is the committer of a compaction run, with the job's batch
-// bounds and hooks.
-func (j *Job) newCommitter(t jobs.Target, tbl *table.Table, cat catalog.Catalog, wfs icebergio.WriteFileIO, sc scanned, policy commit.Policy) (*committer, error) {
-	c, err := newCommitter(maintenance.Compaction, t, tbl, cat, wfs, sc, policy)
+// newCommitter is the committer of op's groups in a compaction run, with
+// the job's batch bounds and hooks.
+func (j *Job) newCommitter(op rebase.GroupProducer, t jobs.Target, tbl *table.Table, cat catalog.Catalog, wfs icebergio.WriteFileIO, sc scanned, policy commit.Policy) (*rebase.Committer, error) {
+	env := rebase.Env{Target: t, Catalog: cat, FS: wfs, Policy: policy,
+		BeforeCommit: j.beforeCommit, AfterCommit: j.afterCommit, CommitTable: j.commitTable}
+	c, err := rebase.NewCommitter(env, op, tbl, rebase.Base{Start: sc.start, Tasks: sc.tasks, Deletes: sc.deletes})
 	if err != nil {
 		return nil, err
 	}
-	c.batchGroups, c.busyGroups = orDefault(j.BatchGroups, c.batchGroups), orDefault(j.BusyBatchGroups, c.busyGroups)
+	c.BatchGroups, c.BusyGroups = orDefault(j.BatchGroups, c.BatchGroups), orDefault(j.BusyBatchGroups, c.BusyGroups)
 	if j.BatchBytes > 0 {
-		c.batchBytes = j.BatchBytes
-	}
-	c.beforeCommit, c.afterCommit = j.beforeCommit, j.afterCommit
-	if j.commitTable != nil {
-		c.commitTable = j.commitTable
+		c.BatchBytes = j.BatchBytes
 	}
 	return c, nil
 }
 
 // rewriteHere rewrites every group in this process, then commits them.
-func (j *Job) rewriteHere(ctx context.Context, tbl *table.Table, cat catalog.Catalog, sc scanned, fig *Figures, c *committer, rec *recordingFS, target int64, progress func(int, int)) error {
-	rtbl := rec.table(tbl, cat)
+func (j *Job) rewriteHere(ctx context.Context, tbl *table.Table, cat catalog.Catalog, sc scanned, fig *Figures, c *rebase.Committer, rec *rebase.RecordingFS, target int64, progress func(int, int)) error {
+	rtbl := rec.Table(tbl, cat)
 	rewriteStart := time.Now()
 	rws := j.rewrite(ctx, rtbl, sc.tasks, fig.Plan.Groups, target, progress)
 	fig.RewriteMs = time.Since(rewriteStart).Milliseconds()
@@ -296,7 +297,7 @@ func (j *Job) rewriteHere(ctx context.Context, tbl *table.Table, cat catalog.Cat
 		results[i] = rw.result
 	}
 	commitStart := time.Now()
-	err := c.run(ctx, results)
+	err := c.Run(ctx, results)
 	fig.CommitMs = time.Since(commitStart).Milliseconds()
 	return err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table/dv"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/internal/version"
 )
 
@@ -118,7 +119,7 @@ func (w *deleteWriter) add(df iceberg.DataFile, positions []int64) error {
 	if err := pw.Close(); err != nil {
 		return fmt.Errorf("write position deletes %s: %w", path, err)
 	}
-	if err := writeFile(w.fs, path, buf.Bytes()); err != nil {
+	if err := rebase.WriteFile(w.fs, path, buf.Bytes()); err != nil {
 		return fmt.Errorf("write position deletes %s: %w", path, err)
 	}
 	b, err := iceberg.NewDataFileBuilder(*spec, iceberg.EntryContentPosDeletes, path, iceberg.ParquetFile, df.Partition(), nil, nil, int64(len(positions)), int64(buf.Len()))

@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
-	"github.com/apache/iceberg-go/catalog"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/sourcegraph/conc/pool"
 
 	"github.com/icekeeper/icekeeper/compactor/merge"
 	"github.com/icekeeper/icekeeper/compactor/planner"
+	"github.com/icekeeper/icekeeper/compactor/rebase"
 )
 
 // rewritten is one group's rewrite.
@@ -74,7 +72,7 @@ func rewriteGroup(ctx context.Context, merger *merge.Merger, tbl *table.Table, t
 			if rw.err != nil {
 				break
 			}
-			rw.err = verifyOutput(fs, df)
+			rw.err = rebase.VerifyOutput(fs, df)
 		}
 	}
 	if rw.err != nil {
@@ -82,51 +80,4 @@ func rewriteGroup(ctx context.Context, merger *merge.Merger, tbl *table.Table, t
 	}
 	rw.result.PartitionKey = g.Partition
 	return rw
-}
-
-// recordingFS remembers the files the rewrite creates.
-type recordingFS struct {
-	icebergio.WriteFileIO
-	mu      sync.Mutex
-	created []string
-}
-
-func (r *recordingFS) Create(name string) (icebergio.FileWriter, error) {
-	r.mu.Lock()
-	r.created = append(r.created, name)
-	r.mu.Unlock()
-	return r.WriteFileIO.Create(name)
-}
-
-func (r *recordingFS) WriteFile(name string, p []byte) error {
-	r.mu.Lock()
-	r.created = append(r.created, name)
-	r.mu.Unlock()
-	return r.WriteFileIO.WriteFile(name, p)
-}
-
-// table is tbl with its files written through r, so that a rewrite on it
-// is recorded.
-func (r *recordingFS) table(tbl *table.Table, cat catalog.Catalog) *table.Table {
-	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(context.Context) (icebergio.IO, error) { return r, nil }, cat)
-}
-
-// add records files created elsewhere (by a fanned-out group's worker).
-func (r *recordingFS) add(paths ...string) {
-	r.mu.Lock()
-	r.created = append(r.created, paths...)
-	r.mu.Unlock()
-}
-
-// removeExcept deletes the created files that are not in keep: outputs that
-// did not commit are unreferenced. A failure here only leaves them for
-// unreferenced file removal.
-func (r *recordingFS) removeExcept(keep map[string]bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, p := range r.created {
-		if !keep[p] {
-			_ = r.WriteFileIO.Remove(p)
-		}
-	}
 }

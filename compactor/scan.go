@@ -2,17 +2,16 @@ package compactor
 
 import (
 	"context"
-	"fmt"
 	"iter"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/compactor/planner"
+	"github.com/icekeeper/icekeeper/compactor/rebase"
+	"github.com/icekeeper/icekeeper/internal/partition"
 )
 
 // scanned is the table as the run found it: the snapshot it plans on, the
@@ -22,21 +21,18 @@ type scanned struct {
 	start   *table.Snapshot
 	tasks   []table.FileScanTask
 	files   []planner.File
-	deletes deleteIndex
+	deletes rebase.Deletes
 }
 
-// scan reads tbl's current snapshot. Commit times of the files are read
-// only when withAges is set (a minimum file age is configured): it costs a
-// pass over the data manifests.
+// scan reads tbl's current snapshot (rebase.Scan). Commit times of the
+// files are read only when withAges is set (a minimum file age is
+// configured): it costs a pass over the data manifests.
 func scan(ctx context.Context, tbl *table.Table, withAges bool) (scanned, error) {
-	sc := scanned{start: tbl.CurrentSnapshot()}
-	// Planning reads every manifest; on object storage each is a round
-	// trip, so more are read at once than there are cores.
-	tasks, err := tbl.Scan(table.WithMaxConcurrency(manifestReads)).PlanFiles(ctx)
+	base, err := rebase.Scan(ctx, tbl)
+	sc := scanned{start: base.Start, tasks: base.Tasks, deletes: base.Deletes}
 	if err != nil {
-		return sc, fmt.Errorf("plan scan of %s: %w", tbl.Identifier(), err)
+		return sc, err
 	}
-	sc.tasks = wholeFiles(tasks)
 	var addedAt map[string]time.Time
 	if withAges {
 		if addedAt, err = fileAges(ctx, tbl); err != nil {
@@ -54,10 +50,6 @@ func scan(ctx context.Context, tbl *table.Table, withAges bool) (scanned, error)
 			DeletedRows:     deletedRows(task),
 			OldSpec:         int(df.SpecID()) != meta.DefaultPartitionSpec(),
 			AddedAt:         addedAt[df.FilePath()]}
-	}
-	sc.deletes = attachments(sc.tasks)
-	if sc.deletes.dangling, err = danglingDeletes(ctx, tbl, sc.deletes.covers); err != nil {
-		return sc, err
 	}
 	return sc, nil
 }
@@ -86,39 +78,6 @@ func scopedTo(d iceberg.DataFile, path string) bool {
 	return hasLo && hasHi && string(lo) == path && string(hi) == path
 }
 
-// wholeFiles joins the scan's splits of one file (a large Parquet file is
-// planned as several byte ranges) back into one task: compaction replaces
-// files, and a file planned twice would be removed by one commit while
-// another still had to copy the rest of its rows.
-func wholeFiles(tasks []table.FileScanTask) []table.FileScanTask {
-	out := make([]table.FileScanTask, 0, len(tasks))
-	at := map[string]int{}
-	for _, t := range tasks {
-		p := t.File.FilePath()
-		i, ok := at[p]
-		if !ok {
-			at[p] = len(out)
-			t.Start, t.Length, t.Residual = 0, t.File.FileSizeBytes(), nil
-			out = append(out, t)
-			continue
-		}
-		w := &out[i]
-		w.DeleteFiles = unionFiles(w.DeleteFiles, t.DeleteFiles)
-		w.EqualityDeleteFiles = unionFiles(w.EqualityDeleteFiles, t.EqualityDeleteFiles)
-		w.DeletionVectorFiles = unionFiles(w.DeletionVectorFiles, t.DeletionVectorFiles)
-	}
-	return out
-}
-
-func unionFiles(a, b []iceberg.DataFile) []iceberg.DataFile {
-	for _, f := range b {
-		if !slices.ContainsFunc(a, func(g iceberg.DataFile) bool { return g.FilePath() == f.FilePath() }) {
-			a = append(a, f)
-		}
-	}
-	return a
-}
-
 // fileAges maps each live data file of the current snapshot to the commit
 // time of the snapshot that added it; files whose adding snapshot has
 // expired are absent (and old enough by any measure).
@@ -139,138 +98,24 @@ func fileAges(ctx context.Context, tbl *table.Table) (map[string]time.Time, erro
 // liveEntries yields the live entries of the current snapshot's manifests
 // of one content type.
 func liveEntries(ctx context.Context, tbl *table.Table, content iceberg.ManifestContent) iter.Seq2[iceberg.ManifestEntry, error] {
-	return func(yield func(iceberg.ManifestEntry, error) bool) {
-		fs, err := tbl.FS(ctx)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		snap := tbl.CurrentSnapshot()
-		manifests, err := snap.Manifests(fs)
-		if err != nil {
-			yield(nil, fmt.Errorf("read manifest list %s: %w", snap.ManifestList, err))
-			return
-		}
-		manifests = slices.DeleteFunc(manifests, func(m iceberg.ManifestFile) bool { return m.ManifestContent() != content })
-		for m, err := range readManifests(ctx, fs, manifests) {
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			for _, e := range m.entries {
-				if !yield(e, nil) {
-					return
-				}
-			}
-		}
-	}
+	return rebase.LiveEntries(ctx, tbl, content)
 }
 
-// manifestReads is how many manifests are read at once: on object storage
-// each read is a round trip, and a table can hold thousands.
+// partitionLabel names a file's partition for people (partition.Label).
+func partitionLabel(meta table.Metadata, df iceberg.DataFile) string {
+	return partition.Label(meta, df)
+}
+
+// partitionKey is the canonical partition of a file (partition.Key).
+func partitionKey(df iceberg.DataFile) string { return partition.Key(df) }
+
+// removalKey names a file to remove in a manifest (rebase.RemovalKey).
+func removalKey(df iceberg.DataFile) string { return rebase.RemovalKey(df) }
+
+// manifestReads is how many manifests a scan reads at once: on object
+// storage each read is a round trip, and a table can hold thousands.
 const manifestReads = 16
 
-type readManifest struct {
-	iceberg.ManifestFile
-	entries []iceberg.ManifestEntry // live ones
-}
-
-// readManifests yields the live entries of each manifest in order, reading
-// up to manifestReads ahead of the consumer.
-func readManifests(ctx context.Context, fs icebergio.IO, manifests []iceberg.ManifestFile) iter.Seq2[readManifest, error] {
-	return func(yield func(readManifest, error) bool) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		type result struct {
-			entries []iceberg.ManifestEntry
-			err     error
-		}
-		results := make([]chan result, len(manifests))
-		for i := range results {
-			results[i] = make(chan result, 1)
-		}
-		ahead := make(chan struct{}, manifestReads)
-		go func() {
-			for i, m := range manifests {
-				select {
-				case ahead <- struct{}{}:
-				case <-ctx.Done():
-					return
-				}
-				go func() {
-					entries, err := m.FetchEntries(fs, true)
-					if err != nil {
-						err = fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-					}
-					results[i] <- result{entries, err}
-				}()
-			}
-		}()
-		for i, m := range manifests {
-			var r result
-			select {
-			case r = <-results[i]:
-			case <-ctx.Done():
-				yield(readManifest{}, ctx.Err())
-				return
-			}
-			<-ahead
-			if !yield(readManifest{m, r.entries}, r.err) || r.err != nil {
-				return
-			}
-		}
-	}
-}
-
-// partitionLabel names a file's partition for people: the partition
-// fields' names and human-readable values ("ts_day=2026-11-10"), with the
-// spec ID when it is not the current one. Grouping uses partitionKey.
-func partitionLabel(meta table.Metadata, df iceberg.DataFile) string {
-	spec := meta.PartitionSpecByID(int(df.SpecID()))
-	if spec == nil || spec.NumFields() == 0 {
-		if int(df.SpecID()) == meta.DefaultPartitionSpec() {
-			return "unpartitioned"
-		}
-		return partitionKey(df)
-	}
-	part := df.Partition()
-	var b strings.Builder
-	if int(df.SpecID()) != meta.DefaultPartitionSpec() {
-		fmt.Fprintf(&b, "spec %d: ", df.SpecID())
-	}
-	for i := 0; i < spec.NumFields(); i++ {
-		f := spec.Field(i)
-		if i > 0 {
-			b.WriteByte('/')
-		}
-		v := part[f.FieldID]
-		val := "null"
-		if v != nil {
-			val = fmt.Sprint(v)
-			if src, ok := meta.CurrentSchema().FindFieldByID(f.SourceID()); ok {
-				if rt := f.Transform.ResultType(src.Type); rt != nil {
-					val = f.Transform.ToHumanStrType(rt, v)
-				}
-			}
-		}
-		fmt.Fprintf(&b, "%s=%s", f.Name, val)
-	}
-	return b.String()
-}
-
-// partitionKey is the canonical partition of a file: spec ID and the
-// partition values by field ID.
-func partitionKey(df iceberg.DataFile) string {
-	part := df.Partition()
-	ids := make([]int, 0, len(part))
-	for id := range part {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	var b strings.Builder
-	fmt.Fprintf(&b, "spec=%d", df.SpecID())
-	for _, id := range ids {
-		fmt.Fprintf(&b, "/%d=%v", id, part[id])
-	}
-	return b.String()
-}
+// filePathFieldID is the field ID of a position delete file's file_path
+// column.
+const filePathFieldID = rebase.FilePathFieldID

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
 
@@ -62,7 +63,7 @@ func TestOutputSize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := table.ExecuteCompactionGroup(e.ctx, tbl, table.CompactionTaskGroup{Tasks: wholeFiles(tasks)}, table.WithCompactionTargetFileSize(64<<20))
+			res, err := table.ExecuteCompactionGroup(e.ctx, tbl, table.CompactionTaskGroup{Tasks: rebase.WholeFiles(tasks)}, table.WithCompactionTargetFileSize(64<<20))
 			if err != nil {
 				t.Fatal(err)
 			}

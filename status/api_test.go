@@ -26,6 +26,7 @@ import (
 	"github.com/icekeeper/icekeeper/compactor"
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/expire"
+	"github.com/icekeeper/icekeeper/expire/records"
 	"github.com/icekeeper/icekeeper/internal/demo"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit"
@@ -50,7 +51,7 @@ func newServer(t *testing.T, api configs.API) *fixture {
 	reg := cfg.Registry()
 	t.Cleanup(reg.Close)
 	runner := &jobs.Runner{Store: d.Store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.SnapshotManagement: &expire.Job{},
-		maintenance.RecordExpiration: &compactor.RecordExpiration{}}}
+		maintenance.RecordExpiration: &records.Job{}}}
 	queue := &jobs.Engine{Store: d.Store, Registry: reg} // queues only: no worker runs here
 	if err := queue.Init(); err != nil {
 		t.Fatal(err)

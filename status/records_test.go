@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3tables"
 	"github.com/aws/aws-sdk-go-v2/service/s3tables/types"
 
-	"github.com/icekeeper/icekeeper/compactor"
 	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/expire/records"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -56,7 +56,7 @@ func TestRecordExpirationCalls(t *testing.T) {
 
 	// The demo table names its column; without it, enabling is refused.
 	tx := f.Load().NewTransaction()
-	if err := tx.RemoveProperties([]string{compactor.ExpirationColumnProperty}); err != nil {
+	if err := tx.RemoveProperties([]string{records.ExpirationColumnProperty}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tx.Commit(ctx); err != nil {
@@ -68,7 +68,7 @@ func TestRecordExpirationCalls(t *testing.T) {
 	if st := getStatus(); st.Status != types.TableRecordExpirationJobStatusDisabled {
 		t.Fatalf("status before any configuration: %s", st.Status)
 	}
-	if err := put(types.TableRecordExpirationStatusEnabled, 10); !errors.As(err, &bad) || !strings.Contains(err.Error(), compactor.ExpirationColumnProperty) {
+	if err := put(types.TableRecordExpirationStatusEnabled, 10); !errors.As(err, &bad) || !strings.Contains(err.Error(), records.ExpirationColumnProperty) {
 		t.Fatalf("enabled on a table without an expiration column: %v", err)
 	}
 	if err := put(types.TableRecordExpirationStatusEnabled, 0); !errors.As(err, &bad) || !strings.Contains(err.Error(), "without settings.days") {
@@ -79,7 +79,7 @@ func TestRecordExpirationCalls(t *testing.T) {
 	}
 
 	tx = f.Load().NewTransaction()
-	if err := tx.SetProperties(iceberg.Properties{compactor.ExpirationColumnProperty: "ts"}); err != nil {
+	if err := tx.SetProperties(iceberg.Properties{records.ExpirationColumnProperty: "ts"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tx.Commit(ctx); err != nil {
@@ -100,7 +100,7 @@ func TestRecordExpirationCalls(t *testing.T) {
 	if err != nil || out.Status != "Successful" {
 		t.Fatalf("run: %+v %v", out, err)
 	}
-	fig := out.Figures.(*compactor.ExpirationFigures)
+	fig := out.Figures.(*records.ExpirationFigures)
 	if fig.DeletedRecords == 0 {
 		t.Fatalf("setup: the demo table's 21 days of events had none older than 10 days: %+v", fig)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/compactor"
 	"github.com/icekeeper/icekeeper/expire"
+	"github.com/icekeeper/icekeeper/expire/records"
 	"github.com/icekeeper/icekeeper/internal/progress"
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/state"
@@ -153,7 +154,7 @@ func printOutcome(env *cliEnv, t maintenance.JobType, out jobs.Outcome, dryRun b
 func availableJobs(w *world) (map[maintenance.JobType]jobs.Job, error) {
 	removal := &orphan.Job{Store: w.store}
 	return jobs.Register(
-		&compactor.RecordExpiration{},
+		&records.Job{},
 		&compactor.Job{},
 		&expire.Job{DeleteFiles: removal.DeleteUnreferenced},
 		removal,

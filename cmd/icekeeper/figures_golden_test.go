@@ -10,6 +10,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/compactor"
 	"github.com/icekeeper/icekeeper/expire"
+	"github.com/icekeeper/icekeeper/expire/records"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/orphan"
 )
@@ -24,7 +25,7 @@ func TestStoredFiguresKeepTheirShape(t *testing.T) {
 		maintenance.Compaction:              func() any { return &compactor.Figures{} },
 		maintenance.SnapshotManagement:      func() any { return &expire.Figures{} },
 		maintenance.UnreferencedFileRemoval: func() any { return &orphan.Figures{} },
-		maintenance.RecordExpiration:        func() any { return &compactor.ExpirationFigures{} },
+		maintenance.RecordExpiration:        func() any { return &records.ExpirationFigures{} },
 	}
 	for _, typ := range maintenance.JobTypes() {
 		t.Run(string(typ), func(t *testing.T) {

@@ -1,4 +1,4 @@
-package compactor
+package rebase
 
 import (
 	"bytes"
@@ -14,12 +14,11 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/internal/partition"
 )
 
-// replace is one batch's snapshot (REPLACE for compaction; see job for
-// record expiration's). Its manifests are written once
-// and reused; on every attempt the manifest list is rebuilt on the table's
+// replace is one batch's snapshot, of a GroupProducer's groups. Its
+// manifests are written once and reused; on every attempt the manifest list is rebuilt on the table's
 // current head (rebased). A lost race with a writer therefore costs a
 // metadata load, the manifests committed since the previous attempt and one
 // manifest list — not a rewrite of the table's manifests, which is what
@@ -35,23 +34,12 @@ type replace struct {
 	staged
 	startID  int64 // the snapshot the run planned on
 	startSeq int64 // data sequence number of the new files
-	props    iceberg.Properties
-	// job is the job committing: compaction's commits change no rows
-	// (REPLACE); record expiration's remove some (DELETE, or OVERWRITE
-	// where files are rewritten).
-	job maintenance.JobType
-	// rewritesDeletes is set for delete-file compaction's batches: each
-	// group replaces delete files (SafePosDeletes, SafeDeletionVectors)
-	// with the delete files in NewDataFiles, and has no data files. A
-	// group is dropped when a delete file it replaces is gone, or when a
-	// position delete committed since the start may apply to a data file
-	// it writes a deletion vector for: a data file has at most one. A v2
-	// delete file committed meanwhile simply stays beside the new ones.
-	rewritesDeletes bool
+	// op is the operation: its summary, and which delete files go.
+	op GroupProducer
 
 	groups  []table.CompactionGroupResult
 	dropped map[int]string // group index → why
-	deletes deleteIndex
+	deletes Deletes
 	// gone are delete files another commit removed since the start: no
 	// longer ours to remove.
 	gone map[string]bool
@@ -99,21 +87,20 @@ type rewrite struct {
 	sig  string // the manifests it replaces and the keys it marks deleted
 }
 
-// removalKey names a file to remove in a manifest. Deletion vectors share
+// RemovalKey names a file to remove in a manifest. Deletion vectors share
 // one Puffin file, so a vector is its file and offset.
-func removalKey(df iceberg.DataFile) string {
+func RemovalKey(df iceberg.DataFile) string {
 	if df.FileFormat() == iceberg.PuffinFile && df.ContentOffset() != nil {
 		return df.FilePath() + "@" + strconv.FormatInt(*df.ContentOffset(), 10)
 	}
 	return df.FilePath()
 }
 
-func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *table.Snapshot, batch []table.CompactionGroupResult, deletes deleteIndex, job maintenance.JobType, rewritesDeletes bool) *replace {
+func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *table.Snapshot, batch []table.CompactionGroupResult, deletes Deletes, op GroupProducer) *replace {
 	r := &replace{
 		staged:  newStaged(fs, locs),
 		startID: start.SnapshotID, startSeq: start.SequenceNumber,
-		props: iceberg.Properties{"icekeeper.job": string(job)},
-		job:   job, rewritesDeletes: rewritesDeletes,
+		op:     op,
 		groups: batch, dropped: map[int]string{}, deletes: deletes, gone: map[string]bool{},
 		candidates: map[string]int{}, byPartition: map[string][]input{},
 		seen: map[string][]string{}, entries: map[string][]iceberg.ManifestEntry{},
@@ -122,47 +109,31 @@ func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *ta
 	for i, g := range batch {
 		for _, df := range g.OldDataFiles {
 			r.candidates[df.FilePath()] = i
-			pk := partitionKey(df)
+			pk := partition.Key(df)
 			r.byPartition[pk] = append(r.byPartition[pk], input{group: i, path: df.FilePath()})
 		}
 	}
-	if rewritesDeletes {
+	if op.ReplacesDeletes() {
 		for i, g := range batch {
 			for _, d := range slices.Concat(g.SafePosDeletes, g.SafeDeletionVectors) {
-				r.candidates[removalKey(d)] = i
+				r.candidates[RemovalKey(d)] = i
 			}
 			for _, d := range g.NewDataFiles {
 				if ref := d.ReferencedDataFile(); ref != nil && d.FileFormat() == iceberg.PuffinFile {
-					pk := partitionKey(d)
+					pk := partition.Key(d)
 					r.byPartition[pk] = append(r.byPartition[pk], input{group: i, path: *ref})
 				}
 			}
 		}
 	}
-	for _, g := range r.settle(batch) {
+	for _, g := range op.Settle(batch, deletes) {
 		for _, d := range slices.Concat(g.SafePosDeletes, g.SafeDeletionVectors) {
-			if _, ok := r.candidates[removalKey(d)]; !ok {
-				r.candidates[removalKey(d)] = -1
+			if _, ok := r.candidates[RemovalKey(d)]; !ok {
+				r.candidates[RemovalKey(d)] = -1
 			}
 		}
 	}
 	return r
-}
-
-// settle sets the delete files each group of batch removes: for data
-// rewrites those safeDeletes allows, for delete rewrites those planned
-// (planDeletes checked them against the same scan); the first group also
-// removes the dangling ones.
-func (r *replace) settle(batch []table.CompactionGroupResult) []table.CompactionGroupResult {
-	if !r.rewritesDeletes {
-		return safeDeletes(batch, r.deletes)
-	}
-	// A dangling delete is attached to no data file, so no group lists it.
-	out := slices.Clone(batch)
-	if len(out) > 0 {
-		out[0].SafePosDeletes = slices.Concat(out[0].SafePosDeletes, r.deletes.dangling)
-	}
-	return out
 }
 
 // live returns the groups not dropped, with the delete files they remove.
@@ -175,21 +146,17 @@ func (r *replace) live() ([]table.CompactionGroupResult, []int) {
 			idx = append(idx, i)
 		}
 	}
-	keep = r.settle(keep)
+	keep = r.op.Settle(keep, r.deletes)
 	for i := range keep {
-		keep[i].SafePosDeletes = slices.DeleteFunc(keep[i].SafePosDeletes, func(d iceberg.DataFile) bool { return r.gone[removalKey(d)] })
-		keep[i].SafeDeletionVectors = slices.DeleteFunc(slices.Clone(keep[i].SafeDeletionVectors), func(d iceberg.DataFile) bool { return r.gone[removalKey(d)] })
+		keep[i].SafePosDeletes = slices.DeleteFunc(keep[i].SafePosDeletes, func(d iceberg.DataFile) bool { return r.gone[RemovalKey(d)] })
+		keep[i].SafeDeletionVectors = slices.DeleteFunc(slices.Clone(keep[i].SafeDeletionVectors), func(d iceberg.DataFile) bool { return r.gone[RemovalKey(d)] })
 	}
 	return keep, idx
 }
 
-// attempt is one commit, built on meta's current head.
-type attempt struct {
-	reqs    []table.Requirement
-	updates []table.Update
-	groups  []table.CompactionGroupResult // the groups it commits
-	own     []string                      // the files of ours it references
-}
+func (r *replace) snapshotID() int64 { return r.id }
+
+func (r *replace) attemptOf(path string) *attempt { return r.attempts[path] }
 
 // rebase builds the commit of the live groups on meta's current head.
 // It returns nil when every group was dropped.
@@ -341,7 +308,7 @@ func (r *replace) wanted() (map[string]bool, []iceberg.DataFile) {
 			want[df.FilePath()] = true
 		}
 		for _, d := range append(slices.Clone(g.SafePosDeletes), g.SafeDeletionVectors...) {
-			if k := removalKey(d); !want[k] {
+			if k := RemovalKey(d); !want[k] {
 				want[k] = true
 				deletes = append(deletes, d)
 			}
@@ -402,7 +369,7 @@ func (r *replace) record(m iceberg.ManifestFile, entries []iceberg.ManifestEntry
 	keys := []string{}
 	for _, e := range entries {
 		df := e.DataFile()
-		k := removalKey(df)
+		k := RemovalKey(df)
 		if _, ok := r.candidates[k]; ok {
 			keys = append(keys, k)
 		}
@@ -420,7 +387,7 @@ func (r *replace) record(m iceberg.ManifestFile, entries []iceberg.ManifestEntry
 // may apply to: same partition, and its referenced data file, or else the
 // range of data file paths its bounds give, names one of their inputs.
 func (r *replace) dropFor(d iceberg.DataFile) {
-	for _, in := range r.byPartition[partitionKey(d)] {
+	for _, in := range r.byPartition[partition.Key(d)] {
 		if _, ok := r.dropped[in.group]; ok {
 			continue
 		}
@@ -430,16 +397,16 @@ func (r *replace) dropFor(d iceberg.DataFile) {
 	}
 }
 
-// filePathFieldID is the field ID of a position delete file's file_path
+// FilePathFieldID is the field ID of a position delete file's file_path
 // column, whose bounds say which data files it may name.
-const filePathFieldID = 2147483546
+const FilePathFieldID = 2147483546
 
 func mayApply(d iceberg.DataFile, path string) bool {
 	if ref := d.ReferencedDataFile(); ref != nil {
 		return *ref == path
 	}
-	lo, hasLo := d.LowerBoundValues()[filePathFieldID]
-	hi, hasHi := d.UpperBoundValues()[filePathFieldID]
+	lo, hasLo := d.LowerBoundValues()[FilePathFieldID]
+	hi, hasHi := d.UpperBoundValues()[FilePathFieldID]
 	if !hasLo || !hasHi {
 		return true
 	}
@@ -492,7 +459,7 @@ func (r *replace) rewriteManifests(meta table.Metadata, rk rewriteKey, ms []iceb
 			}
 			for _, e := range entries {
 				var err error
-				if want[removalKey(e.DataFile())] {
+				if want[RemovalKey(e.DataFile())] {
 					err = w.Delete(e)
 				} else {
 					err = w.Existing(e)
@@ -600,10 +567,7 @@ func (r *replace) summary(head *table.Snapshot, groups []table.CompactionGroupRe
 			m.rmEq += d.Count()
 		}
 	}
-	p := iceberg.Properties{}
-	for k, v := range r.props {
-		p[k] = v
-	}
+	p := r.op.Properties()
 	set := func(k string, v int64) {
 		if v > 0 {
 			p[k] = strconv.FormatInt(v, 10)
@@ -643,15 +607,7 @@ func (r *replace) summary(head *table.Snapshot, groups []table.CompactionGroupRe
 		total("total-position-deletes", m.addPos-m.rmPos)
 		total("total-equality-deletes", -m.rmEq)
 	}
-	op := table.OpReplace
-	switch {
-	case r.job != maintenance.RecordExpiration:
-	case m.addFiles > 0:
-		op = table.OpOverwrite
-	default:
-		op = table.OpDelete
-	}
-	return &table.Summary{Operation: op, Properties: p}, nil
+	return &table.Summary{Operation: r.op.Operation(m.addFiles), Properties: p}, nil
 }
 
 // contentSize is the bytes of a file's content: a deletion vector's blob,

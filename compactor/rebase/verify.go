@@ -1,4 +1,4 @@
-package compactor
+package rebase
 
 import (
 	"fmt"
@@ -13,13 +13,13 @@ import (
 // it at all.
 const maxPageBytes = 64 << 20
 
-// verifyOutput reads a written data file's footer with parquet-go before
+// VerifyOutput reads a written data file's footer with parquet-go before
 // the file is committed: the row count the manifest will claim must be the
 // file's, and no page may be larger than readers accept. For iceberg-go's
 // outputs parquet-go is a second, independent Parquet implementation; the
 // merge path's outputs are its own, and their close also checks every
 // column's value count.
-func verifyOutput(fs icebergio.IO, df iceberg.DataFile) error {
+func VerifyOutput(fs icebergio.IO, df iceberg.DataFile) error {
 	f, err := fs.Open(df.FilePath())
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", df.FilePath(), err)

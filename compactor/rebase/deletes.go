@@ -1,39 +1,43 @@
-package compactor
+package rebase
 
 import (
 	"context"
+	"slices"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
 
-// deleteIndex is what the scan at the start attached deletes to.
-type deleteIndex struct {
-	// covers maps each position and equality delete file to the data
+// Deletes is what the scan at the start attached deletes to: what a data
+// rewrite needs to know which delete files its commit may remove.
+type Deletes struct {
+	// Covers maps each position and equality delete file to the data
 	// files the scan attached it to: every live file it may apply to.
-	covers map[string][]string
-	// equality maps each data file to its equality delete files.
-	equality map[string][]iceberg.DataFile
-	// dangling are live position and equality delete files the scan
+	Covers map[string][]string
+	// Equality maps each data file to its equality delete files.
+	Equality map[string][]iceberg.DataFile
+	// Dangling are live position and equality delete files the scan
 	// attached to no data file: they apply to nothing, and nothing written
 	// later can bring them back into play (position deletes name files
 	// that are gone; new data files get higher sequence numbers than an
 	// equality delete's). The run's first commit removes them.
-	dangling []iceberg.DataFile
+	Dangling []iceberg.DataFile
 }
 
-func attachments(tasks []table.FileScanTask) deleteIndex {
-	idx := deleteIndex{covers: map[string][]string{}, equality: map[string][]iceberg.DataFile{}}
+// Attachments indexes the deletes the scan attached to tasks' files.
+// Dangling is left for the caller (DanglingDeletes).
+func Attachments(tasks []table.FileScanTask) Deletes {
+	idx := Deletes{Covers: map[string][]string{}, Equality: map[string][]iceberg.DataFile{}}
 	for _, t := range tasks {
 		p := t.File.FilePath()
 		for _, d := range t.DeleteFiles {
 			if d.ContentType() == iceberg.EntryContentPosDeletes {
-				idx.covers[d.FilePath()] = append(idx.covers[d.FilePath()], p)
+				idx.Covers[d.FilePath()] = append(idx.Covers[d.FilePath()], p)
 			}
 		}
 		for _, d := range t.EqualityDeleteFiles {
-			idx.covers[d.FilePath()] = append(idx.covers[d.FilePath()], p)
-			idx.equality[p] = append(idx.equality[p], d)
+			idx.Covers[d.FilePath()] = append(idx.Covers[d.FilePath()], p)
+			idx.Equality[p] = append(idx.Equality[p], d)
 		}
 	}
 	return idx
@@ -47,7 +51,7 @@ func attachments(tasks []table.FileScanTask) deleteIndex {
 // sequence number, which is not lower than the delete's, so it no longer
 // applies to them, and files committed later have higher numbers still.
 // Each removed file is listed on one result only.
-func safeDeletes(batch []table.CompactionGroupResult, idx deleteIndex) []table.CompactionGroupResult {
+func safeDeletes(batch []table.CompactionGroupResult, idx Deletes) []table.CompactionGroupResult {
 	replaced := map[string]bool{}
 	for _, r := range batch {
 		for _, df := range r.OldDataFiles {
@@ -56,20 +60,20 @@ func safeDeletes(batch []table.CompactionGroupResult, idx deleteIndex) []table.C
 	}
 	out := make([]table.CompactionGroupResult, len(batch))
 	taken := map[string]bool{}
-	for _, d := range idx.dangling {
+	for _, d := range idx.Dangling {
 		taken[d.FilePath()] = true
 	}
 	for i, r := range batch {
 		candidates := batch[i].SafePosDeletes
 		for _, df := range r.OldDataFiles {
-			candidates = append(candidates, idx.equality[df.FilePath()]...)
+			candidates = append(candidates, idx.Equality[df.FilePath()]...)
 		}
 		r.SafePosDeletes = nil
 		for _, d := range candidates {
 			if taken[d.FilePath()] {
 				continue
 			}
-			covers := idx.covers[d.FilePath()]
+			covers := idx.Covers[d.FilePath()]
 			all := len(covers) > 0
 			for _, p := range covers {
 				all = all && replaced[p]
@@ -82,18 +86,31 @@ func safeDeletes(batch []table.CompactionGroupResult, idx deleteIndex) []table.C
 		out[i] = r
 	}
 	if len(out) > 0 {
-		out[0].SafePosDeletes = append(out[0].SafePosDeletes, idx.dangling...)
+		out[0].SafePosDeletes = append(out[0].SafePosDeletes, idx.Dangling...)
 	}
 	return out
 }
 
-// danglingDeletes lists the live position and equality delete files of
-// the snapshot that the scan attached to no data file. Deletion vectors
-// are left alone: several share one Puffin file.
-func danglingDeletes(ctx context.Context, tbl *table.Table, covers map[string][]string) ([]iceberg.DataFile, error) {
+// plannedDeletes keeps the delete files each group of batch planned to
+// remove (a delete rewrite checked them against the same scan) and adds
+// the dangling ones to the first group: a dangling delete is attached to
+// no data file, so no group lists it.
+func plannedDeletes(batch []table.CompactionGroupResult, idx Deletes) []table.CompactionGroupResult {
+	out := slices.Clone(batch)
+	if len(out) > 0 {
+		out[0].SafePosDeletes = slices.Concat(out[0].SafePosDeletes, idx.Dangling)
+	}
+	return out
+}
+
+// DanglingDeletes lists the live position and equality delete files of
+// tbl's current snapshot that the scan attached to no data file (covers
+// is Deletes.Covers). Deletion vectors are left alone: several share one
+// Puffin file.
+func DanglingDeletes(ctx context.Context, tbl *table.Table, covers map[string][]string) ([]iceberg.DataFile, error) {
 	var out []iceberg.DataFile
 	seen := map[string]bool{}
-	for e, err := range liveEntries(ctx, tbl, iceberg.ManifestContentDeletes) {
+	for e, err := range LiveEntries(ctx, tbl, iceberg.ManifestContentDeletes) {
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,9 @@
-package compactor
+// Package records is icebergRecordExpiration: it removes the rows whose
+// expiration column is older than the configured days. Its planning —
+// the column, each file's fate by its bounds, the groups — is package
+// planner's; its commits go through compactor/rebase as RowRemoval
+// snapshots.
+package records
 
 import (
 	"context"
@@ -17,12 +22,19 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/sourcegraph/conc/pool"
 
+	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/internal/commit"
+	"github.com/icekeeper/icekeeper/internal/partition"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
-// RecordExpiration is the record expiration job: it removes the rows whose
+// ExpirationColumnProperty is the table property that names the column
+// record expiration goes by (planner.ExpirationColumnProperty).
+const ExpirationColumnProperty = planner.ExpirationColumnProperty
+
+// Job is the record expiration job: it removes the rows whose
 // expiration column (table property icekeeper.record-expiration.column)
 // is older than the configured days. A data file whose column bounds
 // prove every row expired is dropped whole; a file that may hold expired
@@ -30,7 +42,7 @@ import (
 // commits like compaction — in batches, rebased on the head at every
 // attempt, dropping a group a concurrent delete may apply to — with
 // DELETE or OVERWRITE snapshots, since rows do change.
-type RecordExpiration struct {
+type Job struct {
 	// Parallelism is how many groups are read at once (default 2).
 	Parallelism int
 	// Retry is the commit retry policy where the table sets none.
@@ -41,7 +53,7 @@ type RecordExpiration struct {
 }
 
 // Type implements jobs.Job.
-func (j *RecordExpiration) Type() maintenance.JobType { return maintenance.RecordExpiration }
+func (j *Job) Type() maintenance.JobType { return maintenance.RecordExpiration }
 
 // ExpirationFigures are what a record expiration run did. The first three
 // are S3 Tables' job metrics (GetTableRecordExpirationJobStatus): data
@@ -121,7 +133,7 @@ func expirationDays(s maintenance.Settings) (int, error) {
 
 // CheckSettings implements jobs.Checker: enabling record expiration on a
 // table it cannot run on is refused when it is configured, with why.
-func (j *RecordExpiration) CheckSettings(ctx context.Context, t jobs.Target, s maintenance.Settings) error {
+func (j *Job) CheckSettings(ctx context.Context, t jobs.Target, s maintenance.Settings) error {
 	if s.For(maintenance.RecordExpiration).Status != maintenance.Enabled {
 		return nil
 	}
@@ -132,7 +144,7 @@ func (j *RecordExpiration) CheckSettings(ctx context.Context, t jobs.Target, s m
 	if err != nil {
 		return err
 	}
-	if _, err := expirationColumn(tbl.Metadata(), time.Now()); err != nil {
+	if _, err := planner.ExpiryColumnOf(tbl.Metadata(), time.Now()); err != nil {
 		return fmt.Errorf("%w: %s: %w", maintenance.ErrInvalid, t.Table, err)
 	}
 	return nil
@@ -151,7 +163,7 @@ type expiryRead struct {
 }
 
 // Run implements jobs.Job.
-func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
+func (j *Job) Run(ctx context.Context, t jobs.Target, s maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
 	begin := time.Now()
 	fig := &ExpirationFigures{DryRun: opts.DryRun}
 	out := jobs.Outcome{Figures: fig}
@@ -165,25 +177,34 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 	if err != nil {
 		return out, err
 	}
-	col, err := expirationColumn(tbl.Metadata(), fig.Cutoff)
+	col, err := planner.ExpiryColumnOf(tbl.Metadata(), fig.Cutoff)
 	if err != nil {
 		return out, fmt.Errorf("record expiration of %s: %w", t.Table, err)
 	}
-	fig.Column = col.name
+	fig.Column = col.Name
 	if tbl.CurrentSnapshot() == nil {
 		return out, nil
 	}
-	policy, err := retryPolicy(tbl, j.Retry)
+	def := commit.DefaultPolicy()
+	if j.Retry != nil {
+		def = *j.Retry
+	}
+	policy, err := commit.PolicyFor(tbl.Properties(), def)
 	if err != nil {
 		return out, fmt.Errorf("record expiration of %s: %w", t.Table, err)
 	}
-	sc, err := scan(ctx, tbl, false)
+	sc, err := rebase.Scan(ctx, tbl)
 	if err != nil {
 		return out, err
 	}
-	fig.FilesScanned = len(sc.tasks)
-	target := int64(SettingsOf(s).TargetFileSizeMB) << 20
-	groups, kept := planExpiry(col, tbl.Metadata(), sc.tasks, target)
+	fig.FilesScanned = len(sc.Tasks)
+	// Its own file size, not compaction's: see planner.ExpiryTargetBytes.
+	target := planner.ExpiryTargetBytes(tbl.Properties())
+	files := make([]planner.ExpiryFile, len(sc.Tasks))
+	for i, task := range sc.Tasks {
+		files[i] = planner.ExpiryFile{Task: task, Partition: partition.Key(task.File), Label: partition.Label(tbl.Metadata(), task.File)}
+	}
+	groups, kept := planner.PlanExpiry(col, files, target)
 	fig.FilesKept = kept
 	if len(groups) == 0 {
 		return out, nil
@@ -191,23 +212,23 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 
 	// A dry run only counts, so it needs no writable storage; rec then
 	// records nothing.
-	rtbl, rec := tbl, &recordingFS{}
+	rtbl, rec := tbl, &rebase.RecordingFS{}
 	var cat catalog.Catalog
 	if !opts.DryRun {
-		if rec.WriteFileIO, cat, err = openWriting(ctx, t, tbl); err != nil {
+		if rec.WriteFileIO, cat, err = rebase.OpenWriting(ctx, t, tbl); err != nil {
 			return out, err
 		}
-		rtbl = rec.table(tbl, cat)
+		rtbl = rec.Table(tbl, cat)
 	}
 	var results []table.CompactionGroupResult
 	expiredBy := map[string]int64{} // first input file → visible rows removed
 	for i, rd := range j.read(ctx, rtbl, col, groups, target, opts) {
 		switch {
 		case rd.err != nil:
-			rec.removeExcept(nil)
-			return out, fmt.Errorf("record expiration of %s: group %s: %w", t.Table, groups[i].partition, rd.err)
+			rec.RemoveExcept(nil)
+			return out, fmt.Errorf("record expiration of %s: group %s: %w", t.Table, groups[i].Partition, rd.err)
 		case rd.result == nil:
-			fig.FilesUnchanged += len(groups[i].tasks)
+			fig.FilesUnchanged += len(groups[i].Tasks)
 		case opts.DryRun:
 			fig.add(*rd.result, rd.expired, rd.rewrite)
 		default:
@@ -216,22 +237,24 @@ func (j *RecordExpiration) Run(ctx context.Context, t jobs.Target, s maintenance
 		}
 	}
 	if len(results) == 0 {
-		rec.removeExcept(nil)
+		rec.RemoveExcept(nil)
 		return out, nil
 	}
 
-	c, err := newCommitter(maintenance.RecordExpiration, t, tbl, cat, rec.WriteFileIO, sc, policy)
+	env := rebase.Env{Target: t, Catalog: cat, FS: rec.WriteFileIO, Policy: policy, BeforeCommit: j.beforeCommit}
+	op := rebase.RowRemoval{Caller: rebase.Caller{Job: string(maintenance.RecordExpiration), Name: "record expiration"}}
+	c, err := rebase.NewCommitter(env, op, tbl, sc)
 	if err != nil {
 		return out, err
 	}
-	c.beforeCommit = j.beforeCommit
-	err = c.run(ctx, results)
-	fig.Commits, fig.CommitAttempts, fig.Conflicts, fig.Rebases = c.done.commits, c.done.stats.Attempts, c.done.stats.Conflicts, c.done.rebases
-	fig.Dropped = c.done.dropped
-	for _, g := range c.done.groups {
+	err = c.Run(ctx, results)
+	done := c.Committed()
+	fig.Commits, fig.CommitAttempts, fig.Conflicts, fig.Rebases = done.Commits, done.Stats.Attempts, done.Stats.Conflicts, done.Rebases
+	fig.Dropped = done.Dropped
+	for _, g := range done.Groups {
 		fig.add(g, expiredBy[g.OldDataFiles[0].FilePath()], len(g.NewDataFiles) > 0)
 	}
-	c.removeUncommitted(rec)
+	c.RemoveUncommitted(rec)
 	return out, err
 }
 
@@ -257,10 +280,14 @@ func (f *ExpirationFigures) add(g table.CompactionGroupResult, expired int64, re
 // read counts each group's expired visible rows and, unless the run is a
 // dry run, rewrites the groups to filter without them, Parallelism at a
 // time; results come in plan order.
-func (j *RecordExpiration) read(ctx context.Context, tbl *table.Table, col expiryColumn, groups []expiryGroup, target int64, opts jobs.Options) []expiryRead {
+func (j *Job) read(ctx context.Context, tbl *table.Table, col planner.ExpiryColumn, groups []planner.ExpiryGroup, target int64, opts jobs.Options) []expiryRead {
 	out := make([]expiryRead, len(groups))
 	var done atomic.Int64
-	p := pool.New().WithContext(ctx).WithMaxGoroutines(orDefault(j.Parallelism, 2))
+	par := j.Parallelism
+	if par <= 0 {
+		par = 2
+	}
+	p := pool.New().WithContext(ctx).WithMaxGoroutines(par)
 	for i, g := range groups {
 		p.Go(func(ctx context.Context) error {
 			out[i] = expireGroup(ctx, tbl, col, g, target, opts.DryRun)
@@ -274,28 +301,28 @@ func (j *RecordExpiration) read(ctx context.Context, tbl *table.Table, col expir
 	return out
 }
 
-func expireGroup(ctx context.Context, tbl *table.Table, col expiryColumn, g expiryGroup, target int64, dryRun bool) expiryRead {
+func expireGroup(ctx context.Context, tbl *table.Table, col planner.ExpiryColumn, g planner.ExpiryGroup, target int64, dryRun bool) expiryRead {
 	var rd expiryRead
-	res := table.CompactionGroupResult{PartitionKey: g.partition, SafePosDeletes: table.CollectSafePositionDeletes(g.tasks),
-		SafeDeletionVectors: table.CollectSafeDeletionVectors(g.tasks), BytesBefore: g.bytes}
-	for _, t := range g.tasks {
+	res := table.CompactionGroupResult{PartitionKey: g.Partition, SafePosDeletes: table.CollectSafePositionDeletes(g.Tasks),
+		SafeDeletionVectors: table.CollectSafeDeletionVectors(g.Tasks), BytesBefore: g.Bytes}
+	for _, t := range g.Tasks {
 		res.OldDataFiles = append(res.OldDataFiles, t.File)
 	}
 	switch {
-	case g.drop:
+	case g.Drop:
 		rd.expired, rd.err = countExpired(ctx, tbl, col, g)
 	case dryRun:
 		// What stays decides, as in the real run, whether the files are
 		// rewritten or, when every visible row expired, dropped whole.
 		var kept int64
-		rd.expired, kept, rd.err = previewGroup(ctx, tbl, col, g.tasks)
+		rd.expired, kept, rd.err = previewGroup(ctx, tbl, col, g.Tasks)
 		rd.rewrite = kept > 0
 	default:
 		// Counted while rewriting, so the files are read once. A group in
 		// which nothing expired is not committed; its outputs go with
 		// the run's others that are not. When every visible row expired,
 		// nothing is written and the files go as if dropped.
-		res.NewDataFiles, rd.expired, rd.err = filterGroup(ctx, tbl, col, g.tasks, target)
+		res.NewDataFiles, rd.expired, rd.err = filterGroup(ctx, tbl, col, g.Tasks, target)
 	}
 	if rd.err == nil && rd.expired > 0 {
 		rd.result = &res
@@ -308,19 +335,19 @@ func expireGroup(ctx context.Context, tbl *table.Table, col expiryColumn, g expi
 // file without deletes holds exactly its record count; the rest are read,
 // with their deletes applied — only the column where no equality delete
 // needs other columns.
-func countExpired(ctx context.Context, tbl *table.Table, col expiryColumn, g expiryGroup) (int64, error) {
-	if g.drop && !hasDeletes(g.tasks) {
+func countExpired(ctx context.Context, tbl *table.Table, col planner.ExpiryColumn, g planner.ExpiryGroup) (int64, error) {
+	if g.Drop && !hasDeletes(g.Tasks) {
 		var n int64
-		for _, t := range g.tasks {
+		for _, t := range g.Tasks {
 			n += t.File.Count()
 		}
 		return n, nil
 	}
-	opts := []table.ScanOption{table.WithRowFilter(col.expired())}
-	if !hasEqualityDeletes(g.tasks) {
-		opts = append(opts, table.WithSelectedFields(col.name))
+	opts := []table.ScanOption{table.WithRowFilter(col.Expired())}
+	if !hasEqualityDeletes(g.Tasks) {
+		opts = append(opts, table.WithSelectedFields(col.Name))
 	}
-	_, records, err := tbl.Scan(opts...).ReadTasks(ctx, g.tasks)
+	_, records, err := tbl.Scan(opts...).ReadTasks(ctx, g.Tasks)
 	if err != nil {
 		return 0, fmt.Errorf("count expired rows: %w", err)
 	}
@@ -338,17 +365,17 @@ func countExpired(ctx context.Context, tbl *table.Table, col expiryColumn, g exp
 // previewGroup counts, for a dry run, the visible rows of tasks' files that
 // would expire and those that would stay, chosen as filterGroup chooses
 // them (from the column's values, deletes applied, nulls staying).
-func previewGroup(ctx context.Context, tbl *table.Table, col expiryColumn, tasks []table.FileScanTask) (expired, kept int64, err error) {
+func previewGroup(ctx context.Context, tbl *table.Table, col planner.ExpiryColumn, tasks []table.FileScanTask) (expired, kept int64, err error) {
 	var opts []table.ScanOption
 	if !hasEqualityDeletes(tasks) {
-		opts = append(opts, table.WithSelectedFields(col.name))
+		opts = append(opts, table.WithSelectedFields(col.Name))
 	}
 	_, records, err := tbl.Scan(opts...).ReadTasks(ctx, tasks)
 	if err != nil {
 		return 0, 0, fmt.Errorf("count expired rows: %w", err)
 	}
 	var removed atomic.Int64
-	for rec, err := range col.keepRows(ctx, records, &removed) {
+	for rec, err := range keepRows(ctx, col, records, &removed) {
 		if err != nil {
 			return 0, 0, fmt.Errorf("count expired rows: %w", err)
 		}
@@ -364,7 +391,7 @@ func previewGroup(ctx context.Context, tbl *table.Table, col expiryColumn, tasks
 // scan filter: a null stays by construction, and on a v3 table whose files
 // carry row lineage the rows keep their _row_id, which iceberg-go can only
 // synthesise from a file's unfiltered positions.
-func filterGroup(ctx context.Context, tbl *table.Table, col expiryColumn, tasks []table.FileScanTask, target int64) (files []iceberg.DataFile, expired int64, err error) {
+func filterGroup(ctx context.Context, tbl *table.Table, col planner.ExpiryColumn, tasks []table.FileScanTask, target int64) (files []iceberg.DataFile, expired int64, err error) {
 	var scanOpts []table.ScanOption
 	// The fanout writer, not the clustered one: files of an older spec
 	// may fall into several partitions of the current one.
@@ -390,14 +417,14 @@ func filterGroup(ctx context.Context, tbl *table.Table, col expiryColumn, tasks 
 		return nil, 0, err
 	}
 	var removed atomic.Int64
-	for df, err := range table.WriteRecords(ctx, tbl, sc, col.keepRows(ctx, records, &removed), writeOpts...) {
+	for df, err := range table.WriteRecords(ctx, tbl, sc, keepRows(ctx, col, records, &removed), writeOpts...) {
 		if err != nil {
 			return files, 0, fmt.Errorf("write: %w", err)
 		}
 		if df.Count() == 0 {
 			continue
 		}
-		if err := verifyOutput(fs, df); err != nil {
+		if err := rebase.VerifyOutput(fs, df); err != nil {
 			return files, 0, err
 		}
 		files = append(files, df)
@@ -407,14 +434,14 @@ func filterGroup(ctx context.Context, tbl *table.Table, col expiryColumn, tasks 
 
 // keepRows passes on the rows of each batch that do not expire, and
 // counts those that do into removed.
-func (c expiryColumn) keepRows(ctx context.Context, records iter.Seq2[arrow.RecordBatch, error], removed *atomic.Int64) iter.Seq2[arrow.RecordBatch, error] {
+func keepRows(ctx context.Context, c planner.ExpiryColumn, records iter.Seq2[arrow.RecordBatch, error], removed *atomic.Int64) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
 		for rec, err := range records {
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			kept, err := c.filterBatch(ctx, rec)
+			kept, err := filterBatch(ctx, c, rec)
 			if err == nil {
 				removed.Add(rec.NumRows() - kept.NumRows())
 			}
@@ -426,12 +453,12 @@ func (c expiryColumn) keepRows(ctx context.Context, records iter.Seq2[arrow.Reco
 	}
 }
 
-func (c expiryColumn) filterBatch(ctx context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
-	idx := rec.Schema().FieldIndices(c.name)
+func filterBatch(ctx context.Context, c planner.ExpiryColumn, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	idx := rec.Schema().FieldIndices(c.Name)
 	if len(idx) != 1 {
-		return nil, fmt.Errorf("the rows read have no column %q", c.name)
+		return nil, fmt.Errorf("the rows read have no column %q", c.Name)
 	}
-	mask, err := c.keepMask(rec.Column(idx[0]))
+	mask, err := keepMask(c, rec.Column(idx[0]))
 	if err != nil {
 		return nil, err
 	}
@@ -440,29 +467,29 @@ func (c expiryColumn) filterBatch(ctx context.Context, rec arrow.RecordBatch) (a
 }
 
 // keepMask is true for the values at or after the cutoff, and for nulls.
-func (c expiryColumn) keepMask(a arrow.Array) (arrow.Array, error) {
+func keepMask(c planner.ExpiryColumn, a arrow.Array) (arrow.Array, error) {
 	var value func(i int) int64
 	switch v := a.(type) {
 	case *array.Date32:
 		value = func(i int) int64 { return int64(v.Value(i)) }
 	case *array.Timestamp:
 		want := arrow.Microsecond
-		switch c.typ.(type) {
+		switch c.Type.(type) {
 		case iceberg.TimestampNsType, iceberg.TimestampTzNsType:
 			want = arrow.Nanosecond
 		}
 		if unit := v.DataType().(*arrow.TimestampType).Unit; unit != want {
-			return nil, fmt.Errorf("column %q was read in %s, not %s", c.name, unit, want)
+			return nil, fmt.Errorf("column %q was read in %s, not %s", c.Name, unit, want)
 		}
 		value = func(i int) int64 { return int64(v.Value(i)) }
 	default:
-		return nil, fmt.Errorf("column %q was read as %s", c.name, a.DataType())
+		return nil, fmt.Errorf("column %q was read as %s", c.Name, a.DataType())
 	}
 	b := array.NewBooleanBuilder(memory.DefaultAllocator)
 	defer b.Release()
 	b.Reserve(a.Len())
 	for i := 0; i < a.Len(); i++ {
-		b.UnsafeAppend(a.IsNull(i) || value(i) >= c.cut)
+		b.UnsafeAppend(a.IsNull(i) || value(i) >= c.Cut)
 	}
 	return b.NewArray(), nil
 }

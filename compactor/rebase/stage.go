@@ -1,4 +1,4 @@
-package compactor
+package rebase
 
 import (
 	"bytes"
@@ -17,8 +17,8 @@ import (
 // staged is what a commit writes before it is attempted — manifests, a
 // manifest list per attempt — under one snapshot ID kept on every attempt,
 // so that an attempt whose answer was lost is recognised in the table.
-// Both of compaction's commits stage: the data files' REPLACE (replace.go)
-// and the manifest rewrite (manifests.go).
+// Every operation stages: the groups' snapshots (replace.go) and the
+// manifest rewrite (manifests.go).
 type staged struct {
 	fs       icebergio.WriteFileIO
 	locs     table.LocationProvider
@@ -31,10 +31,10 @@ func newStaged(fs icebergio.WriteFileIO, locs table.LocationProvider) staged {
 	return staged{fs: fs, locs: locs, id: newSnapshotID(), commitID: uuid.New()}
 }
 
-// openWriting is what a stage that writes to tbl needs: its file system,
+// OpenWriting is what a stage that writes to tbl needs: its file system,
 // writable, and the bucket's catalog to commit to.
-func openWriting(ctx context.Context, t jobs.Target, tbl *table.Table) (icebergio.WriteFileIO, catalog.Catalog, error) {
-	wfs, err := writableFS(ctx, tbl)
+func OpenWriting(ctx context.Context, t jobs.Target, tbl *table.Table) (icebergio.WriteFileIO, catalog.Catalog, error) {
+	wfs, err := WritableFS(ctx, tbl)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -45,8 +45,8 @@ func openWriting(ctx context.Context, t jobs.Target, tbl *table.Table) (icebergi
 	return wfs, cat, nil
 }
 
-// writableFS is tbl's file system, which compaction writes to.
-func writableFS(ctx context.Context, tbl *table.Table) (icebergio.WriteFileIO, error) {
+// WritableFS is tbl's file system, which rewrites write to.
+func WritableFS(ctx context.Context, tbl *table.Table) (icebergio.WriteFileIO, error) {
 	fs, err := tbl.FS(ctx)
 	if err != nil {
 		return nil, err
@@ -129,7 +129,7 @@ func (r *staged) writeManifest(meta table.Metadata, spec iceberg.PartitionSpec, 
 	}
 	if err == nil {
 		r.written = append(r.written, path)
-		err = writeFile(r.fs, path, buf.Bytes())
+		err = WriteFile(r.fs, path, buf.Bytes())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("write manifest %s: %w", path, err)
@@ -137,8 +137,9 @@ func (r *staged) writeManifest(meta table.Metadata, spec iceberg.PartitionSpec, 
 	return w.ToManifestFile(path, int64(buf.Len()))
 }
 
-// writeFile writes data as the file at path.
-func writeFile(fs icebergio.WriteFileIO, path string, data []byte) error {
+// WriteFile writes data as the file at path, in one call: on object
+// storage one PUT.
+func WriteFile(fs icebergio.WriteFileIO, path string, data []byte) error {
 	out, err := fs.Create(path)
 	if err != nil {
 		return err
@@ -174,7 +175,7 @@ func (r *staged) writeList(path string, version int, seq, firstRowID, parent int
 	}
 	if err == nil {
 		r.written = append(r.written, path)
-		err = writeFile(r.fs, path, buf.Bytes())
+		err = WriteFile(r.fs, path, buf.Bytes())
 	}
 	if err != nil {
 		return 0, fmt.Errorf("write manifest list %s: %w", path, err)

@@ -1,4 +1,4 @@
-package compactor
+package records
 
 import (
 	"testing"
@@ -10,6 +10,7 @@ import (
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 )
 
 // BenchmarkRecordExpiration compares a record expiration run with
@@ -20,34 +21,35 @@ import (
 // day. Each iteration builds a fresh table for each side and checks the
 // rows after against the unexpired rows before, both untimed.
 //
-//	go test -run '^$' -bench RecordExpiration -benchtime 5x ./compactor
+//	go test -run '^$' -bench RecordExpiration -benchtime 5x ./expire/records
 func BenchmarkRecordExpiration(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		spec iceberg.PartitionSpec
 	}{
-		{"by-day", iceberg.NewPartitionSpec(pf(3, 1000, "ts_day", iceberg.DayTransform{}))},
+		{"by-day", iceberg.NewPartitionSpec(tableenv.PF(3, 1000, "ts_day", iceberg.DayTransform{}))},
 		{"unpartitioned", *iceberg.UnpartitionedSpec},
 	} {
 		build := func(b *testing.B) (*env, *table.Table) {
 			b.StopTimer()
 			defer b.StartTimer()
 			home := b.TempDir()
-			e, tbl := newEnvWith(b, configs.Embedded(home), home, baseSchema, tc.spec, "2")
+			te, tbl := tableenv.NewWith(b, configs.Embedded(home), home, tableenv.BaseSchema, tc.spec, "2")
+			e := &env{te}
 			tx := tbl.NewTransaction()
 			if err := tx.SetProperties(iceberg.Properties{ExpirationColumnProperty: "ts", "write.delete.mode": "copy-on-write"}); err != nil {
 				b.Fatal(err)
 			}
-			tbl, err := tx.Commit(e.ctx)
+			tbl, err := tx.Commit(e.Ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
-			return e, e.appendCommits(tbl, 100, 2000)
+			return e, e.AppendCommits(tbl, 100, 2000)
 		}
 		check := func(b *testing.B, e *env, want tablecheck.Fingerprint) {
 			b.StopTimer()
 			defer b.StartTimer()
-			if got := e.rows(e.load(), 0); !got.Equal(want) {
+			if got := e.Rows(e.Load(), 0); !got.Equal(want) {
 				b.Fatalf("rows %v, want %v", got, want)
 			}
 		}
@@ -55,7 +57,7 @@ func BenchmarkRecordExpiration(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				e, tbl := build(b)
 				want := e.unexpiredUntimed(b, tbl)
-				out, fig := e.expire(&RecordExpiration{}, false)
+				out, fig := e.expire(&Job{}, false)
 				if out.Status != state.Successful || fig.DeletedRecords == 0 {
 					b.Fatalf("%s %s %+v", out.Status, out.FailureMessage, fig)
 				}
@@ -68,10 +70,10 @@ func BenchmarkRecordExpiration(b *testing.B) {
 				e, tbl := build(b)
 				want := e.unexpiredUntimed(b, tbl)
 				tx := tbl.NewTransaction()
-				if err := tx.Delete(e.ctx, iceberg.LessThan(iceberg.Reference("ts"), cut), nil); err != nil {
+				if err := tx.Delete(e.Ctx, iceberg.LessThan(iceberg.Reference("ts"), cut), nil); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := tx.Commit(e.ctx); err != nil {
+				if _, err := tx.Commit(e.Ctx); err != nil {
 					b.Fatal(err)
 				}
 				check(b, e, want)

@@ -1,4 +1,4 @@
-package compactor
+package records
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -21,28 +22,43 @@ import (
 // of the third: two days expire, one day is split, two stay.
 var expiryNow = time.UnixMicro(20002*86_400_000_000 + 43_200_000_000).Add(30 * 24 * time.Hour)
 
+// env is a table and what runs record expiration on it.
+type env struct{ *tableenv.Env }
+
+func newEnv(t *testing.T, sc *iceberg.Schema, spec iceberg.PartitionSpec, format string) (*env, *table.Table) {
+	t.Helper()
+	e, tbl := tableenv.New(t, sc, spec, format)
+	return &env{e}, tbl
+}
+
+func newRESTEnv(t *testing.T, sc *iceberg.Schema, spec iceberg.PartitionSpec, format string) (*env, *table.Table) {
+	t.Helper()
+	e, tbl := tableenv.NewREST(t, sc, spec, format)
+	return &env{e}, tbl
+}
+
 // setColumn sets the table's expiration column.
 func (e *env) setColumn(tbl *table.Table, col string) *table.Table {
-	e.t.Helper()
+	e.T.Helper()
 	tx := tbl.NewTransaction()
 	if err := tx.SetProperties(iceberg.Properties{ExpirationColumnProperty: col}); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	tbl, err := tx.Commit(e.ctx)
+	tbl, err := tx.Commit(e.Ctx)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return tbl
 }
 
 // expire runs record expiration with 30 days at expiryNow.
-func (e *env) expire(job *RecordExpiration, dryRun bool) (jobs.Outcome, *ExpirationFigures) {
-	e.t.Helper()
-	e.defaults.Configs[maintenance.RecordExpiration] = maintenance.Config{Status: maintenance.Enabled,
+func (e *env) expire(job *Job, dryRun bool) (jobs.Outcome, *ExpirationFigures) {
+	e.T.Helper()
+	e.Defaults.Configs[maintenance.RecordExpiration] = maintenance.Config{Status: maintenance.Enabled,
 		RecordExpiration: &maintenance.ExpirationSettings{Days: maintenance.Int(30)}}
-	out, err := e.runner(job).Run(e.ctx, jobs.Target{Bucket: e.b, Table: e.id}, maintenance.RecordExpiration, "test", jobs.Options{Now: expiryNow, DryRun: dryRun})
+	out, err := e.Runner(job).Run(e.Ctx, jobs.Target{Bucket: e.B, Table: e.ID}, maintenance.RecordExpiration, "test", jobs.Options{Now: expiryNow, DryRun: dryRun})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	fig, _ := out.Figures.(*ExpirationFigures)
 	return out, fig
@@ -52,20 +68,20 @@ func (e *env) expire(job *RecordExpiration, dryRun bool) (jobs.Outcome, *Expirat
 // the cutoff or null, computed here from the values, independently of the
 // job's filters.
 func (e *env) unexpired(tbl *table.Table, col string) tablecheck.Fingerprint {
-	e.t.Helper()
+	e.T.Helper()
 	cutMicros := expiryNow.Add(-30 * 24 * time.Hour).UnixMicro()
-	_, it, err := tbl.Scan().ToArrowRecords(e.ctx)
+	_, it, err := tbl.Scan().ToArrowRecords(e.Ctx)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	var fp tablecheck.Fingerprint
 	for rec, err := range it {
 		if err != nil {
-			e.t.Fatal(err)
+			e.T.Fatal(err)
 		}
 		idx := rec.Schema().FieldIndices(col)
 		if len(idx) != 1 {
-			e.t.Fatalf("no column %s in %s", col, rec.Schema())
+			e.T.Fatalf("no column %s in %s", col, rec.Schema())
 		}
 		c := rec.Column(idx[0])
 		fp.AddRows(rec, func(r int) bool {
@@ -79,7 +95,7 @@ func (e *env) unexpired(tbl *table.Table, col string) tablecheck.Fingerprint {
 				// A day expires once all of it is before the cutoff.
 				return (int64(a.Value(r))+1)*86_400_000_000 > cutMicros
 			}
-			e.t.Fatalf("column %s is %s", col, c.DataType())
+			e.T.Fatalf("column %s is %s", col, c.DataType())
 			return false
 		})
 		rec.Release()
@@ -91,48 +107,48 @@ func (e *env) unexpired(tbl *table.Table, col string) tablecheck.Fingerprint {
 // invariants: the visible rows are exactly the unexpired ones, the job's
 // counts match, time travel to before still returns every row, and every
 // reachable file exists.
-func (e *env) checkExpiry(job *RecordExpiration, col string) *ExpirationFigures {
-	e.t.Helper()
-	before := e.load()
-	all, want := e.rows(before, 0), e.unexpired(before, col)
+func (e *env) checkExpiry(job *Job, col string) *ExpirationFigures {
+	e.T.Helper()
+	before := e.Load()
+	all, want := e.Rows(before, 0), e.unexpired(before, col)
 	local := strings.HasPrefix(before.Location(), "file://")
 	files := 0
 	if local {
-		files = countData(e.t.(*testing.T), before.Location())
+		files = tableenv.CountData(e.T.(*testing.T), before.Location())
 	}
 	if want.Rows == all.Rows || want.Rows == 0 {
-		e.t.Fatalf("setup: %d of %d rows stay; want some to expire and some to stay", want.Rows, all.Rows)
+		e.T.Fatalf("setup: %d of %d rows stay; want some to expire and some to stay", want.Rows, all.Rows)
 	}
 	out, fig := e.expire(job, false)
 	if out.Status != state.Successful {
-		e.t.Fatalf("record expiration: %s: %s", out.Status, out.FailureMessage)
+		e.T.Fatalf("record expiration: %s: %s", out.Status, out.FailureMessage)
 	}
-	after := e.load()
-	if got := e.rows(after, 0); !got.Equal(want) {
-		e.t.Fatalf("visible rows: %v, want the %v unexpired of %v", got, want, all)
+	after := e.Load()
+	if got := e.Rows(after, 0); !got.Equal(want) {
+		e.T.Fatalf("visible rows: %v, want the %v unexpired of %v", got, want, all)
 	}
 	if fig.DeletedRecords != all.Rows-want.Rows {
-		e.t.Errorf("deletedRecords = %d, want %d", fig.DeletedRecords, all.Rows-want.Rows)
+		e.T.Errorf("deletedRecords = %d, want %d", fig.DeletedRecords, all.Rows-want.Rows)
 	}
 	if fig.DeletedDataFiles != int64(fig.FilesDropped+fig.FilesRewritten) || fig.DeletedDataFiles == 0 || fig.RemovedFilesSize <= 0 {
-		e.t.Errorf("figures %+v", fig)
+		e.T.Errorf("figures %+v", fig)
 	}
 	snap := before.CurrentSnapshot().SnapshotID
-	if got := e.rows(after, snap); !got.Equal(all) {
-		e.t.Fatalf("time travel to %d: %v, want %v", snap, got, all)
+	if got := e.Rows(after, snap); !got.Equal(all) {
+		e.T.Fatalf("time travel to %d: %v, want %v", snap, got, all)
 	}
 	for s := after.CurrentSnapshot(); s != nil && s.SnapshotID != snap; s = after.SnapshotByID(*s.ParentSnapshotID) {
 		if op := s.Summary.Operation; op != table.OpDelete && op != table.OpOverwrite {
-			e.t.Errorf("snapshot %d is %s, want delete or overwrite", s.SnapshotID, op)
+			e.T.Errorf("snapshot %d is %s, want delete or overwrite", s.SnapshotID, op)
 		}
 	}
-	missing, err := tablecheck.MissingFiles(e.ctx, after)
+	missing, err := tablecheck.MissingFiles(e.Ctx, after)
 	if err != nil || len(missing) > 0 {
-		e.t.Fatalf("missing reachable files %v: %v", missing, err)
+		e.T.Fatalf("missing reachable files %v: %v", missing, err)
 	}
 	if local {
-		if n := countData(e.t.(*testing.T), after.Location()); n != files+fig.FilesWritten {
-			e.t.Errorf("%d files, want the %d before and the %d written: outputs left behind", n, files, fig.FilesWritten)
+		if n := tableenv.CountData(e.T.(*testing.T), after.Location()); n != files+fig.FilesWritten {
+			e.T.Errorf("%d files, want the %d before and the %d written: outputs left behind", n, files, fig.FilesWritten)
 		}
 	}
 	return fig
@@ -147,23 +163,23 @@ func TestRecordExpiration(t *testing.T) {
 		dropped bool
 	}{
 		{"unpartitioned", "2", *iceberg.UnpartitionedSpec, false},
-		{"identity+day", "2", iceberg.NewPartitionSpec(pf(2, 1000, "cat", iceberg.IdentityTransform{}), pf(3, 1001, "ts_day", iceberg.DayTransform{})), true},
-		{"v3 deletion vectors, by day", "3", iceberg.NewPartitionSpec(pf(3, 1000, "ts_day", iceberg.DayTransform{})), true},
+		{"identity+day", "2", iceberg.NewPartitionSpec(tableenv.PF(2, 1000, "cat", iceberg.IdentityTransform{}), tableenv.PF(3, 1001, "ts_day", iceberg.DayTransform{})), true},
+		{"v3 deletion vectors, by day", "3", iceberg.NewPartitionSpec(tableenv.PF(3, 1000, "ts_day", iceberg.DayTransform{})), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, tbl := newEnv(t, baseSchema, tc.spec, tc.format)
-			tbl = e.fill(e.setColumn(tbl, "ts"), 6, 200)
+			e, tbl := newEnv(t, tableenv.BaseSchema, tc.spec, tc.format)
+			tbl = e.Fill(e.setColumn(tbl, "ts"), 6, 200)
 			var lineage map[int64]int64
 			if tc.format == "3" {
 				lineage = e.rowIDs(tbl)
 			}
-			fig := e.checkExpiry(&RecordExpiration{}, "ts")
+			fig := e.checkExpiry(&Job{}, "ts")
 			if tc.format == "3" {
 				// The rows that stay keep their row IDs.
 				if len(lineage) == 0 {
 					t.Fatal("setup: the v3 table's rows have no row IDs")
 				}
-				for id, rowID := range e.rowIDs(e.load()) {
+				for id, rowID := range e.rowIDs(e.Load()) {
 					if lineage[id] != rowID {
 						t.Fatalf("row %d: _row_id %d after, %d before", id, rowID, lineage[id])
 					}
@@ -173,7 +189,7 @@ func TestRecordExpiration(t *testing.T) {
 				t.Errorf("%d files dropped, %d rewritten", fig.FilesDropped, fig.FilesRewritten)
 			}
 			// A second run finds nothing more to expire.
-			if _, again := e.expire(&RecordExpiration{}, false); again.DeletedRecords != 0 || again.Commits != 0 {
+			if _, again := e.expire(&Job{}, false); again.DeletedRecords != 0 || again.Commits != 0 {
 				t.Errorf("second run removed %d records in %d commits", again.DeletedRecords, again.Commits)
 			}
 		})
@@ -182,9 +198,9 @@ func TestRecordExpiration(t *testing.T) {
 
 // The same on the REST catalog with SigV4 and S3.
 func TestRecordExpirationREST(t *testing.T) {
-	e, tbl := newRESTEnv(t, baseSchema, iceberg.NewPartitionSpec(pf(3, 1000, "ts_day", iceberg.DayTransform{})), "2")
-	e.fill(e.setColumn(tbl, "ts"), 4, 150)
-	if fig := e.checkExpiry(&RecordExpiration{}, "ts"); fig.FilesDropped == 0 || fig.FilesRewritten == 0 {
+	e, tbl := newRESTEnv(t, tableenv.BaseSchema, iceberg.NewPartitionSpec(tableenv.PF(3, 1000, "ts_day", iceberg.DayTransform{})), "2")
+	e.Fill(e.setColumn(tbl, "ts"), 4, 150)
+	if fig := e.checkExpiry(&Job{}, "ts"); fig.FilesDropped == 0 || fig.FilesRewritten == 0 {
 		t.Errorf("%d files dropped, %d rewritten", fig.FilesDropped, fig.FilesRewritten)
 	}
 }
@@ -198,38 +214,38 @@ func TestRecordExpirationNullsDatesAndSchemaChange(t *testing.T) {
 		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
 	)
 	e, tbl := newEnv(t, sc, *iceberg.UnpartitionedSpec, "2")
-	tbl = e.append(tbl, 300)
+	tbl = e.Append(tbl, 300)
 	tx := tbl.NewTransaction()
 	if err := tx.UpdateSchema(true, false).AddColumn([]string{"d"}, iceberg.PrimitiveTypes.Date, "", false, nil).Commit(); err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := tx.Commit(e.ctx)
+	tbl, err := tx.Commit(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tbl = e.setColumn(tbl, "d")
 	for i := 0; i < 4; i++ {
-		tbl = e.append(tbl, 200)
+		tbl = e.Append(tbl, 200)
 	}
-	tbl = e.posDelete(tbl, 2, 350, 700)
-	e.eqDelete(tbl, 3, 400, 900)
-	e.checkExpiry(&RecordExpiration{}, "d")
+	tbl = e.PosDelete(tbl, 2, 350, 700)
+	e.EqDelete(tbl, 3, 400, 900)
+	e.checkExpiry(&Job{}, "d")
 }
 
 // A dry run counts what would go and changes nothing.
 func TestRecordExpirationDryRun(t *testing.T) {
-	e, tbl := newEnv(t, baseSchema, iceberg.NewPartitionSpec(pf(3, 1000, "ts_day", iceberg.DayTransform{})), "2")
-	tbl = e.fill(e.setColumn(tbl, "ts"), 4, 150)
-	all, want := e.rows(tbl, 0), e.unexpired(tbl, "ts")
-	files := countData(t, tbl.Location())
-	out, fig := e.expire(&RecordExpiration{}, true)
+	e, tbl := newEnv(t, tableenv.BaseSchema, iceberg.NewPartitionSpec(tableenv.PF(3, 1000, "ts_day", iceberg.DayTransform{})), "2")
+	tbl = e.Fill(e.setColumn(tbl, "ts"), 4, 150)
+	all, want := e.Rows(tbl, 0), e.unexpired(tbl, "ts")
+	files := tableenv.CountData(t, tbl.Location())
+	out, fig := e.expire(&Job{}, true)
 	if out.Status != state.Successful || fig.DeletedRecords != all.Rows-want.Rows || fig.DeletedDataFiles == 0 {
 		t.Fatalf("dry run: %s %s, %+v; want %d records", out.Status, out.FailureMessage, fig, all.Rows-want.Rows)
 	}
-	if after := e.load(); after.CurrentSnapshot().SnapshotID != tbl.CurrentSnapshot().SnapshotID {
+	if after := e.Load(); after.CurrentSnapshot().SnapshotID != tbl.CurrentSnapshot().SnapshotID {
 		t.Fatal("a dry run committed")
 	}
-	if n := countData(t, tbl.Location()); n != files {
+	if n := tableenv.CountData(t, tbl.Location()); n != files {
 		t.Errorf("a dry run left %d files where there were %d", n, files)
 	}
 	// It tells the files that would be rewritten from those that would
@@ -238,7 +254,7 @@ func TestRecordExpirationDryRun(t *testing.T) {
 	if !strings.Contains(text, fmt.Sprintf("%d would be dropped whole, %d rewritten without their expired rows", fig.FilesDropped, fig.FilesRewritten)) {
 		t.Errorf("dry run text:\n%s", text)
 	}
-	_, real := e.expire(&RecordExpiration{}, false)
+	_, real := e.expire(&Job{}, false)
 	if fig.FilesDropped != real.FilesDropped || fig.FilesRewritten != real.FilesRewritten || fig.DeletedDataFiles != real.DeletedDataFiles ||
 		fig.DeletedRecords != real.DeletedRecords || fig.RemovedFilesSize != real.RemovedFilesSize || real.FilesRewritten == 0 || real.FilesDropped == 0 {
 		t.Errorf("dry run: %d dropped, %d rewritten, %d records; real run: %d dropped, %d rewritten, %d records",
@@ -250,10 +266,10 @@ func TestRecordExpirationDryRun(t *testing.T) {
 // removed, is dropped whole by the real run (nothing is left to write);
 // its dry run says so rather than "rewritten".
 func TestRecordExpirationDryRunAllExpired(t *testing.T) {
-	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
-	tbl = e.append(e.setColumn(tbl, "ts"), 300)
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	tbl = e.Append(e.setColumn(tbl, "ts"), 300)
 	cut := expiryNow.Add(-30 * 24 * time.Hour).UnixMicro()
-	_, it, err := tbl.Scan(table.WithSelectedFields("id", "ts")).ToArrowRecords(e.ctx)
+	_, it, err := tbl.Scan(table.WithSelectedFields("id", "ts")).ToArrowRecords(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,9 +289,9 @@ func TestRecordExpirationDryRunAllExpired(t *testing.T) {
 	if len(staying) == 0 || len(staying) == 300 {
 		t.Fatalf("setup: %d of 300 rows stay", len(staying))
 	}
-	e.posDelete(tbl, staying...)
-	_, dry := e.expire(&RecordExpiration{}, true)
-	_, real := e.expire(&RecordExpiration{}, false)
+	e.PosDelete(tbl, staying...)
+	_, dry := e.expire(&Job{}, true)
+	_, real := e.expire(&Job{}, false)
 	if real.FilesDropped != 1 || real.FilesRewritten != 0 || dry.FilesDropped != real.FilesDropped || dry.FilesRewritten != real.FilesRewritten || dry.DeletedRecords != real.DeletedRecords {
 		t.Errorf("dry run: %d dropped, %d rewritten, %d records; real run: %d dropped, %d rewritten, %d records",
 			dry.FilesDropped, dry.FilesRewritten, dry.DeletedRecords, real.FilesDropped, real.FilesRewritten, real.DeletedRecords)
@@ -287,22 +303,22 @@ func TestRecordExpirationDryRunAllExpired(t *testing.T) {
 // rewrites makes it leave that file's group for the next run. The next
 // run finishes the work, and rows are exact.
 func TestRecordExpirationBesideWriters(t *testing.T) {
-	e, tbl := newEnv(t, baseSchema, iceberg.NewPartitionSpec(pf(3, 1000, "ts_day", iceberg.DayTransform{})), "2")
-	tbl = e.fill(e.setColumn(tbl, "ts"), 6, 200)
+	e, tbl := newEnv(t, tableenv.BaseSchema, iceberg.NewPartitionSpec(tableenv.PF(3, 1000, "ts_day", iceberg.DayTransform{})), "2")
+	tbl = e.Fill(e.setColumn(tbl, "ts"), 6, 200)
 	split := e.splitDayRow(tbl)
 	var during *table.Table
-	job := &RecordExpiration{beforeCommit: func(attempt int) {
+	job := &Job{beforeCommit: func(attempt int) {
 		if attempt == 1 {
-			during = e.posDelete(e.append(e.load(), 100), split)
+			during = e.PosDelete(e.Append(e.Load(), 100), split)
 		}
 	}}
 	out, fig := e.expire(job, false)
 	if out.Status != state.Successful || fig.Conflicts == 0 || len(fig.Dropped) != 1 || fig.FilesDropped == 0 {
 		t.Fatalf("%s %s, %+v; want the split day's group dropped, the expired days' files gone", out.Status, out.FailureMessage, fig)
 	}
-	got := ids(t, e.ctx, e.load())
-	for id := range ids(t, e.ctx, during) {
-		if id > e.next-101 && got[id] != 1 {
+	got := e.IDs(e.Load())
+	for id := range e.IDs(during) {
+		if id > e.Next-101 && got[id] != 1 {
 			t.Fatalf("row %d the writer added is gone", id)
 		}
 	}
@@ -310,10 +326,10 @@ func TestRecordExpirationBesideWriters(t *testing.T) {
 		t.Fatalf("row %d deleted meanwhile is back", split)
 	}
 	want := e.unexpired(during, "ts")
-	if _, fig := e.expire(&RecordExpiration{}, false); fig.FilesRewritten == 0 {
+	if _, fig := e.expire(&Job{}, false); fig.FilesRewritten == 0 {
 		t.Errorf("the next run rewrote nothing: %+v", fig)
 	}
-	if got := e.rows(e.load(), 0); !got.Equal(want) {
+	if got := e.Rows(e.Load(), 0); !got.Equal(want) {
 		t.Fatalf("rows %v, want %v", got, want)
 	}
 }
@@ -321,30 +337,30 @@ func TestRecordExpirationBesideWriters(t *testing.T) {
 // splitDayRow returns the id of a row of the day the cutoff splits that
 // stays.
 func (e *env) splitDayRow(tbl *table.Table) int64 {
-	e.t.Helper()
+	e.T.Helper()
 	cut := iceberg.Timestamp(expiryNow.Add(-30 * 24 * time.Hour).UnixMicro())
 	ref := iceberg.Reference("ts")
 	f := iceberg.NewAnd(iceberg.GreaterThanEqual(ref, cut), iceberg.LessThan(ref, iceberg.Timestamp(20003*86_400_000_000)))
-	_, it, err := tbl.Scan(table.WithRowFilter(f), table.WithSelectedFields("id")).ToArrowRecords(e.ctx)
+	_, it, err := tbl.Scan(table.WithRowFilter(f), table.WithSelectedFields("id")).ToArrowRecords(e.Ctx)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	for rec, err := range it {
 		if err != nil {
-			e.t.Fatal(err)
+			e.T.Fatal(err)
 		}
 		if rec.NumRows() > 0 {
 			return rec.Column(0).(*array.Int64).Value(0)
 		}
 	}
-	e.t.Fatal("setup: no row on the split day after the cutoff")
+	e.T.Fatal("setup: no row on the split day after the cutoff")
 	return 0
 }
 
 // Refusals name the problem and change nothing.
 func TestRecordExpirationRefusals(t *testing.T) {
-	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
-	tbl = e.append(tbl, 100)
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	tbl = e.Append(tbl, 100)
 	for _, tc := range []struct{ column, want string }{
 		{"", "set the table property icekeeper.record-expiration.column to the column whose value is a row's age (its timestamp and date columns: ts)"},
 		{"created_at", `the table has no column "created_at"`},
@@ -353,20 +369,20 @@ func TestRecordExpirationRefusals(t *testing.T) {
 		if tc.column != "" {
 			tbl = e.setColumn(tbl, tc.column)
 		}
-		snap := e.load().CurrentSnapshot().SnapshotID
-		out, _ := e.expire(&RecordExpiration{}, false)
+		snap := e.Load().CurrentSnapshot().SnapshotID
+		out, _ := e.expire(&Job{}, false)
 		if out.Status != state.Failed || !strings.Contains(out.FailureMessage, tc.want) {
 			t.Errorf("column %q: %s %q, want Failed with %q", tc.column, out.Status, out.FailureMessage, tc.want)
 		}
-		if e.load().CurrentSnapshot().SnapshotID != snap {
+		if e.Load().CurrentSnapshot().SnapshotID != snap {
 			t.Errorf("column %q: the refused run committed", tc.column)
 		}
-		err := (&RecordExpiration{}).CheckSettings(e.ctx, jobs.Target{Bucket: e.b, Table: e.id}, enabledExpiry(30))
+		err := (&Job{}).CheckSettings(e.Ctx, jobs.Target{Bucket: e.B, Table: e.ID}, enabledExpiry(30))
 		if !strings.Contains(errString(err), tc.want) {
 			t.Errorf("column %q: CheckSettings = %v", tc.column, err)
 		}
 	}
-	err := (&RecordExpiration{}).CheckSettings(e.ctx, jobs.Target{Bucket: e.b, Table: e.id}, enabledExpiry(0))
+	err := (&Job{}).CheckSettings(e.Ctx, jobs.Target{Bucket: e.B, Table: e.ID}, enabledExpiry(0))
 	if !strings.Contains(errString(err), "without settings.days") {
 		t.Errorf("no days: CheckSettings = %v", err)
 	}
@@ -390,15 +406,15 @@ func errString(err error) string {
 // rowIDs maps each visible row's id to its _row_id (v3 row lineage); rows
 // without one are left out.
 func (e *env) rowIDs(tbl *table.Table) map[int64]int64 {
-	e.t.Helper()
-	_, it, err := tbl.Scan(table.WithRowLineage()).ToArrowRecords(e.ctx)
+	e.T.Helper()
+	_, it, err := tbl.Scan(table.WithRowLineage()).ToArrowRecords(e.Ctx)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	out := map[int64]int64{}
 	for rec, err := range it {
 		if err != nil {
-			e.t.Fatal(err)
+			e.T.Fatal(err)
 		}
 		id := rec.Column(rec.Schema().FieldIndices("id")[0]).(*array.Int64)
 		rowID := rec.Column(rec.Schema().FieldIndices(iceberg.RowIDColumnName)[0]).(*array.Int64)
@@ -421,8 +437,8 @@ func TestRecordExpirationNestedColumn(t *testing.T) {
 		}}},
 	)
 	e, tbl := newEnv(t, sc, *iceberg.UnpartitionedSpec, "2")
-	e.setColumn(e.append(tbl, 50), "meta.at")
-	out, _ := e.expire(&RecordExpiration{}, false)
+	e.setColumn(e.Append(tbl, 50), "meta.at")
+	out, _ := e.expire(&Job{}, false)
 	if want := `column "meta.at" is nested in a struct`; out.Status != state.Failed || !strings.Contains(out.FailureMessage, want) {
 		t.Fatalf("%s %q, want Failed with %q", out.Status, out.FailureMessage, want)
 	}
@@ -433,17 +449,17 @@ func TestRecordExpirationNestedColumn(t *testing.T) {
 // files again, finds nothing expired, commits nothing and leaves no
 // output behind.
 func TestRecordExpirationWithoutMetrics(t *testing.T) {
-	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	tx := tbl.NewTransaction()
 	if err := tx.SetProperties(iceberg.Properties{"write.metadata.metrics.default": "none"}); err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := tx.Commit(e.ctx)
+	tbl, err := tx.Commit(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl = e.fill(e.setColumn(tbl, "ts"), 4, 200)
-	tasks, err := tbl.Scan().PlanFiles(e.ctx)
+	tbl = e.Fill(e.setColumn(tbl, "ts"), 4, 200)
+	tasks, err := tbl.Scan().PlanFiles(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,18 +468,18 @@ func TestRecordExpirationWithoutMetrics(t *testing.T) {
 			t.Fatalf("setup: %s has bounds for ts", task.File.FilePath())
 		}
 	}
-	if fig := e.checkExpiry(&RecordExpiration{}, "ts"); fig.FilesKept != 0 || fig.FilesDropped != 0 {
+	if fig := e.checkExpiry(&Job{}, "ts"); fig.FilesKept != 0 || fig.FilesDropped != 0 {
 		t.Errorf("files decided by bounds they do not have: %+v", fig)
 	}
-	snap, files := e.load().CurrentSnapshot().SnapshotID, countData(t, tbl.Location())
-	out, fig := e.expire(&RecordExpiration{}, false)
+	snap, files := e.Load().CurrentSnapshot().SnapshotID, tableenv.CountData(t, tbl.Location())
+	out, fig := e.expire(&Job{}, false)
 	if out.Status != state.Successful || fig.DeletedRecords != 0 || fig.Commits != 0 || fig.FilesUnchanged == 0 {
 		t.Fatalf("second run: %s %s %+v", out.Status, out.FailureMessage, fig)
 	}
-	if e.load().CurrentSnapshot().SnapshotID != snap {
+	if e.Load().CurrentSnapshot().SnapshotID != snap {
 		t.Error("the second run committed")
 	}
-	if n := countData(t, tbl.Location()); n != files {
+	if n := tableenv.CountData(t, tbl.Location()); n != files {
 		t.Errorf("%d files after the second run, %d before: its outputs were left", n, files)
 	}
 }

@@ -1,0 +1,158 @@
+package rebase
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Base is the table as a rewrite found it: the snapshot it plans on, the
+// live data files with the deletes that apply to each, and those deletes
+// indexed. Every snapshot the rewrite commits is rebased from it.
+type Base struct {
+	Start   *table.Snapshot
+	Tasks   []table.FileScanTask
+	Deletes Deletes
+}
+
+// Scan reads tbl's current snapshot: its live data files, each once
+// (WholeFiles), and the deletes attached to them, dangling ones included.
+func Scan(ctx context.Context, tbl *table.Table) (Base, error) {
+	b := Base{Start: tbl.CurrentSnapshot()}
+	// Planning reads every manifest; on object storage each is a round
+	// trip, so more are read at once than there are cores.
+	tasks, err := tbl.Scan(table.WithMaxConcurrency(manifestReads)).PlanFiles(ctx)
+	if err != nil {
+		return b, fmt.Errorf("plan scan of %s: %w", tbl.Identifier(), err)
+	}
+	b.Tasks = WholeFiles(tasks)
+	b.Deletes = Attachments(b.Tasks)
+	if b.Deletes.Dangling, err = DanglingDeletes(ctx, tbl, b.Deletes.Covers); err != nil {
+		return b, err
+	}
+	return b, nil
+}
+
+// WholeFiles joins the scan's splits of one file (a large Parquet file is
+// planned as several byte ranges) back into one task: a rewrite replaces
+// files, and a file planned twice would be removed by one commit while
+// another still had to copy the rest of its rows.
+func WholeFiles(tasks []table.FileScanTask) []table.FileScanTask {
+	out := make([]table.FileScanTask, 0, len(tasks))
+	at := map[string]int{}
+	for _, t := range tasks {
+		p := t.File.FilePath()
+		i, ok := at[p]
+		if !ok {
+			at[p] = len(out)
+			t.Start, t.Length, t.Residual = 0, t.File.FileSizeBytes(), nil
+			out = append(out, t)
+			continue
+		}
+		w := &out[i]
+		w.DeleteFiles = unionFiles(w.DeleteFiles, t.DeleteFiles)
+		w.EqualityDeleteFiles = unionFiles(w.EqualityDeleteFiles, t.EqualityDeleteFiles)
+		w.DeletionVectorFiles = unionFiles(w.DeletionVectorFiles, t.DeletionVectorFiles)
+	}
+	return out
+}
+
+func unionFiles(a, b []iceberg.DataFile) []iceberg.DataFile {
+	for _, f := range b {
+		if !slices.ContainsFunc(a, func(g iceberg.DataFile) bool { return g.FilePath() == f.FilePath() }) {
+			a = append(a, f)
+		}
+	}
+	return a
+}
+
+// LiveEntries yields the live entries of the current snapshot's manifests
+// of one content type.
+func LiveEntries(ctx context.Context, tbl *table.Table, content iceberg.ManifestContent) iter.Seq2[iceberg.ManifestEntry, error] {
+	return func(yield func(iceberg.ManifestEntry, error) bool) {
+		fs, err := tbl.FS(ctx)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		snap := tbl.CurrentSnapshot()
+		manifests, err := snap.Manifests(fs)
+		if err != nil {
+			yield(nil, fmt.Errorf("read manifest list %s: %w", snap.ManifestList, err))
+			return
+		}
+		manifests = slices.DeleteFunc(manifests, func(m iceberg.ManifestFile) bool { return m.ManifestContent() != content })
+		for m, err := range readManifests(ctx, fs, manifests) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, e := range m.entries {
+				if !yield(e, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// manifestReads is how many manifests are read at once: on object storage
+// each read is a round trip, and a table can hold thousands.
+const manifestReads = 16
+
+type readManifest struct {
+	iceberg.ManifestFile
+	entries []iceberg.ManifestEntry // live ones
+}
+
+// readManifests yields the live entries of each manifest in order, reading
+// up to manifestReads ahead of the consumer.
+func readManifests(ctx context.Context, fs icebergio.IO, manifests []iceberg.ManifestFile) iter.Seq2[readManifest, error] {
+	return func(yield func(readManifest, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		type result struct {
+			entries []iceberg.ManifestEntry
+			err     error
+		}
+		results := make([]chan result, len(manifests))
+		for i := range results {
+			results[i] = make(chan result, 1)
+		}
+		ahead := make(chan struct{}, manifestReads)
+		go func() {
+			for i, m := range manifests {
+				select {
+				case ahead <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				go func() {
+					entries, err := m.FetchEntries(fs, true)
+					if err != nil {
+						err = fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+					}
+					results[i] <- result{entries, err}
+				}()
+			}
+		}()
+		for i, m := range manifests {
+			var r result
+			select {
+			case r = <-results[i]:
+			case <-ctx.Done():
+				yield(readManifest{}, ctx.Err())
+				return
+			}
+			<-ahead
+			if !yield(readManifest{m, r.entries}, r.err) || r.err != nil {
+				return
+			}
+		}
+	}
+}
