@@ -7,7 +7,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/compactor/planner"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // DeleteGroup is one partition whose position deletes are rewritten: the

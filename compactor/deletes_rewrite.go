@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/sourcegraph/conc/pool"
 
-	"github.com/icekeeper/icekeeper/compactor/planner"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // deleteFigures are delete-file compaction's.

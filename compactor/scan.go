@@ -12,7 +12,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/compactor/planner"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // scanned is the table as the run found it: the snapshot it plans on, the
