@@ -176,7 +176,7 @@ func (j *Job) deleteStage(ctx context.Context, t jobs.Target, s Settings, opts j
 	begin := time.Now()
 	defer func() { f.DeleteMs = time.Since(begin).Milliseconds() }()
 	f.DeleteFilesMinimum = s.MinDeleteFiles
-	f.DeletePlan, f.DeleteSkipped = planDeletes(ds.tbl.Metadata(), ds.sc.tasks, ds.sc.deletes.covers, ds.taken, s.MinDeleteFiles)
+	f.DeletePlan, f.DeleteSkipped = planner.Deletes(ds.tbl.Metadata(), ds.sc.tasks, ds.sc.deletes.covers, ds.taken, s.MinDeleteFiles)
 	if opts.DryRun || len(f.DeletePlan) == 0 {
 		return nil
 	}
@@ -189,7 +189,7 @@ func (j *Job) deleteStage(ctx context.Context, t jobs.Target, s Settings, opts j
 		if sc, err = scan(ctx, tbl, false); err != nil {
 			return err
 		}
-		if f.DeletePlan, f.DeleteSkipped = planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.covers, nil, s.MinDeleteFiles); len(f.DeletePlan) == 0 {
+		if f.DeletePlan, f.DeleteSkipped = planner.Deletes(tbl.Metadata(), sc.tasks, sc.deletes.covers, nil, s.MinDeleteFiles); len(f.DeletePlan) == 0 {
 			return nil
 		}
 	}

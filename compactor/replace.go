@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // replace is one batch's snapshot (REPLACE for compaction; see job for
@@ -99,14 +100,9 @@ type rewrite struct {
 	sig  string // the manifests it replaces and the keys it marks deleted
 }
 
-// removalKey names a file to remove in a manifest. Deletion vectors share
-// one Puffin file, so a vector is its file and offset.
-func removalKey(df iceberg.DataFile) string {
-	if df.FileFormat() == iceberg.PuffinFile && df.ContentOffset() != nil {
-		return df.FilePath() + "@" + strconv.FormatInt(*df.ContentOffset(), 10)
-	}
-	return df.FilePath()
-}
+// removalKey names a file to remove in a manifest, as the planner named
+// the delete files it plans to replace.
+func removalKey(df iceberg.DataFile) string { return planner.RemovalKey(df) }
 
 func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *table.Snapshot, batch []table.CompactionGroupResult, deletes deleteIndex, job maintenance.JobType, rewritesDeletes bool) *replace {
 	r := &replace{
@@ -151,7 +147,7 @@ func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *ta
 
 // settle sets the delete files each group of batch removes: for data
 // rewrites those safeDeletes allows, for delete rewrites those planned
-// (planDeletes checked them against the same scan); the first group also
+// (planner.Deletes checked them against the same scan); the first group also
 // removes the dangling ones.
 func (r *replace) settle(batch []table.CompactionGroupResult) []table.CompactionGroupResult {
 	if !r.rewritesDeletes {

@@ -66,7 +66,7 @@ func scan(ctx context.Context, tbl *table.Table, withAges bool) (scanned, error)
 // alone delete (an upper bound: two may name one row).
 func deletedRows(t table.FileScanTask) int64 {
 	var n int64
-	for _, d := range positionDeletes(t) {
+	for _, d := range planner.PositionDeletes(t) {
 		if scopedTo(d, t.File.FilePath()) {
 			n += d.Count()
 		}
@@ -222,55 +222,10 @@ func readManifests(ctx context.Context, fs icebergio.IO, manifests []iceberg.Man
 	}
 }
 
-// partitionLabel names a file's partition for people: the partition
-// fields' names and human-readable values ("ts_day=2026-11-10"), with the
-// spec ID when it is not the current one. Grouping uses partitionKey.
+// partitionLabel and partitionKey are the planner's names for a file's
+// partition, for the executor's messages and groupings.
 func partitionLabel(meta table.Metadata, df iceberg.DataFile) string {
-	spec := meta.PartitionSpecByID(int(df.SpecID()))
-	if spec == nil || spec.NumFields() == 0 {
-		if int(df.SpecID()) == meta.DefaultPartitionSpec() {
-			return "unpartitioned"
-		}
-		return partitionKey(df)
-	}
-	part := df.Partition()
-	var b strings.Builder
-	if int(df.SpecID()) != meta.DefaultPartitionSpec() {
-		fmt.Fprintf(&b, "spec %d: ", df.SpecID())
-	}
-	for i := 0; i < spec.NumFields(); i++ {
-		f := spec.Field(i)
-		if i > 0 {
-			b.WriteByte('/')
-		}
-		v := part[f.FieldID]
-		val := "null"
-		if v != nil {
-			val = fmt.Sprint(v)
-			if src, ok := meta.CurrentSchema().FindFieldByID(f.SourceID()); ok {
-				if rt := f.Transform.ResultType(src.Type); rt != nil {
-					val = f.Transform.ToHumanStrType(rt, v)
-				}
-			}
-		}
-		fmt.Fprintf(&b, "%s=%s", f.Name, val)
-	}
-	return b.String()
+	return planner.PartitionLabel(meta, df)
 }
 
-// partitionKey is the canonical partition of a file: spec ID and the
-// partition values by field ID.
-func partitionKey(df iceberg.DataFile) string {
-	part := df.Partition()
-	ids := make([]int, 0, len(part))
-	for id := range part {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	var b strings.Builder
-	fmt.Fprintf(&b, "spec=%d", df.SpecID())
-	for _, id := range ids {
-		fmt.Fprintf(&b, "/%d=%v", id, part[id])
-	}
-	return b.String()
-}
+func partitionKey(df iceberg.DataFile) string { return planner.PartitionKey(df) }

@@ -21,6 +21,15 @@ var testSchema = iceberg.NewSchema(0,
 // sorted by fields (none: unsorted).
 func newMeta(t *testing.T, version string, fields ...table.SortField) table.Metadata {
 	t.Helper()
+	return newSpecMeta(t, version, *iceberg.UnpartitionedSpec, fields...)
+}
+
+// byName partitions by the name column's value, as spec 0.
+var byName = iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "name", Transform: iceberg.IdentityTransform{}})
+
+// newSpecMeta builds table metadata partitioned by spec.
+func newSpecMeta(t *testing.T, version string, spec iceberg.PartitionSpec, fields ...table.SortField) table.Metadata {
+	t.Helper()
 	order := table.UnsortedSortOrder
 	if len(fields) > 0 {
 		var err error
@@ -28,7 +37,7 @@ func newMeta(t *testing.T, version string, fields ...table.SortField) table.Meta
 			t.Fatal(err)
 		}
 	}
-	meta, err := table.NewMetadata(testSchema, iceberg.UnpartitionedSpec, order, "s3://b/t",
+	meta, err := table.NewMetadata(testSchema, &spec, order, "s3://b/t",
 		iceberg.Properties{table.PropertyFormatVersion: version})
 	if err != nil {
 		t.Fatal(err)
