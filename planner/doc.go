@@ -17,9 +17,11 @@
 //     maintenance; never a catalog, an io.IO, a *table.Table or a scan,
 //     the state store, the file system or the network;
 //   - a capability the plan must respect, that only an executor can
-//     check, is handed in as a function value (as Prometheus hands its
-//     compactor a BlockExcludeFilter): MergeCheck says whether a group can
-//     take the parquet-go merge path, a Standing says where a listed
-//     object stands against the table's references;
-//   - no package-level mutable state: the same inputs give the same plan.
+//     check, is handed in (as Prometheus hands its compactor a
+//     BlockExcludeFilter): MergeCheck, a function value, says whether a
+//     group can take the parquet-go merge path; for removal, the executor
+//     classifies each listed object against the table's references with
+//     its own location model and hands in the object's Standing;
+//   - no package-level state but sentinel errors: the same inputs give
+//     the same plan.
 package planner
