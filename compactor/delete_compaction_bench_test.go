@@ -7,6 +7,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/compactor/rebase"
+	"github.com/icekeeper/icekeeper/planner"
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
@@ -61,7 +62,7 @@ func BenchmarkDeleteFileCompaction(b *testing.B) {
 			byPart := map[string]*table.CompactionTaskGroup{}
 			var groups []table.CompactionTaskGroup
 			for _, t := range rebase.WholeFiles(tasks) {
-				pk := partitionKey(t.File)
+				pk := planner.PartitionKey(t.File)
 				g, ok := byPart[pk]
 				if !ok {
 					g = &table.CompactionTaskGroup{PartitionKey: pk}

@@ -14,6 +14,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // deleteTable is a table whose partitions each hold big data files (right
@@ -76,7 +77,7 @@ func deleteShape(e *env, tbl *table.Table, visible int64) (most, distinct int, d
 	}
 	files := map[string]bool{}
 	for _, t := range rebase.WholeFiles(tasks) {
-		pos := positionDeletes(t)
+		pos := planner.PositionDeletes(t)
 		most = max(most, len(pos))
 		for _, d := range pos {
 			files[d.FilePath()] = true
@@ -150,7 +151,7 @@ func (e *env) checkDeleteCompaction(job *Job, v3 bool) *Figures {
 		e.t.Errorf("snapshot operation %s, want %s", got, want)
 	}
 	live := 0
-	for _, err := range liveEntries(e.ctx, after, iceberg.ManifestContentDeletes) {
+	for _, err := range rebase.LiveEntries(e.ctx, after, iceberg.ManifestContentDeletes) {
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -276,20 +277,20 @@ func TestPlanDeletesLeavesSharedDeleteFiles(t *testing.T) {
 		{"the small file taken", small, 2, 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			groups, _ := planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.Covers, tc.taken, 5)
+			groups, _ := planner.Deletes(tbl.Metadata(), sc.tasks, sc.deletes.Covers, tc.taken, 5)
 			if len(groups) != 1 {
 				t.Fatalf("%d groups, want 1", len(groups))
 			}
 			g := groups[0]
-			if g.DataFiles != tc.data || g.DeleteFiles != 6 || len(g.remove) != 6-tc.kept {
-				t.Fatalf("%d data files, %d delete files, %d replaced; want %d, 6, %d", g.DataFiles, g.DeleteFiles, len(g.remove), tc.data, 6-tc.kept)
+			if g.DataFiles != tc.data || g.DeleteFiles != 6 || len(g.Remove) != 6-tc.kept {
+				t.Fatalf("%d data files, %d delete files, %d replaced; want %d, 6, %d", g.DataFiles, g.DeleteFiles, len(g.Remove), tc.data, 6-tc.kept)
 			}
 		})
 	}
-	if groups, _ := planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.Covers, nil, 7); len(groups) != 0 {
+	if groups, _ := planner.Deletes(tbl.Metadata(), sc.tasks, sc.deletes.Covers, nil, 7); len(groups) != 0 {
 		t.Errorf("6 delete files planned against a minimum of 7")
 	}
-	if groups, _ := planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.Covers, nil, 0); len(groups) != 0 {
+	if groups, _ := planner.Deletes(tbl.Metadata(), sc.tasks, sc.deletes.Covers, nil, 0); len(groups) != 0 {
 		t.Errorf("planned with the minimum 0, which turns it off")
 	}
 }
@@ -343,7 +344,7 @@ func TestDeleteFileCompactionUnreadable(t *testing.T) {
 	// its files by then.
 	last := tasks[0]
 	for _, task := range tasks {
-		if partitionKey(task.File) > partitionKey(last.File) {
+		if planner.PartitionKey(task.File) > planner.PartitionKey(last.File) {
 			last = task
 		}
 	}

@@ -12,19 +12,19 @@ import (
 	"github.com/google/uuid"
 	"github.com/sourcegraph/conc/pool"
 
-	"github.com/icekeeper/icekeeper/compactor/planner"
 	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // deleteFigures are delete-file compaction's.
 type deleteFigures struct {
 	// DeleteFilesMinimum is how many distinct delete files a partition's
 	// data files must have before their deletes are rewritten (0: never).
-	DeleteFilesMinimum int            `json:"deleteFilesMinimum"`
-	DeletePlan         []DeleteGroup  `json:"deletePlan,omitempty"`
-	DeleteSkipped      []planner.Skip `json:"deleteSkipped,omitempty"`
+	DeleteFilesMinimum int                   `json:"deleteFilesMinimum"`
+	DeletePlan         []planner.DeleteGroup `json:"deletePlan,omitempty"`
+	DeleteSkipped      []planner.Skip        `json:"deleteSkipped,omitempty"`
 	// DeletesRemoved counts the position delete files and deletion
 	// vectors the committed groups replaced, DeletesWritten those they
 	// wrote; PositionsIn and PositionsOut the positions in each. Positions
@@ -87,7 +87,7 @@ func (j *Job) compactDeletes(ctx context.Context, t jobs.Target, tbl *table.Tabl
 // rewriteDeletes writes the merged deletes of each group, Parallelism
 // groups at a time. A delete file that cannot be read fails the run before
 // anything is committed.
-func (j *Job) rewriteDeletes(ctx context.Context, rfs icebergio.IO, wfs icebergio.WriteFileIO, c *rebase.Committer, meta table.Metadata, groups []DeleteGroup) ([]table.CompactionGroupResult, error) {
+func (j *Job) rewriteDeletes(ctx context.Context, rfs icebergio.IO, wfs icebergio.WriteFileIO, c *rebase.Committer, meta table.Metadata, groups []planner.DeleteGroup) ([]table.CompactionGroupResult, error) {
 	par := orDefault(j.Parallelism, 2)
 	run := uuid.New()
 	out := make([]table.CompactionGroupResult, len(groups))
@@ -109,16 +109,16 @@ func (j *Job) rewriteDeletes(ctx context.Context, rfs icebergio.IO, wfs icebergi
 // rewriteDeleteGroup merges, for each of g's data files, the positions of
 // every position delete file and deletion vector attached to it, and
 // writes them anew. Each delete file is read once.
-func rewriteDeleteGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, g DeleteGroup) (table.CompactionGroupResult, error) {
+func rewriteDeleteGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, g planner.DeleteGroup) (table.CompactionGroupResult, error) {
 	res := table.CompactionGroupResult{PartitionKey: g.Partition}
 	read := map[string]map[string][]int64{}
-	for _, t := range g.tasks {
+	for _, t := range g.Tasks {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		path := t.File.FilePath()
 		var positions []int64
-		for _, d := range positionDeletes(t) {
+		for _, d := range planner.PositionDeletes(t) {
 			if d.FileFormat() == iceberg.PuffinFile {
 				bm, err := dv.ReadDV(fs, d)
 				if err != nil {
@@ -150,7 +150,7 @@ func rewriteDeleteGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, g
 		return res, err
 	}
 	res.NewDataFiles = files
-	for _, d := range g.remove {
+	for _, d := range g.Remove {
 		if d.FileFormat() == iceberg.PuffinFile {
 			res.SafeDeletionVectors = append(res.SafeDeletionVectors, d)
 		} else {

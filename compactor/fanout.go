@@ -12,9 +12,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/compactor/merge"
-	"github.com/icekeeper/icekeeper/compactor/planner"
 	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // A run whose plan has at least Fanout.MinParts groups fans them out: each
@@ -69,7 +69,7 @@ func (j *Job) fanOut(ctx context.Context, fan jobs.Fanout, sc scanned, fig *Figu
 	parts := make([]json.RawMessage, len(groups))
 	for i, g := range groups {
 		p := groupPart{Snapshot: sc.start.SnapshotID, Partition: g.Partition, Path: g.Path, InputBytes: g.InputBytes, TargetBytes: target}
-		for _, task := range groupTasks(sc.tasks, g) {
+		for _, task := range planner.GroupTasks(sc.tasks, g) {
 			p.Files = append(p.Files, task.File.FilePath())
 		}
 		var err error
@@ -88,7 +88,7 @@ func (j *Job) fanOut(ctx context.Context, fan jobs.Fanout, sc scanned, fig *Figu
 			progress(finished, len(parts))
 		}
 		g := groups[r.Index]
-		rw := readPart(rec, groupTasks(sc.tasks, g), g, r)
+		rw := readPart(rec, planner.GroupTasks(sc.tasks, g), g, r)
 		fig.addRewrites([]rewritten{rw})
 		if rw.err != nil {
 			return rw.err

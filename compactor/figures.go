@@ -4,23 +4,23 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/icekeeper/icekeeper/compactor/planner"
 	"github.com/icekeeper/icekeeper/compactor/rebase"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // Figures is what a run reports and records.
 type Figures struct {
-	DryRun             bool         `json:"dryRun,omitempty"`
-	Strategy           string       `json:"strategy"`
-	TargetFileSizeMB   int          `json:"targetFileSizeMB"`
-	Plan               planner.Plan `json:"plan"`
-	InputFiles         int          `json:"inputFiles"`
-	InputBytes         int64        `json:"inputBytes"`
-	InputRecords       int64        `json:"inputRecords"`
-	OutputFiles        int          `json:"outputFiles"`
-	OutputBytes        int64        `json:"outputBytes"`
-	OutputRecords      int64        `json:"outputRecords"`
-	DeleteFilesRemoved int          `json:"deleteFilesRemoved"`
+	DryRun             bool                   `json:"dryRun,omitempty"`
+	Strategy           string                 `json:"strategy"`
+	TargetFileSizeMB   int                    `json:"targetFileSizeMB"`
+	Plan               planner.CompactionPlan `json:"plan"`
+	InputFiles         int                    `json:"inputFiles"`
+	InputBytes         int64                  `json:"inputBytes"`
+	InputRecords       int64                  `json:"inputRecords"`
+	OutputFiles        int                    `json:"outputFiles"`
+	OutputBytes        int64                  `json:"outputBytes"`
+	OutputRecords      int64                  `json:"outputRecords"`
+	DeleteFilesRemoved int                    `json:"deleteFilesRemoved"`
 	// MetadataFilesRemoved are old metadata.json files deleted after the
 	// commits, as write.metadata.delete-after-commit.enabled asks.
 	MetadataFilesRemoved int `json:"metadataFilesRemoved"`
@@ -149,7 +149,7 @@ func (f *Figures) addRewrites(rws []rewritten) {
 		case rw.err != nil:
 			f.GroupsFailed++
 			f.Errors = append(f.Errors, rw.err.Error())
-		case rw.path == PathMerge:
+		case rw.path == planner.PathMerge:
 			f.GroupsMerged++
 		}
 	}

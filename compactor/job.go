@@ -3,7 +3,7 @@
 //
 //   - scan (scan.go): the live data files of the current snapshot, the
 //     deletes attached to each, and their commit times;
-//   - plan (plan.go): package planner's groups, and the path that rewrites
+//   - plan (package planner): the groups, and the path that rewrites
 //     each — the parquet-go column merge of package merge for delete-free
 //     files of one schema, iceberg-go's reader and writer otherwise;
 //   - rewrite (rewrite.go): the groups, Parallelism at a time, each output
@@ -12,8 +12,8 @@
 //     snapshots in batches, staged once and rebased on the current head at
 //     every attempt.
 //
-// Then delete-file compaction (deletes_plan.go, deletes_rewrite.go,
-// posdeletes.go): the position deletes of the data files the data rewrite
+// Then delete-file compaction (planned by package planner;
+// deletes_rewrite.go, posdeletes.go): the position deletes of the data files the data rewrite
 // left alone are rewritten, one delete file or deletion vector per data
 // file, and committed by the same committer.
 //
@@ -41,16 +41,19 @@ package compactor
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/compactor/merge"
 	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // Job is icebergCompaction.
@@ -128,7 +131,7 @@ func (j *Job) CheckSettings(ctx context.Context, t jobs.Target, s maintenance.Se
 	if err != nil {
 		return err
 	}
-	if _, err := strategy(SettingsOf(s).Strategy, tbl); err != nil {
+	if _, err := planner.Strategy(SettingsOf(s).Strategy, tbl.Metadata()); err != nil {
 		return fmt.Errorf("%w: %s: %w", maintenance.ErrInvalid, t.Table, err)
 	}
 	return nil
@@ -174,7 +177,7 @@ func (j *Job) deleteStage(ctx context.Context, t jobs.Target, s Settings, opts j
 	begin := time.Now()
 	defer func() { f.DeleteMs = time.Since(begin).Milliseconds() }()
 	f.DeleteFilesMinimum = s.MinDeleteFiles
-	f.DeletePlan, f.DeleteSkipped = planDeletes(ds.tbl.Metadata(), ds.sc.tasks, ds.sc.deletes.Covers, ds.taken, s.MinDeleteFiles)
+	f.DeletePlan, f.DeleteSkipped = planner.Deletes(ds.tbl.Metadata(), ds.sc.tasks, ds.sc.deletes.Covers, ds.taken, s.MinDeleteFiles)
 	if opts.DryRun || len(f.DeletePlan) == 0 {
 		return nil
 	}
@@ -187,7 +190,7 @@ func (j *Job) deleteStage(ctx context.Context, t jobs.Target, s Settings, opts j
 		if sc, err = scan(ctx, tbl, false); err != nil {
 			return err
 		}
-		if f.DeletePlan, f.DeleteSkipped = planDeletes(tbl.Metadata(), sc.tasks, sc.deletes.Covers, nil, s.MinDeleteFiles); len(f.DeletePlan) == 0 {
+		if f.DeletePlan, f.DeleteSkipped = planner.Deletes(tbl.Metadata(), sc.tasks, sc.deletes.Covers, nil, s.MinDeleteFiles); len(f.DeletePlan) == 0 {
 			return nil
 		}
 	}
@@ -206,7 +209,7 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 	if err != nil {
 		return out, ds, err
 	}
-	if fig.Strategy, err = strategy(s.Strategy, tbl); err != nil {
+	if fig.Strategy, err = planner.Strategy(s.Strategy, tbl.Metadata()); err != nil {
 		return out, ds, err
 	}
 	policy, err := j.policy(tbl)
@@ -223,8 +226,8 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 		return out, ds, err
 	}
 	target := int64(targetMB) << 20
-	fig.Plan, err = makePlan(tbl.Metadata(), sc, planOptions{strategy: fig.Strategy, target: target,
-		minInputFiles: j.MinInputFiles, minFileAge: minAge, now: opts.Now})
+	fig.Plan, err = planner.Rewrite(tbl.Metadata(), sc.tasks, sc.files, planner.CompactionOptions{TargetBytes: target,
+		MinInputFiles: j.MinInputFiles, MinFileAge: minAge, Now: opts.Now, Strategy: fig.Strategy, Mergeable: mergeable})
 	if err != nil {
 		return out, ds, err
 	}
@@ -320,4 +323,13 @@ func orDefault(v, def int) int {
 		return def
 	}
 	return v
+}
+
+// mergeable hands the planner the merge path's check (package merge), with
+// the reason it gives when a group cannot take it.
+func mergeable(meta table.Metadata, tasks []table.FileScanTask, target int64) (why string, ok bool) {
+	if err := merge.Check(meta, tasks, target); err != nil {
+		return strings.TrimPrefix(err.Error(), merge.ErrNotMergeable.Error()+": "), false
+	}
+	return "", true
 }

@@ -132,10 +132,10 @@ func (w *deleteWriter) add(df iceberg.DataFile, positions []int64) error {
 	binary.LittleEndian.PutUint64(hi, uint64(positions[len(positions)-1]))
 	n := int64(len(positions))
 	b.ReferencedDataFile(df.FilePath()).
-		ValueCounts(map[int]int64{filePathFieldID: n, posFieldID: n}).
-		NullValueCounts(map[int]int64{filePathFieldID: 0, posFieldID: 0}).
-		LowerBoundValues(map[int][]byte{filePathFieldID: pathBytes, posFieldID: lo}).
-		UpperBoundValues(map[int][]byte{filePathFieldID: pathBytes, posFieldID: hi})
+		ValueCounts(map[int]int64{rebase.FilePathFieldID: n, posFieldID: n}).
+		NullValueCounts(map[int]int64{rebase.FilePathFieldID: 0, posFieldID: 0}).
+		LowerBoundValues(map[int][]byte{rebase.FilePathFieldID: pathBytes, posFieldID: lo}).
+		UpperBoundValues(map[int][]byte{rebase.FilePathFieldID: pathBytes, posFieldID: hi})
 	w.out = append(w.out, b.Build())
 	return nil
 }

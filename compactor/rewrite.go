@@ -10,8 +10,8 @@ import (
 	"github.com/sourcegraph/conc/pool"
 
 	"github.com/icekeeper/icekeeper/compactor/merge"
-	"github.com/icekeeper/icekeeper/compactor/planner"
 	"github.com/icekeeper/icekeeper/compactor/rebase"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // rewritten is one group's rewrite.
@@ -34,7 +34,7 @@ func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileS
 	p := pool.New().WithContext(ctx).WithMaxGoroutines(par)
 	for i, g := range groups {
 		p.Go(func(ctx context.Context) error {
-			out[i] = rewriteGroup(ctx, merger, tbl, groupTasks(tasks, g), g, target)
+			out[i] = rewriteGroup(ctx, merger, tbl, planner.GroupTasks(tasks, g), g, target)
 			if progress != nil {
 				progress(int(done.Add(1)), len(groups))
 			}
@@ -48,16 +48,16 @@ func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileS
 func rewriteGroup(ctx context.Context, merger *merge.Merger, tbl *table.Table, tasks []table.FileScanTask, g planner.Group, target int64) rewritten {
 	rw := rewritten{path: g.Path}
 	switch g.Path {
-	case PathRepartition:
+	case planner.PathRepartition:
 		rw.result, rw.err = repartitionGroup(ctx, tbl, tasks, target)
-	case PathSort, PathZOrder:
-		rw.result, rw.err = sortedGroup(ctx, tbl, tasks, target, g.Path == PathZOrder)
-	case PathMerge:
+	case planner.PathSort, planner.PathZOrder:
+		rw.result, rw.err = sortedGroup(ctx, tbl, tasks, target, g.Path == planner.PathZOrder)
+	case planner.PathMerge:
 		rw.result, rw.err = merger.Group(ctx, tbl, tasks, target)
 		if !errors.Is(rw.err, merge.ErrNotMergeable) {
 			break
 		}
-		rw.path = PathIceberg
+		rw.path = planner.PathIceberg
 		fallthrough
 	default:
 		grp := table.CompactionTaskGroup{PartitionKey: g.Partition, TotalSizeBytes: g.InputBytes, Tasks: tasks}

@@ -2,16 +2,14 @@ package compactor
 
 import (
 	"context"
-	"iter"
 	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/compactor/planner"
 	"github.com/icekeeper/icekeeper/compactor/rebase"
-	"github.com/icekeeper/icekeeper/internal/partition"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // scanned is the table as the run found it: the snapshot it plans on, the
@@ -43,7 +41,7 @@ func scan(ctx context.Context, tbl *table.Table, withAges bool) (scanned, error)
 	sc.files = make([]planner.File, len(sc.tasks))
 	for i, task := range sc.tasks {
 		df := task.File
-		sc.files[i] = planner.File{ID: i, Path: df.FilePath(), Partition: partitionKey(df), Label: partitionLabel(meta, df),
+		sc.files[i] = planner.File{ID: i, Path: df.FilePath(), Partition: planner.PartitionKey(df), Label: planner.PartitionLabel(meta, df),
 			Format: strings.ToLower(string(df.FileFormat())), SizeBytes: df.FileSizeBytes(), Records: df.Count(),
 			DeleteFiles:     len(task.DeleteFiles) + len(task.EqualityDeleteFiles) + len(task.DeletionVectorFiles),
 			EqualityDeletes: len(task.EqualityDeleteFiles),
@@ -58,7 +56,7 @@ func scan(ctx context.Context, tbl *table.Table, withAges bool) (scanned, error)
 // alone delete (an upper bound: two may name one row).
 func deletedRows(t table.FileScanTask) int64 {
 	var n int64
-	for _, d := range positionDeletes(t) {
+	for _, d := range planner.PositionDeletes(t) {
 		if scopedTo(d, t.File.FilePath()) {
 			n += d.Count()
 		}
@@ -73,8 +71,8 @@ func scopedTo(d iceberg.DataFile, path string) bool {
 	if ref := d.ReferencedDataFile(); ref != nil {
 		return *ref == path
 	}
-	lo, hasLo := d.LowerBoundValues()[filePathFieldID]
-	hi, hasHi := d.UpperBoundValues()[filePathFieldID]
+	lo, hasLo := d.LowerBoundValues()[rebase.FilePathFieldID]
+	hi, hasHi := d.UpperBoundValues()[rebase.FilePathFieldID]
 	return hasLo && hasHi && string(lo) == path && string(hi) == path
 }
 
@@ -84,7 +82,7 @@ func scopedTo(d iceberg.DataFile, path string) bool {
 func fileAges(ctx context.Context, tbl *table.Table) (map[string]time.Time, error) {
 	meta := tbl.Metadata()
 	out := map[string]time.Time{}
-	for e, err := range liveEntries(ctx, tbl, iceberg.ManifestContentData) {
+	for e, err := range rebase.LiveEntries(ctx, tbl, iceberg.ManifestContentData) {
 		if err != nil {
 			return nil, err
 		}
@@ -95,27 +93,6 @@ func fileAges(ctx context.Context, tbl *table.Table) (map[string]time.Time, erro
 	return out, nil
 }
 
-// liveEntries yields the live entries of the current snapshot's manifests
-// of one content type.
-func liveEntries(ctx context.Context, tbl *table.Table, content iceberg.ManifestContent) iter.Seq2[iceberg.ManifestEntry, error] {
-	return rebase.LiveEntries(ctx, tbl, content)
-}
-
-// partitionLabel names a file's partition for people (partition.Label).
-func partitionLabel(meta table.Metadata, df iceberg.DataFile) string {
-	return partition.Label(meta, df)
-}
-
-// partitionKey is the canonical partition of a file (partition.Key).
-func partitionKey(df iceberg.DataFile) string { return partition.Key(df) }
-
-// removalKey names a file to remove in a manifest (rebase.RemovalKey).
-func removalKey(df iceberg.DataFile) string { return rebase.RemovalKey(df) }
-
 // manifestReads is how many manifests a scan reads at once: on object
 // storage each read is a round trip, and a table can hold thousands.
 const manifestReads = 16
-
-// filePathFieldID is the field ID of a position delete file's file_path
-// column.
-const filePathFieldID = rebase.FilePathFieldID

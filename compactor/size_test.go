@@ -11,6 +11,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // Compacted files are no larger than their inputs (5% at most, for the
@@ -25,15 +26,15 @@ func TestOutputSize(t *testing.T) {
 		props iceberg.Properties
 		path  string
 	}{
-		{"zstd", iceberg.Properties{"write.parquet.compression-codec": "zstd"}, PathMerge},
-		{"zstd level 1", iceberg.Properties{"write.parquet.compression-codec": "zstd", "write.parquet.compression-level": "1"}, PathMerge},
-		{"zstd level 9", iceberg.Properties{"write.parquet.compression-codec": "zstd", "write.parquet.compression-level": "9"}, PathMerge},
-		{"gzip", iceberg.Properties{"write.parquet.compression-codec": "gzip"}, PathMerge},
-		{"gzip level 9", iceberg.Properties{"write.parquet.compression-codec": "gzip", "write.parquet.compression-level": "9"}, PathMerge},
-		{"snappy", iceberg.Properties{"write.parquet.compression-codec": "snappy"}, PathMerge},
-		{"uncompressed", iceberg.Properties{"write.parquet.compression-codec": "uncompressed"}, PathMerge},
+		{"zstd", iceberg.Properties{"write.parquet.compression-codec": "zstd"}, planner.PathMerge},
+		{"zstd level 1", iceberg.Properties{"write.parquet.compression-codec": "zstd", "write.parquet.compression-level": "1"}, planner.PathMerge},
+		{"zstd level 9", iceberg.Properties{"write.parquet.compression-codec": "zstd", "write.parquet.compression-level": "9"}, planner.PathMerge},
+		{"gzip", iceberg.Properties{"write.parquet.compression-codec": "gzip"}, planner.PathMerge},
+		{"gzip level 9", iceberg.Properties{"write.parquet.compression-codec": "gzip", "write.parquet.compression-level": "9"}, planner.PathMerge},
+		{"snappy", iceberg.Properties{"write.parquet.compression-codec": "snappy"}, planner.PathMerge},
+		{"uncompressed", iceberg.Properties{"write.parquet.compression-codec": "uncompressed"}, planner.PathMerge},
 		// parquet-go cannot read arrow-go's LZ4_RAW pages: iceberg-go's path.
-		{"lz4raw", iceberg.Properties{"write.parquet.compression-codec": "lz4raw"}, PathIceberg},
+		{"lz4raw", iceberg.Properties{"write.parquet.compression-codec": "lz4raw"}, planner.PathIceberg},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, tbl := newEnv(t, benchSchema(), *iceberg.UnpartitionedSpec, "2")
@@ -77,7 +78,7 @@ func TestOutputSize(t *testing.T) {
 			}
 
 			fig := e.checkCompaction(&Job{MinInputFiles: 2})
-			if g := fig.Plan.Groups[0]; g.Path != tc.path || (fig.GroupsMerged == 1) != (tc.path == PathMerge) {
+			if g := fig.Plan.Groups[0]; g.Path != tc.path || (fig.GroupsMerged == 1) != (tc.path == planner.PathMerge) {
 				t.Fatalf("the group took path %s (%s), %d merged; want %s", g.Path, g.PathReason, fig.GroupsMerged, tc.path)
 			}
 			out := float64(fig.OutputBytes)

@@ -15,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // The sort and z-order strategies read a whole group into memory (its
@@ -39,25 +41,25 @@ func sortKeys(tbl *table.Table, sc *arrow.Schema, cols []arrow.Array) ([]sortKey
 	var keys []sortKey
 	for _, f := range order.Fields() {
 		if _, ok := f.Transform.(iceberg.IdentityTransform); !ok {
-			return nil, fmt.Errorf("%w: sort order field %v uses transform %s; only identity sort fields are supported", ErrStrategy, f.SourceIDs, f.Transform)
+			return nil, fmt.Errorf("%w: sort order field %v uses transform %s; only identity sort fields are supported", planner.ErrStrategy, f.SourceIDs, f.Transform)
 		}
 		name, ok := tbl.Schema().FindColumnName(f.SourceIDs[0])
 		if !ok {
-			return nil, fmt.Errorf("%w: sort order names column id %d, which the schema does not have", ErrStrategy, f.SourceIDs[0])
+			return nil, fmt.Errorf("%w: sort order names column id %d, which the schema does not have", planner.ErrStrategy, f.SourceIDs[0])
 		}
 		idx := sc.FieldIndices(name)
 		if len(idx) != 1 {
-			return nil, fmt.Errorf("%w: sort column %s is nested; only top-level columns are supported", ErrStrategy, name)
+			return nil, fmt.Errorf("%w: sort column %s is nested; only top-level columns are supported", planner.ErrStrategy, name)
 		}
 		k := sortKey{name: name, col: cols[idx[0]], desc: f.Direction == table.SortDESC, nullsFirst: f.NullOrder == table.NullsFirst}
 		var err error
 		if k.compare, k.zbits, err = comparer(k.col); err != nil {
-			return nil, fmt.Errorf("%w: sort column %s: %v", ErrStrategy, name, err)
+			return nil, fmt.Errorf("%w: sort column %s: %v", planner.ErrStrategy, name, err)
 		}
 		keys = append(keys, k)
 	}
 	if len(keys) == 0 {
-		return nil, fmt.Errorf("%w: the table's sort order has no fields", ErrStrategy)
+		return nil, fmt.Errorf("%w: the table's sort order has no fields", planner.ErrStrategy)
 	}
 	return keys, nil
 }

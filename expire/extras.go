@@ -11,11 +11,12 @@ import (
 
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // unused returns the schemas and partition specs that no snapshot kept by
 // d uses, never the current schema or default spec.
-func unused(fs icebergio.IO, meta table.Metadata, d Decision) (schemas, specs []int, err error) {
+func unused(fs icebergio.IO, meta table.Metadata, d planner.SnapshotDecision) (schemas, specs []int, err error) {
 	usedSchemas := map[int]bool{meta.CurrentSchema().ID: true}
 	usedSpecs := map[int]bool{meta.DefaultPartitionSpec(): true}
 	for _, snap := range meta.Snapshots() {
@@ -55,7 +56,7 @@ func unused(fs icebergio.IO, meta table.Metadata, d Decision) (schemas, specs []
 // their manifest lists, and the manifests and data and delete files listed
 // in them. DeleteFiles re-checks every one against the metadata as it is
 // now, so a file a kept snapshot still reaches is never deleted.
-func (j *Job) deleteExpired(ctx context.Context, t jobs.Target, s maintenance.Settings, fs icebergio.IO, before table.Metadata, d Decision, fig *Figures) error {
+func (j *Job) deleteExpired(ctx context.Context, t jobs.Target, s maintenance.Settings, fs icebergio.IO, before table.Metadata, d planner.SnapshotDecision, fig *Figures) error {
 	if j.DeleteFiles == nil {
 		return errors.New("expiration.deleteExpiredFiles is set but this icekeeper has no file deleter wired")
 	}

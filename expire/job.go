@@ -1,3 +1,7 @@
+// Package expire is icebergSnapshotManagement: it loads a table, asks
+// package planner which snapshots and refs expire (planner.Snapshots, where
+// the retention rules live), commits that with conflict handling — deciding
+// again on every attempt — and records the figures.
 package expire
 
 import (
@@ -13,6 +17,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/health"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // Job is icebergSnapshotManagement. Expiration changes metadata only, like
@@ -38,18 +43,18 @@ func (j *Job) Type() maintenance.JobType { return maintenance.SnapshotManagement
 
 // Figures is what a run reports and records.
 type Figures struct {
-	Now                 time.Time `json:"now"`
-	DryRun              bool      `json:"dryRun,omitempty"`
-	SnapshotsBefore     int       `json:"snapshotsBefore"`
-	SnapshotsExpired    int       `json:"snapshotsExpired"`
-	SnapshotsKept       int       `json:"snapshotsKept"`
-	RefsRemoved         int       `json:"refsRemoved"`
-	Decision            Decision  `json:"decision"`
-	MetadataBytesBefore int64     `json:"metadataBytesBefore"`
-	MetadataBytesAfter  int64     `json:"metadataBytesAfter,omitempty"`
-	SchemasRemoved      []int     `json:"schemasRemoved,omitempty"`
-	SpecsRemoved        []int     `json:"specsRemoved,omitempty"`
-	FilesDeleted        int       `json:"filesDeleted,omitempty"`
+	Now                 time.Time                `json:"now"`
+	DryRun              bool                     `json:"dryRun,omitempty"`
+	SnapshotsBefore     int                      `json:"snapshotsBefore"`
+	SnapshotsExpired    int                      `json:"snapshotsExpired"`
+	SnapshotsKept       int                      `json:"snapshotsKept"`
+	RefsRemoved         int                      `json:"refsRemoved"`
+	Decision            planner.SnapshotDecision `json:"decision"`
+	MetadataBytesBefore int64                    `json:"metadataBytesBefore"`
+	MetadataBytesAfter  int64                    `json:"metadataBytesAfter,omitempty"`
+	SchemasRemoved      []int                    `json:"schemasRemoved,omitempty"`
+	SpecsRemoved        []int                    `json:"specsRemoved,omitempty"`
+	FilesDeleted        int                      `json:"filesDeleted,omitempty"`
 	// MetadataFilesRemoved are old metadata.json files deleted after the
 	// commit, as write.metadata.delete-after-commit.enabled asks.
 	MetadataFilesRemoved int   `json:"metadataFilesRemoved"`
@@ -75,7 +80,7 @@ func (f *Figures) Text() string {
 	for _, e := range f.Decision.Expire {
 		fmt.Fprintf(&b, "  %s %d (%s): %s\n", expire, e.SnapshotID, e.Timestamp.Format(time.RFC3339), e.Reason)
 	}
-	for _, r := range []Rule{KeptRefHead, KeptMinCount, KeptBranchAge, KeptUnrefAge} {
+	for _, r := range []planner.KeepRule{planner.KeptRefHead, planner.KeptMinCount, planner.KeptBranchAge, planner.KeptUnrefAge} {
 		if n := f.Decision.KeptByRule[r]; n > 0 {
 			fmt.Fprintf(&b, "  keep %d by %s\n", n, r)
 		}
@@ -102,7 +107,7 @@ func (f *Figures) Counters() map[string]float64 {
 // only way to honour refs that moved.
 func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
 	start := time.Now()
-	s := SettingsOf(all)
+	s := planner.SnapshotSettingsOf(all)
 	cat, err := t.Bucket.Catalog(ctx)
 	if err != nil {
 		return jobs.Outcome{}, err
@@ -121,7 +126,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 	var committed table.Metadata
 	var newLoc string
 	var fs icebergio.IO
-	var d Decision
+	var d planner.SnapshotDecision
 	st, err := commit.Do(ctx, policy, func(ctx context.Context, attempt int) error {
 		if attempt > 1 {
 			if tbl, err = t.Bucket.LoadTable(ctx, t.Table); err != nil {
@@ -135,7 +140,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 			return err
 		}
 		meta := tbl.Metadata()
-		if d, err = Decide(meta, s, opts.Now); err != nil {
+		if d, err = planner.Snapshots(meta, s, opts.Now); err != nil {
 			return err
 		}
 		fig.Decision = d
@@ -196,7 +201,7 @@ func (j *Job) policyDefaults() commit.Policy {
 // that every ref still points where it pointed when we decided, so a
 // concurrent commit to any ref makes the commit fail instead of expiring
 // what the new state may need.
-func commitOf(meta table.Metadata, d Decision) ([]table.Requirement, []table.Update) {
+func commitOf(meta table.Metadata, d planner.SnapshotDecision) ([]table.Requirement, []table.Update) {
 	reqs := []table.Requirement{table.AssertTableUUID(meta.TableUUID())}
 	for name, ref := range meta.Refs() {
 		id := ref.SnapshotID

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/icekeeper/icekeeper/compactor/planner"
 	"github.com/icekeeper/icekeeper/internal/health"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // SettingsStore is the part of the state store that holds the overrides

@@ -32,13 +32,15 @@ import (
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // DefaultMaxDeletesPerRun is the deletion cap when the bucket sets none.
 const DefaultMaxDeletesPerRun = 100000
 
-// listedPaths bounds the paths kept in a run's figures; counts stay exact.
-const listedPaths = 200
+// listedPaths bounds the paths kept in a run's figures, as the plan
+// bounds its own; counts stay exact.
+const listedPaths = planner.ListedPaths
 
 // Job is icebergUnreferencedFileRemoval.
 type Job struct {
@@ -63,7 +65,7 @@ type Figures struct {
 	// left alone (with allowNestedTables).
 	OtherTablePrefixes []string `json:"otherTablePrefixes,omitempty"`
 	References         refStats `json:"references"`
-	Plan
+	planner.RemovalPlan
 
 	Marked        int      `json:"marked"`
 	Unmarked      int      `json:"unmarked"`
@@ -152,7 +154,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 	if err != nil {
 		return out, err
 	}
-	pl := newPlanner(rules, opts.Now, v.refs, v.exclude, marks)
+	pl := planner.NewRemoval(rules.RemovalRules, opts.Now, planMarks(marks))
 	for _, p := range v.pfx {
 		st, err := j.storageFor(ctx, t.Bucket, p)
 		if err != nil {
@@ -162,14 +164,14 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 			if !under(o.Loc, v.pfx) { // a listing must never stray outside
 				return fmt.Errorf("storage listed %s outside the table's prefixes", o.Loc)
 			}
-			pl.observe(o)
+			pl.Observe(planner.RemovalObject{Path: o.Loc.String(), Size: o.Size, LastModified: o.LastModified}, v.standing(o.Loc))
 			return nil
 		}); err != nil {
 			return out, err
 		}
 	}
-	plan := pl.finish()
-	fig.Plan = plan
+	plan := pl.Finish()
+	fig.RemovalPlan = plan
 	// Every file the snapshots need must have been listed: if one was
 	// not, storage names objects otherwise than the metadata does, and
 	// what looks unreferenced may be live.
@@ -191,10 +193,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 		return out, nil
 	}
 
-	for i := range plan.Mark {
-		plan.Mark[i].Table, plan.Mark[i].RunID = key, opts.RunID
-	}
-	if err := j.Store.PutMarks(ctx, plan.Mark); err != nil {
+	if err := j.Store.PutMarks(ctx, storeMarks(plan.Mark, key, opts.RunID)); err != nil {
 		return out, err
 	}
 	if _, err := j.Store.DeleteMarks(ctx, key, slices.Concat(plan.Unmark, plan.Vanished)); err != nil {
@@ -248,6 +247,24 @@ func (j *Job) view(ctx context.Context, t jobs.Target, rules Rules) (view, error
 	return v, err
 }
 
+// standing classifies the listed object at l for the planner: whether
+// the table references it (which also records that it was listed, for
+// the check that no required file is missing), whether storage may
+// resolve its name to another object, and whether it is another table's.
+// The order is the planner's: a referenced object is referenced whatever
+// its name.
+func (v view) standing(l loc) planner.Standing {
+	switch {
+	case v.refs.see(l):
+		return planner.StandingReferenced
+	case !l.clean():
+		return planner.StandingUnsafeName
+	case under(l, v.exclude):
+		return planner.StandingOtherTable
+	}
+	return planner.StandingUnreferenced
+}
+
 // keeps says why l may not be deleted on the strength of v, or ""
 // when it may: it must be a clean name under the table's own prefixes,
 // outside every other table's, and no form of it referenced.
@@ -272,7 +289,7 @@ func (v view) keeps(l loc) string {
 // deleteDue deletes marks that are due, after re-checking each against
 // metadata loaded afresh now: a writer may have committed a reference
 // since the listing (a rollback, a re-registered file).
-func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []state.Mark, fig *Figures) error {
+func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []planner.Mark, fig *Figures) error {
 	v, err := j.view(ctx, t, rules)
 	if err != nil {
 		return fmt.Errorf("re-check before deleting: %w", err)
@@ -409,13 +426,32 @@ func first(paths []string) []string {
 	return paths
 }
 
-func firstPaths(marks []state.Mark) []string {
+func firstPaths(marks []planner.Mark) []string {
 	var out []string
 	for i, m := range marks {
 		if i == listedPaths {
 			break
 		}
 		out = append(out, m.Path)
+	}
+	return out
+}
+
+// planMarks are the store's marks as the planner decides on them.
+func planMarks(marks []state.Mark) []planner.Mark {
+	out := make([]planner.Mark, len(marks))
+	for i, m := range marks {
+		out[i] = planner.Mark{Path: m.Path, Size: m.Size, LastModified: m.LastModified, MarkedAt: m.MarkedAt, ProtectedAt: m.ProtectedAt}
+	}
+	return out
+}
+
+// storeMarks are the planner's new marks as the store keeps them, for
+// table key and run.
+func storeMarks(marks []planner.Mark, key state.TableKey, run int64) []state.Mark {
+	out := make([]state.Mark, len(marks))
+	for i, m := range marks {
+		out[i] = state.Mark{Table: key, Path: m.Path, Size: m.Size, LastModified: m.LastModified, MarkedAt: m.MarkedAt, RunID: run, ProtectedAt: m.ProtectedAt}
 	}
 	return out
 }

@@ -88,7 +88,7 @@ type bounds struct {
 	nulls  int64
 }
 
-func dataFile(t *testing.T, path string, size, rows int64, b bounds, part map[int]any) iceberg.DataFile {
+func boundedFile(t *testing.T, path string, size, rows int64, b bounds, part map[int]any) iceberg.DataFile {
 	t.Helper()
 	bld, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, path, iceberg.ParquetFile, part, nil, nil, rows, size)
 	if err != nil {
@@ -131,7 +131,7 @@ func TestFateOf(t *testing.T) {
 		{"dates across the cutoff's day", date, bounds{le4(20000), le4(20002), 0}, FateFilter},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.col.FateOf(dataFile(t, "f.parquet", 100, 10, tc.b, nil)); got != tc.want {
+			if got := tc.col.FateOf(boundedFile(t, "f.parquet", 100, 10, tc.b, nil)); got != tc.want {
 				t.Fatalf("fate %d, want %d", got, tc.want)
 			}
 		})
@@ -145,7 +145,7 @@ func TestPlanExpiry(t *testing.T) {
 	split := bounds{le8(cut - day), le8(cut + day), 0}
 	fresh := bounds{le8(cut), le8(cut + day), 0}
 	file := func(part, path string, size int64, b bounds) ExpiryFile {
-		return ExpiryFile{Task: table.FileScanTask{File: dataFile(t, path, size, 10, b, nil)}, Partition: part, Label: "label " + part}
+		return ExpiryFile{Task: table.FileScanTask{File: boundedFile(t, path, size, 10, b, nil)}, Partition: part, Label: "label " + part}
 	}
 	type group struct {
 		partition string

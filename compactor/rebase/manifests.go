@@ -15,7 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/commit"
-	"github.com/icekeeper/icekeeper/internal/partition"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // ManifestOutcome is what a manifest rewrite did.
@@ -175,7 +175,7 @@ func (m *manifestRewrite) merge(meta table.Metadata) error {
 		}
 		es := bySpec[id]
 		slices.SortStableFunc(es, func(a, b iceberg.ManifestEntry) int {
-			return cmp.Compare(partition.Key(a.DataFile()), partition.Key(b.DataFile()))
+			return cmp.Compare(planner.PartitionKey(a.DataFile()), planner.PartitionKey(b.DataFile()))
 		})
 		for len(es) > 0 {
 			n := min(len(es), perManifest)

@@ -14,7 +14,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/internal/partition"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // replace is one batch's snapshot, of a GroupProducer's groups. Its
@@ -87,14 +87,6 @@ type rewrite struct {
 	sig  string // the manifests it replaces and the keys it marks deleted
 }
 
-// RemovalKey names a file to remove in a manifest. Deletion vectors share
-// one Puffin file, so a vector is its file and offset.
-func RemovalKey(df iceberg.DataFile) string {
-	if df.FileFormat() == iceberg.PuffinFile && df.ContentOffset() != nil {
-		return df.FilePath() + "@" + strconv.FormatInt(*df.ContentOffset(), 10)
-	}
-	return df.FilePath()
-}
 
 func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *table.Snapshot, batch []table.CompactionGroupResult, deletes Deletes, op GroupProducer) *replace {
 	r := &replace{
@@ -109,18 +101,18 @@ func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *ta
 	for i, g := range batch {
 		for _, df := range g.OldDataFiles {
 			r.candidates[df.FilePath()] = i
-			pk := partition.Key(df)
+			pk := planner.PartitionKey(df)
 			r.byPartition[pk] = append(r.byPartition[pk], input{group: i, path: df.FilePath()})
 		}
 	}
 	if op.ReplacesDeletes() {
 		for i, g := range batch {
 			for _, d := range slices.Concat(g.SafePosDeletes, g.SafeDeletionVectors) {
-				r.candidates[RemovalKey(d)] = i
+				r.candidates[planner.RemovalKey(d)] = i
 			}
 			for _, d := range g.NewDataFiles {
 				if ref := d.ReferencedDataFile(); ref != nil && d.FileFormat() == iceberg.PuffinFile {
-					pk := partition.Key(d)
+					pk := planner.PartitionKey(d)
 					r.byPartition[pk] = append(r.byPartition[pk], input{group: i, path: *ref})
 				}
 			}
@@ -128,8 +120,8 @@ func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *ta
 	}
 	for _, g := range op.Settle(batch, deletes) {
 		for _, d := range slices.Concat(g.SafePosDeletes, g.SafeDeletionVectors) {
-			if _, ok := r.candidates[RemovalKey(d)]; !ok {
-				r.candidates[RemovalKey(d)] = -1
+			if _, ok := r.candidates[planner.RemovalKey(d)]; !ok {
+				r.candidates[planner.RemovalKey(d)] = -1
 			}
 		}
 	}
@@ -148,8 +140,8 @@ func (r *replace) live() ([]table.CompactionGroupResult, []int) {
 	}
 	keep = r.op.Settle(keep, r.deletes)
 	for i := range keep {
-		keep[i].SafePosDeletes = slices.DeleteFunc(keep[i].SafePosDeletes, func(d iceberg.DataFile) bool { return r.gone[RemovalKey(d)] })
-		keep[i].SafeDeletionVectors = slices.DeleteFunc(slices.Clone(keep[i].SafeDeletionVectors), func(d iceberg.DataFile) bool { return r.gone[RemovalKey(d)] })
+		keep[i].SafePosDeletes = slices.DeleteFunc(keep[i].SafePosDeletes, func(d iceberg.DataFile) bool { return r.gone[planner.RemovalKey(d)] })
+		keep[i].SafeDeletionVectors = slices.DeleteFunc(slices.Clone(keep[i].SafeDeletionVectors), func(d iceberg.DataFile) bool { return r.gone[planner.RemovalKey(d)] })
 	}
 	return keep, idx
 }
@@ -308,7 +300,7 @@ func (r *replace) wanted() (map[string]bool, []iceberg.DataFile) {
 			want[df.FilePath()] = true
 		}
 		for _, d := range append(slices.Clone(g.SafePosDeletes), g.SafeDeletionVectors...) {
-			if k := RemovalKey(d); !want[k] {
+			if k := planner.RemovalKey(d); !want[k] {
 				want[k] = true
 				deletes = append(deletes, d)
 			}
@@ -369,7 +361,7 @@ func (r *replace) record(m iceberg.ManifestFile, entries []iceberg.ManifestEntry
 	keys := []string{}
 	for _, e := range entries {
 		df := e.DataFile()
-		k := RemovalKey(df)
+		k := planner.RemovalKey(df)
 		if _, ok := r.candidates[k]; ok {
 			keys = append(keys, k)
 		}
@@ -387,7 +379,7 @@ func (r *replace) record(m iceberg.ManifestFile, entries []iceberg.ManifestEntry
 // may apply to: same partition, and its referenced data file, or else the
 // range of data file paths its bounds give, names one of their inputs.
 func (r *replace) dropFor(d iceberg.DataFile) {
-	for _, in := range r.byPartition[partition.Key(d)] {
+	for _, in := range r.byPartition[planner.PartitionKey(d)] {
 		if _, ok := r.dropped[in.group]; ok {
 			continue
 		}
@@ -459,7 +451,7 @@ func (r *replace) rewriteManifests(meta table.Metadata, rk rewriteKey, ms []iceb
 			}
 			for _, e := range entries {
 				var err error
-				if want[RemovalKey(e.DataFile())] {
+				if want[planner.RemovalKey(e.DataFile())] {
 					err = w.Delete(e)
 				} else {
 					err = w.Existing(e)

@@ -24,7 +24,6 @@ import (
 
 	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/internal/commit"
-	"github.com/icekeeper/icekeeper/internal/partition"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
@@ -202,7 +201,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, s maintenance.Settings, op
 	target := planner.ExpiryTargetBytes(tbl.Properties())
 	files := make([]planner.ExpiryFile, len(sc.Tasks))
 	for i, task := range sc.Tasks {
-		files[i] = planner.ExpiryFile{Task: task, Partition: partition.Key(task.File), Label: partition.Label(tbl.Metadata(), task.File)}
+		files[i] = planner.ExpiryFile{Task: task, Partition: planner.PartitionKey(task.File), Label: planner.PartitionLabel(tbl.Metadata(), task.File)}
 	}
 	groups, kept := planner.PlanExpiry(col, files, target)
 	fig.FilesKept = kept

@@ -1,10 +1,8 @@
-// Package expire is icebergSnapshotManagement: which snapshots and refs of
-// a table expire, and committing that.
-//
-// Decide is pure (metadata, settings and a clock in; a decision with a
-// reason for every snapshot and removed ref out), so every rule is tested
-// on generated histories without storage. Job loads, decides, commits with
-// conflict handling and records the figures.
+// Snapshot management's decision: which snapshots and refs of a table
+// expire. Metadata, settings and a clock in; a decision with a reason for
+// every expired snapshot and removed ref, and the rule that kept every
+// other snapshot, out. Package expire loads the table, calls Snapshots,
+// commits the decision with conflict handling and records the figures.
 //
 // Rules, as S3 Tables states them and extended to refs:
 //   - On a branch, a snapshot expires only when it is older than the
@@ -19,7 +17,8 @@
 //     settings: by default the more conservative value wins (keep more,
 //     never less); in strict mode a table whose properties or refs ask for
 //     more than the settings fails with S3 Tables' message instead.
-package expire
+
+package planner
 
 import (
 	"errors"
@@ -48,62 +47,64 @@ const (
 	MsgRefsNotAllowed = "Iceberg Snapshot management does not currently support user defined tags or references."
 )
 
-// Sentinel errors of Decide.
+// Sentinel errors of Snapshots.
 var (
 	ErrPropsConflict  = errors.New(MsgPropsConflict)  // strict mode only
 	ErrRefsNotAllowed = errors.New(MsgRefsNotAllowed) // strict mode only
 	ErrBadProperty    = errors.New("invalid retention property")
 )
 
-// Mode chooses how table retention properties combine with the settings.
-type Mode string
+// RetentionMode chooses how table retention properties combine with the
+// settings.
+type RetentionMode string
 
-// Modes.
+// Retention modes.
 const (
-	Conservative Mode = "conservative" // the value that keeps more wins
-	Strict       Mode = "strict"       // S3 Tables: conflicting properties or refs fail the run
+	RetentionConservative RetentionMode = "conservative" // the value that keeps more wins
+	RetentionStrict       RetentionMode = "strict"       // S3 Tables: conflicting properties or refs fail the run
 )
 
-// Settings are the resolved maintenance settings.
-type Settings struct {
+// SnapshotSettings are snapshot management's settings, resolved.
+type SnapshotSettings struct {
 	MinSnapshotsToKeep int
 	MaxSnapshotAge     time.Duration
-	Mode               Mode
+	Mode               RetentionMode
 	// The opt-ins: delete the files only expired snapshots referenced,
 	// right after the commit; drop schemas and specs no snapshot left uses.
 	DeleteExpiredFiles         bool
 	PruneUnusedSchemasAndSpecs bool
 }
 
-// SettingsOf picks snapshot management's settings out of a table's.
-func SettingsOf(s maintenance.Settings) Settings {
+// SnapshotSettingsOf picks snapshot management's settings out of a
+// table's.
+func SnapshotSettingsOf(s maintenance.Settings) SnapshotSettings {
 	c := s.For(maintenance.SnapshotManagement).SnapshotManagement
-	out := Settings{
+	out := SnapshotSettings{
 		MinSnapshotsToKeep:         *c.MinSnapshotsToKeep,
 		MaxSnapshotAge:             time.Duration(*c.MaxSnapshotAgeHours) * time.Hour,
-		Mode:                       Mode(s.Knobs.RetentionMode),
+		Mode:                       RetentionMode(s.Knobs.RetentionMode),
 		DeleteExpiredFiles:         s.Knobs.DeleteExpiredFiles,
 		PruneUnusedSchemasAndSpecs: s.Knobs.PruneUnusedSchemasAndSpecs,
 	}
 	if out.Mode == "" {
-		out.Mode = Conservative
+		out.Mode = RetentionConservative
 	}
 	return out
 }
 
-// Rule names why a snapshot is kept.
-type Rule string
+// KeepRule names why a snapshot is kept.
+type KeepRule string
 
 // Keep rules.
 const (
-	KeptRefHead   Rule = "ref-head"              // a branch's head or a tagged snapshot
-	KeptMinCount  Rule = "min-snapshots-to-keep" // among the most recent of a branch
-	KeptBranchAge Rule = "branch-max-age"        // on a branch and younger than its max age
-	KeptUnrefAge  Rule = "unreferenced-max-age"  // on no ref, younger than the max age
+	KeptRefHead   KeepRule = "ref-head"              // a branch's head or a tagged snapshot
+	KeptMinCount  KeepRule = "min-snapshots-to-keep" // among the most recent of a branch
+	KeptBranchAge KeepRule = "branch-max-age"        // on a branch and younger than its max age
+	KeptUnrefAge  KeepRule = "unreferenced-max-age"  // on no ref, younger than the max age
 )
 
-// Expired is a snapshot that goes, and why.
-type Expired struct {
+// ExpiredSnapshot is a snapshot that goes, and why.
+type ExpiredSnapshot struct {
 	SnapshotID int64     `json:"snapshotId"`
 	Timestamp  time.Time `json:"timestamp"`
 	Reason     string    `json:"reason"`
@@ -116,31 +117,31 @@ type RemovedRef struct {
 	Reason string `json:"reason"`
 }
 
-// Applied records which retention values were in force and where each
+// AppliedRetention records which retention values were in force and where each
 // came from ("setting", "table property" or "ref").
-type Applied struct {
-	MinSnapshotsToKeep       int     `json:"minSnapshotsToKeep"`
-	MinSnapshotsToKeepSource string  `json:"minSnapshotsToKeepSource"`
-	MaxSnapshotAgeHours      float64 `json:"maxSnapshotAgeHours"`
-	MaxSnapshotAgeSource     string  `json:"maxSnapshotAgeSource"`
-	MaxRefAgeHours           float64 `json:"maxRefAgeHours,omitempty"` // 0: refs never age out
-	Mode                     Mode    `json:"mode"`
+type AppliedRetention struct {
+	MinSnapshotsToKeep       int           `json:"minSnapshotsToKeep"`
+	MinSnapshotsToKeepSource string        `json:"minSnapshotsToKeepSource"`
+	MaxSnapshotAgeHours      float64       `json:"maxSnapshotAgeHours"`
+	MaxSnapshotAgeSource     string        `json:"maxSnapshotAgeSource"`
+	MaxRefAgeHours           float64       `json:"maxRefAgeHours,omitempty"` // 0: refs never age out
+	Mode                     RetentionMode `json:"mode"`
 }
 
-// Decision is what Decide concluded.
-type Decision struct {
-	Expire     []Expired      `json:"expire"`
-	RemoveRefs []RemovedRef   `json:"removeRefs"`
-	Kept       map[int64]Rule `json:"-"`
-	KeptByRule map[Rule]int   `json:"keptByRule"`
-	Applied    Applied        `json:"applied"`
+// SnapshotDecision is what Snapshots concluded.
+type SnapshotDecision struct {
+	Expire     []ExpiredSnapshot  `json:"expire"`
+	RemoveRefs []RemovedRef       `json:"removeRefs"`
+	Kept       map[int64]KeepRule `json:"-"`
+	KeptByRule map[KeepRule]int   `json:"keptByRule"`
+	Applied    AppliedRetention   `json:"applied"`
 }
 
 // Empty reports whether the decision changes nothing.
-func (d Decision) Empty() bool { return len(d.Expire) == 0 && len(d.RemoveRefs) == 0 }
+func (d SnapshotDecision) Empty() bool { return len(d.Expire) == 0 && len(d.RemoveRefs) == 0 }
 
 // ExpireIDs returns the expiring snapshots' IDs.
-func (d Decision) ExpireIDs() []int64 {
+func (d SnapshotDecision) ExpireIDs() []int64 {
 	ids := make([]int64, len(d.Expire))
 	for i, e := range d.Expire {
 		ids[i] = e.SnapshotID
@@ -148,40 +149,40 @@ func (d Decision) ExpireIDs() []int64 {
 	return ids
 }
 
-// Decide decides which snapshots and refs of meta expire at now.
-func Decide(meta table.Metadata, s Settings, now time.Time) (Decision, error) {
+// Snapshots decides which snapshots and refs of meta expire at now.
+func Snapshots(meta table.Metadata, s SnapshotSettings, now time.Time) (SnapshotDecision, error) {
 	props := meta.Properties()
 	if err := maintenance.CheckGC(props); err != nil {
-		return Decision{}, err
+		return SnapshotDecision{}, err
 	}
 	propMin, hasPropMin, err := intProp(props, PropMinSnapshotsToKeep)
 	if err != nil {
-		return Decision{}, err
+		return SnapshotDecision{}, err
 	}
 	propAge, hasPropAge, err := intProp(props, PropMaxSnapshotAgeMs)
 	if err != nil {
-		return Decision{}, err
+		return SnapshotDecision{}, err
 	}
 	propRefAge, hasPropRefAge, err := intProp(props, PropMaxRefAgeMs)
 	if err != nil {
-		return Decision{}, err
+		return SnapshotDecision{}, err
 	}
 
-	applied := Applied{
+	applied := AppliedRetention{
 		MinSnapshotsToKeep: s.MinSnapshotsToKeep, MinSnapshotsToKeepSource: "setting",
 		MaxSnapshotAgeHours: s.MaxSnapshotAge.Hours(), MaxSnapshotAgeSource: "setting",
 		Mode: s.Mode,
 	}
 	minKeep, maxAgeMs := int64(s.MinSnapshotsToKeep), s.MaxSnapshotAge.Milliseconds()
-	if s.Mode == Strict {
+	if s.Mode == RetentionStrict {
 		// S3 Tables refuses tables whose own retention asks for more than
 		// the maintenance settings, and tables with user-defined refs.
 		if (hasPropMin && propMin > minKeep) || (hasPropAge && propAge > maxAgeMs) {
-			return Decision{}, ErrPropsConflict
+			return SnapshotDecision{}, ErrPropsConflict
 		}
 		for name := range meta.Refs() {
 			if name != table.MainBranch {
-				return Decision{}, ErrRefsNotAllowed
+				return SnapshotDecision{}, ErrRefsNotAllowed
 			}
 		}
 	} else {
@@ -204,8 +205,8 @@ func Decide(meta table.Metadata, s Settings, now time.Time) (Decision, error) {
 
 	nowMs := now.UnixMilli()
 	lookup := func(id int64) *table.Snapshot { return meta.SnapshotByID(id) }
-	d := Decision{Kept: map[int64]Rule{}, KeptByRule: map[Rule]int{}, Applied: applied}
-	keep := func(id int64, r Rule) {
+	d := SnapshotDecision{Kept: map[int64]KeepRule{}, KeptByRule: map[KeepRule]int{}, Applied: applied}
+	keep := func(id int64, r KeepRule) {
 		if _, ok := d.Kept[id]; !ok {
 			d.Kept[id] = r
 		}
@@ -225,7 +226,7 @@ func Decide(meta table.Metadata, s Settings, now time.Time) (Decision, error) {
 		ref := refs[name]
 		head := meta.SnapshotByID(ref.SnapshotID)
 		if head == nil {
-			return Decision{}, fmt.Errorf("ref %q points at snapshot %d, which is not in the metadata", name, ref.SnapshotID)
+			return SnapshotDecision{}, fmt.Errorf("ref %q points at snapshot %d, which is not in the metadata", name, ref.SnapshotID)
 		}
 		if name != table.MainBranch {
 			maxRefAge := defaultRefAge
@@ -295,7 +296,7 @@ func Decide(meta table.Metadata, s Settings, now time.Time) (Decision, error) {
 		if branch == "" {
 			reason = fmt.Sprintf("on no branch or tag and %s old (max %s)", hours(age), hours(maxAgeMs))
 		}
-		d.Expire = append(d.Expire, Expired{SnapshotID: snap.SnapshotID, Timestamp: time.UnixMilli(snap.TimestampMs).UTC(), Reason: reason})
+		d.Expire = append(d.Expire, ExpiredSnapshot{SnapshotID: snap.SnapshotID, Timestamp: time.UnixMilli(snap.TimestampMs).UTC(), Reason: reason})
 	}
 	for _, r := range d.Kept {
 		d.KeptByRule[r]++
@@ -303,7 +304,7 @@ func Decide(meta table.Metadata, s Settings, now time.Time) (Decision, error) {
 	if cur := meta.CurrentSnapshot(); cur != nil {
 		for _, e := range d.Expire {
 			if e.SnapshotID == cur.SnapshotID {
-				return Decision{}, fmt.Errorf("internal error: decided to expire the current snapshot %d", cur.SnapshotID)
+				return SnapshotDecision{}, fmt.Errorf("internal error: decided to expire the current snapshot %d", cur.SnapshotID)
 			}
 		}
 	}

@@ -1,7 +1,8 @@
-// Package planner decides compaction: from a table's data files (sizes,
-// partitions, attached deletes) it chooses groups per partition to rewrite
-// toward a target file size. It is pure — files in, plan out, no I/O — so
-// every rule is tested with tables of inputs, like Thanos' planner.
+// Compaction's decision: from a table's data files (sizes, partitions,
+// attached deletes) it chooses groups per partition to rewrite toward a
+// target file size, and for each group the path that rewrites it. It is
+// files in, plan out, so every rule is tested with tables of inputs, like
+// Thanos' planner.
 //
 // A file is a candidate when it is small (under 75% of the target), too
 // large (over 180% of the target, to be split), carries equality deletes
@@ -18,6 +19,7 @@
 // into itself is never planned. Files committed less than MinFileAge ago
 // are left alone: a streaming writer's newest files are still being joined
 // by more, and compacting them races the writer for nothing.
+
 package planner
 
 import (
@@ -25,9 +27,11 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/apache/iceberg-go/table"
 )
 
-// Defaults of Options.
+// Defaults of CompactionOptions.
 const (
 	SmallRatio         = 0.75
 	LargeRatio         = 1.80
@@ -64,8 +68,8 @@ type File struct {
 	Skip string
 }
 
-// Options steer planning.
-type Options struct {
+// CompactionOptions steer compaction planning.
+type CompactionOptions struct {
 	TargetBytes   int64
 	MinInputFiles int // default DefaultMinInput
 	// MaxGroupBytes bounds one group's input, which bounds the rewrite's
@@ -74,6 +78,11 @@ type Options struct {
 	// MinFileAge leaves files committed less than this before Now alone.
 	MinFileAge time.Duration
 	Now        time.Time
+
+	// Strategy is the resolved strategy (see Strategy) and Mergeable the
+	// executor's merge path; Rewrite chooses each group's path with them.
+	Strategy  string
+	Mergeable MergeCheck
 }
 
 // Group is one rewrite: files of one partition and what is expected out.
@@ -86,27 +95,29 @@ type Group struct {
 	DeleteFiles         int    `json:"deleteFiles"`
 	ExpectedOutputFiles int    `json:"expectedOutputFiles"`
 	Reason              string `json:"reason"`
-	// Path is how the executor will rewrite the group, and PathReason why
-	// when it is not its first choice; the planner leaves both empty.
+	// Path is how the executor will rewrite the group (one of the Path
+	// constants), and PathReason why when it is not its first choice;
+	// Rewrite fills both, Compaction leaves them empty.
 	Path       string `json:"path,omitempty"`
 	PathReason string `json:"pathReason,omitempty"`
 }
 
-// Skip records files or partitions the planner left alone, and why.
+// Skip records files or partitions a plan leaves alone, and why.
 type Skip struct {
 	Partition string `json:"partition"`
 	Files     int    `json:"files"`
 	Reason    string `json:"reason"`
 }
 
-// Plan is the planner's decision.
-type Plan struct {
+// CompactionPlan is compaction's decision: the groups to rewrite and
+// what was left alone.
+type CompactionPlan struct {
 	Groups  []Group `json:"groups"`
 	Skipped []Skip  `json:"skipped,omitempty"`
 }
 
 // InputFiles is the total of input files over all groups.
-func (p Plan) InputFiles() (n int) {
+func (p CompactionPlan) InputFiles() (n int) {
 	for _, g := range p.Groups {
 		n += g.InputFiles
 	}
@@ -114,7 +125,7 @@ func (p Plan) InputFiles() (n int) {
 }
 
 // InputBytes is the total of input bytes over all groups.
-func (p Plan) InputBytes() (n int64) {
+func (p CompactionPlan) InputBytes() (n int64) {
 	for _, g := range p.Groups {
 		n += g.InputBytes
 	}
@@ -122,17 +133,18 @@ func (p Plan) InputBytes() (n int64) {
 }
 
 // ExpectedOutputFiles is the total of expected output files.
-func (p Plan) ExpectedOutputFiles() (n int) {
+func (p CompactionPlan) ExpectedOutputFiles() (n int) {
 	for _, g := range p.Groups {
 		n += g.ExpectedOutputFiles
 	}
 	return n
 }
 
-// Make plans the rewrite of files under opts.
-func Make(files []File, opts Options) (Plan, error) {
+// Compaction groups files for rewriting under opts; it leaves each
+// group's Path empty (see Rewrite).
+func Compaction(files []File, opts CompactionOptions) (CompactionPlan, error) {
 	if opts.TargetBytes <= 0 {
-		return Plan{}, fmt.Errorf("target file size must be positive, got %d", opts.TargetBytes)
+		return CompactionPlan{}, fmt.Errorf("target file size must be positive, got %d", opts.TargetBytes)
 	}
 	if opts.MinInputFiles <= 0 {
 		opts.MinInputFiles = DefaultMinInput
@@ -145,7 +157,7 @@ func Make(files []File, opts Options) (Plan, error) {
 
 	byPart := map[string][]File{}
 	var parts []string
-	var plan Plan
+	var plan CompactionPlan
 	for _, f := range files {
 		label := f.Partition
 		if f.Label != "" {
@@ -218,6 +230,20 @@ func Make(files []File, opts Options) (Plan, error) {
 			grp.Reason = reason(g, small, large)
 			plan.Groups = append(plan.Groups, grp)
 		}
+	}
+	return plan, nil
+}
+
+// Rewrite is compaction's whole decision: the groups of files, each with
+// the path that will rewrite it (see RewritePath). files[i] describes
+// tasks[i] and has ID i. It reads metadata only.
+func Rewrite(meta table.Metadata, tasks []table.FileScanTask, files []File, opts CompactionOptions) (CompactionPlan, error) {
+	plan, err := Compaction(files, opts)
+	if err != nil {
+		return plan, err
+	}
+	for i, g := range plan.Groups {
+		plan.Groups[i].Path, plan.Groups[i].PathReason = RewritePath(meta, GroupTasks(tasks, g), opts.Strategy, opts.TargetBytes, opts.Mergeable)
 	}
 	return plan, nil
 }

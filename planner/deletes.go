@@ -1,13 +1,12 @@
-package compactor
+package planner
 
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-
-	"github.com/icekeeper/icekeeper/compactor/planner"
 )
 
 // DeleteGroup is one partition whose position deletes are rewritten: the
@@ -24,29 +23,33 @@ type DeleteGroup struct {
 	DeleteFiles         int `json:"deleteFiles"`
 	ExpectedOutputFiles int `json:"expectedOutputFiles"`
 
-	tasks  []table.FileScanTask
-	remove []iceberg.DataFile // the delete files and vectors replaced
+	// Tasks are the data files' scan tasks, with the deletes the rewrite
+	// reads; Remove the delete files and vectors the rewrite replaces.
+	Tasks  []table.FileScanTask `json:"-"`
+	Remove []iceberg.DataFile   `json:"-"`
 }
 
-// planDeletes picks the partitions whose position deletes are due for a
-// rewrite: the data files of tasks not in taken (those a data rewrite
-// takes), by partition, where their position deletes are in at least
-// minFiles distinct files and the rewrite gains: on v2 a data file has
-// more than one delete file to apply, on v3 the vectors are in more than
-// one Puffin file. It
-// reads metadata only. A partition whose deletes cannot be read (not
-// Parquet or Puffin) is skipped with the reason.
-func planDeletes(meta table.Metadata, tasks []table.FileScanTask, covers map[string][]string, taken map[string]bool, minFiles int) ([]DeleteGroup, []planner.Skip) {
+// Deletes is delete-file compaction's decision: the partitions whose
+// position deletes are due for a rewrite. It takes the data files of
+// tasks not in taken (those a data rewrite takes, by path), by partition,
+// where their position deletes are in at least minFiles distinct files
+// (0: never) and the rewrite gains: on v2 a data file has more than one
+// delete file to apply, on v3 the vectors are in more than one Puffin
+// file. covers maps a position delete file's path to the data files the
+// scan attached it to; a delete file is replaced only when all of them are
+// in the group. It reads metadata only. A partition whose deletes cannot
+// be read (not Parquet or Puffin) is skipped with the reason.
+func Deletes(meta table.Metadata, tasks []table.FileScanTask, covers map[string][]string, taken map[string]bool, minFiles int) ([]DeleteGroup, []Skip) {
 	if minFiles <= 0 || meta.Version() < 2 {
 		return nil, nil
 	}
 	byPart := map[string][]table.FileScanTask{}
 	var parts []string
 	for _, t := range tasks {
-		if taken[t.File.FilePath()] || len(positionDeletes(t)) == 0 {
+		if taken[t.File.FilePath()] || len(PositionDeletes(t)) == 0 {
 			continue
 		}
-		pk := partitionKey(t.File)
+		pk := PartitionKey(t.File)
 		if _, ok := byPart[pk]; !ok {
 			parts = append(parts, pk)
 		}
@@ -54,10 +57,10 @@ func planDeletes(meta table.Metadata, tasks []table.FileScanTask, covers map[str
 	}
 	slices.Sort(parts)
 	var groups []DeleteGroup
-	var skipped []planner.Skip
+	var skipped []Skip
 	for _, pk := range parts {
 		ts := byPart[pk]
-		label := partitionLabel(meta, ts[0].File)
+		label := PartitionLabel(meta, ts[0].File)
 		targets := map[string]bool{}
 		for _, t := range ts {
 			targets[t.File.FilePath()] = true
@@ -68,13 +71,13 @@ func planDeletes(meta table.Metadata, tasks []table.FileScanTask, covers map[str
 		var unreadable string
 		applied := 0 // delete files applied to data files, summed
 		for _, t := range ts {
-			for _, d := range positionDeletes(t) {
+			for _, d := range PositionDeletes(t) {
 				applied++
 				files[d.FilePath()] = true
 				if f := d.FileFormat(); f != iceberg.ParquetFile && f != iceberg.PuffinFile {
 					unreadable = fmt.Sprintf("position delete file %s is %s; only Parquet and Puffin are read", d.FilePath(), f)
 				}
-				k := removalKey(d)
+				k := RemovalKey(d)
 				if removed[k] || !replacedWith(d, covers, targets) {
 					continue
 				}
@@ -83,7 +86,7 @@ func planDeletes(meta table.Metadata, tasks []table.FileScanTask, covers map[str
 			}
 		}
 		if unreadable != "" {
-			skipped = append(skipped, planner.Skip{Partition: label, Files: len(ts), Reason: unreadable})
+			skipped = append(skipped, Skip{Partition: label, Files: len(ts), Reason: unreadable})
 			continue
 		}
 		// On v2 the rewrite leaves one delete file per data file: it gains
@@ -97,14 +100,14 @@ func planDeletes(meta table.Metadata, tasks []table.FileScanTask, covers map[str
 			continue
 		}
 		groups = append(groups, DeleteGroup{Partition: label, DataFiles: len(ts), DeleteFiles: len(files), ExpectedOutputFiles: out,
-			tasks: ts, remove: remove})
+			Tasks: ts, Remove: remove})
 	}
 	return groups, skipped
 }
 
-// positionDeletes are the position delete files and deletion vectors the
+// PositionDeletes are the position delete files and deletion vectors the
 // scan attached to t's data file.
-func positionDeletes(t table.FileScanTask) []iceberg.DataFile {
+func PositionDeletes(t table.FileScanTask) []iceberg.DataFile {
 	var out []iceberg.DataFile
 	for _, d := range t.DeleteFiles {
 		if d.ContentType() == iceberg.EntryContentPosDeletes {
@@ -131,4 +134,13 @@ func replacedWith(d iceberg.DataFile, covers map[string][]string, targets map[st
 		}
 	}
 	return len(cs) > 0
+}
+
+// RemovalKey names a file to remove in a manifest. Deletion vectors share
+// one Puffin file, so a vector is its file and offset.
+func RemovalKey(df iceberg.DataFile) string {
+	if df.FileFormat() == iceberg.PuffinFile && df.ContentOffset() != nil {
+		return df.FilePath() + "@" + strconv.FormatInt(*df.ContentOffset(), 10)
+	}
+	return df.FilePath()
 }

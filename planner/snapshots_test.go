@@ -1,4 +1,4 @@
-package expire
+package planner
 
 import (
 	"encoding/json"
@@ -104,76 +104,76 @@ func (h history) build(t *testing.T) table.Metadata {
 	return meta
 }
 
-func settings(minKeep int, maxAgeHours int) Settings {
-	return Settings{MinSnapshotsToKeep: minKeep, MaxSnapshotAge: time.Duration(maxAgeHours) * time.Hour, Mode: Conservative}
+func snapSettings(minKeep int, maxAgeHours int) SnapshotSettings {
+	return SnapshotSettings{MinSnapshotsToKeep: minKeep, MaxSnapshotAge: time.Duration(maxAgeHours) * time.Hour, Mode: RetentionConservative}
 }
 
-func decide(t *testing.T, h history, s Settings) Decision {
+func decideSnapshots(t *testing.T, h history, s SnapshotSettings) SnapshotDecision {
 	t.Helper()
-	d, err := Decide(h.build(t), s, now)
+	d, err := Snapshots(h.build(t), s, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-func expiredIDs(d Decision) []int64 {
+func expiredIDs(d SnapshotDecision) []int64 {
 	ids := d.ExpireIDs()
 	slices.Sort(ids)
 	return ids
 }
 
-func check(t *testing.T, d Decision, want ...int64) {
+func checkExpired(t *testing.T, d SnapshotDecision, want ...int64) {
 	t.Helper()
 	if got := expiredIDs(d); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
 		t.Fatalf("expired %v, want %v (reasons %+v)", got, want, d.Expire)
 	}
 }
 
-func TestLinear(t *testing.T) {
+func TestSnapshotsLinear(t *testing.T) {
 	// Ages 300h..0h; 120h max age, keep 1: everything older than 120h goes.
 	h := linear(300, 250, 200, 130, 100, 50, 0)
-	check(t, decide(t, h, settings(1, 120)), 1, 2, 3, 4)
+	checkExpired(t, decideSnapshots(t, h, snapSettings(1, 120)), 1, 2, 3, 4)
 	// Keep 6: only the oldest is both old and beyond the count.
-	check(t, decide(t, h, settings(6, 120)), 1)
+	checkExpired(t, decideSnapshots(t, h, snapSettings(6, 120)), 1)
 	// Keep 7 = all snapshots: nothing goes.
-	check(t, decide(t, h, settings(7, 120)))
+	checkExpired(t, decideSnapshots(t, h, snapSettings(7, 120)))
 	// All young: nothing goes, whatever the count.
-	check(t, decide(t, linear(5, 4, 3, 2, 1), settings(1, 120)))
+	checkExpired(t, decideSnapshots(t, linear(5, 4, 3, 2, 1), snapSettings(1, 120)))
 }
 
-func TestExactlyMinSnapshots(t *testing.T) {
+func TestSnapshotsExactlyMinSnapshots(t *testing.T) {
 	h := linear(500, 400, 300)
-	check(t, decide(t, h, settings(3, 1)))
-	check(t, decide(t, h, settings(2, 1)), 1)
+	checkExpired(t, decideSnapshots(t, h, snapSettings(3, 1)))
+	checkExpired(t, decideSnapshots(t, h, snapSettings(2, 1)), 1)
 }
 
-func TestCurrentNeverExpires(t *testing.T) {
+func TestSnapshotsCurrentNeverExpires(t *testing.T) {
 	h := linear(1000, 900)
-	d := decide(t, h, settings(1, 1))
-	check(t, d, 1)
+	d := decideSnapshots(t, h, snapSettings(1, 1))
+	checkExpired(t, d, 1)
 	if d.Kept[2] != KeptRefHead {
 		t.Fatalf("current kept by %q", d.Kept[2])
 	}
 }
 
-func TestRollback(t *testing.T) {
+func TestSnapshotsRollback(t *testing.T) {
 	// 1 <- 2 <- 3, then a rollback to 2 and a new commit 4 on it: 3 is off
 	// the current lineage and expires by age alone.
 	h := history{refs: map[string]href{"main": {id: 4}}, props: map[string]string{},
 		snaps: []hsnap{{1, 0, 400}, {2, 1, 300}, {3, 2, 200}, {4, 2, 10}}}
-	check(t, decide(t, h, settings(1, 250)), 1, 2)
-	check(t, decide(t, h, settings(1, 150)), 1, 2, 3)
+	checkExpired(t, decideSnapshots(t, h, snapSettings(1, 250)), 1, 2)
+	checkExpired(t, decideSnapshots(t, h, snapSettings(1, 150)), 1, 2, 3)
 	// With a young orphan, it is kept by the unreferenced-age rule.
 	h.snaps[2].ageHours = 20
-	d := decide(t, h, settings(1, 150))
-	check(t, d, 1, 2)
+	d := decideSnapshots(t, h, snapSettings(1, 150))
+	checkExpired(t, d, 1, 2)
 	if d.Kept[3] != KeptUnrefAge {
 		t.Fatalf("orphan kept by %q", d.Kept[3])
 	}
 }
 
-func TestBranchOwnRetention(t *testing.T) {
+func TestSnapshotsBranchOwnRetention(t *testing.T) {
 	// main: 1..4; branch "audit" forks at 2 with 5, 6 and keeps 3 snapshots
 	// forever (its own max age is huge).
 	h := history{props: map[string]string{},
@@ -181,109 +181,109 @@ func TestBranchOwnRetention(t *testing.T) {
 		refs: map[string]href{"main": {id: 4},
 			"audit": {id: 6, minKeep: ptr(3), maxAgeMs: ptr(int64(1))}}}
 	// main alone would expire 1, 2, 3; audit keeps 6, 5, 2 by count.
-	d := decide(t, h, settings(1, 100))
-	check(t, d, 1, 3)
+	d := decideSnapshots(t, h, snapSettings(1, 100))
+	checkExpired(t, d, 1, 3)
 	if d.Kept[2] != KeptMinCount || d.Kept[6] != KeptRefHead {
 		t.Fatalf("kept %v", d.Kept)
 	}
 	// A branch without its own retention uses the settings.
 	h.refs["audit"] = href{id: 6}
-	check(t, decide(t, h, settings(1, 100)), 1, 2, 3, 5)
+	checkExpired(t, decideSnapshots(t, h, snapSettings(1, 100)), 1, 2, 3, 5)
 }
 
-func TestTags(t *testing.T) {
+func TestSnapshotsTags(t *testing.T) {
 	h := linear(900, 800, 700, 1)
 	h.refs["release-1"] = href{id: 2, tag: true}
-	d := decide(t, h, settings(1, 24))
-	check(t, d, 1, 3)
+	d := decideSnapshots(t, h, snapSettings(1, 24))
+	checkExpired(t, d, 1, 3)
 	if d.Kept[2] != KeptRefHead {
 		t.Fatalf("tagged snapshot kept by %q", d.Kept[2])
 	}
 }
 
-func TestRefsPastMaxAge(t *testing.T) {
+func TestSnapshotsRefsPastMaxAge(t *testing.T) {
 	h := linear(900, 800, 700, 1)
 	h.refs["old-tag"] = href{id: 2, tag: true, maxRefMs: ptr(int64(24 * time.Hour / time.Millisecond))}
 	h.refs["young-tag"] = href{id: 3, tag: true, maxRefMs: ptr(int64(2000 * time.Hour / time.Millisecond))}
-	d := decide(t, h, settings(1, 24))
-	check(t, d, 1, 2)
+	d := decideSnapshots(t, h, snapSettings(1, 24))
+	checkExpired(t, d, 1, 2)
 	if len(d.RemoveRefs) != 1 || d.RemoveRefs[0].Name != "old-tag" {
 		t.Fatalf("removed refs %+v", d.RemoveRefs)
 	}
 	// The table-wide default applies to refs without their own.
 	h.refs["young-tag"] = href{id: 3, tag: true}
 	h.props[PropMaxRefAgeMs] = fmt.Sprint(int64(100 * time.Hour / time.Millisecond))
-	d = decide(t, h, settings(1, 24))
-	check(t, d, 1, 2, 3)
+	d = decideSnapshots(t, h, snapSettings(1, 24))
+	checkExpired(t, d, 1, 2, 3)
 	if len(d.RemoveRefs) != 2 {
 		t.Fatalf("removed refs %+v", d.RemoveRefs)
 	}
 	// main never ages out.
 	h = linear(10000)
 	h.props[PropMaxRefAgeMs] = "1"
-	if d := decide(t, h, settings(1, 1)); len(d.RemoveRefs) != 0 {
+	if d := decideSnapshots(t, h, snapSettings(1, 1)); len(d.RemoveRefs) != 0 {
 		t.Fatalf("main removed: %+v", d.RemoveRefs)
 	}
 }
 
-func TestTableProperties(t *testing.T) {
+func TestSnapshotsTableProperties(t *testing.T) {
 	h := linear(300, 250, 200, 130, 100, 50, 0)
 	// Stricter (keeps more) table properties win in conservative mode.
 	h.props[PropMinSnapshotsToKeep] = "5"
-	d := decide(t, h, settings(1, 120))
-	check(t, d, 1, 2)
+	d := decideSnapshots(t, h, snapSettings(1, 120))
+	checkExpired(t, d, 1, 2)
 	if d.Applied.MinSnapshotsToKeep != 5 || d.Applied.MinSnapshotsToKeepSource != "table property" {
 		t.Fatalf("applied %+v", d.Applied)
 	}
 	h.props[PropMaxSnapshotAgeMs] = fmt.Sprint(int64(260 * time.Hour / time.Millisecond))
-	check(t, decide(t, h, settings(1, 120)), 1)
+	checkExpired(t, decideSnapshots(t, h, snapSettings(1, 120)), 1)
 	// Looser (keeps less) table properties lose to the settings.
 	h.props = map[string]string{PropMinSnapshotsToKeep: "1", PropMaxSnapshotAgeMs: "1"}
-	d = decide(t, h, settings(3, 120))
-	check(t, d, 1, 2, 3, 4)
+	d = decideSnapshots(t, h, snapSettings(3, 120))
+	checkExpired(t, d, 1, 2, 3, 4)
 	if d.Applied.MinSnapshotsToKeepSource != "setting" || d.Applied.MaxSnapshotAgeSource != "setting" {
 		t.Fatalf("applied %+v", d.Applied)
 	}
 }
 
-func TestStrictMode(t *testing.T) {
-	strict := settings(1, 120)
-	strict.Mode = Strict
+func TestSnapshotsStrictMode(t *testing.T) {
+	strict := snapSettings(1, 120)
+	strict.Mode = RetentionStrict
 	h := linear(300, 1)
 	h.props[PropMaxSnapshotAgeMs] = fmt.Sprint(int64(500 * time.Hour / time.Millisecond))
-	if _, err := Decide(h.build(t), strict, now); !errors.Is(err, ErrPropsConflict) || err.Error() != MsgPropsConflict {
+	if _, err := Snapshots(h.build(t), strict, now); !errors.Is(err, ErrPropsConflict) || err.Error() != MsgPropsConflict {
 		t.Fatalf("strict with conservative props: %v", err)
 	}
 	// Looser properties are no conflict.
 	h.props[PropMaxSnapshotAgeMs] = "1"
-	if d, err := Decide(h.build(t), strict, now); err != nil || len(d.Expire) != 1 {
+	if d, err := Snapshots(h.build(t), strict, now); err != nil || len(d.Expire) != 1 {
 		t.Fatalf("strict with loose props: %v %v", d, err)
 	}
 	h = linear(300, 1)
 	h.refs["tag"] = href{id: 1, tag: true}
-	if _, err := Decide(h.build(t), strict, now); !errors.Is(err, ErrRefsNotAllowed) {
+	if _, err := Snapshots(h.build(t), strict, now); !errors.Is(err, ErrRefsNotAllowed) {
 		t.Fatalf("strict with refs: %v", err)
 	}
 }
 
-func TestGCDisabledAndBadProperties(t *testing.T) {
+func TestSnapshotsGCDisabledAndBadProperties(t *testing.T) {
 	h := linear(300, 1)
 	h.props["gc.enabled"] = "false"
-	if _, err := Decide(h.build(t), settings(1, 1), now); !errors.Is(err, maintenance.ErrGCDisabled) || err.Error() != maintenance.GCDisabledMessage {
+	if _, err := Snapshots(h.build(t), snapSettings(1, 1), now); !errors.Is(err, maintenance.ErrGCDisabled) || err.Error() != maintenance.GCDisabledMessage {
 		t.Fatalf("gc.enabled=false: %v", err)
 	}
 	h.props = map[string]string{PropMinSnapshotsToKeep: "lots"}
-	if _, err := Decide(h.build(t), settings(1, 1), now); !errors.Is(err, ErrBadProperty) || !strings.Contains(err.Error(), "lots") {
+	if _, err := Snapshots(h.build(t), snapSettings(1, 1), now); !errors.Is(err, ErrBadProperty) || !strings.Contains(err.Error(), "lots") {
 		t.Fatalf("bad property: %v", err)
 	}
 }
 
-func TestLaterNowExpiresMore(t *testing.T) {
+func TestSnapshotsLaterNowExpiresMore(t *testing.T) {
 	h := linear(300, 200, 100, 50, 0)
 	meta := h.build(t)
 	prev := -1
 	for _, later := range []time.Duration{0, 24 * time.Hour, 100 * time.Hour, 1000 * time.Hour} {
-		d, err := Decide(meta, settings(1, 120), now.Add(later))
+		d, err := Snapshots(meta, snapSettings(1, 120), now.Add(later))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,12 +301,12 @@ func TestLaterNowExpiresMore(t *testing.T) {
 // the settings: heads of retained refs are kept, the current snapshot is
 // kept, the newest minKeep of main are kept, nothing younger than the max
 // age on main's lineage goes.
-func TestInvariantsOverGeneratedHistories(t *testing.T) {
+func TestSnapshotsInvariantsOverGeneratedHistories(t *testing.T) {
 	for seed := int64(1); seed <= 200; seed++ {
 		h := generate(seed)
 		meta := h.build(t)
-		for _, s := range []Settings{settings(1, 1), settings(3, 48), settings(10, 500)} {
-			d, err := Decide(meta, s, now)
+		for _, s := range []SnapshotSettings{snapSettings(1, 1), snapSettings(3, 48), snapSettings(10, 500)} {
+			d, err := Snapshots(meta, s, now)
 			if err != nil {
 				t.Fatalf("seed %d: %v", seed, err)
 			}
@@ -371,4 +371,70 @@ func generate(seed int64) history {
 		h.refs["tag-a"] = href{id: heads[next(int64(len(heads)))], tag: true}
 	}
 	return h
+}
+
+// The rules as a table: which snapshots expire, the reason of the first,
+// and the rule that kept a given snapshot.
+func TestSnapshots(t *testing.T) {
+	tagged := linear(900, 800, 700, 1)
+	tagged.refs["release-1"] = href{id: 2, tag: true}
+	oldTag := linear(900, 800, 700, 1)
+	oldTag.refs["old"] = href{id: 2, tag: true, maxRefMs: ptr(int64(24 * time.Hour / time.Millisecond))}
+	forked := history{refs: map[string]href{"main": {id: 4}}, props: map[string]string{},
+		snaps: []hsnap{{1, 0, 400}, {2, 1, 300}, {3, 2, 20}, {4, 2, 10}}}
+	for _, tc := range []struct {
+		name     string
+		h        history
+		s        SnapshotSettings
+		expire   []int64
+		reason   string // of the first expired snapshot
+		keptID   int64
+		keptRule KeepRule
+	}{
+		{"old and beyond the count on main", linear(300, 250, 100, 0), snapSettings(1, 120), []int64{1, 2},
+			"on branch main, 12.5d old and beyond its retention", 4, KeptRefHead},
+		{"kept by count", linear(300, 250, 100, 0), snapSettings(3, 120), []int64{1},
+			"on branch main, 12.5d old and beyond its retention", 2, KeptMinCount},
+		{"kept by age", linear(300, 250, 100, 0), snapSettings(1, 120), []int64{1, 2},
+			"on branch main, 12.5d old and beyond its retention", 3, KeptBranchAge},
+		{"a young snapshot on no ref", forked, snapSettings(1, 150), []int64{1, 2},
+			"on branch main, 16.7d old and beyond its retention", 3, KeptUnrefAge},
+		{"an old snapshot on no ref", forked, snapSettings(1, 15), []int64{1, 2, 3},
+			"on branch main, 16.7d old and beyond its retention", 4, KeptRefHead},
+		{"a tag keeps its snapshot", tagged, snapSettings(1, 24), []int64{1, 3},
+			"on branch main, 37.5d old and beyond its retention", 2, KeptRefHead},
+		{"a tag past its max ref age goes with its snapshot", oldTag, snapSettings(1, 24), []int64{1, 2, 3},
+			"on branch main, 37.5d old and beyond its retention", 4, KeptRefHead},
+		{"young history", linear(30, 20, 10), snapSettings(1, 120), nil, "", 1, KeptBranchAge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := decideSnapshots(t, tc.h, tc.s)
+			checkExpired(t, d, tc.expire...)
+			if tc.reason != "" && d.Expire[0].Reason != tc.reason {
+				t.Errorf("reason %q, want %q", d.Expire[0].Reason, tc.reason)
+			}
+			if d.Kept[tc.keptID] != tc.keptRule {
+				t.Errorf("snapshot %d kept by %q, want %q", tc.keptID, d.Kept[tc.keptID], tc.keptRule)
+			}
+		})
+	}
+}
+
+func TestSnapshotSettingsOf(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		want RetentionMode
+	}{
+		{"", RetentionConservative},
+		{"conservative", RetentionConservative},
+		{"strict", RetentionStrict},
+	} {
+		s := maintenance.Settings{Configs: map[maintenance.JobType]maintenance.Config{
+			maintenance.SnapshotManagement: maintenance.Defaults(maintenance.SnapshotManagement)},
+			Knobs: maintenance.Knobs{RetentionMode: tc.mode, DeleteExpiredFiles: true}}
+		got := SnapshotSettingsOf(s)
+		if got.Mode != tc.want || got.MinSnapshotsToKeep != 1 || got.MaxSnapshotAge != 120*time.Hour || !got.DeleteExpiredFiles || got.PruneUnusedSchemasAndSpecs {
+			t.Errorf("mode %q: %+v", tc.mode, got)
+		}
+	}
 }

@@ -27,7 +27,7 @@ func ids(fs ...[]File) []File {
 	return out
 }
 
-func TestPlan(t *testing.T) {
+func TestCompaction(t *testing.T) {
 	target := int64(128 * MB)
 	for _, tc := range []struct {
 		name       string
@@ -54,7 +54,7 @@ func TestPlan(t *testing.T) {
 		{"one good file of an older spec is rewritten", oldSpec(ids(files("p", 110))), 1, 1, 1, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := Make(tc.in, Options{TargetBytes: target})
+			p, err := Compaction(tc.in, CompactionOptions{TargetBytes: target})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,10 +69,10 @@ func TestPlan(t *testing.T) {
 	}
 }
 
-func TestNonParquetSkipped(t *testing.T) {
+func TestCompactionNonParquetSkipped(t *testing.T) {
 	in := ids(files("p", repeat(1, 6)...))
 	in[0].Format = "orc"
-	p, err := Make(in, Options{TargetBytes: 128 * MB})
+	p, err := Compaction(in, CompactionOptions{TargetBytes: 128 * MB})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,10 +81,10 @@ func TestNonParquetSkipped(t *testing.T) {
 	}
 }
 
-func TestSkipReason(t *testing.T) {
+func TestCompactionSkipReason(t *testing.T) {
 	in := ids(files("p", repeat(1, 6)...))
 	in[2].Skip = "written under partition spec 0"
-	p, err := Make(in, Options{TargetBytes: 128 * MB})
+	p, err := Compaction(in, CompactionOptions{TargetBytes: 128 * MB})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,15 +100,15 @@ func TestSkipReason(t *testing.T) {
 	}
 }
 
-func TestBadTarget(t *testing.T) {
-	if _, err := Make(nil, Options{}); err == nil {
+func TestCompactionBadTarget(t *testing.T) {
+	if _, err := Compaction(nil, CompactionOptions{}); err == nil {
 		t.Fatal("zero target accepted")
 	}
 }
 
 // Over generated inputs: every file appears in at most one group, groups
 // never mix partitions, respect the group bound, and no group is a no-op.
-func TestGeneratedInvariants(t *testing.T) {
+func TestCompactionGeneratedInvariants(t *testing.T) {
 	seed := uint64(1)
 	next := func(n uint64) uint64 { seed = seed*6364136223846793005 + 1442695040888963407; return (seed >> 33) % n }
 	for round := 0; round < 300; round++ {
@@ -125,7 +125,7 @@ func TestGeneratedInvariants(t *testing.T) {
 		}
 		in = ids(in)
 		target := int64(1+next(256)) * MB
-		p, err := Make(in, Options{TargetBytes: target})
+		p, err := Compaction(in, CompactionOptions{TargetBytes: target})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +133,7 @@ func TestGeneratedInvariants(t *testing.T) {
 	}
 }
 
-func checkInvariants(t *testing.T, in []File, p Plan, target int64) {
+func checkInvariants(t *testing.T, in []File, p CompactionPlan, target int64) {
 	t.Helper()
 	seen := map[int]bool{}
 	for _, g := range p.Groups {
@@ -197,7 +197,7 @@ func oldSpec(fs []File) []File {
 
 // Files younger than the minimum age stay out of every group, each with
 // its age in the reason; files whose adding snapshot expired are old.
-func TestMinFileAge(t *testing.T) {
+func TestCompactionMinFileAge(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	in := ids(files("p", repeat(1, 8)...))
 	for i := range in[:3] {
@@ -205,7 +205,7 @@ func TestMinFileAge(t *testing.T) {
 	}
 	in[3].AddedAt = now.Add(-2 * time.Hour)
 	// in[4:] have no AddedAt: expired snapshots, old enough.
-	p, err := Make(in, Options{TargetBytes: 128 * MB, MinFileAge: 10 * time.Minute, Now: now})
+	p, err := Compaction(in, CompactionOptions{TargetBytes: 128 * MB, MinFileAge: 10 * time.Minute, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestMinFileAge(t *testing.T) {
 		t.Fatalf("reason %q", p.Skipped[0].Reason)
 	}
 	// Without a minimum age every file is a candidate.
-	if p, _ := Make(in, Options{TargetBytes: 128 * MB, Now: now}); p.InputFiles() != 8 {
+	if p, _ := Compaction(in, CompactionOptions{TargetBytes: 128 * MB, Now: now}); p.InputFiles() != 8 {
 		t.Fatalf("%d files planned without a minimum age, want 8", p.InputFiles())
 	}
 }
