@@ -7,10 +7,10 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/compactor/rebase"
-	"github.com/icekeeper/icekeeper/planner"
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // BenchmarkDeleteFileCompaction compares delete-file compaction with what

@@ -87,7 +87,6 @@ type rewrite struct {
 	sig  string // the manifests it replaces and the keys it marks deleted
 }
 
-
 func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *table.Snapshot, batch []table.CompactionGroupResult, deletes Deletes, op GroupProducer) *replace {
 	r := &replace{
 		staged:  newStaged(fs, locs),
