@@ -1,5 +1,7 @@
 package maintenance
 
+import "cmp"
+
 // Strategy selects how compaction orders rows in its output.
 type Strategy string
 
@@ -55,16 +57,10 @@ func compactionType() Type {
 			}
 		},
 		merge: func(out *Config, l Config) {
-			if l.Compaction == nil {
-				return
-			}
-			if out.Compaction == nil {
-				out.Compaction = &CompactionSettings{}
-			}
-			out.Compaction.TargetFileSizeMB = firstInt(out.Compaction.TargetFileSizeMB, l.Compaction.TargetFileSizeMB)
-			if out.Compaction.Strategy == "" {
-				out.Compaction.Strategy = l.Compaction.Strategy
-			}
+			layer(&out.Compaction, l.Compaction, func(o, l *CompactionSettings) {
+				o.TargetFileSizeMB = firstInt(o.TargetFileSizeMB, l.TargetFileSizeMB)
+				o.Strategy = cmp.Or(o.Strategy, l.Strategy)
+			})
 		},
 	}
 }

@@ -118,6 +118,19 @@ func firstInt(a, b *int) *int {
 	return b
 }
 
+// layer lays the settings l of a lower layer under *out: fill keeps what
+// *out sets and takes the rest from l. A layer without the settings
+// changes nothing.
+func layer[S any](out **S, l *S, fill func(out, l *S)) {
+	if l == nil {
+		return
+	}
+	if *out == nil {
+		*out = new(S)
+	}
+	fill(*out, l)
+}
+
 // Merge lays the layers over each other: for each field the first layer that
 // sets it wins. Pass the most specific layer first and Defaults last.
 func Merge(t JobType, layers ...Config) Config {

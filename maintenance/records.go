@@ -30,13 +30,9 @@ func recordExpirationType() Type {
 			}
 		},
 		merge: func(out *Config, l Config) {
-			if l.RecordExpiration == nil {
-				return
-			}
-			if out.RecordExpiration == nil {
-				out.RecordExpiration = &ExpirationSettings{}
-			}
-			out.RecordExpiration.Days = firstInt(out.RecordExpiration.Days, l.RecordExpiration.Days)
+			layer(&out.RecordExpiration, l.RecordExpiration, func(o, l *ExpirationSettings) {
+				o.Days = firstInt(o.Days, l.Days)
+			})
 		},
 	}
 }

@@ -32,14 +32,10 @@ func removalType() Type {
 			}
 		},
 		merge: func(out *Config, l Config) {
-			if l.Removal == nil {
-				return
-			}
-			if out.Removal == nil {
-				out.Removal = &RemovalSettings{}
-			}
-			out.Removal.UnreferencedDays = firstInt(out.Removal.UnreferencedDays, l.Removal.UnreferencedDays)
-			out.Removal.NonCurrentDays = firstInt(out.Removal.NonCurrentDays, l.Removal.NonCurrentDays)
+			layer(&out.Removal, l.Removal, func(o, l *RemovalSettings) {
+				o.UnreferencedDays = firstInt(o.UnreferencedDays, l.UnreferencedDays)
+				o.NonCurrentDays = firstInt(o.NonCurrentDays, l.NonCurrentDays)
+			})
 		},
 	}
 }

@@ -30,14 +30,10 @@ func snapshotManagementType() Type {
 			}
 		},
 		merge: func(out *Config, l Config) {
-			if l.SnapshotManagement == nil {
-				return
-			}
-			if out.SnapshotManagement == nil {
-				out.SnapshotManagement = &SnapshotSettings{}
-			}
-			out.SnapshotManagement.MinSnapshotsToKeep = firstInt(out.SnapshotManagement.MinSnapshotsToKeep, l.SnapshotManagement.MinSnapshotsToKeep)
-			out.SnapshotManagement.MaxSnapshotAgeHours = firstInt(out.SnapshotManagement.MaxSnapshotAgeHours, l.SnapshotManagement.MaxSnapshotAgeHours)
+			layer(&out.SnapshotManagement, l.SnapshotManagement, func(o, l *SnapshotSettings) {
+				o.MinSnapshotsToKeep = firstInt(o.MinSnapshotsToKeep, l.MinSnapshotsToKeep)
+				o.MaxSnapshotAgeHours = firstInt(o.MaxSnapshotAgeHours, l.MaxSnapshotAgeHours)
+			})
 		},
 	}
 }
