@@ -11,9 +11,9 @@
 // producers (table/snapshot_producers.go) decide theirs: a data rewrite
 // (DataRewrite, REPLACE), a rewrite of delete files (DeleteRewrite,
 // REPLACE), a conversion of equality deletes into position deletes
-// (EqualityConversion, REPLACE), a removal of rows (RowRemoval, DELETE or OVERWRITE) and a
-// rewrite of manifests (ManifestRewrite, REPLACE). The first three
-// replace groups of files (table.CompactionGroupResult) and commit in
+// (EqualityConversion, REPLACE), a removal of rows (RowRemoval, DELETE
+// or OVERWRITE) and a rewrite of manifests (ManifestRewrite, REPLACE).
+// All but the last replace groups of files (table.CompactionGroupResult) and commit in
 // batches through a Committer; the last replaces manifests. The engine
 // knows nothing of who calls it: what differs between callers — the
 // summary's operation and properties, which delete files go, the words in
