@@ -12,6 +12,11 @@
 //     snapshots in batches, staged once and rebased on the current head at
 //     every attempt.
 //
+// Then equality-delete conversion (planned by package planner;
+// equality.go): the equality deletes of the data files the data rewrite
+// left alone become file-scoped position deletes (v2) or deletion vectors
+// (v3), committed by the same engine (rebase.EqualityConversion).
+//
 // Then delete-file compaction (planned by package planner;
 // deletes_rewrite.go, posdeletes.go): the position deletes of the data files the data rewrite
 // left alone are rewritten, one delete file or deletion vector per data
@@ -113,6 +118,10 @@ type Settings struct {
 	// partition's data files (those no data group takes) must have before
 	// their deletes are rewritten (0: never).
 	MinDeleteFiles int
+	// MinEqualityDeletes is how many equality delete files a partition
+	// must have before they are converted into position deletes (0: never;
+	// the data rewrite applies them).
+	MinEqualityDeletes int
 }
 
 // SettingsOf picks compaction's settings out of a table's.
@@ -120,7 +129,7 @@ func SettingsOf(s maintenance.Settings) Settings {
 	c := s.For(maintenance.Compaction).Compaction
 	return Settings{TargetFileSizeMB: *c.TargetFileSizeMB, Strategy: c.Strategy,
 		MinFileAge: time.Duration(s.Knobs.MinFileAgeMinutes) * time.Minute, MinManifests: s.Knobs.MinManifestsToRewrite,
-		MinDeleteFiles: s.Knobs.MinDeleteFilesToRewrite}
+		MinDeleteFiles: s.Knobs.MinDeleteFilesToRewrite, MinEqualityDeletes: s.Knobs.MinEqualityDeleteFilesToConvert}
 }
 
 // CheckSettings implements jobs.Checker: a strategy the table cannot take
@@ -138,8 +147,8 @@ func (j *Job) CheckSettings(ctx context.Context, t jobs.Target, s maintenance.Se
 }
 
 // Run implements jobs.Job: the manifests, then the data files, whose
-// planning then reads the fewer manifests, then the position deletes of
-// the data files left alone.
+// planning then reads the fewer manifests, then the equality deletes and
+// the position deletes of the data files left alone.
 func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
 	var m manifestFigures
 	begin := time.Now()
@@ -153,6 +162,10 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 	fig.manifestFigures = m
 	fig.DurationMs += m.ManifestMs
 	fig.MetadataFilesRemoved += m.metadataRemoved
+	if err == nil && ds.tbl != nil {
+		err = j.convertStage(ctx, t, s, opts, &ds, &fig.convertFigures)
+		fig.DurationMs += fig.ConvertMs
+	}
 	if err == nil && ds.tbl != nil {
 		err = j.deleteStage(ctx, t, s, opts, ds, &fig.deleteFigures)
 		fig.DurationMs += fig.DeleteMs
@@ -224,6 +237,14 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 	sc, err := scan(ctx, tbl, minAge > 0)
 	if err != nil {
 		return out, ds, err
+	}
+	// A well-sized file whose equality deletes conversion takes is not
+	// rewritten for them (planner.Converts).
+	conv := convertOptions(s)
+	for i, task := range sc.tasks {
+		if len(task.EqualityDeleteFiles) > 0 {
+			_, sc.files[i].Converts = planner.Converts(tbl.Metadata(), task, conv)
+		}
 	}
 	target := int64(targetMB) << 20
 	fig.Plan, err = planner.Rewrite(tbl.Metadata(), sc.tasks, sc.files, planner.CompactionOptions{TargetBytes: target,

@@ -121,7 +121,7 @@ func unconvertible(meta table.Metadata, d iceberg.DataFile) string {
 	for _, id := range d.EqualityFieldIDs() {
 		f, ok := fieldByID(meta, id)
 		if !ok {
-			return fmt.Sprintf("equality delete file %s names field %d, which no schema has", d.FilePath(), id)
+			return fmt.Sprintf("equality delete file %s names field %d, which no schema has as a top-level column", d.FilePath(), id)
 		}
 		if !KeyTypeConverted(f.Type) {
 			return fmt.Sprintf("equality delete file %s has key column %s of type %s, which conversion does not read", d.FilePath(), f.Name, f.Type)
@@ -137,13 +137,16 @@ func global(meta table.Metadata, d iceberg.DataFile) bool {
 	return spec == nil || spec.IsUnpartitioned()
 }
 
-// fieldByID finds a field by ID in any of the table's schemas, newest
-// first: a key column may have been dropped since the delete was written.
+// fieldByID finds a top-level field by ID in any of the table's schemas,
+// newest first: a key column may have been dropped since the delete was
+// written. Keys in nested structs are not read.
 func fieldByID(meta table.Metadata, id int) (iceberg.NestedField, bool) {
 	schemas := meta.Schemas()
 	for i := len(schemas) - 1; i >= 0; i-- {
-		if f, ok := schemas[i].FindFieldByID(id); ok {
-			return f, true
+		for _, f := range schemas[i].Fields() {
+			if f.ID == id {
+				return f, true
+			}
 		}
 	}
 	return iceberg.NestedField{}, false

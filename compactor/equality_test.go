@@ -1,0 +1,187 @@
+package compactor
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit"
+)
+
+// cdcTable is the upsert table scaled down: big files right for
+// the 1 MB target, each of several row groups, then checkpoints of an
+// upsert job, each an equality delete on id of some keys plus an append
+// of their new versions.
+type cdcTable struct {
+	appends     int // appends of bigRows rows, each a well-sized file per partition
+	bigRows     int
+	checkpoints int
+	upserts     int // keys per checkpoint
+}
+
+// fill builds the table and returns it with the paths of its well-sized
+// files.
+func (c cdcTable) fill(e *env, tbl *table.Table) (*table.Table, []string) {
+	e.t.Helper()
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{"write.parquet.row-group-limit": "20000"}); err != nil {
+		e.t.Fatal(err)
+	}
+	tbl, err := tx.Commit(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	first := e.next
+	for range c.appends {
+		tbl = e.append(tbl, c.bigRows)
+	}
+	big := liveDataPaths(e, tbl)
+	last := e.next - 1
+	for range c.checkpoints {
+		ids := map[int64]bool{}
+		for len(ids) < c.upserts {
+			e.rngMu.Lock()
+			ids[first+e.rng.Int64N(last-first+1)] = true
+			e.rngMu.Unlock()
+		}
+		keys := slices.Sorted(func(yield func(int64) bool) {
+			for id := range ids {
+				if !yield(id) {
+					return
+				}
+			}
+		})
+		tbl = e.upsert(tbl, keys)
+	}
+	return tbl, big
+}
+
+// upsert writes what an upsert job's checkpoint writes for keys: an
+// equality delete on id, then the keys' new row versions.
+func (e *env) upsert(tbl *table.Table, keys []int64) *table.Table {
+	e.t.Helper()
+	tbl = e.eqDelete(tbl, keys...)
+	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.rngMu.Lock()
+	rec := testkit.RandomRecord(sc, len(keys), 0, e.rng)
+	e.rngMu.Unlock()
+	defer rec.Release()
+	cols := slices.Clone(rec.Columns())
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	b.AppendValues(keys, nil)
+	ids := b.NewArray()
+	defer ids.Release()
+	cols[sc.FieldIndices("id")[0]] = ids
+	out := array.NewRecordBatch(sc, cols, int64(len(keys)))
+	defer out.Release()
+	rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{out})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rdr.Release()
+	if tbl, err = tbl.Append(e.ctx, rdr, nil); err != nil {
+		e.t.Fatal(err)
+	}
+	return tbl
+}
+
+// liveDataPaths lists the current snapshot's data files.
+func liveDataPaths(e *env, tbl *table.Table) []string {
+	e.t.Helper()
+	tasks, err := tbl.Scan().PlanFiles(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, t := range tasks {
+		if !slices.Contains(out, t.File.FilePath()) {
+			out = append(out, t.File.FilePath())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkConversion runs compaction on a CDC table and asserts what
+// conversion promises: the dry run plans it and changes nothing; one run
+// leaves no equality delete and every well-sized file in place, with the
+// same rows now and at the snapshot before.
+func (e *env) checkConversion(job *Job, big []string) *Figures {
+	e.t.Helper()
+	before := e.load()
+	if n := count(e.liveDeletes(), iceberg.EntryContentEqDeletes); n == 0 {
+		e.t.Fatal("setup: no equality deletes")
+	}
+	fpBefore := e.rows(before, 0)
+	snapBefore := before.CurrentSnapshot().SnapshotID
+	e.opts.DryRun = true
+	_, dry := e.compact(job)
+	e.opts.DryRun = false
+	if len(dry.ConvertPlan) == 0 || !strings.Contains(dry.Text(), "would be converted") || e.load().CurrentSnapshot().SnapshotID != snapBefore {
+		e.t.Fatalf("the dry run planned no conversion, or changed the table:\n%s", dry.Text())
+	}
+	for _, g := range dry.Plan.Groups {
+		if g.InputBytes > 3<<19*int64(g.InputFiles) {
+			e.t.Fatalf("the dry run rewrites a well-sized file: %+v", g)
+		}
+	}
+	out, fig := e.compact(job)
+	if out.Status != state.Successful {
+		e.t.Fatalf("compaction: %s: %s", out.Status, out.FailureMessage)
+	}
+	if fig.ConvertGroupsCommitted == 0 || fig.EqualityDeletesConverted == 0 || fig.ConvertRowsMatched == 0 {
+		e.t.Fatalf("nothing was converted:\n%s", fig.Text())
+	}
+	after := e.checkSameRows(fpBefore, snapBefore)
+	if n := count(e.liveDeletes(), iceberg.EntryContentEqDeletes); n != 0 {
+		e.t.Errorf("%d equality delete files left:\n%s", n, fig.Text())
+	}
+	live := liveDataPaths(e, after)
+	for _, p := range big {
+		if !slices.Contains(live, p) {
+			e.t.Errorf("well-sized file %s was rewritten:\n%s", p, fig.Text())
+		}
+	}
+	if got, want := after.CurrentSnapshot().Summary.Operation, table.OpReplace; got != want {
+		e.t.Errorf("snapshot operation %s, want %s", got, want)
+	}
+	return fig
+}
+
+// The table, scaled down: one run converts the upserts' equality
+// deletes, leaves the well-sized files where they are, and the rows stay
+// exact, now and at the snapshot before; on v2 into position delete
+// files, on v3 into deletion vectors; unpartitioned and by day.
+func TestEqualityConversion(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		format string
+		spec   iceberg.PartitionSpec
+		cdc    cdcTable
+	}{
+		{"v2 unpartitioned", "2", *iceberg.UnpartitionedSpec, cdcTable{appends: 3, bigRows: 60000, checkpoints: 3, upserts: 100}},
+		{"v3 unpartitioned", "3", *iceberg.UnpartitionedSpec, cdcTable{appends: 3, bigRows: 60000, checkpoints: 3, upserts: 100}},
+		{"v2 by day", "2", iceberg.NewPartitionSpec(pf(3, 1000, "ts_day", iceberg.DayTransform{})), cdcTable{appends: 2, bigRows: 300000, checkpoints: 3, upserts: 100}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, tbl := newEnv(t, baseSchema, tc.spec, tc.format)
+			_, big := tc.cdc.fill(e, tbl)
+			fig := e.checkConversion(&Job{}, big)
+			t.Log(fig.Text())
+			_, again := e.compact(&Job{})
+			if len(again.ConvertPlan) != 0 || again.ConvertCommits != 0 {
+				t.Errorf("a second run converted again:\n%s", again.Text())
+			}
+		})
+	}
+}
