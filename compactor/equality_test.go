@@ -1,6 +1,7 @@
 package compactor
 
 import (
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -9,8 +10,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit"
 )
@@ -184,4 +187,116 @@ func TestEqualityConversion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A writer commits while conversion commits. An upsert (an equality
+// delete and new versions) lands first: the conversion is rebased on it
+// and commits, the writer's equality delete stays, and the next run
+// converts it. A converted data file rewritten first (into a copy that
+// keeps its data sequence number, as a compaction does, so the equality
+// deletes still apply to the copy): the partition's conversion is
+// dropped — removing its equality deletes would bring their rows back in
+// the copy — its equality deletes stay, and the next run converts them on
+// the table as it is. Either way the rows are the
+// writer's.
+func TestEqualityConversionBesideWriter(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		format  string
+		remove  bool // rewrite a converted data file instead of upserting
+		dropped int
+		left    int // equality delete files left after the run
+	}{
+		{"v2 upsert", "2", false, 0, 1},
+		{"v3 upsert", "3", false, 0, 1},
+		{"v2 data file rewritten", "2", true, 1, 3},
+		{"v3 data file rewritten", "3", true, 1, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, tc.format)
+			_, big := cdcTable{appends: 3, bigRows: 60000, checkpoints: 3, upserts: 100}.fill(e, tbl)
+			var during *table.Table
+			calls := 0
+			// The first commit is the data rewrite's of the new versions;
+			// the second the conversion's.
+			job := &Job{Retry: quickRetry(8), beforeCommit: func(int) {
+				if calls++; calls != 2 {
+					return
+				}
+				if !tc.remove {
+					during = e.upsert(e.load(), []int64{7, 60007, 120007})
+					return
+				}
+				during = rewriteCopy(e, big[0])
+			}}
+			_, fig := e.compact(job)
+			if during == nil {
+				t.Fatalf("the writer did not run:\n%s", fig.Text())
+			}
+			want := e.rows(during, 0)
+			if got := e.rows(e.load(), 0); !got.Equal(want) {
+				t.Fatalf("rows %v, want the writer's %v:\n%s", got, want, fig.Text())
+			}
+			if fig.ConvertConflicts == 0 || fig.ConvertGroupsDropped != tc.dropped || fig.ConvertGroupsCommitted != 1-tc.dropped {
+				t.Fatalf("want %d conversions dropped after a conflict:\n%s", tc.dropped, fig.Text())
+			}
+			if n := count(e.liveDeletes(), iceberg.EntryContentEqDeletes); n != tc.left {
+				t.Fatalf("%d equality delete files left, want %d:\n%s", n, tc.left, fig.Text())
+			}
+			_, next := e.compact(&Job{})
+			if n := count(e.liveDeletes(), iceberg.EntryContentEqDeletes); n != 0 || next.ConvertGroupsCommitted != 1 {
+				t.Fatalf("the next run left %d equality delete files:\n%s", n, next.Text())
+			}
+			if got := e.rows(e.load(), 0); !got.Equal(want) {
+				t.Fatalf("rows %v after the next run, want %v", got, want)
+			}
+		})
+	}
+}
+
+// rewriteCopy replaces the data file at path with a byte copy under a new
+// name that keeps its data sequence number, as a compaction that started
+// before the table's equality deletes would, and returns the table.
+func rewriteCopy(e *env, path string) *table.Table {
+	e.t.Helper()
+	tbl := e.load()
+	tasks, err := tbl.Scan().PlanFiles(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	i := slices.IndexFunc(tasks, func(t table.FileScanTask) bool { return t.File.FilePath() == path })
+	if i < 0 {
+		e.t.Fatalf("%s is not live", path)
+	}
+	old := tasks[i].File
+	fs, err := tbl.FS(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	f, err := fs.Open(path)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	copyPath := strings.TrimSuffix(path, ".parquet") + "-copy.parquet"
+	if err := rebase.WriteFile(fs.(icebergio.WriteFileIO), copyPath, data); err != nil {
+		e.t.Fatal(err)
+	}
+	b, err := iceberg.NewDataFileBuilder(*tbl.Metadata().PartitionSpecByID(int(old.SpecID())), iceberg.EntryContentData, copyPath, iceberg.ParquetFile,
+		old.Partition(), nil, nil, old.Count(), int64(len(data)))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.NewRewrite(nil).DeleteFile(old).AddDataFile(b.Build()).DataSequenceNumber(*tasks[i].DataSequenceNumber).Commit(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	if tbl, err = tx.Commit(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	return tbl
 }
