@@ -84,8 +84,9 @@ func (j *Job) convertStage(ctx context.Context, t jobs.Target, s Settings, opts 
 	if s.MinEqualityDeletes <= 0 || ds.tbl.Metadata().Version() < 2 {
 		return nil
 	}
-	tbl, sc, taken := ds.tbl, ds.sc, ds.taken
+	tbl, sc, taken, eqs, listed := ds.tbl, ds.sc, ds.taken, ds.eqs, ds.eqsListed
 	if ds.committed && !opts.DryRun {
+		listed = false
 		var err error
 		if tbl, err = t.Bucket.LoadTable(ctx, t.Table); err != nil {
 			return err
@@ -95,15 +96,17 @@ func (j *Job) convertStage(ctx context.Context, t jobs.Target, s Settings, opts 
 		}
 		taken = nil
 	}
-	eqs, err := equalityDeletes(ctx, tbl)
-	if err != nil {
-		return fmt.Errorf("list equality deletes of %s: %w", t.Table, err)
+	if !listed {
+		var err error
+		if eqs, err = equalityDeletes(ctx, tbl); err != nil {
+			return fmt.Errorf("list equality deletes of %s: %w", t.Table, err)
+		}
 	}
 	f.ConvertPlan, f.ConvertSkipped = planner.Conversion(tbl.Metadata(), sc.tasks, eqs, taken, convertOptions(s))
 	if opts.DryRun || len(f.ConvertPlan) == 0 {
 		return nil
 	}
-	err = j.convert(ctx, t, tbl, sc, f)
+	err := j.convert(ctx, t, tbl, sc, f)
 	if f.ConvertCommits > 0 {
 		ds.committed = true
 	}

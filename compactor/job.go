@@ -46,6 +46,7 @@ package compactor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -181,6 +182,9 @@ type dataStage struct {
 	sc        scanned
 	taken     map[string]bool
 	committed bool
+	// eqs are tbl's live equality deletes, when eqsListed.
+	eqs       []planner.EqualityDelete
+	eqsListed bool
 }
 
 // deleteStage plans delete-file compaction on what the data rewrite left,
@@ -239,11 +243,14 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 		return out, ds, err
 	}
 	// A well-sized file whose equality deletes conversion takes is not
-	// rewritten for them (planner.Converts).
-	conv := convertOptions(s)
-	for i, task := range sc.tasks {
-		if len(task.EqualityDeleteFiles) > 0 {
-			_, sc.files[i].Converts = planner.Converts(tbl.Metadata(), task, conv)
+	// rewritten for them (planner.Converting).
+	var eqs []planner.EqualityDelete
+	if conv := convertOptions(s); conv.MinFiles > 0 && slices.ContainsFunc(sc.tasks, func(t table.FileScanTask) bool { return len(t.EqualityDeleteFiles) > 0 }) {
+		if eqs, err = equalityDeletes(ctx, tbl); err != nil {
+			return out, ds, fmt.Errorf("list equality deletes of %s: %w", t.Table, err)
+		}
+		for i, ok := range planner.Converting(tbl.Metadata(), sc.tasks, eqs, conv) {
+			sc.files[i].Converts = ok
 		}
 	}
 	target := int64(targetMB) << 20
@@ -253,7 +260,7 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 		return out, ds, err
 	}
 	fig.GroupsPlanned = len(fig.Plan.Groups)
-	ds = dataStage{tbl: tbl, sc: sc, taken: map[string]bool{}}
+	ds = dataStage{tbl: tbl, sc: sc, taken: map[string]bool{}, eqs: eqs, eqsListed: eqs != nil}
 	for _, g := range fig.Plan.Groups {
 		for _, id := range g.FileIDs {
 			ds.taken[sc.tasks[id].File.FilePath()] = true

@@ -90,8 +90,29 @@ func KeyTypeConverted(t iceberg.Type) bool {
 	return false
 }
 
-// Converts reports whether conversion takes t's equality deletes (then a
-// well-sized file is not rewritten for them), or why not.
+// Converting reports, for each of tasks, whether conversion takes its
+// equality deletes (then a well-sized file is not rewritten for them):
+// Converts says so of the task, and Conversion does not skip its
+// partition for a file it cannot read. deletes are the live equality
+// delete files.
+func Converting(meta table.Metadata, tasks []table.FileScanTask, deletes []EqualityDelete, opts ConvertOptions) []bool {
+	out := make([]bool, len(tasks))
+	if opts.MinFiles <= 0 {
+		return out
+	}
+	sc := newScopes(meta, tasks, deletes)
+	for i, t := range tasks {
+		if len(t.EqualityDeleteFiles) == 0 {
+			continue
+		}
+		_, ok := Converts(meta, t, opts)
+		out[i] = ok && sc.problem(meta, tasks, sc.of(t.File)) == ""
+	}
+	return out
+}
+
+// Converts reports whether conversion takes t's equality deletes, as far
+// as t alone tells, or why not.
 func Converts(meta table.Metadata, t table.FileScanTask, opts ConvertOptions) (string, bool) {
 	if opts.MinFiles <= 0 {
 		return "equality-delete conversion is off", false
@@ -115,8 +136,18 @@ func unconvertible(meta table.Metadata, d iceberg.DataFile) string {
 	if len(d.EqualityFieldIDs()) == 0 {
 		return fmt.Sprintf("equality delete file %s names no equality field", d.FilePath())
 	}
+	if meta.PartitionSpecByID(int(d.SpecID())) == nil {
+		return fmt.Sprintf("equality delete file %s has partition spec %d, which the table does not have", d.FilePath(), d.SpecID())
+	}
+	// Conversion matches a delete against the data files of one scope
+	// (scopes): a partition on a partitioned table, every file on an
+	// unpartitioned one. A delete whose spec differs in kind from the
+	// table's would apply to more or fewer files than its scope holds.
 	if global(meta, d) && !meta.PartitionSpec().IsUnpartitioned() {
 		return fmt.Sprintf("equality delete file %s is global on a partitioned table; it is left to the data rewrite", d.FilePath())
+	}
+	if !global(meta, d) && meta.PartitionSpec().IsUnpartitioned() {
+		return fmt.Sprintf("equality delete file %s is of a partitioned spec on a table now unpartitioned; it is left to the data rewrite", d.FilePath())
 	}
 	for _, id := range d.EqualityFieldIDs() {
 		f, ok := fieldByID(meta, id)
@@ -131,10 +162,11 @@ func unconvertible(meta table.Metadata, d iceberg.DataFile) string {
 }
 
 // global reports an equality delete of an unpartitioned spec: it applies
-// to every partition.
+// to every partition. One of a spec the table does not have is refused
+// before (unconvertible).
 func global(meta table.Metadata, d iceberg.DataFile) bool {
 	spec := meta.PartitionSpecByID(int(d.SpecID()))
-	return spec == nil || spec.IsUnpartitioned()
+	return spec != nil && spec.IsUnpartitioned()
 }
 
 // fieldByID finds a top-level field by ID in any of the table's schemas,
@@ -174,33 +206,12 @@ func Conversion(meta table.Metadata, tasks []table.FileScanTask, deletes []Equal
 	if opts.MaxKeys <= 0 {
 		opts.MaxKeys = DefaultMaxConvertKeys
 	}
-	// A global delete is convertible only on an unpartitioned table
-	// (unconvertible), where every data file is in its one scope.
-	scope := func(df iceberg.DataFile) string {
-		if meta.PartitionSpec().IsUnpartitioned() && global(meta, df) {
-			return ""
-		}
-		return PartitionKey(df)
-	}
-	byScope := map[string][]EqualityDelete{}
-	var scopes []string
-	for _, d := range deletes {
-		k := scope(d.File)
-		if _, ok := byScope[k]; !ok {
-			scopes = append(scopes, k)
-		}
-		byScope[k] = append(byScope[k], d)
-	}
-	slices.Sort(scopes)
-	dataOf := map[string][]int{}
-	for i, t := range tasks {
-		k := scope(t.File)
-		dataOf[k] = append(dataOf[k], i)
-	}
+	sc := newScopes(meta, tasks, deletes)
+	byScope, dataOf := sc.deletes, sc.data
 
 	var groups []ConvertGroup
 	var skipped []Skip
-	for _, k := range scopes {
+	for _, k := range sc.keys {
 		ds := byScope[k]
 		label := PartitionLabel(meta, ds[0].File)
 		if k == "" {
@@ -209,18 +220,7 @@ func Conversion(meta table.Metadata, tasks []table.FileScanTask, deletes []Equal
 		if len(ds) < opts.MinFiles {
 			continue
 		}
-		var why string
-		for _, d := range ds {
-			if why = unconvertible(meta, d.File); why != "" {
-				break
-			}
-		}
-		for _, i := range dataOf[k] {
-			if why == "" && tasks[i].File.FileFormat() != iceberg.ParquetFile {
-				why = fmt.Sprintf("data file %s is %s; only Parquet data files are read", tasks[i].File.FilePath(), tasks[i].File.FileFormat())
-			}
-		}
-		if why != "" {
+		if why := sc.problem(meta, tasks, k); why != "" {
 			skipped = append(skipped, Skip{Partition: label, Files: len(ds), Reason: why})
 			continue
 		}
@@ -276,6 +276,58 @@ func Conversion(meta table.Metadata, tasks []table.FileScanTask, deletes []Equal
 		groups = append(groups, g)
 	}
 	return groups, skipped
+}
+
+// scopes are the live equality deletes and data files by the scope an
+// equality delete applies in: its partition, or "" for a global delete on
+// an unpartitioned table (a global delete on a partitioned table is not
+// converted; see unconvertible).
+type scopes struct {
+	unpartitioned bool
+	keys          []string // sorted, those with deletes
+	deletes       map[string][]EqualityDelete
+	data          map[string][]int // task indexes
+}
+
+func newScopes(meta table.Metadata, tasks []table.FileScanTask, deletes []EqualityDelete) scopes {
+	s := scopes{unpartitioned: meta.PartitionSpec().IsUnpartitioned(), deletes: map[string][]EqualityDelete{}, data: map[string][]int{}}
+	for _, d := range deletes {
+		k := s.of(d.File)
+		if _, ok := s.deletes[k]; !ok {
+			s.keys = append(s.keys, k)
+		}
+		s.deletes[k] = append(s.deletes[k], d)
+	}
+	slices.Sort(s.keys)
+	for i, t := range tasks {
+		k := s.of(t.File)
+		s.data[k] = append(s.data[k], i)
+	}
+	return s
+}
+
+// of is the scope of a data or delete file: on an unpartitioned table
+// every file is in the one scope "", whatever spec it was written with.
+func (s scopes) of(df iceberg.DataFile) string {
+	if s.unpartitioned {
+		return ""
+	}
+	return PartitionKey(df)
+}
+
+// problem says why scope k's equality deletes cannot be converted, or "".
+func (s scopes) problem(meta table.Metadata, tasks []table.FileScanTask, k string) string {
+	for _, d := range s.deletes[k] {
+		if why := unconvertible(meta, d.File); why != "" {
+			return why
+		}
+	}
+	for _, i := range s.data[k] {
+		if f := tasks[i].File; f.FileFormat() != iceberg.ParquetFile {
+			return fmt.Sprintf("data file %s is %s; only Parquet data files are read", f.FilePath(), f.FileFormat())
+		}
+	}
+	return ""
 }
 
 // Converted lists the delete files a conversion group replaces besides

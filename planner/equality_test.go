@@ -73,14 +73,36 @@ func TestConverts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parted := newSpecMeta(t, "2", byName)
+	var parted table.Metadata
 	d := data(t, "s3://b/t/data/a.parquet")
 	eq := eqFile(t, *iceberg.UnpartitionedSpec, "s3://b/t/data/eq.parquet", iceberg.ParquetFile, nil, 5, 1)
 	eqAvro := eqFile(t, *iceberg.UnpartitionedSpec, "s3://b/t/data/eq.avro", iceberg.AvroFile, nil, 5, 1)
 	eqNoField := eqFile(t, *iceberg.UnpartitionedSpec, "s3://b/t/data/eq9.parquet", iceberg.ParquetFile, nil, 5, 9)
-	// A delete of spec 7, unpartitioned, which the partitioned table's
-	// metadata does not list: global, as far as the planner can tell.
-	eqGlobal := eqFile(t, iceberg.NewPartitionSpecID(7), "s3://b/t/data/eqg.parquet", iceberg.ParquetFile, nil, 5, 1)
+	// The table was unpartitioned (spec 0), then partitioned by name
+	// (spec 1), then unpartitioned again (spec 2).
+	evolve := func(meta table.Metadata, spec iceberg.PartitionSpec) table.Metadata {
+		b, err := table.MetadataBuilderFromBase(meta, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.AddPartitionSpec(&spec, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.SetDefaultSpecID(spec.ID()); err != nil {
+			t.Fatal(err)
+		}
+		out, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	byName1 := iceberg.NewPartitionSpecID(1, iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "name", Transform: iceberg.IdentityTransform{}})
+	parted = evolve(v2, byName1)
+	unparted := evolve(parted, iceberg.NewPartitionSpecID(2))
+	eqGlobal := eqFile(t, *iceberg.UnpartitionedSpec, "s3://b/t/data/eqg.parquet", iceberg.ParquetFile, nil, 5, 1)
+	eqParted := eqFile(t, byName1, "s3://b/t/data/eqp.parquet", iceberg.ParquetFile, map[int]any{1000: "a"}, 5, 1)
+	eqUnknown := eqFile(t, iceberg.NewPartitionSpecID(7), "s3://b/t/data/eq7.parquet", iceberg.ParquetFile, nil, 5, 1)
 	orc := dataFile(t, *iceberg.UnpartitionedSpec, iceberg.EntryContentData, "s3://b/t/data/a.orc", iceberg.OrcFile, 10)
 	on := ConvertOptions{MinFiles: 1}
 	for _, tc := range []struct {
@@ -97,6 +119,9 @@ func TestConverts(t *testing.T) {
 		{"floating-point key", floatMeta, seqTask(d, 1, eq), on, "does not read"},
 		{"ORC data file", v2, seqTask(orc, 1, eq), on, "only Parquet data files"},
 		{"global delete on a partitioned table", parted, seqTask(d, 1, eqGlobal), on, "global on a partitioned table"},
+		{"partitioned delete on a table now unpartitioned", unparted, seqTask(d, 1, eqParted), on, "now unpartitioned"},
+		{"global delete on a table unpartitioned again", unparted, seqTask(d, 1, eqGlobal), on, ""},
+		{"delete of a spec the table does not have", v2, seqTask(d, 1, eqUnknown), on, "which the table does not have"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			why, ok := Converts(tc.meta, tc.task, tc.opts)
@@ -287,5 +312,43 @@ func TestConverted(t *testing.T) {
 	want := []string{"s3://b/t/data/a-deletes.parquet", "s3://b/t/data/ab-deletes.parquet", "s3://b/t/data/p.puffin@4"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("replaced %v, want %v (bc still applies to c, whose vector stays)", got, want)
+	}
+}
+
+// On a table unpartitioned again, a global equality delete applies to the
+// data files of the older partitioned spec too: they are read, or the
+// delete's removal would bring their rows back.
+func TestConversionAcrossSpecs(t *testing.T) {
+	b, err := table.MetadataBuilderFromBase(newMeta(t, "2"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName1 := iceberg.NewPartitionSpecID(1, iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "name", Transform: iceberg.IdentityTransform{}})
+	again := iceberg.NewPartitionSpecID(2)
+	for _, s := range []iceberg.PartitionSpec{byName1, again} {
+		if err := b.AddPartitionSpec(&s, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.SetDefaultSpecID(2); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := iceberg.NewDataFileBuilder(byName1, iceberg.EntryContentData, "s3://b/t/data/name=a/old.parquet", iceberg.ParquetFile, map[int]any{1000: "a"}, nil, nil, 10, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := dataFile(t, again, iceberg.EntryContentData, "s3://b/t/data/now.parquet", iceberg.ParquetFile, 10)
+	eq := eqFile(t, again, "s3://b/t/data/eq.parquet", iceberg.ParquetFile, nil, 5, 1)
+	tasks := []table.FileScanTask{seqTask(old.Build(), 1, eq), seqTask(now, 2, eq)}
+	groups, skipped := Conversion(meta, tasks, []EqualityDelete{{eq, 3}}, nil, ConvertOptions{MinFiles: 1})
+	if len(groups) != 1 || len(groups[0].Tasks) != 2 || len(skipped) != 0 {
+		t.Fatalf("groups %+v, skipped %+v; want one reading both data files", groups, skipped)
+	}
+	if got := Converting(meta, tasks, []EqualityDelete{{eq, 3}}, ConvertOptions{MinFiles: 1}); !slices.Equal(got, []bool{true, true}) {
+		t.Fatalf("Converting = %v", got)
 	}
 }
