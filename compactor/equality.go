@@ -102,7 +102,16 @@ func (j *Job) convertStage(ctx context.Context, t jobs.Target, s Settings, opts 
 			return fmt.Errorf("list equality deletes of %s: %w", t.Table, err)
 		}
 	}
-	f.ConvertPlan, f.ConvertSkipped = planner.Conversion(tbl.Metadata(), sc.tasks, eqs, taken, convertOptions(s))
+	tasks := sc.tasks
+	if opts.DryRun && len(taken) > 0 {
+		// The dry run shows the plan as the run would make it after the
+		// data rewrite commits: its outputs carry the start's data
+		// sequence number, to which no equality delete of before applies,
+		// so the files it takes are out of every delete's reach.
+		tasks = slices.DeleteFunc(slices.Clone(tasks), func(t table.FileScanTask) bool { return taken[t.File.FilePath()] })
+		taken = nil
+	}
+	f.ConvertPlan, f.ConvertSkipped = planner.Conversion(tbl.Metadata(), tasks, eqs, taken, convertOptions(s))
 	if opts.DryRun || len(f.ConvertPlan) == 0 {
 		return nil
 	}

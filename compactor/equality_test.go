@@ -138,6 +138,10 @@ func (e *env) checkConversion(job *Job, big []string) *Figures {
 	if len(dry.ConvertPlan) == 0 || !strings.Contains(dry.Text(), "would be converted") || e.load().CurrentSnapshot().SnapshotID != snapBefore {
 		e.t.Fatalf("the dry run planned no conversion, or changed the table:\n%s", dry.Text())
 	}
+	dryDeletes := 0
+	for _, g := range dry.ConvertPlan {
+		dryDeletes += g.EqualityDeletes
+	}
 	for _, g := range dry.Plan.Groups {
 		if g.InputBytes > 3<<19*int64(g.InputFiles) {
 			e.t.Fatalf("the dry run rewrites a well-sized file: %+v", g)
@@ -153,6 +157,9 @@ func (e *env) checkConversion(job *Job, big []string) *Figures {
 	after := e.checkSameRows(fpBefore, snapBefore)
 	if n := count(e.liveDeletes(), iceberg.EntryContentEqDeletes); n != 0 {
 		e.t.Errorf("%d equality delete files left:\n%s", n, fig.Text())
+	}
+	if dryDeletes != fig.EqualityDeletesConverted {
+		e.t.Errorf("the dry run planned to convert %d equality delete files, the run converted %d:\n%s\n%s", dryDeletes, fig.EqualityDeletesConverted, dry.Text(), fig.Text())
 	}
 	live := liveDataPaths(e, after)
 	for _, p := range big {
