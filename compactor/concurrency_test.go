@@ -17,14 +17,15 @@ import (
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 func smallTable(t *testing.T) (*env, *table.Table) {
-	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	for i := 0; i < 10; i++ {
-		tbl = e.append(tbl, 200)
+		tbl = e.Append(tbl, 200)
 	}
 	return e, tbl
 }
@@ -36,14 +37,14 @@ func TestConcurrentEqualityDeleteStillApplies(t *testing.T) {
 	job := &Job{MinInputFiles: 2, Retry: quickRetry(8)}
 	job.beforeCommit = func(attempt int) {
 		if attempt == 1 {
-			e.eqDelete(e.load(), 10, 1010, 1999)
+			e.EqDelete(e.Load(), 10, 1010, 1999)
 		}
 	}
 	out, fig := e.compact(job)
 	if out.Status != state.Successful || fig.CommitAttempts != 2 {
 		t.Fatalf("%+v %+v", out, fig)
 	}
-	got := ids(t, e.ctx, e.load())
+	got := ids(t, e.Ctx, e.Load())
 	for _, id := range []int64{10, 1010, 1999} {
 		if got[id] != 0 {
 			t.Fatalf("row %d was resurrected by compaction", id)
@@ -59,11 +60,11 @@ func TestConcurrentEqualityDeleteStillApplies(t *testing.T) {
 // the delete stands.
 func TestConcurrentPositionDeleteDropsGroup(t *testing.T) {
 	e, _ := smallTable(t)
-	dataDir := strings.TrimPrefix(e.load().Location(), "file://") + "/data"
+	dataDir := strings.TrimPrefix(e.Load().Location(), "file://") + "/data"
 	job := &Job{MinInputFiles: 2, Retry: quickRetry(8)}
 	job.beforeCommit = func(attempt int) {
 		if attempt == 1 {
-			e.posDelete(e.load(), 7, 1507)
+			e.PosDelete(e.Load(), 7, 1507)
 		}
 	}
 	before := countFiles(t, dataDir)
@@ -71,7 +72,7 @@ func TestConcurrentPositionDeleteDropsGroup(t *testing.T) {
 	if out.Status != state.Successful || fig.GroupsDropped != 1 || fig.GroupsCommitted != 0 {
 		t.Fatalf("%+v %+v", out, fig)
 	}
-	got := ids(t, e.ctx, e.load())
+	got := ids(t, e.Ctx, e.Load())
 	if got[7] != 0 || got[1507] != 0 || len(got) != 1998 {
 		t.Fatalf("rows wrong after a dropped group: %d rows, 7:%d 1507:%d", len(got), got[7], got[1507])
 	}
@@ -89,7 +90,7 @@ func TestStreamingWriter(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	appended, deleted := map[int64]bool{}, map[int64]bool{}
-	nextID := e.next
+	nextID := e.Next
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -99,11 +100,11 @@ func TestStreamingWriter(t *testing.T) {
 				return
 			default:
 			}
-			tbl := e.load()
+			tbl := e.Load()
 			var err error
 			if i%3 == 2 {
 				victim := int64(1 + (i*37)%2000)
-				_, err = tbl.Delete(e.ctx, iceberg.EqualTo(iceberg.Reference("id"), victim), nil)
+				_, err = tbl.Delete(e.Ctx, iceberg.EqualTo(iceberg.Reference("id"), victim), nil)
 				if err == nil {
 					mu.Lock()
 					deleted[victim] = true
@@ -143,7 +144,7 @@ func TestStreamingWriter(t *testing.T) {
 	if succeeded == 0 {
 		t.Fatal("compaction never got through the streaming writer")
 	}
-	got := ids(t, e.ctx, e.load())
+	got := ids(t, e.Ctx, e.Load())
 	for id := int64(1); id <= 2000; id++ {
 		want := 1
 		if deleted[id] {
@@ -167,7 +168,7 @@ func appendIDs(e *env, tbl *table.Table, first int64, n int) (*table.Table, erro
 	mu := &e.rngMu
 	mu.Lock()
 	defer mu.Unlock()
-	return testkit.AppendRandom(e.ctx, tbl, n, first, e.rng)
+	return testkit.AppendRandom(e.Ctx, tbl, n, first, e.Rng)
 }
 
 // A cancellation right before the commit (a crash at the last moment)
@@ -175,22 +176,22 @@ func appendIDs(e *env, tbl *table.Table, first int64, n int) (*table.Table, erro
 func TestCancelBeforeCommit(t *testing.T) {
 	e, tbl := smallTable(t)
 	loc := tbl.MetadataLocation()
-	fp := e.rows(tbl, 0)
+	fp := e.Rows(tbl, 0)
 	dataDir := strings.TrimPrefix(tbl.Location(), "file://") + "/data"
 	before := countFiles(t, dataDir)
-	ctx, cancel := context.WithCancel(e.ctx)
+	ctx, cancel := context.WithCancel(e.Ctx)
 	job := &Job{MinInputFiles: 2}
 	job.beforeCommit = func(int) { cancel() }
-	r := e.runner(job)
-	out, err := r.Run(ctx, jobs.Target{Bucket: e.b, Table: e.id}, maintenance.Compaction, "test", jobs.Options{})
+	r := e.Runner(job)
+	out, err := r.Run(ctx, e.Target(), maintenance.Compaction, "test", jobs.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if out.Status != state.Failed {
 		t.Fatalf("cancelled run: %+v", out)
 	}
-	after := e.load()
-	if after.MetadataLocation() != loc || !e.rows(after, 0).Equal(fp) {
+	after := e.Load()
+	if after.MetadataLocation() != loc || !e.Rows(after, 0).Equal(fp) {
 		t.Fatal("a cancelled compaction changed the table")
 	}
 	if n := countFiles(t, dataDir); n != before {
@@ -202,7 +203,7 @@ func TestCancelBeforeCommit(t *testing.T) {
 func TestCorruptDataFile(t *testing.T) {
 	e, tbl := smallTable(t)
 	loc := tbl.MetadataLocation()
-	tasks, err := tbl.Scan().PlanFiles(e.ctx)
+	tasks, err := tbl.Scan().PlanFiles(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestCorruptDataFile(t *testing.T) {
 	if out.Status != state.Failed || !strings.Contains(out.FailureMessage, "nothing committed") {
 		t.Fatalf("%+v", out)
 	}
-	if e.load().MetadataLocation() != loc {
+	if e.Load().MetadataLocation() != loc {
 		t.Fatal("a failed compaction committed")
 	}
 	if n := countFiles(t, dataDir); n != before {
@@ -229,14 +230,14 @@ func TestCorruptDataFile(t *testing.T) {
 func TestStrategiesNeedASortOrder(t *testing.T) {
 	e, _ := smallTable(t)
 	for _, strat := range []maintenance.Strategy{maintenance.StrategySort, maintenance.StrategyZOrder} {
-		k := jobs.Target{Bucket: e.b, Table: e.id}.Key()
-		if err := e.store.PutTableConfig(e.ctx, k, maintenance.Compaction, maintenance.Config{Status: maintenance.Enabled,
+		k := e.Target().Key()
+		if err := e.Store.PutTableConfig(e.Ctx, k, maintenance.Compaction, maintenance.Config{Status: maintenance.Enabled,
 			Compaction: &maintenance.CompactionSettings{Strategy: strat}}); err != nil {
 			t.Fatal(err)
 		}
-		loc := e.load().MetadataLocation()
+		loc := e.Load().MetadataLocation()
 		out, _ := e.compact(&Job{MinInputFiles: 2})
-		if out.Status != state.Failed || !strings.Contains(out.FailureMessage, "needs a table sort order") || e.load().MetadataLocation() != loc {
+		if out.Status != state.Failed || !strings.Contains(out.FailureMessage, "needs a table sort order") || e.Load().MetadataLocation() != loc {
 			t.Errorf("strategy %s: %+v", strat, out)
 		}
 	}
@@ -255,10 +256,10 @@ func countFiles(t *testing.T, dir string) int {
 // they are old enough they are compacted.
 func TestMinimumFileAge(t *testing.T) {
 	e, _ := smallTable(t)
-	e.defaults.Knobs.MinFileAgeMinutes = 60
+	e.Defaults.Knobs.MinFileAgeMinutes = 60
 	run := func(now time.Time) (jobs.Outcome, *Figures) {
-		r := e.runner(&Job{MinInputFiles: 2})
-		out, err := r.Run(e.ctx, jobs.Target{Bucket: e.b, Table: e.id}, maintenance.Compaction, "test", jobs.Options{Now: now})
+		r := e.Runner(&Job{MinInputFiles: 2})
+		out, err := r.Run(e.Ctx, e.Target(), maintenance.Compaction, "test", jobs.Options{Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,7 +280,7 @@ func TestMinimumFileAge(t *testing.T) {
 // landing, and every reachable file must still exist.
 func TestLostCommitAnswerKeepsOutputs(t *testing.T) {
 	e, tbl := smallTable(t)
-	fp := e.rows(tbl, 0)
+	fp := e.Rows(tbl, 0)
 	job := &Job{MinInputFiles: 2, Retry: quickRetry(1)}
 	job.afterCommit = func(err error) error {
 		if err == nil {
@@ -291,11 +292,11 @@ func TestLostCommitAnswerKeepsOutputs(t *testing.T) {
 	if out.Status != state.Successful || fig.GroupsCommitted == 0 || fig.GroupsDropped != 0 {
 		t.Fatalf("a landed commit should count as committed: %+v %+v", out, fig)
 	}
-	after := e.load()
-	if !e.rows(after, 0).Equal(fp) {
+	after := e.Load()
+	if !e.Rows(after, 0).Equal(fp) {
 		t.Fatal("rows changed")
 	}
-	missing, err := tablecheck.MissingFiles(e.ctx, after)
+	missing, err := tablecheck.MissingFiles(e.Ctx, after)
 	if err != nil || len(missing) > 0 {
 		t.Fatalf("compaction deleted files its own landed commit references: %v %v", missing, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/planner"
 )
 
@@ -27,15 +28,15 @@ func BenchmarkDeleteFileCompaction(b *testing.B) {
 		b.StopTimer()
 		defer b.StartTimer()
 		home := b.TempDir()
-		e, tbl := newEnvWith(b, configs.Embedded(home), home, baseSchema, iceberg.NewPartitionSpec(pf(1, 1000, "id_bucket", iceberg.BucketTransform{NumBuckets: 2})), "2")
+		e, tbl := newEnvWith(b, configs.Embedded(home), home, tableenv.BaseSchema, iceberg.NewPartitionSpec(tableenv.PF(1, 1000, "id_bucket", iceberg.BucketTransform{NumBuckets: 2})), "2")
 		tbl = deleteTable{bigRows: 120000, parts: 2, deletes: 10, perCommit: 5, noSmall: true}.fill(e, tbl)
-		return e, tbl, e.rows(tbl, 0)
+		return e, tbl, e.Rows(tbl, 0)
 	}
 	check := func(b *testing.B, e *env, want tablecheck.Fingerprint, deleteFiles int) {
 		b.StopTimer()
 		defer b.StartTimer()
-		tbl := e.load()
-		if got := e.rows(tbl, 0); !got.Equal(want) {
+		tbl := e.Load()
+		if got := e.Rows(tbl, 0); !got.Equal(want) {
 			b.Fatalf("rows %v, want %v", got, want)
 		}
 		if _, n, _, _ := deleteShape(e, tbl, want.Rows); n != deleteFiles {
@@ -55,7 +56,7 @@ func BenchmarkDeleteFileCompaction(b *testing.B) {
 	b.Run("rewrite-data-files", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			e, tbl, want := build(b)
-			tasks, err := tbl.Scan().PlanFiles(e.ctx)
+			tasks, err := tbl.Scan().PlanFiles(e.Ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -74,7 +75,7 @@ func BenchmarkDeleteFileCompaction(b *testing.B) {
 			for _, g := range byPart {
 				groups = append(groups, *g)
 			}
-			if _, err := tbl.RewriteDataFiles(e.ctx, groups, table.RewriteDataFilesOptions{
+			if _, err := tbl.RewriteDataFiles(e.Ctx, groups, table.RewriteDataFilesOptions{
 				GroupOptions: []table.CompactionGroupOption{table.WithCompactionTargetFileSize(1 << 20)}}); err != nil {
 				b.Fatal(err)
 			}

@@ -12,7 +12,7 @@ import (
 	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
-	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
 )
@@ -33,15 +33,15 @@ type deleteTable struct {
 }
 
 func (d deleteTable) fill(e *env, tbl *table.Table) *table.Table {
-	e.t.Helper()
-	first := e.next
+	e.T.Helper()
+	first := e.Next
 	for range 2 {
-		tbl = e.append(tbl, d.bigRows)
+		tbl = e.Append(tbl, d.bigRows)
 	}
 	if !d.noSmall {
-		tbl = e.append(tbl, 20*d.parts) // small: the data rewrite takes it
+		tbl = e.Append(tbl, 20*d.parts) // small: the data rewrite takes it
 	}
-	last := e.next - 1
+	last := e.Next - 1
 	for k := range d.deletes {
 		var ids []int64
 		for f := range 3 {
@@ -59,7 +59,7 @@ func (d deleteTable) fill(e *env, tbl *table.Table) *table.Table {
 				ids = append(ids, lo+int64(k*d.perCommit+r)*97%int64(d.bigRows))
 			}
 		}
-		tbl = e.posDelete(tbl, ids...)
+		tbl = e.PosDelete(tbl, ids...)
 	}
 	return tbl
 }
@@ -70,10 +70,10 @@ func (d deleteTable) fill(e *env, tbl *table.Table) *table.Table {
 // the table shows), and the data files not within the planner's
 // well-sized range of the 1 MB target.
 func deleteShape(e *env, tbl *table.Table, visible int64) (most, distinct int, deleted int64, misfits []string) {
-	e.t.Helper()
-	tasks, err := tbl.Scan().PlanFiles(e.ctx)
+	e.T.Helper()
+	tasks, err := tbl.Scan().PlanFiles(e.Ctx)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	files := map[string]bool{}
 	for _, t := range rebase.WholeFiles(tasks) {
@@ -96,73 +96,73 @@ func deleteShape(e *env, tbl *table.Table, visible int64) (most, distinct int, d
 // file (v3), exactly the deleted rows' positions written, and a second run
 // with nothing to do.
 func (e *env) checkDeleteCompaction(job *Job, v3 bool) *Figures {
-	e.t.Helper()
-	before := e.load()
-	fpBefore := e.rows(before, 0)
+	e.T.Helper()
+	before := e.Load()
+	fpBefore := e.Rows(before, 0)
 	snapBefore := before.CurrentSnapshot().SnapshotID
 	mostBefore, filesBefore, _, misfits := deleteShape(e, before, fpBefore.Rows)
 	if len(misfits) > 0 {
-		e.t.Fatalf("the test's big files are not well-sized, so a data rewrite may take them: %v", misfits)
+		e.T.Fatalf("the test's big files are not well-sized, so a data rewrite may take them: %v", misfits)
 	}
 	if !v3 && mostBefore < 2 {
-		e.t.Fatalf("the test's data files have at most %d delete files each; it needs more", mostBefore)
+		e.T.Fatalf("the test's data files have at most %d delete files each; it needs more", mostBefore)
 	}
 	e.opts.DryRun = true
 	_, dry := e.compact(job)
 	e.opts.DryRun = false
-	if len(dry.DeletePlan) == 0 || !strings.Contains(dry.Text(), "would be rewritten into") || e.load().CurrentSnapshot().SnapshotID != snapBefore {
-		e.t.Fatalf("the dry run planned no delete rewrite, or changed the table:\n%s", dry.Text())
+	if len(dry.DeletePlan) == 0 || !strings.Contains(dry.Text(), "would be rewritten into") || e.Load().CurrentSnapshot().SnapshotID != snapBefore {
+		e.T.Fatalf("the dry run planned no delete rewrite, or changed the table:\n%s", dry.Text())
 	}
 	out, fig := e.compact(job)
 	if out.Status != state.Successful {
-		e.t.Fatalf("compaction: %s: %s", out.Status, out.FailureMessage)
+		e.T.Fatalf("compaction: %s: %s", out.Status, out.FailureMessage)
 	}
 	if fig.DeleteGroupsCommitted == 0 {
-		e.t.Fatalf("no deletes were compacted:\n%s", fig.Text())
+		e.T.Fatalf("no deletes were compacted:\n%s", fig.Text())
 	}
 	after := e.checkSameRows(fpBefore, snapBefore)
 	most, files, deleted, _ := deleteShape(e, after, fpBefore.Rows)
 	if most != 1 {
-		e.t.Errorf("a data file has %d delete files after, want 1 (%d before)", most, mostBefore)
+		e.T.Errorf("a data file has %d delete files after, want 1 (%d before)", most, mostBefore)
 	}
 	if files >= filesBefore {
-		e.t.Errorf("%d delete files after, %d before", files, filesBefore)
+		e.T.Errorf("%d delete files after, %d before", files, filesBefore)
 	}
 	if v3 && files != fig.DeleteGroupsCommitted {
-		e.t.Errorf("%d Puffin and delete files after for %d partitions, want one each (%d before)", files, fig.DeleteGroupsCommitted, filesBefore)
+		e.T.Errorf("%d Puffin and delete files after for %d partitions, want one each (%d before)", files, fig.DeleteGroupsCommitted, filesBefore)
 	}
 	if fig.PositionsOut != deleted {
-		e.t.Errorf("%d positions written; the data files lose %d rows to position deletes", fig.PositionsOut, deleted)
+		e.T.Errorf("%d positions written; the data files lose %d rows to position deletes", fig.PositionsOut, deleted)
 	}
 	// The new deletes are scoped to one file each, so the planner knows
 	// how many rows of each file they delete.
-	sc, err := scan(e.ctx, after, false)
+	sc, err := scan(e.Ctx, after, false)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	var known int64
 	for _, f := range sc.files {
 		known += f.DeletedRows
 	}
 	if known != deleted {
-		e.t.Errorf("the planner knows of %d deleted rows, the data files lose %d", known, deleted)
+		e.T.Errorf("the planner knows of %d deleted rows, the data files lose %d", known, deleted)
 	}
 	if got, want := after.CurrentSnapshot().Summary.Operation, table.OpReplace; got != want {
-		e.t.Errorf("snapshot operation %s, want %s", got, want)
+		e.T.Errorf("snapshot operation %s, want %s", got, want)
 	}
 	live := 0
-	for _, err := range rebase.LiveEntries(e.ctx, after, iceberg.ManifestContentDeletes) {
+	for _, err := range rebase.LiveEntries(e.Ctx, after, iceberg.ManifestContentDeletes) {
 		if err != nil {
-			e.t.Fatal(err)
+			e.T.Fatal(err)
 		}
 		live++
 	}
 	if s := after.CurrentSnapshot().Summary.Properties["total-delete-files"]; s != strconv.Itoa(live) {
-		e.t.Errorf("summary total-delete-files %s, the manifests hold %d", s, live)
+		e.T.Errorf("summary total-delete-files %s, the manifests hold %d", s, live)
 	}
 	_, again := e.compact(job)
 	if len(again.DeletePlan) != 0 || again.DeleteCommits != 0 {
-		e.t.Errorf("a second run rewrote deletes again:\n%s", again.Text())
+		e.T.Errorf("a second run rewrote deletes again:\n%s", again.Text())
 	}
 	return fig
 }
@@ -175,14 +175,14 @@ func TestDeleteFileCompaction(t *testing.T) {
 		d      deleteTable
 	}{
 		{"v2 unpartitioned", "2", *iceberg.UnpartitionedSpec, deleteTable{bigRows: 60000, parts: 1, deletes: 6, perCommit: 5}},
-		{"v2 in two buckets", "2", iceberg.NewPartitionSpec(pf(1, 1000, "id_bucket", iceberg.BucketTransform{NumBuckets: 2})), deleteTable{bigRows: 120000, parts: 2, deletes: 6, perCommit: 5}},
+		{"v2 in two buckets", "2", iceberg.NewPartitionSpec(tableenv.PF(1, 1000, "id_bucket", iceberg.BucketTransform{NumBuckets: 2})), deleteTable{bigRows: 120000, parts: 2, deletes: 6, perCommit: 5}},
 		// Two big files whose vectors are in two Puffin files.
 		{"v3 deletion vectors", "3", *iceberg.UnpartitionedSpec, deleteTable{bigRows: 60000, parts: 1, deletes: 6, perCommit: 5, oneFileEach: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, tbl := newEnv(t, baseSchema, tc.spec, tc.format)
+			e, tbl := newEnv(t, tableenv.BaseSchema, tc.spec, tc.format)
 			if tc.format == "3" {
-				e.defaults.Knobs.MinDeleteFilesToRewrite = 2
+				e.Defaults.Knobs.MinDeleteFilesToRewrite = 2
 			}
 			tc.d.fill(e, tbl)
 			fig := e.checkDeleteCompaction(&Job{}, tc.format == "3")
@@ -205,34 +205,34 @@ func TestDeleteFileCompactionBesideWriter(t *testing.T) {
 		dropped int
 	}{{"2", 0}, {"3", 1}} {
 		t.Run("v"+tc.format, func(t *testing.T) {
-			e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, tc.format)
-			e.defaults.Knobs.MinDeleteFilesToRewrite = 2
+			e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, tc.format)
+			e.Defaults.Knobs.MinDeleteFilesToRewrite = 2
 			d := deleteTable{bigRows: 60000, parts: 1, deletes: 4, perCommit: 5, oneFileEach: tc.format == "3", noSmall: true}
-			first := e.next
+			first := e.Next
 			d.fill(e, tbl)
 			var during *table.Table
 			job := &Job{beforeCommit: func(attempt int) {
 				if attempt == 1 {
-					during = e.posDelete(e.append(e.load(), 100), first+59999)
+					during = e.PosDelete(e.Append(e.Load(), 100), first+59999)
 				}
 			}}
 			_, fig := e.compact(job)
 			if fig.DeleteConflicts == 0 || fig.DeleteGroupsDropped != tc.dropped || fig.DeleteGroupsCommitted != 1-tc.dropped {
 				t.Fatalf("want %d groups dropped after a conflict:\n%s", tc.dropped, fig.Text())
 			}
-			want := e.rows(during, 0)
-			if got := e.rows(e.load(), 0); !got.Equal(want) {
+			want := e.Rows(during, 0)
+			if got := e.Rows(e.Load(), 0); !got.Equal(want) {
 				t.Fatalf("rows %v, want the writer's %v", got, want)
 			}
 			if tc.dropped > 0 {
 				if _, fig := e.compact(&Job{}); fig.DeleteGroupsCommitted != 1 {
 					t.Fatalf("the next run did not rewrite the deletes:\n%s", fig.Text())
 				}
-				if got := e.rows(e.load(), 0); !got.Equal(want) {
+				if got := e.Rows(e.Load(), 0); !got.Equal(want) {
 					t.Fatalf("rows %v after the next run, want %v", got, want)
 				}
 			}
-			missing, err := tablecheck.MissingFiles(e.ctx, e.load())
+			missing, err := tablecheck.MissingFiles(e.Ctx, e.Load())
 			if err != nil || len(missing) > 0 {
 				t.Fatalf("missing reachable files %v: %v", missing, err)
 			}
@@ -244,8 +244,8 @@ func TestDeleteFileCompactionBesideWriter(t *testing.T) {
 func TestDeleteFileCompactionREST(t *testing.T) {
 	for _, format := range []string{"2", "3"} {
 		t.Run("v"+format, func(t *testing.T) {
-			e, tbl := newRESTEnv(t, baseSchema, iceberg.NewPartitionSpec(pf(1, 1000, "id_bucket", iceberg.BucketTransform{NumBuckets: 2})), format)
-			e.defaults.Knobs.MinDeleteFilesToRewrite = 2
+			e, tbl := newRESTEnv(t, tableenv.BaseSchema, iceberg.NewPartitionSpec(tableenv.PF(1, 1000, "id_bucket", iceberg.BucketTransform{NumBuckets: 2})), format)
+			e.Defaults.Knobs.MinDeleteFilesToRewrite = 2
 			deleteTable{bigRows: 120000, parts: 2, deletes: 6, perCommit: 5, oneFileEach: format == "3"}.fill(e, tbl)
 			e.checkDeleteCompaction(&Job{}, format == "3")
 		})
@@ -256,9 +256,9 @@ func TestDeleteFileCompactionREST(t *testing.T) {
 // a delete file that also applies to one of those is not among the files
 // the rewrite of the others replaces.
 func TestPlanDeletesLeavesSharedDeleteFiles(t *testing.T) {
-	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	tbl = deleteTable{bigRows: 60000, parts: 1, deletes: 6, perCommit: 5}.fill(e, tbl)
-	sc, err := scan(e.ctx, tbl, false)
+	sc, err := scan(e.Ctx, tbl, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,30 +299,30 @@ func TestPlanDeletesLeavesSharedDeleteFiles(t *testing.T) {
 // before: the branch keeps its delete files and rows, main's rows are
 // exact.
 func TestDeleteFileCompactionSchemaChangeAndBranch(t *testing.T) {
-	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	tbl = deleteTable{bigRows: 60000, parts: 1, deletes: 3, perCommit: 5}.fill(e, tbl)
 	tx := tbl.NewTransaction()
 	if err := tx.UpdateSchema(true, false).AddColumn([]string{"extra"}, iceberg.PrimitiveTypes.Float64, "", false, nil).Commit(); err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := tx.Commit(e.ctx)
+	tbl, err := tx.Commit(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k := range 3 {
-		tbl = e.posDelete(tbl, int64(30000+k), int64(90000+k))
+		tbl = e.PosDelete(tbl, int64(30000+k), int64(90000+k))
 	}
-	cat, err := e.b.Catalog(e.ctx)
+	cat, err := e.B.Catalog(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	snap := tbl.CurrentSnapshot().SnapshotID
-	if _, _, err := cat.CommitTable(e.ctx, tbl.Identifier(), nil,
+	if _, _, err := cat.CommitTable(e.Ctx, tbl.Identifier(), nil,
 		[]table.Update{table.NewSetSnapshotRefUpdate("audit", snap, table.BranchRef, 0, 0, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	fig := e.checkDeleteCompaction(&Job{}, false)
-	after := e.load()
+	after := e.Load()
 	if ref := after.Metadata().SnapshotByName("audit"); ref == nil || ref.SnapshotID != snap {
 		t.Fatalf("branch audit moved: %+v", ref)
 	}
@@ -334,9 +334,9 @@ func TestDeleteFileCompactionSchemaChangeAndBranch(t *testing.T) {
 // A delete file that cannot be read fails the run with its name; nothing
 // is committed, and what the other partition's rewrite wrote is removed.
 func TestDeleteFileCompactionUnreadable(t *testing.T) {
-	e, tbl := newEnv(t, baseSchema, iceberg.NewPartitionSpec(pf(1, 1000, "id_bucket", iceberg.BucketTransform{NumBuckets: 2})), "2")
+	e, tbl := newEnv(t, tableenv.BaseSchema, iceberg.NewPartitionSpec(tableenv.PF(1, 1000, "id_bucket", iceberg.BucketTransform{NumBuckets: 2})), "2")
 	tbl = deleteTable{bigRows: 120000, parts: 2, deletes: 6, perCommit: 5, noSmall: true}.fill(e, tbl)
-	tasks, err := tbl.Scan().PlanFiles(e.ctx)
+	tasks, err := tbl.Scan().PlanFiles(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,17 +352,17 @@ func TestDeleteFileCompactionUnreadable(t *testing.T) {
 	if err := os.WriteFile(strings.TrimPrefix(bad, "file://"), []byte("not parquet"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	files := countData(t, tbl.Location())
+	files := tableenv.CountData(t, tbl.Location())
 	head := tbl.CurrentSnapshot().SnapshotID
-	r := e.runner(&Job{Parallelism: 1})
-	out, err := r.Run(e.ctx, jobs.Target{Bucket: e.b, Table: e.id}, maintenance.Compaction, "test", e.opts)
+	r := e.Runner(&Job{Parallelism: 1})
+	out, err := r.Run(e.Ctx, e.Target(), maintenance.Compaction, "test", e.opts)
 	if err != nil || out.Status != state.Failed || !strings.Contains(out.FailureMessage, bad) {
 		t.Fatalf("%s %q, %v; want a failure naming %s", out.Status, out.FailureMessage, err, bad)
 	}
-	if got := e.load().CurrentSnapshot().SnapshotID; got != head {
+	if got := e.Load().CurrentSnapshot().SnapshotID; got != head {
 		t.Errorf("snapshot %d committed, want none", got)
 	}
-	if n := countData(t, tbl.Location()); n != files {
+	if n := tableenv.CountData(t, tbl.Location()); n != files {
 		t.Errorf("%d files in data/ after, %d before: outputs left behind", n, files)
 	}
 }
@@ -393,14 +393,14 @@ func TestDeleteFileCompactionUpgradedToV3BesideWriter(t *testing.T) {
 	var during *table.Table
 	job := &Job{beforeCommit: func(attempt int) {
 		if attempt == 1 {
-			during = e.posDelete(e.load(), first+59998)
+			during = e.PosDelete(e.Load(), first+59998)
 		}
 	}}
 	_, fig := e.compact(job)
 	if fig.DeleteGroupsDropped != 1 || fig.DeleteGroupsCommitted != 0 {
 		t.Fatalf("want the partition dropped:\n%s", fig.Text())
 	}
-	if got, want := e.rows(e.load(), 0), e.rows(during, 0); !got.Equal(want) {
+	if got, want := e.Rows(e.Load(), 0), e.Rows(during, 0); !got.Equal(want) {
 		t.Fatalf("rows %v, want the writer's %v", got, want)
 	}
 }
@@ -409,18 +409,18 @@ func TestDeleteFileCompactionUpgradedToV3BesideWriter(t *testing.T) {
 // position deletes, 5 rows in each file each, upgraded to v3, then a
 // deletion vector on the second file. It returns the first row's id.
 func upgradedToV3(t *testing.T) (*env, int64) {
-	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
-	e.defaults.Knobs.MinDeleteFilesToRewrite = 2
-	first := e.next
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e.Defaults.Knobs.MinDeleteFilesToRewrite = 2
+	first := e.Next
 	tbl = deleteTable{bigRows: 60000, parts: 1, deletes: 3, perCommit: 5, noSmall: true}.fill(e, tbl)
 	tx := tbl.NewTransaction()
 	if err := tx.UpgradeFormatVersion(3); err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := tx.Commit(e.ctx)
+	tbl, err := tx.Commit(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.posDelete(tbl, first+70000)
+	e.PosDelete(tbl, first+70000)
 	return e, first
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 )
 
 // liveDeletes returns the delete files of the current snapshot, by path.
@@ -16,15 +18,15 @@ func (e *env) liveDeletes() map[string]iceberg.ManifestEntryContent {
 }
 
 func (e *env) liveDeleteFiles() []iceberg.DataFile {
-	e.t.Helper()
-	tbl := e.load()
-	fs, err := tbl.FS(e.ctx)
+	e.T.Helper()
+	tbl := e.Load()
+	fs, err := tbl.FS(e.Ctx)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	manifests, err := tbl.CurrentSnapshot().Manifests(fs)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	var out []iceberg.DataFile
 	for _, m := range manifests {
@@ -33,7 +35,7 @@ func (e *env) liveDeleteFiles() []iceberg.DataFile {
 		}
 		for entry, err := range m.Entries(fs, true) {
 			if err != nil {
-				e.t.Fatal(err)
+				e.T.Fatal(err)
 			}
 			out = append(out, entry.DataFile())
 		}
@@ -54,12 +56,12 @@ func count(m map[string]iceberg.ManifestEntryContent, c iceberg.ManifestEntryCon
 // outputs carry a sequence number they do not apply to — and leave the
 // table with the commit.
 func TestDeadEqualityDeletesRemoved(t *testing.T) {
-	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	for i := 0; i < 6; i++ {
-		tbl = e.append(tbl, 200)
+		tbl = e.Append(tbl, 200)
 	}
-	tbl = e.eqDelete(tbl, 5, 99, 400)
-	e.eqDelete(tbl, 700)
+	tbl = e.EqDelete(tbl, 5, 99, 400)
+	e.EqDelete(tbl, 700)
 	if n := count(e.liveDeletes(), iceberg.EntryContentEqDeletes); n != 2 {
 		t.Fatalf("%d equality delete files before compaction, want 2", n)
 	}
@@ -75,20 +77,20 @@ func TestDeadEqualityDeletesRemoved(t *testing.T) {
 // would bring its rows back in the files the first commit left alone.)
 // Once it applies to nothing, the next run removes it.
 func TestEqualityDeleteAcrossBatches(t *testing.T) {
-	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	// The data rewrite's rule; conversion would remove the delete at once.
-	e.defaults.Knobs.MinEqualityDeleteFilesToConvert = 0
+	e.Defaults.Knobs.MinEqualityDeleteFilesToConvert = 0
 	tbl, ids := e.manyFiles(tbl)
-	tbl = e.eqDelete(tbl, ids...)
+	tbl = e.EqDelete(tbl, ids...)
 	start := tbl.CurrentSnapshot().SnapshotID
-	want := e.rows(tbl, 0)
+	want := e.Rows(tbl, 0)
 	fig := e.checkCompaction(&Job{MinInputFiles: 2, BatchGroups: 1})
 	if fig.GroupsCommitted < 2 {
 		t.Fatalf("setup: want several single-group commits, got %+v", fig)
 	}
-	after := e.load()
+	after := e.Load()
 	for s := after.CurrentSnapshot(); s.SnapshotID != start; s = after.SnapshotByID(*s.ParentSnapshotID) {
-		if fp := e.rows(after, s.SnapshotID); !fp.Equal(want) {
+		if fp := e.Rows(after, s.SnapshotID); !fp.Equal(want) {
 			t.Fatalf("snapshot %d of the run reads %v, want %v", s.SnapshotID, fp, want)
 		}
 	}
@@ -98,7 +100,7 @@ func TestEqualityDeleteAcrossBatches(t *testing.T) {
 	// Now it applies to nothing: the next run that commits removes it.
 	tbl = after
 	for i := 0; i < 3; i++ {
-		tbl = e.append(tbl, 100)
+		tbl = e.Append(tbl, 100)
 	}
 	fig = e.checkCompaction(&Job{MinInputFiles: 2})
 	if n := count(e.liveDeletes(), iceberg.EntryContentEqDeletes); n != 0 || fig.DeleteFilesRemoved != 1 {
@@ -110,20 +112,20 @@ func TestEqualityDeleteAcrossBatches(t *testing.T) {
 // several byte ranges; compaction must treat it as one file, or one commit
 // would remove it while another still had rows of it to copy.
 func TestSplitFilesAreOneFile(t *testing.T) {
-	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	tx := tbl.NewTransaction()
 	if err := tx.SetProperties(iceberg.Properties{"read.split.target-size": "65536", "write.parquet.row-group-limit": "1000"}); err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := tx.Commit(e.ctx)
+	tbl, err := tx.Commit(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 12; i++ {
-		tbl = e.append(tbl, 6000)
+		tbl = e.Append(tbl, 6000)
 	}
-	tbl = e.posDelete(tbl, 10, 20_000, 70_000)
-	tasks, err := tbl.Scan().PlanFiles(e.ctx)
+	tbl = e.PosDelete(tbl, 10, 20_000, 70_000)
+	tasks, err := tbl.Scan().PlanFiles(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,14 +142,14 @@ func TestSplitFilesAreOneFile(t *testing.T) {
 // first (another engine's maintenance): the retry leaves it out instead of
 // failing on a file that is no longer the table's.
 func TestDeleteRemovedMeanwhile(t *testing.T) {
-	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
-	e.defaults.Knobs.MinEqualityDeleteFilesToConvert = 0 // the data rewrite leaves the delete dangling
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e.Defaults.Knobs.MinEqualityDeleteFilesToConvert = 0 // the data rewrite leaves the delete dangling
 	tbl, ids := e.manyFiles(tbl)
-	tbl = e.eqDelete(tbl, ids...)
+	tbl = e.EqDelete(tbl, ids...)
 	e.checkCompaction(&Job{MinInputFiles: 2, BatchGroups: 1}) // leaves the delete dangling
-	tbl = e.load()
+	tbl = e.Load()
 	for i := 0; i < 3; i++ {
-		tbl = e.append(tbl, 100)
+		tbl = e.Append(tbl, 100)
 	}
 	dangling := e.liveDeleteFiles()
 	if len(dangling) != 1 {
@@ -158,14 +160,14 @@ func TestDeleteRemovedMeanwhile(t *testing.T) {
 		if attempt != 1 {
 			return
 		}
-		tx := e.load().NewTransaction()
+		tx := e.Load().NewTransaction()
 		rw := tx.NewRewrite(nil)
 		rw.DeleteFile(dangling[0])
-		if err := rw.Commit(e.ctx); err != nil {
+		if err := rw.Commit(e.Ctx); err != nil {
 			t.Error(err)
 			return
 		}
-		if _, err := tx.Commit(e.ctx); err != nil {
+		if _, err := tx.Commit(e.Ctx); err != nil {
 			t.Error(err)
 		}
 	}

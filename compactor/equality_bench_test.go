@@ -8,6 +8,7 @@ import (
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 )
 
 // BenchmarkEqualityConversion compares one compaction run on the issue's
@@ -31,10 +32,10 @@ func BenchmarkEqualityConversion(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				home := b.TempDir()
-				e, tbl := newEnvWith(b, configs.Embedded(home), home, baseSchema, *iceberg.UnpartitionedSpec, "2")
-				e.defaults.Knobs.MinEqualityDeleteFilesToConvert = side.convert
+				e, tbl := newEnvWith(b, configs.Embedded(home), home, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+				e.Defaults.Knobs.MinEqualityDeleteFilesToConvert = side.convert
 				tbl, _ = cdcTable{appends: 8, bigRows: 60000, checkpoints: 3, upserts: 100}.fill(e, tbl)
-				want := e.rows(tbl, 0)
+				want := e.Rows(tbl, 0)
 				b.StartTimer()
 				out, fig := e.compact(&Job{})
 				b.StopTimer()
@@ -55,7 +56,7 @@ func BenchmarkEqualityConversion(b *testing.B) {
 }
 
 func checkRows(b *testing.B, e *env, want tablecheck.Fingerprint) {
-	if got := e.rows(e.load(), 0); !got.Equal(want) {
+	if got := e.Rows(e.Load(), 0); !got.Equal(want) {
 		b.Fatalf("rows %v, want %v", got, want)
 	}
 	if n := count(e.liveDeletes(), iceberg.EntryContentEqDeletes); n != 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 )
 
 // cdcTable is the upsert table scaled down: big files right for
@@ -32,26 +33,26 @@ type cdcTable struct {
 // fill builds the table and returns it with the paths of its well-sized
 // files.
 func (c cdcTable) fill(e *env, tbl *table.Table) (*table.Table, []string) {
-	e.t.Helper()
+	e.T.Helper()
 	tx := tbl.NewTransaction()
 	if err := tx.SetProperties(iceberg.Properties{"write.parquet.row-group-limit": "20000"}); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	tbl, err := tx.Commit(e.ctx)
+	tbl, err := tx.Commit(e.Ctx)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	first := e.next
+	first := e.Next
 	for range c.appends {
-		tbl = e.append(tbl, c.bigRows)
+		tbl = e.Append(tbl, c.bigRows)
 	}
 	big := liveDataPaths(e, tbl)
-	last := e.next - 1
+	last := e.Next - 1
 	for range c.checkpoints {
 		ids := map[int64]bool{}
 		for len(ids) < c.upserts {
 			e.rngMu.Lock()
-			ids[first+e.rng.Int64N(last-first+1)] = true
+			ids[first+e.Rng.Int64N(last-first+1)] = true
 			e.rngMu.Unlock()
 		}
 		keys := slices.Sorted(func(yield func(int64) bool) {
@@ -69,19 +70,19 @@ func (c cdcTable) fill(e *env, tbl *table.Table) (*table.Table, []string) {
 // upsert writes what an upsert job's checkpoint writes for keys: an
 // equality delete on id, then the keys' new row versions.
 func (e *env) upsert(tbl *table.Table, keys []int64) *table.Table {
-	e.t.Helper()
-	return e.upsertOn(e.eqDelete(tbl, keys...), keys)
+	e.T.Helper()
+	return e.upsertOn(e.EqDelete(tbl, keys...), keys)
 }
 
 // upsertOn appends the new row versions of keys.
 func (e *env) upsertOn(tbl *table.Table, keys []int64) *table.Table {
-	e.t.Helper()
+	e.T.Helper()
 	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	e.rngMu.Lock()
-	rec := testkit.RandomRecord(sc, len(keys), 0, e.rng)
+	rec := testkit.RandomRecord(sc, len(keys), 0, e.Rng)
 	e.rngMu.Unlock()
 	defer rec.Release()
 	cols := slices.Clone(rec.Columns())
@@ -94,21 +95,21 @@ func (e *env) upsertOn(tbl *table.Table, keys []int64) *table.Table {
 	defer out.Release()
 	rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{out})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	defer rdr.Release()
-	if tbl, err = tbl.Append(e.ctx, rdr, nil); err != nil {
-		e.t.Fatal(err)
+	if tbl, err = tbl.Append(e.Ctx, rdr, nil); err != nil {
+		e.T.Fatal(err)
 	}
 	return tbl
 }
 
 // liveDataPaths lists the current snapshot's data files.
 func liveDataPaths(e *env, tbl *table.Table) []string {
-	e.t.Helper()
-	tasks, err := tbl.Scan().PlanFiles(e.ctx)
+	e.T.Helper()
+	tasks, err := tbl.Scan().PlanFiles(e.Ctx)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	var out []string
 	for _, t := range tasks {
@@ -125,18 +126,18 @@ func liveDataPaths(e *env, tbl *table.Table) []string {
 // leaves no equality delete and every well-sized file in place, with the
 // same rows now and at the snapshot before.
 func (e *env) checkConversion(job *Job, big []string) *Figures {
-	e.t.Helper()
-	before := e.load()
+	e.T.Helper()
+	before := e.Load()
 	if n := count(e.liveDeletes(), iceberg.EntryContentEqDeletes); n == 0 {
-		e.t.Fatal("setup: no equality deletes")
+		e.T.Fatal("setup: no equality deletes")
 	}
-	fpBefore := e.rows(before, 0)
+	fpBefore := e.Rows(before, 0)
 	snapBefore := before.CurrentSnapshot().SnapshotID
 	e.opts.DryRun = true
 	_, dry := e.compact(job)
 	e.opts.DryRun = false
-	if len(dry.ConvertPlan) == 0 || !strings.Contains(dry.Text(), "would be converted") || e.load().CurrentSnapshot().SnapshotID != snapBefore {
-		e.t.Fatalf("the dry run planned no conversion, or changed the table:\n%s", dry.Text())
+	if len(dry.ConvertPlan) == 0 || !strings.Contains(dry.Text(), "would be converted") || e.Load().CurrentSnapshot().SnapshotID != snapBefore {
+		e.T.Fatalf("the dry run planned no conversion, or changed the table:\n%s", dry.Text())
 	}
 	dryDeletes := 0
 	for _, g := range dry.ConvertPlan {
@@ -144,31 +145,31 @@ func (e *env) checkConversion(job *Job, big []string) *Figures {
 	}
 	for _, g := range dry.Plan.Groups {
 		if g.InputBytes > 3<<19*int64(g.InputFiles) {
-			e.t.Fatalf("the dry run rewrites a well-sized file: %+v", g)
+			e.T.Fatalf("the dry run rewrites a well-sized file: %+v", g)
 		}
 	}
 	out, fig := e.compact(job)
 	if out.Status != state.Successful {
-		e.t.Fatalf("compaction: %s: %s", out.Status, out.FailureMessage)
+		e.T.Fatalf("compaction: %s: %s", out.Status, out.FailureMessage)
 	}
 	if fig.ConvertGroupsCommitted == 0 || fig.EqualityDeletesConverted == 0 || fig.ConvertRowsMatched == 0 {
-		e.t.Fatalf("nothing was converted:\n%s", fig.Text())
+		e.T.Fatalf("nothing was converted:\n%s", fig.Text())
 	}
 	after := e.checkSameRows(fpBefore, snapBefore)
 	if n := count(e.liveDeletes(), iceberg.EntryContentEqDeletes); n != 0 {
-		e.t.Errorf("%d equality delete files left:\n%s", n, fig.Text())
+		e.T.Errorf("%d equality delete files left:\n%s", n, fig.Text())
 	}
 	if dryDeletes != fig.EqualityDeletesConverted {
-		e.t.Errorf("the dry run planned to convert %d equality delete files, the run converted %d:\n%s\n%s", dryDeletes, fig.EqualityDeletesConverted, dry.Text(), fig.Text())
+		e.T.Errorf("the dry run planned to convert %d equality delete files, the run converted %d:\n%s\n%s", dryDeletes, fig.EqualityDeletesConverted, dry.Text(), fig.Text())
 	}
 	live := liveDataPaths(e, after)
 	for _, p := range big {
 		if !slices.Contains(live, p) {
-			e.t.Errorf("well-sized file %s was rewritten:\n%s", p, fig.Text())
+			e.T.Errorf("well-sized file %s was rewritten:\n%s", p, fig.Text())
 		}
 	}
 	if got, want := after.CurrentSnapshot().Summary.Operation, table.OpReplace; got != want {
-		e.t.Errorf("snapshot operation %s, want %s", got, want)
+		e.T.Errorf("snapshot operation %s, want %s", got, want)
 	}
 	return fig
 }
@@ -190,14 +191,14 @@ func TestEqualityConversion(t *testing.T) {
 	}{
 		{"v2 unpartitioned", "2", *iceberg.UnpartitionedSpec, cdcTable{appends: 3, bigRows: 60000, checkpoints: 3, upserts: 100}, false},
 		{"v3 unpartitioned", "3", *iceberg.UnpartitionedSpec, cdcTable{appends: 3, bigRows: 60000, checkpoints: 3, upserts: 100}, false},
-		{"v2 by day", "2", iceberg.NewPartitionSpec(pf(3, 1000, "ts_day", iceberg.DayTransform{})), cdcTable{appends: 2, bigRows: 300000, checkpoints: 3, upserts: 100}, false},
+		{"v2 by day", "2", iceberg.NewPartitionSpec(tableenv.PF(3, 1000, "ts_day", iceberg.DayTransform{})), cdcTable{appends: 2, bigRows: 300000, checkpoints: 3, upserts: 100}, false},
 		{"v2 new versions converted too", "2", *iceberg.UnpartitionedSpec, cdcTable{appends: 3, bigRows: 60000, checkpoints: 3, upserts: 100}, true},
 		{"v3 new versions converted too", "3", *iceberg.UnpartitionedSpec, cdcTable{appends: 3, bigRows: 60000, checkpoints: 3, upserts: 100}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, tbl := newEnv(t, baseSchema, tc.spec, tc.format)
+			e, tbl := newEnv(t, tableenv.BaseSchema, tc.spec, tc.format)
 			if tc.young {
-				e.defaults.Knobs.MinFileAgeMinutes = 60
+				e.Defaults.Knobs.MinFileAgeMinutes = 60
 			}
 			_, big := tc.cdc.fill(e, tbl)
 			fig := e.checkConversion(&Job{}, big)
@@ -234,7 +235,7 @@ func TestEqualityConversionBesideWriter(t *testing.T) {
 		{"v3 data file rewritten", "3", true, 1, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, tc.format)
+			e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, tc.format)
 			_, big := cdcTable{appends: 3, bigRows: 60000, checkpoints: 3, upserts: 100}.fill(e, tbl)
 			var during *table.Table
 			calls := 0
@@ -245,7 +246,7 @@ func TestEqualityConversionBesideWriter(t *testing.T) {
 					return
 				}
 				if !tc.remove {
-					during = e.upsert(e.load(), []int64{7, 60007, 120007})
+					during = e.upsert(e.Load(), []int64{7, 60007, 120007})
 					return
 				}
 				during = rewriteCopy(e, big[0])
@@ -254,8 +255,8 @@ func TestEqualityConversionBesideWriter(t *testing.T) {
 			if during == nil {
 				t.Fatalf("the writer did not run:\n%s", fig.Text())
 			}
-			want := e.rows(during, 0)
-			if got := e.rows(e.load(), 0); !got.Equal(want) {
+			want := e.Rows(during, 0)
+			if got := e.Rows(e.Load(), 0); !got.Equal(want) {
 				t.Fatalf("rows %v, want the writer's %v:\n%s", got, want, fig.Text())
 			}
 			if fig.ConvertConflicts == 0 || fig.ConvertGroupsDropped != tc.dropped || fig.ConvertGroupsCommitted != 1-tc.dropped {
@@ -268,7 +269,7 @@ func TestEqualityConversionBesideWriter(t *testing.T) {
 			if n := count(e.liveDeletes(), iceberg.EntryContentEqDeletes); n != 0 || next.ConvertGroupsCommitted != 1 {
 				t.Fatalf("the next run left %d equality delete files:\n%s", n, next.Text())
 			}
-			if got := e.rows(e.load(), 0); !got.Equal(want) {
+			if got := e.Rows(e.Load(), 0); !got.Equal(want) {
 				t.Fatalf("rows %v after the next run, want %v", got, want)
 			}
 		})
@@ -279,45 +280,45 @@ func TestEqualityConversionBesideWriter(t *testing.T) {
 // name that keeps its data sequence number, as a compaction that started
 // before the table's equality deletes would, and returns the table.
 func rewriteCopy(e *env, path string) *table.Table {
-	e.t.Helper()
-	tbl := e.load()
-	tasks, err := tbl.Scan().PlanFiles(e.ctx)
+	e.T.Helper()
+	tbl := e.Load()
+	tasks, err := tbl.Scan().PlanFiles(e.Ctx)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	i := slices.IndexFunc(tasks, func(t table.FileScanTask) bool { return t.File.FilePath() == path })
 	if i < 0 {
-		e.t.Fatalf("%s is not live", path)
+		e.T.Fatalf("%s is not live", path)
 	}
 	old := tasks[i].File
-	fs, err := tbl.FS(e.ctx)
+	fs, err := tbl.FS(e.Ctx)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	f, err := fs.Open(path)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	data, err := io.ReadAll(f)
 	f.Close()
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	copyPath := strings.TrimSuffix(path, ".parquet") + "-copy.parquet"
 	if err := rebase.WriteFile(fs.(icebergio.WriteFileIO), copyPath, data); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	b, err := iceberg.NewDataFileBuilder(*tbl.Metadata().PartitionSpecByID(int(old.SpecID())), iceberg.EntryContentData, copyPath, iceberg.ParquetFile,
 		old.Partition(), nil, nil, old.Count(), int64(len(data)))
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	tx := tbl.NewTransaction()
-	if err := tx.NewRewrite(nil).DeleteFile(old).AddDataFile(b.Build()).DataSequenceNumber(*tasks[i].DataSequenceNumber).Commit(e.ctx); err != nil {
-		e.t.Fatal(err)
+	if err := tx.NewRewrite(nil).DeleteFile(old).AddDataFile(b.Build()).DataSequenceNumber(*tasks[i].DataSequenceNumber).Commit(e.Ctx); err != nil {
+		e.T.Fatal(err)
 	}
-	if tbl, err = tx.Commit(e.ctx); err != nil {
-		e.t.Fatal(err)
+	if tbl, err = tx.Commit(e.Ctx); err != nil {
+		e.T.Fatal(err)
 	}
 	return tbl
 }
@@ -325,23 +326,23 @@ func rewriteCopy(e *env, path string) *table.Table {
 // eqDeleteBy deletes the rows with the given ids by an equality delete on
 // the columns cols (the equality field set), read from the rows first.
 func (e *env) eqDeleteBy(tbl *table.Table, cols []string, ids ...int64) *table.Table {
-	e.t.Helper()
+	e.T.Helper()
 	var fieldIDs []int
 	for _, c := range cols {
 		f, ok := tbl.Schema().FindFieldByName(c)
 		if !ok {
-			e.t.Fatalf("no column %s", c)
+			e.T.Fatalf("no column %s", c)
 		}
 		fieldIDs = append(fieldIDs, f.ID)
 	}
-	_, it, err := tbl.Scan(table.WithRowFilter(iceberg.IsIn(iceberg.Reference("id"), ids...)), table.WithSelectedFields(cols...)).ToArrowRecords(e.ctx)
+	_, it, err := tbl.Scan(table.WithRowFilter(iceberg.IsIn(iceberg.Reference("id"), ids...)), table.WithSelectedFields(cols...)).ToArrowRecords(e.Ctx)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	var recs []arrow.RecordBatch
 	for rec, err := range it {
 		if err != nil {
-			e.t.Fatal(err)
+			e.T.Fatal(err)
 		}
 		recs = append(recs, rec)
 	}
@@ -353,11 +354,11 @@ func (e *env) eqDeleteBy(tbl *table.Table, cols []string, ids ...int64) *table.T
 			}
 		}
 	}
-	if err := tx.CommitEqualityDeletes(e.ctx, fieldIDs, seq, nil); err != nil {
-		e.t.Fatal(err)
+	if err := tx.CommitEqualityDeletes(e.Ctx, fieldIDs, seq, nil); err != nil {
+		e.T.Fatal(err)
 	}
-	if tbl, err = tx.Commit(e.ctx); err != nil {
-		e.t.Fatal(err)
+	if tbl, err = tx.Commit(e.Ctx); err != nil {
+		e.T.Fatal(err)
 	}
 	for _, r := range recs {
 		r.Release()
@@ -371,7 +372,7 @@ func (e *env) eqDeleteBy(tbl *table.Table, cols []string, ids ...int64) *table.T
 func TestEqualityConversionFieldSetChanged(t *testing.T) {
 	for _, format := range []string{"2", "3"} {
 		t.Run("v"+format, func(t *testing.T) {
-			e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, format)
+			e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, format)
 			tbl, big := cdcTable{appends: 3, bigRows: 60000, checkpoints: 2, upserts: 100}.fill(e, tbl)
 			var keys []int64
 			for k := int64(5); len(keys) < 200; k += 877 {
@@ -388,7 +389,7 @@ func TestEqualityConversionFieldSetChanged(t *testing.T) {
 func TestEqualityConversionS3(t *testing.T) {
 	for _, format := range []string{"2", "3"} {
 		t.Run("v"+format, func(t *testing.T) {
-			e, tbl := newS3Env(t, baseSchema, *iceberg.UnpartitionedSpec, format)
+			e, tbl := newS3Env(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, format)
 			_, big := cdcTable{appends: 3, bigRows: 60000, checkpoints: 3, upserts: 100}.fill(e, tbl)
 			e.checkConversion(&Job{}, big)
 		})

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/jobs"
 )
 
@@ -80,17 +79,17 @@ func (f *localFanout) Fan(ctx context.Context, parts []json.RawMessage, each fun
 // travel holds, and no reachable file is missing. With
 // deletes of both kinds, over several partitions, on both catalog paths.
 func TestFanOut(t *testing.T) {
-	spec := iceberg.NewPartitionSpec(pf(2, 1000, "cat", iceberg.IdentityTransform{}))
+	spec := iceberg.NewPartitionSpec(tableenv.PF(2, 1000, "cat", iceberg.IdentityTransform{}))
 	for _, c := range catalogEnvs {
 		t.Run(c.name, func(t *testing.T) {
-			e, tbl := c.env(t, baseSchema, spec, "2")
-			tbl = e.fill(tbl, 8, 150)
+			e, tbl := c.env(t, tableenv.BaseSchema, spec, "2")
+			tbl = e.Fill(tbl, 8, 150)
 			files := -1
 			if c.name == "sql" {
-				files = countData(t, tbl.Location())
+				files = tableenv.CountData(t, tbl.Location())
 			}
 			job := &Job{MinInputFiles: 2, BatchGroups: 2}
-			e.opts.Fanout = &localFanout{job: job, target: jobs.Target{Bucket: e.b, Table: e.id}, min: 2, par: 3}
+			e.opts.Fanout = &localFanout{job: job, target: e.Target(), min: 2, par: 3}
 			fig := e.checkCompaction(job)
 			if fig.GroupsFannedOut != fig.GroupsPlanned || fig.GroupsCommitted != fig.GroupsPlanned || fig.GroupsPlanned < 3 {
 				t.Fatalf("%d of %d groups fanned out, %d committed; want all of at least 3", fig.GroupsFannedOut, fig.GroupsPlanned, fig.GroupsCommitted)
@@ -99,7 +98,7 @@ func TestFanOut(t *testing.T) {
 				t.Fatalf("%d commits, %d delete files removed; want batches of 2 groups and the deletes gone", fig.Commits, fig.DeleteFilesRemoved)
 			}
 			if files >= 0 {
-				if n := countData(t, tbl.Location()); n != files+fig.OutputFiles {
+				if n := tableenv.CountData(t, tbl.Location()); n != files+fig.OutputFiles {
 					t.Fatalf("%d data files, want the %d before and the %d committed: outputs left behind", n, files, fig.OutputFiles)
 				}
 			}
@@ -111,7 +110,7 @@ func TestFanOut(t *testing.T) {
 func TestFanOutBelowMinimum(t *testing.T) {
 	e, _ := smallTable(t)
 	job := &Job{MinInputFiles: 2}
-	e.opts.Fanout = &localFanout{job: job, target: jobs.Target{Bucket: e.b, Table: e.id}, min: 1000}
+	e.opts.Fanout = &localFanout{job: job, target: e.Target(), min: 1000}
 	if fig := e.checkCompaction(job); fig.GroupsFannedOut != 0 {
 		t.Fatalf("%d groups fanned out under the minimum", fig.GroupsFannedOut)
 	}
@@ -122,15 +121,15 @@ func TestFanOutBelowMinimum(t *testing.T) {
 // (parts run one at a time here: one that finishes after the failure, on
 // another replica, leaves its files to unreferenced file removal).
 func TestFanOutGroupFails(t *testing.T) {
-	spec := iceberg.NewPartitionSpec(pf(2, 1000, "cat", iceberg.IdentityTransform{}))
-	e, tbl := newEnv(t, baseSchema, spec, "2")
-	tbl = e.fill(tbl, 8, 150)
-	before := e.rows(tbl, 0)
-	dataFiles := countData(t, tbl.Location())
+	spec := iceberg.NewPartitionSpec(tableenv.PF(2, 1000, "cat", iceberg.IdentityTransform{}))
+	e, tbl := newEnv(t, tableenv.BaseSchema, spec, "2")
+	tbl = e.Fill(tbl, 8, 150)
+	before := e.Rows(tbl, 0)
+	dataFiles := tableenv.CountData(t, tbl.Location())
 	job := &Job{MinInputFiles: 2, BatchGroups: 1}
 	var mu sync.Mutex
 	seen := 0
-	e.opts.Fanout = &localFanout{job: job, target: jobs.Target{Bucket: e.b, Table: e.id}, min: 2, fail: func(int) error {
+	e.opts.Fanout = &localFanout{job: job, target: e.Target(), min: 2, fail: func(int) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if seen++; seen == 3 {
@@ -145,27 +144,11 @@ func TestFanOutGroupFails(t *testing.T) {
 	if fig.GroupsCommitted != 2 || fig.Commits != 2 {
 		t.Fatalf("%d groups committed in %d commits before the failure, want 2 in 2", fig.GroupsCommitted, fig.Commits)
 	}
-	after := e.load()
-	if fp := e.rows(after, 0); !fp.Equal(before) {
+	after := e.Load()
+	if fp := e.Rows(after, 0); !fp.Equal(before) {
 		t.Fatalf("visible rows changed: %v, want %v", fp, before)
 	}
-	if n := countData(t, after.Location()); n != dataFiles+fig.OutputFiles {
+	if n := tableenv.CountData(t, after.Location()); n != dataFiles+fig.OutputFiles {
 		t.Fatalf("%d data files, want the %d before and the %d committed: outputs left behind", n, dataFiles, fig.OutputFiles)
 	}
-}
-
-// countData counts the data files under a local table location.
-func countData(t *testing.T, loc string) int {
-	t.Helper()
-	n := 0
-	err := filepath.WalkDir(filepath.Join(strings.TrimPrefix(loc, "file://"), "data"), func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
-			n++
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

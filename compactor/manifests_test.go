@@ -10,6 +10,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 )
 
 // A snapshot of many small manifests (a writer's commit each) has them
@@ -20,40 +21,40 @@ import (
 func TestManifestRewrite(t *testing.T) {
 	for _, c := range catalogEnvs {
 		t.Run(c.name, func(t *testing.T) {
-			e, tbl := c.env(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+			e, tbl := c.env(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 			// Files this small compact too; a high minimum of input files
 			// leaves the data alone, so the manifests are all there is.
 			job := &Job{MinInputFiles: 1000}
 			for range 10 {
-				tbl = e.append(tbl, 20)
+				tbl = e.Append(tbl, 20)
 			}
 			if _, fig := e.compact(job); fig.ManifestsSmall != 10 || fig.ManifestsRewritten != 0 {
 				t.Fatalf("10 manifests, under the minimum of 16: %d small, %d rewritten", fig.ManifestsSmall, fig.ManifestsRewritten)
 			}
 			for range 20 {
-				tbl = e.append(tbl, 20)
+				tbl = e.Append(tbl, 20)
 			}
-			before := e.load()
-			fpBefore, snapBefore := e.rows(before, 0), before.CurrentSnapshot().SnapshotID
+			before := e.Load()
+			fpBefore, snapBefore := e.Rows(before, 0), before.CurrentSnapshot().SnapshotID
 			out, fig := e.compact(job)
 			if out.Status != state.Successful || fig.ManifestsSmall != 30 || fig.ManifestsRewritten != 30 || fig.ManifestsWritten != 1 {
 				t.Fatalf("30 manifests: %s %s, %d small, %d rewritten into %d", out.Status, out.FailureMessage, fig.ManifestsSmall, fig.ManifestsRewritten, fig.ManifestsWritten)
 			}
-			after := e.load()
-			fs, err := after.FS(e.ctx)
+			after := e.Load()
+			fs, err := after.FS(e.Ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if ms, err := after.CurrentSnapshot().Manifests(fs); err != nil || len(ms) != 1 {
 				t.Fatalf("manifests after: %d %v", len(ms), err)
 			}
-			if fp := e.rows(after, 0); !fp.Equal(fpBefore) {
+			if fp := e.Rows(after, 0); !fp.Equal(fpBefore) {
 				t.Fatalf("rows changed: %v, want %v", fp, fpBefore)
 			}
-			if fp := e.rows(after, snapBefore); !fp.Equal(fpBefore) {
+			if fp := e.Rows(after, snapBefore); !fp.Equal(fpBefore) {
 				t.Fatalf("time travel: %v, want %v", fp, fpBefore)
 			}
-			if missing, err := tablecheck.MissingFiles(e.ctx, after); err != nil || len(missing) > 0 {
+			if missing, err := tablecheck.MissingFiles(e.Ctx, after); err != nil || len(missing) > 0 {
 				t.Fatalf("missing %v %v", missing, err)
 			}
 			if _, fig := e.compact(job); fig.ManifestsSmall != 1 || fig.ManifestsRewritten != 0 {
@@ -77,9 +78,9 @@ func TestManifestRewriteRebases(t *testing.T) {
 				name = c.name + "/manifests replaced"
 			}
 			t.Run(name, func(t *testing.T) {
-				e, tbl := c.env(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+				e, tbl := c.env(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 				for range 20 {
-					tbl = e.append(tbl, 20)
+					tbl = e.Append(tbl, 20)
 				}
 				job := &Job{MinInputFiles: 1000}
 				job.beforeManifestCommit = func(attempt int) {
@@ -87,30 +88,30 @@ func TestManifestRewriteRebases(t *testing.T) {
 						return
 					}
 					if !replace {
-						e.append(e.load(), 20)
+						e.Append(e.Load(), 20)
 						return
 					}
 					// Another writer merges two of the small manifests.
-					cur := e.load()
-					fs, _ := cur.FS(e.ctx)
+					cur := e.Load()
+					fs, _ := cur.FS(e.Ctx)
 					ms, _ := cur.CurrentSnapshot().Manifests(fs)
 					two := map[string]bool{ms[0].FilePath(): true, ms[1].FilePath(): true}
 					tx := cur.NewTransaction()
-					if _, err := tx.RewriteManifests(e.ctx, table.WithRewriteManifestPredicate(func(m iceberg.ManifestFile) bool { return two[m.FilePath()] })); err != nil {
+					if _, err := tx.RewriteManifests(e.Ctx, table.WithRewriteManifestPredicate(func(m iceberg.ManifestFile) bool { return two[m.FilePath()] })); err != nil {
 						t.Error(err)
 						return
 					}
-					if _, err := tx.Commit(e.ctx); err != nil {
+					if _, err := tx.Commit(e.Ctx); err != nil {
 						t.Error(err)
 					}
 				}
-				before := e.rows(e.load(), 0)
+				before := e.Rows(e.Load(), 0)
 				out, fig := e.compact(job)
 				if out.Status != state.Successful || fig.ManifestConflicts != 1 || fig.ManifestRebases != 1 || fig.ManifestsDeferred {
 					t.Fatalf("%s %s: %+v", out.Status, out.FailureMessage, fig.manifestFigures)
 				}
-				after := e.load()
-				fs, err := after.FS(e.ctx)
+				after := e.Load()
+				fs, err := after.FS(e.Ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -128,7 +129,7 @@ func TestManifestRewriteRebases(t *testing.T) {
 				if fig.ManifestsRewritten != wantRewritten || fig.ManifestsWritten != 1 || len(ms) != wantManifests {
 					t.Fatalf("%d rewritten into %d, %d manifests after; want %d into 1, %d after", fig.ManifestsRewritten, fig.ManifestsWritten, len(ms), wantRewritten, wantManifests)
 				}
-				fp := e.rows(after, 0)
+				fp := e.Rows(after, 0)
 				if !replace {
 					if fp.Rows != before.Rows+20 {
 						t.Fatalf("%d rows, want the %d before and the writer's 20", fp.Rows, before.Rows)
@@ -136,7 +137,7 @@ func TestManifestRewriteRebases(t *testing.T) {
 				} else if !fp.Equal(before) {
 					t.Fatalf("rows changed: %v, want %v", fp, before)
 				}
-				if missing, err := tablecheck.MissingFiles(e.ctx, after); err != nil || len(missing) > 0 {
+				if missing, err := tablecheck.MissingFiles(e.Ctx, after); err != nil || len(missing) > 0 {
 					t.Fatalf("missing %v %v", missing, err)
 				}
 				if c.name == "sql" {
@@ -153,7 +154,7 @@ func TestManifestRewriteRebases(t *testing.T) {
 // directory that no snapshot reaches.
 func unreachableMetadata(t *testing.T, e *env, tbl *table.Table) []string {
 	t.Helper()
-	reach, err := tablecheck.ReachableFiles(e.ctx, tbl)
+	reach, err := tablecheck.ReachableFiles(e.Ctx, tbl)
 	if err != nil {
 		t.Fatal(err)
 	}

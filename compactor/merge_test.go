@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/icekeeper/icekeeper/compactor/merge"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/internal/version"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -22,35 +23,35 @@ import (
 // path's case.
 func appendOnly(t *testing.T, spec iceberg.PartitionSpec, props iceberg.Properties) (*env, *table.Table) {
 	t.Helper()
-	e, tbl := newEnv(t, baseSchema, spec, "2")
+	e, tbl := newEnv(t, tableenv.BaseSchema, spec, "2")
 	if len(props) > 0 {
 		tbl = e.setProps(tbl, props)
 	}
 	for i := 0; i < 10; i++ {
-		tbl = e.append(tbl, 300)
+		tbl = e.Append(tbl, 300)
 	}
 	return e, tbl
 }
 
 func (e *env) setProps(tbl *table.Table, props iceberg.Properties) *table.Table {
-	e.t.Helper()
+	e.T.Helper()
 	tx := tbl.NewTransaction()
 	if err := tx.SetProperties(props); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	tbl, err := tx.Commit(e.ctx)
+	tbl, err := tx.Commit(e.Ctx)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return tbl
 }
 
 // dataFiles returns the current snapshot's data files.
 func (e *env) dataFiles() []iceberg.DataFile {
-	e.t.Helper()
-	tasks, err := e.load().Scan().PlanFiles(e.ctx)
+	e.T.Helper()
+	tasks, err := e.Load().Scan().PlanFiles(e.Ctx)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	out := make([]iceberg.DataFile, len(tasks))
 	for i, task := range tasks {
@@ -111,18 +112,18 @@ func TestMergePath(t *testing.T) {
 	}{
 		{"unpartitioned", *iceberg.UnpartitionedSpec, 0},
 		{"unpartitioned, ranged reads", *iceberg.UnpartitionedSpec, 1},
-		{"identity+day", iceberg.NewPartitionSpec(pf(2, 1000, "cat", iceberg.IdentityTransform{}), pf(3, 1001, "ts_day", iceberg.DayTransform{})), 0},
+		{"identity+day", iceberg.NewPartitionSpec(tableenv.PF(2, 1000, "cat", iceberg.IdentityTransform{}), tableenv.PF(3, 1001, "ts_day", iceberg.DayTransform{})), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, _ := appendOnly(t, tc.spec, nil)
-			before := statsOf(baseSchema, e.dataFiles())
+			before := statsOf(tableenv.BaseSchema, e.dataFiles())
 			fig := e.checkCompaction(&Job{MinInputFiles: 2, wholeFileBytes: tc.whole})
 			if fig.GroupsMerged != fig.GroupsCommitted {
 				t.Fatalf("%d of %d groups merged; every group is append-only", fig.GroupsMerged, fig.GroupsCommitted)
 			}
 			files := e.dataFiles()
-			after := statsOf(baseSchema, files)
-			for _, f := range baseSchema.Fields() {
+			after := statsOf(tableenv.BaseSchema, files)
+			for _, f := range tableenv.BaseSchema.Fields() {
 				cmp := func(a, b []byte) int { c, _ := merge.CompareBound(f.Type, a, b); return c }
 				if after.values[f.ID] != before.values[f.ID] || after.nulls[f.ID] != before.nulls[f.ID] {
 					t.Errorf("column %s: %d values, %d nulls; before %d, %d", f.Name, after.values[f.ID], after.nulls[f.ID], before.values[f.ID], before.nulls[f.ID])
@@ -140,7 +141,7 @@ func TestMergePath(t *testing.T) {
 					t.Errorf("created_by %q, want %q", pq.Metadata().CreatedBy, want)
 				}
 				for i, col := range pq.Schema().Fields() {
-					if want := baseSchema.Fields()[i]; col.ID() != want.ID || col.Name() != want.Name {
+					if want := tableenv.BaseSchema.Fields()[i]; col.ID() != want.ID || col.Name() != want.Name {
 						t.Errorf("%s: column %d is %s (id %d), want %s (id %d)", df.FilePath(), i, col.Name(), col.ID(), want.Name, want.ID)
 					}
 				}
@@ -205,7 +206,7 @@ func TestMergeHonoursWriteProperties(t *testing.T) {
 			rec := bld.NewRecordBatch()
 			rdr, _ := array.NewRecordReader(asc, []arrow.RecordBatch{rec})
 			var err error
-			if tbl, err = tbl.Append(e.ctx, rdr, nil); err != nil {
+			if tbl, err = tbl.Append(e.Ctx, rdr, nil); err != nil {
 				t.Fatal(err)
 			}
 			rdr.Release()
@@ -252,27 +253,27 @@ func TestMergeHonoursWriteProperties(t *testing.T) {
 // rename that metrics cannot reveal, found only in the files' footers.
 func TestMergeFallsBack(t *testing.T) {
 	t.Run("deletes", func(t *testing.T) {
-		e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
-		e.fill(tbl, 6, 200)
+		e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+		e.Fill(tbl, 6, 200)
 		if fig := e.checkCompaction(&Job{MinInputFiles: 2}); fig.GroupsMerged != 0 {
 			t.Fatalf("%d groups with deletes merged", fig.GroupsMerged)
 		}
 	})
 	t.Run("rename", func(t *testing.T) {
-		e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+		e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 		for i := 0; i < 4; i++ {
-			tbl = e.append(tbl, 200)
+			tbl = e.Append(tbl, 200)
 		}
 		tx := tbl.NewTransaction()
 		if err := tx.UpdateSchema(true, false).RenameColumn([]string{"name"}, "label").Commit(); err != nil {
 			t.Fatal(err)
 		}
-		tbl, err := tx.Commit(e.ctx)
+		tbl, err := tx.Commit(e.Ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < 4; i++ {
-			tbl = e.append(tbl, 200)
+			tbl = e.Append(tbl, 200)
 		}
 		dir := strings.TrimPrefix(tbl.Location(), "file://") + "/data"
 		fig := e.checkCompaction(&Job{MinInputFiles: 2})
@@ -294,9 +295,9 @@ func TestMergePathOnS3(t *testing.T) {
 		whole int64
 	}{{"whole", 0}, {"ranged", 1}} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, tbl := newS3Env(t, baseSchema, iceberg.NewPartitionSpec(pf(2, 1000, "cat", iceberg.IdentityTransform{})), "2")
+			e, tbl := newS3Env(t, tableenv.BaseSchema, iceberg.NewPartitionSpec(tableenv.PF(2, 1000, "cat", iceberg.IdentityTransform{})), "2")
 			for i := 0; i < 8; i++ {
-				tbl = e.append(tbl, 150)
+				tbl = e.Append(tbl, 150)
 			}
 			fig := e.checkCompaction(&Job{MinInputFiles: 2, wholeFileBytes: tc.whole})
 			if fig.GroupsMerged == 0 || fig.GroupsMerged != fig.GroupsCommitted {
@@ -326,7 +327,7 @@ func TestMergePathTypes(t *testing.T) {
 	)
 	e, tbl := newEnv(t, sc, *iceberg.UnpartitionedSpec, "2")
 	for i := 0; i < 8; i++ {
-		tbl = e.append(tbl, 200)
+		tbl = e.Append(tbl, 200)
 	}
 	before := statsOf(sc, e.dataFiles())
 	fig := e.checkCompaction(&Job{MinInputFiles: 2})

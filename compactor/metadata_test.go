@@ -11,6 +11,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/expire"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -24,20 +25,20 @@ import (
 func TestMetadataPrunedAfterCommit(t *testing.T) {
 	for _, c := range catalogEnvs {
 		t.Run(c.name, func(t *testing.T) {
-			e, tbl := c.env(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+			e, tbl := c.env(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 			tbl = e.setProps(tbl, iceberg.Properties{table.MetadataDeleteAfterCommitEnabledKey: "true", table.MetadataPreviousVersionsMaxKey: "2"})
 			for range 5 {
-				tbl = e.append(tbl, 20)
+				tbl = e.Append(tbl, 20)
 			}
 
 			fig := e.checkCompaction(&Job{})
-			after := e.load()
+			after := e.Load()
 			if fig.MetadataFilesRemoved != fig.Commits || fig.Commits == 0 {
 				t.Fatalf("compaction's %d commits removed %d old metadata files, want one each", fig.Commits, fig.MetadataFilesRemoved)
 			}
 			checkMetadataFiles(t, e, tbl, after)
 
-			out, err := e.runner(&expire.Job{}).Run(e.ctx, jobs.Target{Bucket: e.b, Table: e.id}, maintenance.SnapshotManagement, "test",
+			out, err := e.Runner(&expire.Job{}).Run(e.Ctx, e.Target(), maintenance.SnapshotManagement, "test",
 				jobs.Options{Now: time.Now().Add(30 * 24 * time.Hour)})
 			if err != nil || out.Status != state.Successful {
 				t.Fatalf("snapshot management: %+v %v", out, err)
@@ -45,7 +46,7 @@ func TestMetadataPrunedAfterCommit(t *testing.T) {
 			if efig := out.Figures.(*expire.Figures); efig.SnapshotsExpired == 0 || efig.MetadataFilesRemoved != 1 {
 				t.Fatalf("snapshot management expired %d snapshots and removed %d old metadata files, want some and 1", efig.SnapshotsExpired, efig.MetadataFilesRemoved)
 			}
-			checkMetadataFiles(t, e, after, e.load())
+			checkMetadataFiles(t, e, after, e.Load())
 		})
 	}
 }
@@ -66,7 +67,7 @@ var catalogEnvs = []struct {
 // after's does not are gone, and that after's current file and log exist.
 func checkMetadataFiles(t *testing.T, e *env, before, after *table.Table) {
 	t.Helper()
-	files, err := after.FS(e.ctx)
+	files, err := after.FS(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

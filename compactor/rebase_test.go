@@ -13,6 +13,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 )
 
 // A writer that rewrites the table's manifests while compaction commits
@@ -24,17 +25,17 @@ func TestRebaseOnRewrittenManifests(t *testing.T) {
 	if n := len(manifestsOf(t, e, tbl)); n < 10 {
 		t.Fatalf("%d manifests, want one per append", n)
 	}
-	fp := e.rows(tbl, 0)
+	fp := e.Rows(tbl, 0)
 	job := &Job{MinInputFiles: 2, Retry: quickRetry(8)}
 	job.beforeCommit = func(attempt int) {
 		if attempt != 1 {
 			return
 		}
-		tx := e.load().NewTransaction()
-		if _, err := tx.RewriteManifests(e.ctx); err != nil {
+		tx := e.Load().NewTransaction()
+		if _, err := tx.RewriteManifests(e.Ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tx.Commit(e.ctx); err != nil {
+		if _, err := tx.Commit(e.Ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,11 +43,11 @@ func TestRebaseOnRewrittenManifests(t *testing.T) {
 	if out.Status != state.Successful || fig.GroupsCommitted == 0 || fig.Conflicts != 1 || fig.Rebases == 0 {
 		t.Fatalf("%+v %+v", out, fig)
 	}
-	after := e.load()
-	if !e.rows(after, 0).Equal(fp) {
+	after := e.Load()
+	if !e.Rows(after, 0).Equal(fp) {
 		t.Fatal("rows changed across a rebase on rewritten manifests")
 	}
-	if missing, err := tablecheck.MissingFiles(e.ctx, after); err != nil || len(missing) > 0 {
+	if missing, err := tablecheck.MissingFiles(e.Ctx, after); err != nil || len(missing) > 0 {
 		t.Fatalf("missing %v %v", missing, err)
 	}
 	// The inputs are gone from the table: one live file is left.
@@ -66,10 +67,10 @@ func TestRebaseOnRewrittenManifests(t *testing.T) {
 // A position delete committed meanwhile in a partition compaction does not
 // touch leaves every group alone.
 func TestConcurrentDeleteElsewhere(t *testing.T) {
-	spec := iceberg.NewPartitionSpec(pf(1, 1000, "id_trunc", iceberg.TruncateTransform{Width: 1000}))
-	e, tbl := newEnv(t, baseSchema, spec, "2")
+	spec := iceberg.NewPartitionSpec(tableenv.PF(1, 1000, "id_trunc", iceberg.TruncateTransform{Width: 1000}))
+	e, tbl := newEnv(t, tableenv.BaseSchema, spec, "2")
 	for i := 0; i < 8; i++ {
-		tbl = e.append(tbl, 100)
+		tbl = e.Append(tbl, 100)
 	}
 	job := &Job{MinInputFiles: 2, Retry: quickRetry(8)}
 	const newID = 5000 // partition id_trunc=5000, which has no group
@@ -77,8 +78,8 @@ func TestConcurrentDeleteElsewhere(t *testing.T) {
 		if attempt != 1 {
 			return
 		}
-		e.next = newID
-		e.posDelete(e.append(e.load(), 20), newID)
+		e.Next = newID
+		e.PosDelete(e.Append(e.Load(), 20), newID)
 	}
 	out, fig := e.compact(job)
 	if out.Status != state.Successful || fig.GroupsDropped != 0 || fig.GroupsCommitted != 1 || fig.Conflicts == 0 {
@@ -87,7 +88,7 @@ func TestConcurrentDeleteElsewhere(t *testing.T) {
 	if n := count(e.liveDeletes(), iceberg.EntryContentPosDeletes); n != 1 {
 		t.Fatalf("%d position delete files, want the concurrent one", n)
 	}
-	got := ids(t, e.ctx, e.load())
+	got := ids(t, e.Ctx, e.Load())
 	if got[newID] != 0 || len(got) != 800+19 {
 		t.Fatalf("%d rows, row %d: %d; want 819 and the deleted row gone", len(got), newID, got[newID])
 	}
@@ -95,21 +96,21 @@ func TestConcurrentDeleteElsewhere(t *testing.T) {
 
 // A deletion vector committed meanwhile on an input drops its group (v3).
 func TestConcurrentDeletionVectorDropsGroup(t *testing.T) {
-	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "3")
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "3")
 	for i := 0; i < 6; i++ {
-		tbl = e.append(tbl, 100)
+		tbl = e.Append(tbl, 100)
 	}
 	job := &Job{MinInputFiles: 2, Retry: quickRetry(8)}
 	job.beforeCommit = func(attempt int) {
 		if attempt == 1 {
-			e.posDelete(e.load(), 42)
+			e.PosDelete(e.Load(), 42)
 		}
 	}
 	out, fig := e.compact(job)
 	if out.Status != state.Successful || fig.GroupsDropped != 1 || fig.GroupsCommitted != 0 || !strings.Contains(fig.Dropped[0], "position delete") {
 		t.Fatalf("%+v %+v", out, fig)
 	}
-	if got := ids(t, e.ctx, e.load()); got[42] != 0 || len(got) != 599 {
+	if got := ids(t, e.Ctx, e.Load()); got[42] != 0 || len(got) != 599 {
 		t.Fatalf("%d rows, row 42: %d", len(got), got[42])
 	}
 }
@@ -124,25 +125,25 @@ func TestRollbackDuringCommit(t *testing.T) {
 		if attempt != 1 {
 			return
 		}
-		cat, err := e.b.Catalog(e.ctx)
+		cat, err := e.B.Catalog(e.Ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cur := e.load().CurrentSnapshot().SnapshotID
-		if _, _, err := cat.CommitTable(e.ctx, table.Identifier{"t", "x"},
+		cur := e.Load().CurrentSnapshot().SnapshotID
+		if _, _, err := cat.CommitTable(e.Ctx, table.Identifier{"t", "x"},
 			[]table.Requirement{table.AssertRefSnapshotID(table.MainBranch, &cur)},
 			[]table.Update{table.NewSetSnapshotRefUpdate(table.MainBranch, old, table.BranchRef, 0, 0, 0)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := e.rows(tbl, old)
+	want := e.Rows(tbl, old)
 	dataDir := strings.TrimPrefix(tbl.Location(), "file://") + "/data"
 	before := countFiles(t, dataDir)
 	out, fig := e.compact(job)
 	if out.Status != state.Successful || fig.GroupsCommitted != 0 || fig.GroupsDropped != fig.GroupsPlanned || !strings.Contains(fig.Dropped[0], "rolled back") {
 		t.Fatalf("%+v %+v", out, fig)
 	}
-	if !e.rows(e.load(), 0).Equal(want) {
+	if !e.Rows(e.Load(), 0).Equal(want) {
 		t.Fatal("rows are not the rolled-back snapshot's")
 	}
 	if after := countFiles(t, dataDir); after != before {
@@ -177,7 +178,7 @@ func TestCommitErrorsKeepTheirCause(t *testing.T) {
 			if tc.err == table.ErrCommitFailed && fig.CommitAttempts != 4 {
 				t.Fatalf("%d attempts, want 4", fig.CommitAttempts)
 			}
-			if e.load().MetadataLocation() != loc {
+			if e.Load().MetadataLocation() != loc {
 				t.Fatal("the table changed")
 			}
 			if n := countFiles(t, meta); n != metaBefore {
@@ -198,7 +199,7 @@ func manifestsOf(t *testing.T, e *env, tbl *table.Table) []iceberg.ManifestFile 
 
 func mustFS(t *testing.T, e *env, tbl *table.Table) icebergio.IO {
 	t.Helper()
-	fs, err := tbl.FS(e.ctx)
+	fs, err := tbl.FS(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,19 +209,19 @@ func mustFS(t *testing.T, e *env, tbl *table.Table) icebergio.IO {
 // Once a commit has lost a race, the table is busy: the rest of the run
 // commits in smaller batches, each of which keeps what it committed.
 func TestBusyTableCommitsSmallerBatches(t *testing.T) {
-	spec := iceberg.NewPartitionSpec(pf(1, 1000, "id_bucket", iceberg.BucketTransform{NumBuckets: 40}))
-	e, tbl := newEnv(t, baseSchema, spec, "2")
+	spec := iceberg.NewPartitionSpec(tableenv.PF(1, 1000, "id_bucket", iceberg.BucketTransform{NumBuckets: 40}))
+	e, tbl := newEnv(t, tableenv.BaseSchema, spec, "2")
 	for i := 0; i < 4; i++ {
-		tbl = e.append(tbl, 1000) // 40 partitions of 4 files
+		tbl = e.Append(tbl, 1000) // 40 partitions of 4 files
 	}
-	fp := e.rows(tbl, 0)
+	fp := e.Rows(tbl, 0)
 	job := &Job{MinInputFiles: 2, BatchGroups: 10, BusyBatchGroups: 3, Retry: quickRetry(8)}
 	raced := false
 	job.beforeCommit = func(int) {
 		if !raced {
 			raced = true
-			e.next = 1 << 30
-			e.append(e.load(), 10)
+			e.Next = 1 << 30
+			e.Append(e.Load(), 10)
 		}
 	}
 	out, fig := e.compact(job)
@@ -231,7 +232,7 @@ func TestBusyTableCommitsSmallerBatches(t *testing.T) {
 	if fig.Commits != 1+10 || fig.Conflicts != 1 {
 		t.Fatalf("%d commits (%d conflicts), want 11", fig.Commits, fig.Conflicts)
 	}
-	if got := e.rows(e.load(), 0); got.Rows != fp.Rows+10 {
+	if got := e.Rows(e.Load(), 0); got.Rows != fp.Rows+10 {
 		t.Fatalf("%d rows, want %d", got.Rows, fp.Rows+10)
 	}
 }

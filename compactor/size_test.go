@@ -38,14 +38,14 @@ func TestOutputSize(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, tbl := newEnv(t, benchSchema(), *iceberg.UnpartitionedSpec, "2")
-			e.defaults.Configs[maintenance.Compaction].Compaction.TargetFileSizeMB = maintenance.Int(64)
+			e.Defaults.Configs[maintenance.Compaction].Compaction.TargetFileSizeMB = maintenance.Int(64)
 			tbl = e.setProps(tbl, tc.props)
 			rng := rand.New(rand.NewPCG(5, 6))
 			for i := 0; i < 12; i++ {
 				rec := benchRecord(rng, 1500, false)
 				rdr, _ := array.NewRecordReader(benchArrow, []arrow.RecordBatch{rec})
 				var err error
-				tbl, err = tbl.Append(e.ctx, rdr, nil)
+				tbl, err = tbl.Append(e.Ctx, rdr, nil)
 				rdr.Release()
 				rec.Release()
 				if err != nil {
@@ -60,11 +60,11 @@ func TestOutputSize(t *testing.T) {
 
 			// iceberg-go's rewrite of the same group, written but not
 			// committed.
-			tasks, err := tbl.Scan().PlanFiles(e.ctx)
+			tasks, err := tbl.Scan().PlanFiles(e.Ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := table.ExecuteCompactionGroup(e.ctx, tbl, table.CompactionTaskGroup{Tasks: rebase.WholeFiles(tasks)}, table.WithCompactionTargetFileSize(64<<20))
+			res, err := table.ExecuteCompactionGroup(e.Ctx, tbl, table.CompactionTaskGroup{Tasks: rebase.WholeFiles(tasks)}, table.WithCompactionTargetFileSize(64<<20))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,12 +11,12 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/state"
-	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 func sortedTable(t *testing.T, fields ...table.SortField) (*env, *table.Table) {
-	e, tbl := newEnv(t, baseSchema, iceberg.NewPartitionSpec(pf(3, 1000, "ts_day", iceberg.DayTransform{})), "2")
+	e, tbl := newEnv(t, tableenv.BaseSchema, iceberg.NewPartitionSpec(tableenv.PF(3, 1000, "ts_day", iceberg.DayTransform{})), "2")
 	so, err := table.NewSortOrder(1, fields)
 	if err != nil {
 		t.Fatal(err)
@@ -25,29 +25,29 @@ func sortedTable(t *testing.T, fields ...table.SortField) (*env, *table.Table) {
 	if err := tx.ReplaceSortOrder(so); err != nil {
 		t.Fatal(err)
 	}
-	if tbl, err = tx.Commit(e.ctx); err != nil {
+	if tbl, err = tx.Commit(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	// The test bucket defaults to binpack; let the table's order decide.
 	e.strategy(maintenance.StrategyAuto)
-	return e, e.fill(tbl, 10, 300)
+	return e, e.Fill(tbl, 10, 300)
 }
 
 func (e *env) strategy(s maintenance.Strategy) {
-	e.t.Helper()
-	if err := e.store.PutTableConfig(e.ctx, jobs.Target{Bucket: e.b, Table: e.id}.Key(), maintenance.Compaction,
+	e.T.Helper()
+	if err := e.Store.PutTableConfig(e.Ctx, e.Target().Key(), maintenance.Compaction,
 		maintenance.Config{Status: maintenance.Enabled, Compaction: &maintenance.CompactionSettings{Strategy: s}}); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 }
 
 // outputs reads each data file written by compaction on its own.
 func (e *env) outputs(fig *Figures) [][]map[string]any {
-	e.t.Helper()
-	tbl := e.load()
-	tasks, err := tbl.Scan().PlanFiles(e.ctx)
+	e.T.Helper()
+	tbl := e.Load()
+	tasks, err := tbl.Scan().PlanFiles(e.Ctx)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	var files [][]map[string]any
 	for _, task := range tasks {
@@ -55,14 +55,14 @@ func (e *env) outputs(fig *Figures) [][]map[string]any {
 			continue
 		}
 		task.DeleteFiles, task.EqualityDeleteFiles, task.DeletionVectorFiles = nil, nil, nil
-		_, it, err := tbl.Scan().ReadTasks(e.ctx, []table.FileScanTask{task})
+		_, it, err := tbl.Scan().ReadTasks(e.Ctx, []table.FileScanTask{task})
 		if err != nil {
-			e.t.Fatal(err)
+			e.T.Fatal(err)
 		}
 		var rows []map[string]any
 		for rec, err := range it {
 			if err != nil {
-				e.t.Fatal(err)
+				e.T.Fatal(err)
 			}
 			cat := rec.Column(rec.Schema().FieldIndices("cat")[0]).(*array.String)
 			amount := rec.Column(rec.Schema().FieldIndices("amount")[0]).(*array.Float64)
@@ -133,9 +133,9 @@ func TestZOrderStrategy(t *testing.T) {
 // A sort order this version cannot apply fails the run with the reason.
 func TestSortOnTransformFails(t *testing.T) {
 	e, _ := sortedTable(t, table.SortField{SourceIDs: []int{1}, Transform: iceberg.BucketTransform{NumBuckets: 4}, Direction: table.SortASC, NullOrder: table.NullsFirst})
-	loc := e.load().MetadataLocation()
+	loc := e.Load().MetadataLocation()
 	out, _ := e.compact(&Job{MinInputFiles: 2})
-	if out.Status != state.Failed || !strings.Contains(out.FailureMessage, "only identity sort fields") || e.load().MetadataLocation() != loc {
+	if out.Status != state.Failed || !strings.Contains(out.FailureMessage, "only identity sort fields") || e.Load().MetadataLocation() != loc {
 		t.Fatalf("%+v", out)
 	}
 }

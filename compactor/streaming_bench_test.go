@@ -16,6 +16,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -96,15 +97,15 @@ type side struct {
 func newSide(b *testing.B, mk func(testing.TB, *iceberg.Schema, iceberg.PartitionSpec, string) (*env, *table.Table), interval time.Duration, props iceberg.Properties) *side {
 	b.StopTimer()
 	defer b.StartTimer()
-	e, tbl := mk(b, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	e, tbl := mk(b, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	if props != nil {
 		tbl = e.setProps(tbl, props)
 	}
 	for i := 0; i < 100; i++ {
-		tbl = e.append(tbl, 50)
+		tbl = e.Append(tbl, 50)
 	}
 	s := &side{e: e, baseline: props != nil}
-	s.writer = &testkit.Writer{Load: func(ctx context.Context) (*table.Table, error) { return e.b.LoadTable(ctx, e.id) },
+	s.writer = &testkit.Writer{Load: func(ctx context.Context) (*table.Table, error) { return e.B.LoadTable(ctx, e.ID) },
 		Interval: interval, Rows: 50, NextID: 1 << 40, Seed: 11}
 	return s
 }
@@ -117,7 +118,7 @@ func (s *side) run(b *testing.B) {
 	b.StopTimer()
 	for i := 0; i < 5; i++ {
 		for {
-			_, err := testkit.AppendRandom(s.e.ctx, s.e.load(), 50, 0, s.e.rng)
+			_, err := testkit.AppendRandom(s.e.Ctx, s.e.Load(), 50, 0, s.e.Rng)
 			if err == nil {
 				break
 			}
@@ -126,7 +127,7 @@ func (s *side) run(b *testing.B) {
 			}
 		}
 	}
-	stop := s.writer.Start(s.e.ctx)
+	stop := s.writer.Start(s.e.Ctx)
 	if s.writer.Interval < 10*time.Second {
 		s.writer.Await(2) // a slow writer's first commit is seconds away: no wait
 	}
@@ -154,20 +155,20 @@ func (s *side) run(b *testing.B) {
 func (s *side) expire(b *testing.B) {
 	b.StopTimer()
 	defer b.StartTimer()
-	r := &jobs.Runner{Store: s.e.store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.SnapshotManagement: &expire.Job{}}}
-	out, err := r.Run(s.e.ctx, jobs.Target{Bucket: s.e.b, Table: s.e.id}, maintenance.SnapshotManagement, "bench", jobs.Options{Now: time.Now().Add(1000 * time.Hour)})
+	r := &jobs.Runner{Store: s.e.Store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.SnapshotManagement: &expire.Job{}}}
+	out, err := r.Run(s.e.Ctx, s.e.Target(), maintenance.SnapshotManagement, "bench", jobs.Options{Now: time.Now().Add(1000 * time.Hour)})
 	if err != nil || out.Status != state.Successful {
 		b.Fatalf("expire between runs: %+v %v", out, err)
 	}
 }
 
 func (s *side) rewriteDataFiles(b *testing.B) bool {
-	tbl := s.e.load()
+	tbl := s.e.Load()
 	const target = 1 << 20 // as the test env's targetFileSizeMB
 	cfg := compaction.DefaultConfig()
 	cfg.TargetFileSizeBytes, cfg.MinFileSizeBytes, cfg.MaxFileSizeBytes = target, target*3/4, target*9/5
 	cfg.MinInputFiles = 2
-	plan, err := compaction.Analyze(s.e.ctx, tbl, cfg)
+	plan, err := compaction.Analyze(s.e.Ctx, tbl, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func (s *side) rewriteDataFiles(b *testing.B) bool {
 	if len(groups) == 0 {
 		return false
 	}
-	_, err = tbl.RewriteDataFiles(s.e.ctx, groups, table.RewriteDataFilesOptions{GroupOptions: []table.CompactionGroupOption{table.WithCompactionTargetFileSize(target)}})
+	_, err = tbl.RewriteDataFiles(s.e.Ctx, groups, table.RewriteDataFilesOptions{GroupOptions: []table.CompactionGroupOption{table.WithCompactionTargetFileSize(target)}})
 	if err != nil {
 		s.lastErr = err.Error()
 	}

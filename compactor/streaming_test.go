@@ -10,22 +10,18 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit"
-	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 )
 
 // newRESTEnv is newEnv on the Iceberg REST catalog with SigV4 and S3
 // (SeaweedFS), the path users of table buckets take.
 func newRESTEnv(t testing.TB, sc *iceberg.Schema, spec iceberg.PartitionSpec, format string) (*env, *table.Table) {
 	t.Helper()
-	srv := servers.REST(t)
-	home := t.TempDir()
-	cfg := configs.Embedded(home)
-	cfg.Buckets[0].Catalog = srv.Props()
-	return newEnvWith(t, cfg, home, sc, spec, format)
+	e, tbl := tableenv.NewREST(t, sc, spec, format)
+	return &env{Env: e}, tbl
 }
 
 // streamingRuns is how many compactions run beside the writer; the issue's
@@ -48,24 +44,24 @@ func streamingRuns(t *testing.T) int {
 // exactly those before plus those the writer committed, no reachable file
 // is missing, and the writer committed every batch it began.
 func TestBesideStreamingWriter(t *testing.T) {
-	e, tbl := newEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	besideWriter(t, e, tbl, 300, streamingRuns(t))
 }
 
 // The same on the REST catalog with SigV4 and S3.
 func TestBesideStreamingWriterREST(t *testing.T) {
-	e, tbl := newRESTEnv(t, baseSchema, *iceberg.UnpartitionedSpec, "2")
+	e, tbl := newRESTEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	besideWriter(t, e, tbl, 150, streamingRuns(t))
 }
 
 func besideWriter(t *testing.T, e *env, tbl *table.Table, files, runs int) {
-	tbl = e.appendCommits(tbl, files, 50)
-	want := e.rows(tbl, 0)
+	tbl = e.AppendCommits(tbl, files, 50)
+	want := e.Rows(tbl, 0)
 	w := &testkit.Writer{
-		Load:     func(ctx context.Context) (*table.Table, error) { return e.b.LoadTable(ctx, e.id) },
+		Load:     func(ctx context.Context) (*table.Table, error) { return e.B.LoadTable(ctx, e.ID) },
 		Interval: 100 * time.Millisecond, Rows: 50, NextID: 1 << 40, Seed: 3,
 	}
-	stop := w.Start(e.ctx)
+	stop := w.Start(e.Ctx)
 	for i := 0; i < runs; i++ {
 		// Let the writer add a few files, so that every run has work and
 		// the writer commits while it runs.
@@ -91,11 +87,11 @@ func besideWriter(t *testing.T, e *env, tbl *table.Table, files, runs int) {
 		t.Fatal("the writer committed nothing")
 	}
 	want.Add(w.Written())
-	after := e.load()
-	if got := e.rows(after, 0); !got.Equal(want) {
+	after := e.Load()
+	if got := e.Rows(after, 0); !got.Equal(want) {
 		t.Fatalf("visible rows %v, want %v (before plus the writer's)", got, want)
 	}
-	missing, err := tablecheck.MissingFiles(e.ctx, after)
+	missing, err := tablecheck.MissingFiles(e.Ctx, after)
 	if err != nil || len(missing) > 0 {
 		t.Fatalf("reachable files missing: %v %v", missing, err)
 	}

@@ -13,11 +13,11 @@ import (
 // whose row count disagrees with its file.
 func TestVerifyOutput(t *testing.T) {
 	e, tbl := smallTable(t)
-	tasks, err := tbl.Scan().PlanFiles(e.ctx)
+	tasks, err := tbl.Scan().PlanFiles(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := tbl.FS(e.ctx)
+	fs, err := tbl.FS(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func (e *env) expire(job *Job, dryRun bool) (jobs.Outcome, *ExpirationFigures) {
 	e.T.Helper()
 	e.Defaults.Configs[maintenance.RecordExpiration] = maintenance.Config{Status: maintenance.Enabled,
 		RecordExpiration: &maintenance.ExpirationSettings{Days: maintenance.Int(30)}}
-	out, err := e.Runner(job).Run(e.Ctx, jobs.Target{Bucket: e.B, Table: e.ID}, maintenance.RecordExpiration, "test", jobs.Options{Now: expiryNow, DryRun: dryRun})
+	out, err := e.Runner(job).Run(e.Ctx, e.Target(), maintenance.RecordExpiration, "test", jobs.Options{Now: expiryNow, DryRun: dryRun})
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -377,12 +377,12 @@ func TestRecordExpirationRefusals(t *testing.T) {
 		if e.Load().CurrentSnapshot().SnapshotID != snap {
 			t.Errorf("column %q: the refused run committed", tc.column)
 		}
-		err := (&Job{}).CheckSettings(e.Ctx, jobs.Target{Bucket: e.B, Table: e.ID}, enabledExpiry(30))
+		err := (&Job{}).CheckSettings(e.Ctx, e.Target(), enabledExpiry(30))
 		if !strings.Contains(errString(err), tc.want) {
 			t.Errorf("column %q: CheckSettings = %v", tc.column, err)
 		}
 	}
-	err := (&Job{}).CheckSettings(e.Ctx, jobs.Target{Bucket: e.B, Table: e.ID}, enabledExpiry(0))
+	err := (&Job{}).CheckSettings(e.Ctx, e.Target(), enabledExpiry(0))
 	if !strings.Contains(errString(err), "without settings.days") {
 		t.Errorf("no days: CheckSettings = %v", err)
 	}
