@@ -8,7 +8,6 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/apache/iceberg-go/table/dv"
 	"github.com/google/uuid"
 	"github.com/sourcegraph/conc/pool"
 
@@ -116,32 +115,12 @@ func rewriteDeleteGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, g
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		path := t.File.FilePath()
-		var positions []int64
-		for _, d := range planner.PositionDeletes(t) {
-			if d.FileFormat() == iceberg.PuffinFile {
-				bm, err := dv.ReadDV(fs, d)
-				if err != nil {
-					return res, fmt.Errorf("read deletion vector of %s in %s: %w", path, d.FilePath(), err)
-				}
-				for p := range bm.Positions() {
-					positions = append(positions, int64(p))
-				}
-				continue
-			}
-			m, ok := read[d.FilePath()]
-			if !ok {
-				var err error
-				if m, err = readPositionDeletes(fs, d); err != nil {
-					return res, err
-				}
-				read[d.FilePath()] = m
-			}
-			positions = append(positions, m[path]...)
-		}
 		// A position past the file's end deletes nothing.
-		live := slices.DeleteFunc(sortedUnique(positions), func(p int64) bool { return p < 0 || p >= t.File.Count() })
-		if err := w.add(t.File, live); err != nil {
+		positions, err := existingPositions(fs, t, read)
+		if err != nil {
+			return res, err
+		}
+		if err := w.add(t.File, sortedUnique(positions)); err != nil {
 			return res, err
 		}
 	}

@@ -78,6 +78,8 @@ func TestDeadEqualityDeletesRemoved(t *testing.T) {
 // Once it applies to nothing, the next run removes it.
 func TestEqualityDeleteAcrossBatches(t *testing.T) {
 	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	// The data rewrite's rule; conversion would remove the delete at once.
+	e.Defaults.Knobs.MinEqualityDeleteFilesToConvert = 0
 	tbl, ids := e.manyFiles(tbl)
 	tbl = e.EqDelete(tbl, ids...)
 	start := tbl.CurrentSnapshot().SnapshotID
@@ -141,6 +143,7 @@ func TestSplitFilesAreOneFile(t *testing.T) {
 // failing on a file that is no longer the table's.
 func TestDeleteRemovedMeanwhile(t *testing.T) {
 	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e.Defaults.Knobs.MinEqualityDeleteFilesToConvert = 0 // the data rewrite leaves the delete dangling
 	tbl, ids := e.manyFiles(tbl)
 	tbl = e.EqDelete(tbl, ids...)
 	e.checkCompaction(&Job{MinInputFiles: 2, BatchGroups: 1}) // leaves the delete dangling

@@ -42,6 +42,7 @@ type Figures struct {
 	Rebases        int      `json:"rebases"`
 	Errors         []string `json:"errors,omitempty"`
 	manifestFigures
+	convertFigures
 	deleteFigures
 	RewriteMs  int64 `json:"rewriteMs"`
 	CommitMs   int64 `json:"commitMs"`
@@ -109,11 +110,27 @@ func (f *Figures) Text() string {
 	case f.DryRun:
 		fmt.Fprintf(&b, "\n  manifests: %d small ones would be rewritten, sorted by partition", m.ManifestsSmall)
 	}
-	d := f.deleteFigures
 	would := ""
 	if f.DryRun {
 		would = " would be"
 	}
+	cv := f.convertFigures
+	for _, g := range cv.ConvertPlan {
+		kept := ""
+		if g.Kept > 0 {
+			kept = fmt.Sprintf(" (%d left for later)", g.Kept)
+		}
+		fmt.Fprintf(&b, "\n  convert %s: %d equality delete files (%d keys)%s%s converted into positions in %d data files, ~%d bytes of key columns to read",
+			g.Partition, g.EqualityDeletes, g.Keys, kept, would, g.DataFiles, g.ReadBytes)
+	}
+	for _, s := range cv.ConvertSkipped {
+		fmt.Fprintf(&b, "\n  skip convert %s: %s", s.Partition, s.Reason)
+	}
+	if cv.ConvertCommits > 0 || cv.ConvertGroupsDropped > 0 {
+		fmt.Fprintf(&b, "\n  equality deletes: %d partitions converted (%d dropped for conflicts), %d equality delete files -> %d position delete files or vectors, %d rows matched, %d bytes read (%d data files skipped by their bounds), %d commits (%d attempts lost to concurrent commits), %d ms",
+			cv.ConvertGroupsCommitted, cv.ConvertGroupsDropped, cv.EqualityDeletesConverted, cv.ConvertDeletesWritten, cv.ConvertRowsMatched, cv.ConvertBytesRead, cv.ConvertFilesSkipped, cv.ConvertCommits, cv.ConvertConflicts, cv.ConvertMs)
+	}
+	d := f.deleteFigures
 	for _, g := range d.DeletePlan {
 		fmt.Fprintf(&b, "\n  deletes %s: the position deletes of %d data files, in %d files,%s rewritten into %d", g.Partition, g.DataFiles, g.DeleteFiles, would, g.ExpectedOutputFiles)
 	}
@@ -130,6 +147,9 @@ func (f *Figures) Text() string {
 	for _, d := range d.DeleteDropped {
 		fmt.Fprintf(&b, "\n  dropped deletes %s", d)
 	}
+	for _, d := range cv.ConvertDropped {
+		fmt.Fprintf(&b, "\n  dropped conversion %s", d)
+	}
 	for _, e := range f.Errors {
 		fmt.Fprintf(&b, "\n  error %s", e)
 	}
@@ -139,7 +159,7 @@ func (f *Figures) Text() string {
 // Counters implements jobs.Counter.
 func (f *Figures) Counters() map[string]float64 {
 	return map[string]float64{"bytes_compacted": float64(f.InputBytes), "files_compacted": float64(f.InputFiles), "files_written": float64(f.OutputFiles),
-		"deletes_rewritten": float64(f.DeletesRemoved)}
+		"deletes_rewritten": float64(f.DeletesRemoved), "equality_deletes_converted": float64(f.EqualityDeletesConverted)}
 }
 
 // addRewrites counts the rewrite stage.

@@ -12,6 +12,11 @@
 //     snapshots in batches, staged once and rebased on the current head at
 //     every attempt.
 //
+// Then equality-delete conversion (planned by package planner;
+// equality.go): the equality deletes of the data files the data rewrite
+// left alone become file-scoped position deletes (v2) or deletion vectors
+// (v3), committed by the same engine (rebase.EqualityConversion).
+//
 // Then delete-file compaction (planned by package planner;
 // deletes_rewrite.go, posdeletes.go): the position deletes of the data files the data rewrite
 // left alone are rewritten, one delete file or deletion vector per data
@@ -41,6 +46,7 @@ package compactor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -113,6 +119,10 @@ type Settings struct {
 	// partition's data files (those no data group takes) must have before
 	// their deletes are rewritten (0: never).
 	MinDeleteFiles int
+	// MinEqualityDeletes is how many equality delete files a partition
+	// must have before they are converted into position deletes (0: never;
+	// the data rewrite applies them).
+	MinEqualityDeletes int
 }
 
 // SettingsOf picks compaction's settings out of a table's.
@@ -120,7 +130,7 @@ func SettingsOf(s maintenance.Settings) Settings {
 	c := s.For(maintenance.Compaction).Compaction
 	return Settings{TargetFileSizeMB: *c.TargetFileSizeMB, Strategy: c.Strategy,
 		MinFileAge: time.Duration(s.Knobs.MinFileAgeMinutes) * time.Minute, MinManifests: s.Knobs.MinManifestsToRewrite,
-		MinDeleteFiles: s.Knobs.MinDeleteFilesToRewrite}
+		MinDeleteFiles: s.Knobs.MinDeleteFilesToRewrite, MinEqualityDeletes: s.Knobs.MinEqualityDeleteFilesToConvert}
 }
 
 // CheckSettings implements jobs.Checker: a strategy the table cannot take
@@ -138,8 +148,8 @@ func (j *Job) CheckSettings(ctx context.Context, t jobs.Target, s maintenance.Se
 }
 
 // Run implements jobs.Job: the manifests, then the data files, whose
-// planning then reads the fewer manifests, then the position deletes of
-// the data files left alone.
+// planning then reads the fewer manifests, then the equality deletes and
+// the position deletes of the data files left alone.
 func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
 	var m manifestFigures
 	begin := time.Now()
@@ -153,6 +163,10 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 	fig.manifestFigures = m
 	fig.DurationMs += m.ManifestMs
 	fig.MetadataFilesRemoved += m.metadataRemoved
+	if err == nil && ds.tbl != nil {
+		err = j.convertStage(ctx, t, s, opts, &ds, &fig.convertFigures)
+		fig.DurationMs += fig.ConvertMs
+	}
 	if err == nil && ds.tbl != nil {
 		err = j.deleteStage(ctx, t, s, opts, ds, &fig.deleteFigures)
 		fig.DurationMs += fig.DeleteMs
@@ -168,6 +182,9 @@ type dataStage struct {
 	sc        scanned
 	taken     map[string]bool
 	committed bool
+	// eqs are tbl's live equality deletes, when eqsListed.
+	eqs       []planner.EqualityDelete
+	eqsListed bool
 }
 
 // deleteStage plans delete-file compaction on what the data rewrite left,
@@ -225,6 +242,17 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 	if err != nil {
 		return out, ds, err
 	}
+	// A well-sized file whose equality deletes conversion takes is not
+	// rewritten for them (planner.Converting).
+	var eqs []planner.EqualityDelete
+	if conv := convertOptions(s); conv.MinFiles > 0 && slices.ContainsFunc(sc.tasks, func(t table.FileScanTask) bool { return len(t.EqualityDeleteFiles) > 0 }) {
+		if eqs, err = equalityDeletes(ctx, tbl); err != nil {
+			return out, ds, fmt.Errorf("list equality deletes of %s: %w", t.Table, err)
+		}
+		for i, ok := range planner.Converting(tbl.Metadata(), sc.tasks, eqs, conv) {
+			sc.files[i].Converts = ok
+		}
+	}
 	target := int64(targetMB) << 20
 	fig.Plan, err = planner.Rewrite(tbl.Metadata(), sc.tasks, sc.files, planner.CompactionOptions{TargetBytes: target,
 		MinInputFiles: j.MinInputFiles, MinFileAge: minAge, Now: opts.Now, Strategy: fig.Strategy, Mergeable: mergeable})
@@ -232,7 +260,7 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 		return out, ds, err
 	}
 	fig.GroupsPlanned = len(fig.Plan.Groups)
-	ds = dataStage{tbl: tbl, sc: sc, taken: map[string]bool{}}
+	ds = dataStage{tbl: tbl, sc: sc, taken: map[string]bool{}, eqs: eqs, eqsListed: eqs != nil}
 	for _, g := range fig.Plan.Groups {
 		for _, id := range g.FileIDs {
 			ds.taken[sc.tasks[id].File.FilePath()] = true

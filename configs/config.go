@@ -134,6 +134,11 @@ type CompactionOptions struct {
 	// distinct files, those deletes are rewritten into one file per data
 	// file, or one Puffin file on v3 (default 5; 0 turns it off).
 	MinDeleteFilesToRewrite *int `yaml:"minDeleteFilesToRewrite"`
+	// MinEqualityDeleteFilesToConvert: once a partition has this many
+	// equality delete files, compaction converts them into position
+	// deletes (v2) or deletion vectors (v3) instead of rewriting the
+	// well-sized data files they apply to (default 1; 0 turns it off).
+	MinEqualityDeleteFilesToConvert *int `yaml:"minEqualityDeleteFilesToConvert"`
 }
 
 // DefaultMinManifestsToRewrite is compaction.minManifestsToRewrite when unset.
@@ -142,6 +147,14 @@ const DefaultMinManifestsToRewrite = 16
 // DefaultMinDeleteFilesToRewrite is compaction.minDeleteFilesToRewrite when
 // unset: Spark's rewrite_position_delete_files starts at 5 input files too.
 const DefaultMinDeleteFilesToRewrite = 5
+
+// DefaultMinEqualityDeleteFilesToConvert is
+// compaction.minEqualityDeleteFilesToConvert when unset. An upsert stream
+// writes one equality delete file per checkpoint, and every reader pays
+// for each one left (it loads and hashes its keys before returning a
+// row), while conversion reads only the key columns of the files the
+// deletes reach: so a run converts whatever it finds.
+const DefaultMinEqualityDeleteFilesToConvert = 1
 
 // Expiration holds snapshot management's opt-in extras; both are off by
 // default, as in S3 Tables, where expiration changes metadata only.

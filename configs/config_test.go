@@ -104,6 +104,7 @@ buckets:
 		{"snapshots", base + `    maintenance: {icebergSnapshotManagement: {minSnapshotsToKeep: -1}}`, `icebergSnapshotManagement.minSnapshotsToKeep: -1 is below the minimum 1`},
 		{"removal days", base + `    maintenance: {icebergUnreferencedFileRemoval: {nonCurrentDays: 0}}`, `icebergUnreferencedFileRemoval.nonCurrentDays: 0 is below the minimum 1`},
 		{"delete files", base + `    compaction: {minDeleteFilesToRewrite: -1}`, `buckets[0].compaction.minDeleteFilesToRewrite: -1 is below the minimum 0 (0 turns delete-file compaction off)`},
+		{"equality delete files", base + `    compaction: {minEqualityDeleteFilesToConvert: -1}`, `buckets[0].compaction.minEqualityDeleteFilesToConvert: -1 is below the minimum 0 (0 turns equality-delete conversion off)`},
 		{"unknown top key", base + "lisen: x\n", "icekeeper.yaml: lisen: unknown key"},
 		{"unknown nested key", base + `    maintenance: {icebergCompaction: {targetFileSize: 5}}`, "buckets[0].maintenance.icebergCompaction.targetFileSize: unknown key"},
 		{"unknown job type", base + `    maintenance: {compaction: {}}`, "buckets[0].maintenance.compaction: unknown key"},
@@ -199,13 +200,15 @@ buckets:
 	if cfg.State != "sqlite:///abs/state.db" {
 		t.Errorf("absolute state path changed: %s", cfg.State)
 	}
-	if k := cfg.Buckets[0].Defaults().Knobs; k.MinDeleteFilesToRewrite != DefaultMinDeleteFilesToRewrite || k.MinManifestsToRewrite != DefaultMinManifestsToRewrite {
+	if k := cfg.Buckets[0].Defaults().Knobs; k.MinDeleteFilesToRewrite != DefaultMinDeleteFilesToRewrite || k.MinManifestsToRewrite != DefaultMinManifestsToRewrite ||
+		k.MinEqualityDeleteFilesToConvert != DefaultMinEqualityDeleteFilesToConvert {
 		t.Errorf("unset compaction knobs resolve to %+v", k)
 	}
 	off := 0
 	cfg.Buckets[0].Compaction.MinDeleteFilesToRewrite = &off
-	if k := cfg.Buckets[0].Defaults().Knobs; k.MinDeleteFilesToRewrite != 0 {
-		t.Errorf("minDeleteFilesToRewrite: 0 resolves to %d", k.MinDeleteFilesToRewrite)
+	cfg.Buckets[0].Compaction.MinEqualityDeleteFilesToConvert = &off
+	if k := cfg.Buckets[0].Defaults().Knobs; k.MinDeleteFilesToRewrite != 0 || k.MinEqualityDeleteFilesToConvert != 0 {
+		t.Errorf("minDeleteFilesToRewrite and minEqualityDeleteFilesToConvert: 0 resolve to %+v", k)
 	}
 }
 

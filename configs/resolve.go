@@ -31,21 +31,25 @@ func (c *Config) Defaults() map[string]maintenance.BucketDefaults {
 // Defaults are the bucket's maintenance settings in the file.
 func (b Bucket) Defaults() maintenance.BucketDefaults {
 	d := maintenance.BucketDefaults{Configs: map[maintenance.JobType]maintenance.Config{}, Knobs: maintenance.Knobs{
-		MinFileAgeMinutes:          b.Compaction.MinFileAgeMinutes,
-		MinManifestsToRewrite:      DefaultMinManifestsToRewrite,
-		MinDeleteFilesToRewrite:    DefaultMinDeleteFilesToRewrite,
-		RetentionMode:              b.TableRetentionProperties,
-		DeleteExpiredFiles:         b.Expiration.DeleteExpiredFiles,
-		PruneUnusedSchemasAndSpecs: b.Expiration.PruneUnusedSchemasAndSpecs,
-		SchemeEquivalence:          b.SchemeEquivalence,
-		MaxDeletesPerRun:           b.MaxDeletesPerRun,
-		AllowNestedTables:          b.AllowNestedTables,
+		MinFileAgeMinutes:               b.Compaction.MinFileAgeMinutes,
+		MinManifestsToRewrite:           DefaultMinManifestsToRewrite,
+		MinDeleteFilesToRewrite:         DefaultMinDeleteFilesToRewrite,
+		MinEqualityDeleteFilesToConvert: DefaultMinEqualityDeleteFilesToConvert,
+		RetentionMode:                   b.TableRetentionProperties,
+		DeleteExpiredFiles:              b.Expiration.DeleteExpiredFiles,
+		PruneUnusedSchemasAndSpecs:      b.Expiration.PruneUnusedSchemasAndSpecs,
+		SchemeEquivalence:               b.SchemeEquivalence,
+		MaxDeletesPerRun:                b.MaxDeletesPerRun,
+		AllowNestedTables:               b.AllowNestedTables,
 	}}
 	if m := b.Compaction.MinManifestsToRewrite; m != nil {
 		d.Knobs.MinManifestsToRewrite = *m
 	}
 	if m := b.Compaction.MinDeleteFilesToRewrite; m != nil {
 		d.Knobs.MinDeleteFilesToRewrite = *m
+	}
+	if m := b.Compaction.MinEqualityDeleteFilesToConvert; m != nil {
+		d.Knobs.MinEqualityDeleteFilesToConvert = *m
 	}
 	for _, t := range maintenance.JobTypes() {
 		d.Configs[t] = b.Maintenance.For(t)

@@ -91,6 +91,9 @@ func (c *Config) finish() error {
 		if m := b.Compaction.MinDeleteFilesToRewrite; m != nil && *m < 0 {
 			return errf(p+".compaction.minDeleteFilesToRewrite", "%d is below the minimum 0 (0 turns delete-file compaction off)", *m)
 		}
+		if m := b.Compaction.MinEqualityDeleteFilesToConvert; m != nil && *m < 0 {
+			return errf(p+".compaction.minEqualityDeleteFilesToConvert", "%d is below the minimum 0 (0 turns equality-delete conversion off)", *m)
+		}
 		if b.MaxDeletesPerRun < 0 {
 			return errf(p+".maxDeletesPerRun", "%d is below the minimum 0 (0 means the default)", b.MaxDeletesPerRun)
 		}

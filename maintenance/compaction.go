@@ -38,6 +38,9 @@ func compactionType() Type {
 			// Position delete files and deletion vectors that delete-file
 			// compaction replaced.
 			"deletes_rewritten": "icekeeper_compaction_deletes_rewritten_total",
+			// Equality delete files that equality-delete conversion
+			// replaced with position deletes or deletion vectors.
+			"equality_deletes_converted": "icekeeper_compaction_equality_deletes_converted_total",
 		},
 		settingsKey: "settings.icebergCompaction",
 		defaults: func() Config {

@@ -13,6 +13,11 @@ type Knobs struct {
 	// deletes once the data files it leaves alone have them in this many
 	// distinct files (0: never).
 	MinDeleteFilesToRewrite int `json:"minDeleteFilesToRewrite"`
+	// MinEqualityDeleteFilesToConvert: compaction converts a partition's
+	// equality deletes into position deletes (v2) or deletion vectors (v3)
+	// once it has this many equality delete files (0: never; the data
+	// rewrite then applies them).
+	MinEqualityDeleteFilesToConvert int `json:"minEqualityDeleteFilesToConvert,omitempty"`
 	// RetentionMode says how a table's history.expire.* properties combine
 	// with icebergSnapshotManagement's settings: "conservative" (the
 	// default) or "strict".

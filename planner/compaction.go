@@ -6,7 +6,8 @@
 //
 // A file is a candidate when it is small (under 75% of the target), too
 // large (over 180% of the target, to be split), carries equality deletes
-// (only a rewrite applies them), has at least DeleteRatio of its rows
+// that conversion does not take (equality.go; then only a rewrite applies
+// them), has at least DeleteRatio of its rows
 // position-deleted, or was written under an older partition spec (its
 // rows belong in the current spec's partitions, as Iceberg's own planner
 // decides). A well-sized file with fewer position deletes is not
@@ -52,6 +53,10 @@ type File struct {
 	DeleteFiles int // position, equality and deletion-vector files attached
 	// EqualityDeletes counts the equality delete files among them.
 	EqualityDeletes int
+	// Converts says equality-delete conversion takes this file's equality
+	// deletes (see Converts): then they do not make a well-sized file a
+	// candidate; once converted, its deleted-row ratio does.
+	Converts bool
 	// DeletedRows is the rows position deletes are known to delete: those
 	// of deletion vectors and of delete files scoped to this file alone. A
 	// delete file over many files does not say how many rows are this
@@ -188,7 +193,7 @@ func Compaction(files []File, opts CompactionOptions) (CompactionPlan, error) {
 		justified := false // deletes or an oversized file justify a rewrite of few files
 		for _, f := range byPart[part] {
 			switch {
-			case f.EqualityDeletes > 0, f.OldSpec, f.SizeBytes > large:
+			case f.EqualityDeletes > 0 && !f.Converts, f.OldSpec, f.SizeBytes > large:
 				cands = append(cands, f)
 				justified = true
 			case f.SizeBytes < small:

@@ -10,9 +10,10 @@
 // What a snapshot holds is its Producer's, as iceberg-go's snapshot
 // producers (table/snapshot_producers.go) decide theirs: a data rewrite
 // (DataRewrite, REPLACE), a rewrite of delete files (DeleteRewrite,
-// REPLACE), a removal of rows (RowRemoval, DELETE or OVERWRITE) and a
-// rewrite of manifests (ManifestRewrite, REPLACE). The first three
-// replace groups of files (table.CompactionGroupResult) and commit in
+// REPLACE), a conversion of equality deletes into position deletes
+// (EqualityConversion, REPLACE), a removal of rows (RowRemoval, DELETE
+// or OVERWRITE) and a rewrite of manifests (ManifestRewrite, REPLACE).
+// All but the last replace groups of files (table.CompactionGroupResult) and commit in
 // batches through a Committer; the last replaces manifests. The engine
 // knows nothing of who calls it: what differs between callers — the
 // summary's operation and properties, which delete files go, the words in
@@ -71,6 +72,15 @@ type GroupProducer interface {
 	ReplacesDeletes() bool
 }
 
+// Guarded is a GroupProducer whose groups depend on data files they do not
+// replace: a group is dropped when one of its Guards is no longer live at
+// an attempt (another commit removed or replaced it).
+type Guarded interface {
+	GroupProducer
+	// Guards are the paths of the data files group g depends on.
+	Guards(g table.CompactionGroupResult) []string
+}
+
 // Caller names who commits, the part of a producer that differs between
 // callers of one operation.
 type Caller struct {
@@ -119,6 +129,39 @@ func (DeleteRewrite) Settle(batch []table.CompactionGroupResult, d Deletes) []ta
 // ReplacesDeletes implements GroupProducer.
 func (DeleteRewrite) ReplacesDeletes() bool { return true }
 
+// EqualityConversion replaces equality delete files with position delete
+// files or deletion vectors deleting the same rows (equality-delete
+// conversion): REPLACE snapshots. Each group's SafePosDeletes are the
+// equality deletes it converts (and, on v3, the position deletes its new
+// vectors absorb), its NewDataFiles the position deletes written. The
+// removal of an equality delete is sound only while every data file it
+// applies to is one the group converted, so a group is dropped when one
+// of them is removed meanwhile (Guards); an equality delete committed
+// meanwhile is not the group's and stays.
+type EqualityConversion struct {
+	Caller
+	// Converted maps a group's PartitionKey to the paths of the data files
+	// it converted.
+	Converted map[string][]string
+}
+
+// Operation implements Producer: rows do not change.
+func (EqualityConversion) Operation(int64) table.Operation { return table.OpReplace }
+
+// Settle implements GroupProducer: the delete files each group planned to
+// replace.
+func (EqualityConversion) Settle(batch []table.CompactionGroupResult, d Deletes) []table.CompactionGroupResult {
+	return plannedDeletes(batch, d)
+}
+
+// ReplacesDeletes implements GroupProducer.
+func (EqualityConversion) ReplacesDeletes() bool { return true }
+
+// Guards implements Guarded: the data files g converted.
+func (c EqualityConversion) Guards(g table.CompactionGroupResult) []string {
+	return c.Converted[g.PartitionKey]
+}
+
 // RowRemoval removes rows: each group's data files are dropped whole or
 // replaced by files without the removed rows (rows that aged out). Its
 // snapshots are DELETE, or OVERWRITE where files are written.
@@ -161,5 +204,6 @@ var (
 	_ GroupProducer = DataRewrite{}
 	_ GroupProducer = DeleteRewrite{}
 	_ GroupProducer = RowRemoval{}
+	_ Guarded       = EqualityConversion{}
 	_ Producer      = ManifestRewrite{}
 )

@@ -47,6 +47,11 @@ type replace struct {
 	// candidates holds the key of every file this batch might remove, with
 	// the index of the group whose input it is (-1 for a delete file).
 	candidates map[string]int
+	// guards maps each data file a group depends on without replacing it
+	// (Guarded) to those groups; held maps every manifest read to the
+	// guarded files it holds live.
+	guards map[string][]int
+	held   map[string][]string
 	// byPartition maps a partition key to the inputs in it, for matching
 	// new position deletes against groups.
 	byPartition map[string][]input
@@ -93,7 +98,7 @@ func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *ta
 		startID: start.SnapshotID, startSeq: start.SequenceNumber,
 		op:     op,
 		groups: batch, dropped: map[int]string{}, deletes: deletes, gone: map[string]bool{},
-		candidates: map[string]int{}, byPartition: map[string][]input{},
+		candidates: map[string]int{}, byPartition: map[string][]input{}, guards: map[string][]int{}, held: map[string][]string{},
 		seen: map[string][]string{}, entries: map[string][]iceberg.ManifestEntry{},
 		rewrites: map[rewriteKey]rewrite{}, attempts: map[string]*attempt{},
 	}
@@ -102,6 +107,13 @@ func newReplace(fs icebergio.WriteFileIO, locs table.LocationProvider, start *ta
 			r.candidates[df.FilePath()] = i
 			pk := planner.PartitionKey(df)
 			r.byPartition[pk] = append(r.byPartition[pk], input{group: i, path: df.FilePath()})
+		}
+	}
+	if gp, ok := op.(Guarded); ok {
+		for i, g := range batch {
+			for _, p := range gp.Guards(g) {
+				r.guards[p] = append(r.guards[p], i)
+			}
 		}
 	}
 	if op.ReplacesDeletes() {
@@ -173,6 +185,24 @@ func (r *replace) rebase(ctx context.Context, meta table.Metadata) (*attempt, er
 	// manifest, later only those committed since.
 	if err := r.readNew(ctx, manifests); err != nil {
 		return nil, err
+	}
+	// A group whose guarded files are not all live any more is dropped:
+	// what it wrote was computed from files that another commit replaced.
+	live := map[string]bool{}
+	for _, m := range manifests {
+		for _, k := range r.held[m.FilePath()] {
+			live[k] = true
+		}
+	}
+	for k, groups := range r.guards {
+		if live[k] {
+			continue
+		}
+		for _, g := range groups {
+			if _, ok := r.dropped[g]; !ok {
+				r.dropped[g] = "a data file it depends on was removed by another commit"
+			}
+		}
 	}
 	// Drops and vanished delete files change what must be removed, so
 	// settle them first.
@@ -358,17 +388,22 @@ func (r *replace) readNew(ctx context.Context, manifests []iceberg.ManifestFile)
 // its entry's status now.
 func (r *replace) record(m iceberg.ManifestFile, entries []iceberg.ManifestEntry) {
 	keys := []string{}
+	var held []string
 	for _, e := range entries {
 		df := e.DataFile()
 		k := planner.RemovalKey(df)
 		if _, ok := r.candidates[k]; ok {
 			keys = append(keys, k)
 		}
+		if _, ok := r.guards[k]; ok && df.ContentType() == iceberg.EntryContentData {
+			held = append(held, k)
+		}
 		if m.ManifestContent() == iceberg.ManifestContentDeletes && df.ContentType() == iceberg.EntryContentPosDeletes && r.since[e.SnapshotID()] {
 			r.dropFor(df)
 		}
 	}
 	r.seen[m.FilePath()] = keys
+	r.held[m.FilePath()] = held
 	if len(keys) > 0 {
 		r.entries[m.FilePath()] = entries
 	}

@@ -1,0 +1,592 @@
+package compactor
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/dv"
+	"github.com/google/uuid"
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/icekeeper/icekeeper/compactor/rebase"
+	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
+)
+
+// convertFigures are equality-delete conversion's. Every field is
+// omitted when zero, so the stored figures of runs before conversion
+// existed read back the same.
+type convertFigures struct {
+	// EqualityDeletesMinimum is how many equality delete files a partition
+	// must have before they are converted (0: never).
+	EqualityDeletesMinimum int                    `json:"equalityDeletesMinimum,omitempty"`
+	ConvertPlan            []planner.ConvertGroup `json:"convertPlan,omitempty"`
+	ConvertSkipped         []planner.Skip         `json:"convertSkipped,omitempty"`
+	// EqualityDeletesConverted counts the equality delete files the
+	// committed groups removed, ConvertDeletesWritten the position delete
+	// files or deletion vectors they wrote, ConvertRowsMatched the rows
+	// those equality deletes were found to delete.
+	ConvertGroupsCommitted   int   `json:"convertGroupsCommitted,omitempty"`
+	ConvertGroupsDropped     int   `json:"convertGroupsDropped,omitempty"`
+	EqualityDeletesConverted int   `json:"equalityDeletesConverted,omitempty"`
+	ConvertDeletesWritten    int   `json:"convertDeletesWritten,omitempty"`
+	ConvertRowsMatched       int64 `json:"convertRowsMatched,omitempty"`
+	// ConvertBytesRead is the bytes of key column chunks read from data
+	// files (and of the equality delete files), ConvertFilesSkipped the
+	// data files not read because their bounds hold no deleted key.
+	ConvertBytesRead    int64    `json:"convertBytesRead,omitempty"`
+	ConvertFilesSkipped int      `json:"convertFilesSkipped,omitempty"`
+	ConvertCommits      int      `json:"convertCommits,omitempty"`
+	ConvertConflicts    int      `json:"convertConflicts,omitempty"`
+	ConvertDropped      []string `json:"convertDropped,omitempty"`
+	ConvertMs           int64    `json:"convertMs,omitempty"`
+}
+
+// equalityDeletes lists the live equality delete files of tbl's current
+// snapshot with their data sequence numbers, which the scan's tasks do
+// not carry.
+func equalityDeletes(ctx context.Context, tbl *table.Table) ([]planner.EqualityDelete, error) {
+	var out []planner.EqualityDelete
+	seen := map[string]bool{}
+	for e, err := range rebase.LiveEntries(ctx, tbl, iceberg.ManifestContentDeletes) {
+		if err != nil {
+			return nil, err
+		}
+		df := e.DataFile()
+		if df.ContentType() != iceberg.EntryContentEqDeletes || seen[df.FilePath()] {
+			continue
+		}
+		seen[df.FilePath()] = true
+		out = append(out, planner.EqualityDelete{File: df, Seq: e.SequenceNum()})
+	}
+	return out, nil
+}
+
+// convertStage plans equality-delete conversion on what the data rewrite
+// left, and runs it unless this is a dry run. When the data rewrite
+// committed, the plan is made again on the table as it is now; when the
+// conversion commits, ds says so, so that delete-file compaction plans on
+// a fresh scan too.
+func (j *Job) convertStage(ctx context.Context, t jobs.Target, s Settings, opts jobs.Options, ds *dataStage, f *convertFigures) error {
+	begin := time.Now()
+	defer func() { f.ConvertMs = time.Since(begin).Milliseconds() }()
+	f.EqualityDeletesMinimum = s.MinEqualityDeletes
+	if s.MinEqualityDeletes <= 0 || ds.tbl.Metadata().Version() < 2 {
+		return nil
+	}
+	tbl, sc, taken, eqs, listed := ds.tbl, ds.sc, ds.taken, ds.eqs, ds.eqsListed
+	if ds.committed && !opts.DryRun {
+		listed = false
+		var err error
+		if tbl, err = t.Bucket.LoadTable(ctx, t.Table); err != nil {
+			return err
+		}
+		if sc, err = scan(ctx, tbl, false); err != nil {
+			return err
+		}
+		taken = nil
+	}
+	if !listed {
+		var err error
+		if eqs, err = equalityDeletes(ctx, tbl); err != nil {
+			return fmt.Errorf("list equality deletes of %s: %w", t.Table, err)
+		}
+	}
+	tasks := sc.tasks
+	if opts.DryRun && len(taken) > 0 {
+		// The dry run shows the plan as the run would make it after the
+		// data rewrite commits: its outputs carry the start's data
+		// sequence number, to which no equality delete of before applies,
+		// so the files it takes are out of every delete's reach.
+		tasks = slices.DeleteFunc(slices.Clone(tasks), func(t table.FileScanTask) bool { return taken[t.File.FilePath()] })
+		taken = nil
+	}
+	f.ConvertPlan, f.ConvertSkipped = planner.Conversion(tbl.Metadata(), tasks, eqs, taken, convertOptions(s))
+	if opts.DryRun || len(f.ConvertPlan) == 0 {
+		return nil
+	}
+	err := j.convert(ctx, t, tbl, sc, f)
+	if f.ConvertCommits > 0 {
+		ds.committed = true
+	}
+	return err
+}
+
+func convertOptions(s Settings) planner.ConvertOptions {
+	return planner.ConvertOptions{MinFiles: s.MinEqualityDeletes}
+}
+
+// convert converts the equality deletes of f.ConvertPlan's groups,
+// planned on sc, the scan of tbl, one group at a time (a group holds its
+// keys in memory), and commits them as REPLACE snapshots with compaction's
+// committer: staged once, rebased on the head, a group dropped when a
+// data file it converted or a delete file it replaces was removed
+// meanwhile, or, on v3, a deletion vector committed meanwhile may apply
+// to a data file it writes a vector for.
+func (j *Job) convert(ctx context.Context, t jobs.Target, tbl *table.Table, sc scanned, f *convertFigures) error {
+	policy, err := j.policy(tbl)
+	if err != nil {
+		return fmt.Errorf("equality-delete conversion of %s: %w", t.Table, err)
+	}
+	wfs, cat, err := rebase.OpenWriting(ctx, t, tbl)
+	if err != nil {
+		return err
+	}
+	op := rebase.EqualityConversion{Caller: rebase.Caller{Job: string(maintenance.Compaction), Name: "equality-delete conversion"},
+		Converted: map[string][]string{}}
+	for _, g := range f.ConvertPlan {
+		for _, task := range g.Tasks {
+			op.Converted[g.Partition] = append(op.Converted[g.Partition], task.File.FilePath())
+		}
+	}
+	c, err := j.newCommitter(op, t, tbl, cat, wfs, sc, policy)
+	if err != nil {
+		return err
+	}
+	rec := &rebase.RecordingFS{WriteFileIO: wfs}
+	meta := tbl.Metadata()
+	run := uuid.New()
+	results := make([]table.CompactionGroupResult, 0, len(f.ConvertPlan))
+	matched := map[string]int64{}
+	for i, g := range f.ConvertPlan {
+		w := newDeleteWriter(rec, c.Locations(), meta, fmt.Sprintf("%s-%05d", run, i))
+		r, st, err := convertGroup(ctx, wfs, w, meta, g, sc.deletes.Covers)
+		f.ConvertBytesRead += st.bytesRead
+		f.ConvertFilesSkipped += st.skipped
+		if err != nil {
+			c.RemoveUncommitted(rec)
+			return fmt.Errorf("convert equality deletes of %s: %w", g.Partition, err)
+		}
+		matched[g.Partition] = st.matched
+		results = append(results, r)
+	}
+	err = c.Run(ctx, results)
+	done := c.Committed()
+	f.ConvertCommits, f.ConvertConflicts = done.Commits, done.Stats.Conflicts
+	f.ConvertGroupsDropped, f.ConvertDropped = len(done.Dropped), done.Dropped
+	for _, g := range done.Groups {
+		f.ConvertGroupsCommitted++
+		f.ConvertRowsMatched += matched[g.PartitionKey]
+		f.ConvertDeletesWritten += len(g.NewDataFiles)
+		for _, d := range g.SafePosDeletes {
+			if d.ContentType() == iceberg.EntryContentEqDeletes {
+				f.EqualityDeletesConverted++
+			}
+		}
+	}
+	c.RemoveUncommitted(rec)
+	return err
+}
+
+// convertStats is what converting one group cost and found.
+type convertStats struct {
+	bytesRead int64
+	skipped   int   // data files whose bounds hold no key
+	matched   int64 // rows the equality deletes delete
+}
+
+// convertGroup reads g's equality deletes' keys, then the key columns of
+// each data file they apply to, one file at a time, and writes the
+// positions of the rows a delete with a higher data sequence number than
+// the file's deletes: on v2 one file-scoped position delete file per data
+// file, beside its other position deletes; on v3 one deletion vector per
+// data file, merged with the vector and position deletes it had (covers
+// says which data files each position delete file applies to).
+func convertGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, meta table.Metadata, g planner.ConvertGroup, covers map[string][]string) (table.CompactionGroupResult, convertStats, error) {
+	res := table.CompactionGroupResult{PartitionKey: g.Partition}
+	var st convertStats
+	sets, err := readKeys(fs, g.Deletes, &st)
+	if err != nil {
+		return res, st, err
+	}
+	vectors := map[string]bool{}
+	read := map[string]map[string][]int64{}
+	for i, task := range g.Tasks {
+		if err := ctx.Err(); err != nil {
+			return res, st, err
+		}
+		positions, err := matchFile(fs, task.File, g.Seqs[i], sets, &st)
+		if err != nil {
+			return res, st, err
+		}
+		if len(positions) == 0 {
+			continue
+		}
+		st.matched += int64(len(positions))
+		if w.puffin {
+			// A data file has at most one deletion vector: it holds every
+			// position deleted so far.
+			old, err := existingPositions(fs, task, read)
+			if err != nil {
+				return res, st, err
+			}
+			positions = sortedUnique(append(positions, old...))
+			vectors[task.File.FilePath()] = true
+		}
+		if err := w.add(task.File, positions); err != nil {
+			return res, st, err
+		}
+	}
+	files, err := w.finish(ctx)
+	if err != nil {
+		return res, st, err
+	}
+	res.NewDataFiles = files
+	for _, d := range g.Deletes {
+		res.SafePosDeletes = append(res.SafePosDeletes, d.File)
+	}
+	for _, d := range planner.Converted(g, covers, vectors) {
+		if d.FileFormat() == iceberg.PuffinFile {
+			res.SafeDeletionVectors = append(res.SafeDeletionVectors, d)
+		} else {
+			res.SafePosDeletes = append(res.SafePosDeletes, d)
+		}
+	}
+	return res, st, nil
+}
+
+// existingPositions reads the positions the deletion vector and position
+// delete files attached to t delete in its data file; read caches the
+// position delete files read, by path.
+func existingPositions(fs icebergio.IO, t table.FileScanTask, read map[string]map[string][]int64) ([]int64, error) {
+	path := t.File.FilePath()
+	var positions []int64
+	for _, d := range planner.PositionDeletes(t) {
+		if d.FileFormat() == iceberg.PuffinFile {
+			bm, err := dv.ReadDV(fs, d)
+			if err != nil {
+				return nil, fmt.Errorf("read deletion vector of %s in %s: %w", path, d.FilePath(), err)
+			}
+			for p := range bm.Positions() {
+				positions = append(positions, int64(p))
+			}
+			continue
+		}
+		m, ok := read[d.FilePath()]
+		if !ok {
+			var err error
+			if m, err = readPositionDeletes(fs, d); err != nil {
+				return nil, err
+			}
+			read[d.FilePath()] = m
+		}
+		positions = append(positions, m[path]...)
+	}
+	return slices.DeleteFunc(positions, func(p int64) bool { return p < 0 || p >= t.File.Count() }), nil
+}
+
+// keySet is the keys of the equality deletes of one set of equality
+// fields, each with the highest data sequence number of a delete holding
+// it: a row with the key is deleted in a data file whose sequence number
+// is lower.
+type keySet struct {
+	ids []int // sorted
+	seq map[string]int64
+	// ints are the keys' values, sorted, when the set is one integer
+	// column and no key is null: a data file whose bounds hold none of them
+	// is not read.
+	ints     []int64
+	integral bool
+}
+
+// readKeys reads the keys of deletes, by set of equality fields.
+func readKeys(fs icebergio.IO, deletes []planner.EqualityDelete, st *convertStats) ([]*keySet, error) {
+	var sets []*keySet
+	for _, d := range deletes {
+		ids := slices.Sorted(slices.Values(d.File.EqualityFieldIDs()))
+		i := slices.IndexFunc(sets, func(s *keySet) bool { return slices.Equal(s.ids, ids) })
+		if i < 0 {
+			sets = append(sets, &keySet{ids: ids, seq: map[string]int64{}, integral: len(ids) == 1})
+			i = len(sets) - 1
+		}
+		if err := sets[i].read(fs, d, st); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range sets {
+		slices.Sort(s.ints)
+	}
+	return sets, nil
+}
+
+// read adds the keys of equality delete d.
+func (s *keySet) read(fs icebergio.IO, d planner.EqualityDelete, st *convertStats) error {
+	path := d.File.FilePath()
+	f, err := fs.Open(path)
+	if err != nil {
+		return fmt.Errorf("open equality delete file %s: %w", path, err)
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("read equality delete file %s: %w", path, err)
+	}
+	st.bytesRead += int64(len(data))
+	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return fmt.Errorf("read equality delete file %s: %w", path, err)
+	}
+	if pf.NumRows() != d.File.Count() {
+		return fmt.Errorf("equality delete file %s holds %d rows, its manifest entry %d", path, pf.NumRows(), d.File.Count())
+	}
+	cols := leafColumns(pf.Schema())
+	var buf [][]byte
+	for _, rg := range pf.RowGroups() {
+		buf = resetKeys(buf, int(rg.NumRows()))
+		for _, id := range s.ids {
+			col, ok := cols[id]
+			if !ok {
+				return fmt.Errorf("equality delete file %s has no column of equality field %d", path, id)
+			}
+			if err := columnKeys(rg.ColumnChunks()[col], buf); err != nil {
+				return fmt.Errorf("read equality delete file %s: %w", path, err)
+			}
+		}
+		for _, k := range buf {
+			if s.seq[string(k)] < d.Seq {
+				s.seq[string(k)] = d.Seq
+			}
+			if s.integral {
+				if v, ok := integerKey(k); ok {
+					s.ints = append(s.ints, v)
+				} else {
+					s.integral, s.ints = false, nil
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// matchFile returns the positions, ascending, of the rows of data file df
+// (data sequence number seq) whose key is deleted by a delete with a
+// higher sequence number. It reads only the key columns, one row group at
+// a time, and no file whose bounds hold no key.
+func matchFile(fs icebergio.IO, df iceberg.DataFile, seq int64, sets []*keySet, st *convertStats) ([]int64, error) {
+	var live []*keySet
+	for _, s := range sets {
+		if s.mayMatch(df) {
+			live = append(live, s)
+		}
+	}
+	if len(live) == 0 {
+		st.skipped++
+		return nil, nil
+	}
+	path := df.FilePath()
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open data file %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("open data file %s: %w", path, err)
+	}
+	pf, err := parquet.OpenFile(f, fi.Size(), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true), parquet.ReadBufferSize(1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read data file %s: %w", path, err)
+	}
+	if pf.NumRows() != df.Count() {
+		return nil, fmt.Errorf("data file %s holds %d rows, its manifest entry %d", path, pf.NumRows(), df.Count())
+	}
+	cols := leafColumns(pf.Schema())
+	var positions []int64
+	var first int64 // position of the row group's first row
+	var buf [][]byte
+	for r, rg := range pf.RowGroups() {
+		n := rg.NumRows()
+		for _, s := range live {
+			buf = resetKeys(buf, int(n))
+			for _, id := range s.ids {
+				col, ok := cols[id]
+				if !ok {
+					// A column added after the file was written: null in
+					// every row, as readers project it.
+					for i := range buf {
+						buf[i] = append(buf[i], keyNull)
+					}
+					continue
+				}
+				st.bytesRead += pf.Metadata().RowGroups[r].Columns[col].MetaData.TotalCompressedSize
+				if err := columnKeys(rg.ColumnChunks()[col], buf); err != nil {
+					return nil, fmt.Errorf("read data file %s: %w", path, err)
+				}
+			}
+			for i, k := range buf {
+				if s.seq[string(k)] > seq {
+					positions = append(positions, first+int64(i))
+				}
+			}
+		}
+		first += n
+	}
+	if len(live) > 1 {
+		positions = sortedUnique(positions)
+	}
+	return positions, nil
+}
+
+// mayMatch reports whether data file df may hold a key of s: false only
+// when s is one integer column, no key is null, and df's bounds on it
+// hold no key.
+func (s *keySet) mayMatch(df iceberg.DataFile) bool {
+	if !s.integral || len(s.ints) == 0 {
+		return len(s.seq) > 0
+	}
+	id := s.ids[0]
+	lo, okLo := boundInt(df.LowerBoundValues()[id])
+	hi, okHi := boundInt(df.UpperBoundValues()[id])
+	if !okLo || !okHi {
+		return true
+	}
+	i, _ := slices.BinarySearch(s.ints, lo)
+	return i < len(s.ints) && s.ints[i] <= hi
+}
+
+// boundInt decodes an Iceberg bound of an int, long, date, time or
+// timestamp column: 4 or 8 bytes, little-endian.
+func boundInt(b []byte) (int64, bool) {
+	switch len(b) {
+	case 4:
+		return int64(int32(binary.LittleEndian.Uint32(b))), true
+	case 8:
+		return int64(binary.LittleEndian.Uint64(b)), true
+	}
+	return 0, false
+}
+
+// leafColumns maps the field ID of each top-level primitive column of a
+// Parquet schema to its leaf column index.
+func leafColumns(sc *parquet.Schema) map[int]int {
+	out := map[int]int{}
+	leaf := 0
+	for _, f := range sc.Fields() {
+		if f.Leaf() {
+			if id := f.ID(); id != 0 && !f.Repeated() {
+				out[id] = leaf
+			}
+		}
+		leaf += leaves(f)
+	}
+	return out
+}
+
+func leaves(f parquet.Field) int {
+	if f.Leaf() {
+		return 1
+	}
+	n := 0
+	for _, c := range f.Fields() {
+		n += leaves(c)
+	}
+	return n
+}
+
+// resetKeys returns n empty keys, reusing buf.
+func resetKeys(buf [][]byte, n int) [][]byte {
+	if cap(buf) < n {
+		buf = make([][]byte, n)
+	}
+	buf = buf[:n]
+	for i := range buf {
+		buf[i] = buf[i][:0]
+	}
+	return buf
+}
+
+// Tags of encoded key values. Integers of either width encode alike, so
+// that a column promoted from int to long matches across files.
+const (
+	keyNull byte = iota
+	keyBool
+	keyInt
+	keyBytes
+)
+
+// columnKeys appends the value of each row of a flat column chunk to its
+// key in keys, one per row.
+func columnKeys(cc parquet.ColumnChunk, keys [][]byte) error {
+	pages := cc.Pages()
+	defer pages.Close()
+	values := make([]parquet.Value, 1024)
+	i := 0
+	for {
+		p, err := pages.ReadPage()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		vr := p.Values()
+		for {
+			n, err := vr.ReadValues(values)
+			for _, v := range values[:n] {
+				if i >= len(keys) {
+					parquet.Release(p)
+					return fmt.Errorf("column chunk holds more values than its row group's %d rows", len(keys))
+				}
+				var kerr error
+				if keys[i], kerr = appendKey(keys[i], v); kerr != nil {
+					parquet.Release(p)
+					return kerr
+				}
+				i++
+			}
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				parquet.Release(p)
+				return err
+			}
+		}
+		parquet.Release(p)
+	}
+	if i != len(keys) {
+		return fmt.Errorf("column chunk holds %d values for %d rows", i, len(keys))
+	}
+	return nil
+}
+
+// appendKey appends the encoding of v to key.
+func appendKey(key []byte, v parquet.Value) ([]byte, error) {
+	if v.IsNull() {
+		return append(key, keyNull), nil
+	}
+	switch v.Kind() {
+	case parquet.Boolean:
+		b := byte(0)
+		if v.Boolean() {
+			b = 1
+		}
+		return append(key, keyBool, b), nil
+	case parquet.Int32:
+		return binary.BigEndian.AppendUint64(append(key, keyInt), uint64(int64(v.Int32()))), nil
+	case parquet.Int64:
+		return binary.BigEndian.AppendUint64(append(key, keyInt), uint64(v.Int64())), nil
+	case parquet.ByteArray, parquet.FixedLenByteArray:
+		b := v.ByteArray()
+		return append(binary.AppendUvarint(append(key, keyBytes), uint64(len(b))), b...), nil
+	}
+	return key, fmt.Errorf("key column of Parquet type %v is not read", v.Kind())
+}
+
+// integerKey decodes a one-column integer key.
+func integerKey(k []byte) (int64, bool) {
+	if len(k) != 9 || k[0] != keyInt {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(k[1:])), true
+}
