@@ -337,6 +337,9 @@ func TestRawBadInput(t *testing.T) {
 		"unknown type":      {"PUT", strings.Replace(base, "icebergCompaction", "icebergVacuum", 1), `{}`, 400, "BadRequestException"},
 		"unknown route":     {"GET", f.url + "/frobnicate", "", 404, "NotFoundException"},
 		"removal per table": {"PUT", strings.Replace(base, "icebergCompaction", "icebergUnreferencedFileRemoval", 1), `{"value":{"status":"enabled"}}`, 400, "BadRequestException"},
+		// Record expiration has calls of its own, as in S3 Tables.
+		"records as maintenance": {"PUT", strings.Replace(base, "icebergCompaction", "icebergRecordExpiration", 1), `{"value":{"status":"enabled","settings":{"days":3}}}`, 400, "BadRequestException"},
+		"records per bucket":     {"PUT", f.url + "/buckets/" + url.PathEscape(bucketARN) + "/maintenance/icebergRecordExpiration", `{"value":{"status":"enabled","settings":{"days":3}}}`, 400, "BadRequestException"},
 	} {
 		req, _ := http.NewRequest(tc.method, tc.url, strings.NewReader(tc.body))
 		req.Header.Set("Content-Type", "application/json")
@@ -351,6 +354,9 @@ func TestRawBadInput(t *testing.T) {
 	}
 	if cfg, _ := f.Store.TableConfig(context.Background(), f.Target().Key()); len(cfg) != 0 {
 		t.Fatalf("bad requests stored %v", cfg)
+	}
+	if cfg, _ := f.Store.BucketConfig(context.Background(), bucketARN); len(cfg) != 0 {
+		t.Fatalf("bad requests stored %v for the bucket", cfg)
 	}
 }
 
