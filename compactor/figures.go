@@ -10,17 +10,20 @@ import (
 
 // Figures is what a run reports and records.
 type Figures struct {
-	DryRun             bool                   `json:"dryRun,omitempty"`
-	Strategy           string                 `json:"strategy"`
-	TargetFileSizeMB   int                    `json:"targetFileSizeMB"`
-	Plan               planner.CompactionPlan `json:"plan"`
-	InputFiles         int                    `json:"inputFiles"`
-	InputBytes         int64                  `json:"inputBytes"`
-	InputRecords       int64                  `json:"inputRecords"`
-	OutputFiles        int                    `json:"outputFiles"`
-	OutputBytes        int64                  `json:"outputBytes"`
-	OutputRecords      int64                  `json:"outputRecords"`
-	DeleteFilesRemoved int                    `json:"deleteFilesRemoved"`
+	DryRun bool `json:"dryRun,omitempty"`
+	// Unchanged is the unchanged rule's verdict (planner.Unchanged); a run
+	// it skipped reports nothing else.
+	Unchanged          *planner.UnchangedVerdict `json:"unchanged,omitempty"`
+	Strategy           string                    `json:"strategy"`
+	TargetFileSizeMB   int                       `json:"targetFileSizeMB"`
+	Plan               planner.CompactionPlan    `json:"plan"`
+	InputFiles         int                       `json:"inputFiles"`
+	InputBytes         int64                     `json:"inputBytes"`
+	InputRecords       int64                     `json:"inputRecords"`
+	OutputFiles        int                       `json:"outputFiles"`
+	OutputBytes        int64                     `json:"outputBytes"`
+	OutputRecords      int64                     `json:"outputRecords"`
+	DeleteFilesRemoved int                       `json:"deleteFilesRemoved"`
 	// MetadataFilesRemoved are old metadata.json files deleted after the
 	// commits, as write.metadata.delete-after-commit.enabled asks.
 	MetadataFilesRemoved int `json:"metadataFilesRemoved"`
@@ -73,6 +76,17 @@ type manifestFigures struct {
 // Text is the readable form `icekeeper run` prints.
 func (f *Figures) Text() string {
 	var b strings.Builder
+	if u := f.Unchanged; u != nil && u.Skip && !f.DryRun {
+		fmt.Fprintf(&b, "  skipped (%s): %s; nothing read beyond the table's metadata", u.Rule, u.Reason)
+		return b.String()
+	}
+	if u := f.Unchanged; u != nil {
+		would := ""
+		if f.DryRun && u.Skip {
+			would = ", a run would skip; planned anyway for this dry run"
+		}
+		fmt.Fprintf(&b, "  unchanged rule: %s: %s%s\n", u.Rule, u.Reason, would)
+	}
 	planned := "planned"
 	if f.DryRun {
 		planned = "would be rewritten"

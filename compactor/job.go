@@ -133,6 +133,16 @@ func SettingsOf(s maintenance.Settings) Settings {
 		MinDeleteFiles: s.Knobs.MinDeleteFilesToRewrite, MinEqualityDeletes: s.Knobs.MinEqualityDeleteFilesToConvert}
 }
 
+// Identity implements jobs.Evaluator: the settings a compaction run
+// reads (its Config and the bucket knobs in Settings) and the job's own
+// planner knob.
+func (j *Job) Identity(s maintenance.Settings) any {
+	return struct {
+		Settings      Settings
+		MinInputFiles int
+	}{SettingsOf(s), j.MinInputFiles}
+}
+
 // CheckSettings implements jobs.Checker: a strategy the table cannot take
 // (sort or z-order without a sort order this engine applies) is refused
 // when it is configured, not at the next scheduled run.
@@ -149,17 +159,45 @@ func (j *Job) CheckSettings(ctx context.Context, t jobs.Target, s maintenance.Se
 
 // Run implements jobs.Job: the manifests, then the data files, whose
 // planning then reads the fewer manifests, then the equality deletes and
-// the position deletes of the data files left alone.
+// the position deletes of the data files left alone. The table is loaded
+// once, and the stages plan on that load; only a stage's own commit makes
+// the next load it again. First the unchanged rule looks at that load
+// alone: a table whose snapshot, metadata file and settings are those the
+// last full evaluation found nothing to do on is not read further.
 func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
 	var m manifestFigures
 	begin := time.Now()
 	s := SettingsOf(all)
-	if err := j.rewriteManifests(ctx, t, s, opts, &m); err != nil {
-		return jobs.Outcome{Figures: &Figures{DryRun: opts.DryRun, manifestFigures: m}}, err
+	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
+	if err != nil {
+		return jobs.Outcome{Figures: &Figures{DryRun: opts.DryRun, TargetFileSizeMB: s.TargetFileSizeMB}}, err
+	}
+	snapID, loc := planner.CurrentSnapshotID(tbl.Metadata()), tbl.MetadataLocation()
+	var verdict *planner.UnchangedVerdict
+	if opts.Unchanged != nil {
+		v := opts.Unchanged.Check(snapID, loc, opts.Now)
+		verdict = &v
+		// A dry run shows the verdict and still plans, so the plan a
+		// full evaluation would make stays visible.
+		if v.Skip && !opts.DryRun {
+			fig := &Figures{TargetFileSizeMB: s.TargetFileSizeMB, Unchanged: verdict, DurationMs: time.Since(begin).Milliseconds()}
+			return jobs.Outcome{Figures: fig, Evaluation: opts.Unchanged.Carried()}, nil
+		}
+	}
+	if err := j.rewriteManifests(ctx, t, tbl, s, opts, &m); err != nil {
+		return jobs.Outcome{Figures: &Figures{DryRun: opts.DryRun, Unchanged: verdict, manifestFigures: m}}, err
 	}
 	m.ManifestMs = time.Since(begin).Milliseconds()
-	out, ds, err := j.compactData(ctx, t, all, opts)
+	if m.ManifestsRewritten > 0 {
+		// The manifest rewrite committed: the data stage plans on the
+		// table as that commit left it.
+		if tbl, err = t.Bucket.LoadTable(ctx, t.Table); err != nil {
+			return jobs.Outcome{Figures: &Figures{DryRun: opts.DryRun, Unchanged: verdict, manifestFigures: m}}, err
+		}
+	}
+	out, ds, err := j.compactData(ctx, t, tbl, all, opts)
 	fig := out.Figures.(*Figures)
+	fig.Unchanged = verdict
 	fig.manifestFigures = m
 	fig.DurationMs += m.ManifestMs
 	fig.MetadataFilesRemoved += m.metadataRemoved
@@ -171,7 +209,22 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 		err = j.deleteStage(ctx, t, s, opts, ds, &fig.deleteFigures)
 		fig.DurationMs += fig.DeleteMs
 	}
+	if err == nil && !opts.DryRun && settled(fig, ds) {
+		out.Evaluation = opts.Unchanged.Evaluated(opts.RunID, snapID, loc, opts.Now, planner.CompactionValidUntil(ds.sc.files, s.MinFileAge, opts.Now))
+	}
 	return out, err
+}
+
+// settled reports whether a run evaluated the table in full and left
+// nothing to do: no manifest rewrite due or deferred, no group, equality
+// delete conversion or delete rewrite planned, no commit. Only then may a later run on the same
+// snapshot rest on it; a run that planned work and did not finish it
+// (groups dropped, a rewrite deferred) leaves the next run to look again.
+func settled(f *Figures, ds dataStage) bool {
+	m := f.manifestFigures
+	manifestsDone := m.ManifestsRewritten == 0 && !m.ManifestsDeferred && (m.ManifestsMinimum == 0 || m.ManifestsSmall < m.ManifestsMinimum)
+	return manifestsDone && f.GroupsPlanned == 0 && len(f.ConvertPlan) == 0 && f.ConvertCommits == 0 &&
+		len(f.DeletePlan) == 0 && !ds.committed && f.CommitAttempts == 0
 }
 
 // dataStage is what the data rewrite leaves to delete-file compaction:
@@ -214,7 +267,8 @@ func (j *Job) deleteStage(ctx context.Context, t jobs.Target, s Settings, opts j
 	return j.compactDeletes(ctx, t, tbl, sc, f)
 }
 
-func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, dataStage, error) {
+// compactData plans on tbl, as the run loaded it, and rewrites.
+func (j *Job) compactData(ctx context.Context, t jobs.Target, tbl *table.Table, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, dataStage, error) {
 	begin := time.Now()
 	s := SettingsOf(all)
 	targetMB := s.TargetFileSizeMB
@@ -222,10 +276,7 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, all maintenance.Se
 	out := jobs.Outcome{Figures: fig}
 	var ds dataStage
 	defer func() { fig.DurationMs = time.Since(begin).Milliseconds() }()
-	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
-	if err != nil {
-		return out, ds, err
-	}
+	var err error
 	if fig.Strategy, err = planner.Strategy(s.Strategy, tbl.Metadata()); err != nil {
 		return out, ds, err
 	}

@@ -15,15 +15,15 @@ import (
 // manifests near commit.manifest.target-size-bytes, once there are at
 // least s.MinManifests of them (rebase's ManifestRewrite): a streaming
 // writer leaves a manifest per commit, and every planning pass reads them
-// all. A rewrite left for the next run does not fail the run.
-func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, s Settings, opts jobs.Options, fig *manifestFigures) error {
+// all. A rewrite left for the next run does not fail the run. It reads
+// tbl as the run loaded it; ManifestsRewritten > 0 says it committed.
+func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, tbl *table.Table, s Settings, opts jobs.Options, fig *manifestFigures) error {
 	if s.MinManifests <= 0 {
 		return nil
 	}
 	fig.ManifestsMinimum = s.MinManifests
-	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
-	if err != nil || tbl.CurrentSnapshot() == nil {
-		return err
+	if tbl.CurrentSnapshot() == nil {
+		return nil
 	}
 	policy, err := j.policy(tbl)
 	if err != nil {

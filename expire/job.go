@@ -43,18 +43,21 @@ func (j *Job) Type() maintenance.JobType { return maintenance.SnapshotManagement
 
 // Figures is what a run reports and records.
 type Figures struct {
-	Now                 time.Time                `json:"now"`
-	DryRun              bool                     `json:"dryRun,omitempty"`
-	SnapshotsBefore     int                      `json:"snapshotsBefore"`
-	SnapshotsExpired    int                      `json:"snapshotsExpired"`
-	SnapshotsKept       int                      `json:"snapshotsKept"`
-	RefsRemoved         int                      `json:"refsRemoved"`
-	Decision            planner.SnapshotDecision `json:"decision"`
-	MetadataBytesBefore int64                    `json:"metadataBytesBefore"`
-	MetadataBytesAfter  int64                    `json:"metadataBytesAfter,omitempty"`
-	SchemasRemoved      []int                    `json:"schemasRemoved,omitempty"`
-	SpecsRemoved        []int                    `json:"specsRemoved,omitempty"`
-	FilesDeleted        int                      `json:"filesDeleted,omitempty"`
+	Now    time.Time `json:"now"`
+	DryRun bool      `json:"dryRun,omitempty"`
+	// Unchanged is the unchanged rule's verdict (planner.Unchanged); a run
+	// it skipped reports nothing else.
+	Unchanged           *planner.UnchangedVerdict `json:"unchanged,omitempty"`
+	SnapshotsBefore     int                       `json:"snapshotsBefore"`
+	SnapshotsExpired    int                       `json:"snapshotsExpired"`
+	SnapshotsKept       int                       `json:"snapshotsKept"`
+	RefsRemoved         int                       `json:"refsRemoved"`
+	Decision            planner.SnapshotDecision  `json:"decision"`
+	MetadataBytesBefore int64                     `json:"metadataBytesBefore"`
+	MetadataBytesAfter  int64                     `json:"metadataBytesAfter,omitempty"`
+	SchemasRemoved      []int                     `json:"schemasRemoved,omitempty"`
+	SpecsRemoved        []int                     `json:"specsRemoved,omitempty"`
+	FilesDeleted        int                       `json:"filesDeleted,omitempty"`
 	// MetadataFilesRemoved are old metadata.json files deleted after the
 	// commit, as write.metadata.delete-after-commit.enabled asks.
 	MetadataFilesRemoved int   `json:"metadataFilesRemoved"`
@@ -66,6 +69,17 @@ type Figures struct {
 // Text is the readable form `icekeeper run` prints.
 func (f *Figures) Text() string {
 	var b strings.Builder
+	if u := f.Unchanged; u != nil && u.Skip && !f.DryRun {
+		fmt.Fprintf(&b, "  skipped (%s): %s; nothing read beyond the table's metadata", u.Rule, u.Reason)
+		return b.String()
+	}
+	if u := f.Unchanged; u != nil {
+		would := ""
+		if f.DryRun && u.Skip {
+			would = ", a run would skip; decided anyway for this dry run"
+		}
+		fmt.Fprintf(&b, "  unchanged rule: %s: %s%s\n", u.Rule, u.Reason, would)
+	}
 	a := f.Decision.Applied
 	expire, removed, remove := "expire", "removed", "remove"
 	if f.DryRun {
@@ -101,6 +115,10 @@ func (f *Figures) Counters() map[string]float64 {
 	return map[string]float64{"snapshots_expired": float64(f.SnapshotsExpired), "refs_removed": float64(f.RefsRemoved)}
 }
 
+// Identity implements jobs.Evaluator: snapshot management reads only its
+// snapshot settings.
+func (j *Job) Identity(s maintenance.Settings) any { return planner.SnapshotSettingsOf(s) }
+
 // Run implements jobs.Job: load, decide, commit. When a writer commits
 // meanwhile, the next attempt loads the table again and decides on the new
 // state: a decision is cheap next to the load, and deciding again is the
@@ -118,6 +136,17 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
 	if err != nil {
 		return out, err
+	}
+	if opts.Unchanged != nil {
+		// The decision is a function of the metadata, the settings and
+		// the clock; the last full evaluation says until when the clock
+		// leaves it alone (planner.SnapshotsValidUntil).
+		v := opts.Unchanged.Check(planner.CurrentSnapshotID(tbl.Metadata()), tbl.MetadataLocation(), opts.Now)
+		fig.Unchanged = &v
+		if v.Skip && !opts.DryRun {
+			out.Evaluation = opts.Unchanged.Carried()
+			return out, nil
+		}
 	}
 	policy, err := commit.PolicyFor(tbl.Properties(), j.policyDefaults())
 	if err != nil {
@@ -173,6 +202,13 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 		return err
 	})
 	fig.Conflicts = st.Conflicts
+	if err == nil && committed == nil && d.Empty() && !opts.DryRun {
+		// Nothing expires: a later run on this metadata decides the same
+		// until a snapshot or ref ages past a max age.
+		meta := tbl.Metadata()
+		out.Evaluation = opts.Unchanged.Evaluated(opts.RunID, planner.CurrentSnapshotID(meta), tbl.MetadataLocation(), opts.Now,
+			planner.SnapshotsValidUntil(meta, s, opts.Now))
+	}
 	if err != nil || committed == nil {
 		return out, err
 	}

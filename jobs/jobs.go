@@ -24,6 +24,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // Target is the table a job runs on.
@@ -51,6 +52,9 @@ type Options struct {
 	// Fanout, when set, lets a job with parts run them on every replica's
 	// workers (the daemon sets it; one-shot runs do all the work here).
 	Fanout Fanout
+	// Unchanged is the unchanged rule's state, set by the Runner for an
+	// Evaluator (nil: evaluate in full, record nothing).
+	Unchanged *Unchanged
 }
 
 // Outcome is a job's result.
@@ -60,6 +64,9 @@ type Outcome struct {
 	// Figures is the job's own report (nil when it has none), recorded as
 	// the run's metrics and printed by `icekeeper run`.
 	Figures Figures
+	// Evaluation, when set, is recorded with a successful run for the
+	// unchanged rule (Unchanged.Evaluated, Unchanged.Carried).
+	Evaluation *state.Evaluation
 }
 
 // Figures is a job's report of one run. Its JSON is stored with the run
@@ -97,6 +104,10 @@ type Runner struct {
 	Logger   *slog.Logger
 	// Observe, when set, sees every recorded run when it ends (metrics).
 	Observe func(state.Run, Outcome)
+	// FullEvery is the unchanged rule's backstop: a run evaluates in full
+	// once the last full evaluation is this old, even if nothing changed
+	// (0: DefaultFullEvery; negative: the rule is off, every run is full).
+	FullEvery time.Duration
 	// FinishWithin bounds the attempts to record a run's end (default 1m);
 	// FinishRetry is the wait after the first failed one (default 500ms),
 	// doubled after each next one up to 10s.
@@ -160,9 +171,15 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 	if settings.For(typ).Status == maintenance.Disabled {
 		out = Outcome{Status: state.Disabled}
 	} else {
+		if opts.Unchanged, err = r.unchanged(ctx, t, job, settings); err != nil {
+			return Outcome{}, err
+		}
 		out = r.safeRun(ctx, job, t, settings, opts)
 	}
 	run.Finished, run.Status, run.FailureMessage = time.Now(), out.Status, out.FailureMessage
+	if out.Status == state.Successful {
+		run.Evaluation = out.Evaluation
+	}
 	if out.Figures != nil {
 		if run.Metrics, err = json.Marshal(out.Figures); err != nil {
 			return out, fmt.Errorf("encode %s figures: %w", typ, err)
@@ -186,6 +203,32 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 		}
 	}
 	return out, nil
+}
+
+// unchanged is the unchanged rule's state for a run of job on t, nil
+// where the rule does not apply or is off. A store that cannot say what
+// the last run saw costs a full evaluation, never a wrong skip.
+func (r *Runner) unchanged(ctx context.Context, t Target, job Job, s maintenance.Settings) (*Unchanged, error) {
+	ev, ok := job.(Evaluator)
+	if !ok || r.FullEvery < 0 {
+		return nil, nil
+	}
+	hash, err := planner.SettingsHash(job.Type(), s.For(job.Type()), ev.Identity(s))
+	if err != nil {
+		return nil, fmt.Errorf("settings identity of %s on %s: %w", job.Type(), t.Key(), err)
+	}
+	u := &Unchanged{SettingsHash: hash, FullEvery: cmp.Or(r.FullEvery, DefaultFullEvery)}
+	last, found, err := r.Store.LastEvaluation(ctx, t.Key(), job.Type())
+	if err != nil {
+		if r.Logger != nil {
+			r.Logger.Warn("last evaluation not read; evaluating in full", "table", t.Key().String(), "job", job.Type(), "err", err)
+		}
+		return u, nil
+	}
+	if found {
+		u.Last = &last
+	}
+	return u, nil
 }
 
 // finish records the end of run, retrying with growing waits: the job's

@@ -427,3 +427,28 @@ func TestDebugLogging(t *testing.T) {
 		t.Errorf("a bad level: exit %d, %s", code, errOut)
 	}
 }
+
+// `icekeeper run` says when a run skipped an unchanged table, and why;
+// a dry run on a table with no history shows the rule's verdict and its
+// plan.
+func TestRunSaysUnchanged(t *testing.T) {
+	c := newCLI(t)
+	c.must("demo")
+	args := []string{"run", "--table", "local/demo/events", "--job", "compaction"}
+	if out := c.must(append(args, "--dry-run")...); !strings.Contains(out, "unchanged rule: full: no earlier evaluation") || !strings.Contains(out, "groups would be rewritten") {
+		t.Fatalf("dry run on a fresh table:\n%s", out)
+	}
+	for i := range 4 {
+		out := c.must(args...)
+		if strings.Contains(out, "skipped (skip: unchanged): unchanged since run") {
+			if i < 2 {
+				t.Fatalf("run %d skipped, yet the first commits and the next evaluates:\n%s", i+1, out)
+			}
+			if dry := c.must(append(args, "--dry-run")...); !strings.Contains(dry, "a run would skip") {
+				t.Fatalf("dry run on a settled table:\n%s", dry)
+			}
+			return
+		}
+	}
+	t.Fatal("no run skipped the unchanged table")
+}

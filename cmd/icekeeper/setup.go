@@ -220,7 +220,9 @@ func (c *commonFlags) resolve(ctx context.Context, w *world, ref string) (*bucke
 	if _, err := b.Catalog(cctx); err != nil {
 		return nil, bucket.TableID{}, err
 	}
-	if _, err := b.LoadTable(cctx, r.Table); err != nil {
+	// Whether the table exists, not its metadata: the job loads that
+	// itself, once.
+	if err := b.Exists(cctx, r.Table); err != nil {
 		return nil, bucket.TableID{}, err
 	}
 	return b, r.Table, nil

@@ -49,6 +49,18 @@ var migrations = []string{
 	// 5: River holds the job queue now; jobs queued in the old table are
 	// queued again by the next cron fire.
 	`DROP TABLE job_queue;`,
+	// 6: what a run's full evaluation of its table saw, for the unchanged
+	// rule (package planner): a later run that finds the same snapshot,
+	// metadata file and settings reads nothing more. Columns, not figures:
+	// the runner records and looks them up the same way for every job
+	// type, without decoding a job's own figures. seen_hash '' means the
+	// run left no verdict to rest on.
+	`ALTER TABLE runs ADD COLUMN seen_snapshot BIGINT NOT NULL DEFAULT 0;
+	ALTER TABLE runs ADD COLUMN seen_metadata TEXT NOT NULL DEFAULT '';
+	ALTER TABLE runs ADD COLUMN seen_hash TEXT NOT NULL DEFAULT '';
+	ALTER TABLE runs ADD COLUMN evaluated_run BIGINT NOT NULL DEFAULT 0;
+	ALTER TABLE runs ADD COLUMN evaluated_at BIGINT NOT NULL DEFAULT 0;
+	ALTER TABLE runs ADD COLUMN valid_until BIGINT NOT NULL DEFAULT 0;`,
 }
 
 // migrationLockID is an arbitrary constant key for pg_advisory_lock, so that

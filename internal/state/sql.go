@@ -247,8 +247,14 @@ func (s *sqlStore) StartRun(ctx context.Context, r Run) (int64, error) {
 }
 
 func (s *sqlStore) FinishRun(ctx context.Context, r Run) error {
-	res, err := s.exec(ctx, `UPDATE runs SET finished_at = ?, status = ?, failure_message = ?, metrics = ? WHERE id = ?`,
-		millis(r.Finished), string(r.Status), r.FailureMessage, string(r.Metrics), r.ID)
+	var ev Evaluation
+	if r.Evaluation != nil && r.Evaluation.SettingsHash != "" {
+		ev = *r.Evaluation
+	}
+	res, err := s.exec(ctx, `UPDATE runs SET finished_at = ?, status = ?, failure_message = ?, metrics = ?,
+		seen_snapshot = ?, seen_metadata = ?, seen_hash = ?, evaluated_run = ?, evaluated_at = ?, valid_until = ? WHERE id = ?`,
+		millis(r.Finished), string(r.Status), r.FailureMessage, string(r.Metrics),
+		ev.SnapshotID, ev.MetadataLocation, ev.SettingsHash, ev.RunID, millis(ev.At), millis(ev.ValidUntil), r.ID)
 	if err != nil {
 		return fmt.Errorf("record end of run %d: %w", r.ID, err)
 	}
@@ -258,7 +264,8 @@ func (s *sqlStore) FinishRun(ctx context.Context, r Run) error {
 	return nil
 }
 
-const runColumns = `id, bucket, namespace, name, job_type, trigger_kind, started_at, finished_at, status, failure_message, metrics`
+const runColumns = `id, bucket, namespace, name, job_type, trigger_kind, started_at, finished_at, status, failure_message, metrics,
+	seen_snapshot, seen_metadata, seen_hash, evaluated_run, evaluated_at, valid_until`
 
 func scanRuns(rows *sql.Rows) ([]Run, error) {
 	defer rows.Close()
@@ -266,9 +273,15 @@ func scanRuns(rows *sql.Rows) ([]Run, error) {
 	for rows.Next() {
 		var r Run
 		var typ, status, metrics string
-		var started, finished int64
-		if err := rows.Scan(&r.ID, &r.Table.Bucket, &r.Table.Namespace, &r.Table.Name, &typ, &r.Trigger, &started, &finished, &status, &r.FailureMessage, &metrics); err != nil {
+		var started, finished, evAt, validUntil int64
+		var ev Evaluation
+		if err := rows.Scan(&r.ID, &r.Table.Bucket, &r.Table.Namespace, &r.Table.Name, &typ, &r.Trigger, &started, &finished, &status, &r.FailureMessage, &metrics,
+			&ev.SnapshotID, &ev.MetadataLocation, &ev.SettingsHash, &ev.RunID, &evAt, &validUntil); err != nil {
 			return nil, err
+		}
+		if ev.SettingsHash != "" {
+			ev.At, ev.ValidUntil = fromMillis(evAt), fromMillis(validUntil)
+			r.Evaluation = &ev
 		}
 		r.Type, r.Status = maintenance.JobType(typ), RunStatus(status)
 		r.Started, r.Finished = fromMillis(started), fromMillis(finished)
@@ -296,6 +309,22 @@ func (s *sqlStore) LastRuns(ctx context.Context, t TableKey) (map[maintenance.Jo
 		out[r.Type] = r
 	}
 	return out, nil
+}
+
+func (s *sqlStore) LastEvaluation(ctx context.Context, t TableKey, typ maintenance.JobType) (Evaluation, bool, error) {
+	rows, err := s.query(ctx, `SELECT `+runColumns+` FROM runs WHERE bucket = ? AND namespace = ? AND name = ? AND job_type = ? AND status = ?
+		ORDER BY id DESC LIMIT 1`, t.Bucket, t.Namespace, t.Name, string(typ), string(Successful))
+	if err != nil {
+		return Evaluation{}, false, fmt.Errorf("read last evaluation of %s on %s: %w", typ, t, err)
+	}
+	runs, err := scanRuns(rows)
+	if err != nil {
+		return Evaluation{}, false, fmt.Errorf("read last evaluation of %s on %s: %w", typ, t, err)
+	}
+	if len(runs) == 0 || runs[0].Evaluation == nil {
+		return Evaluation{}, false, nil
+	}
+	return *runs[0].Evaluation, true, nil
 }
 
 func (s *sqlStore) LastSuccesses(ctx context.Context) ([]Run, error) {

@@ -52,6 +52,26 @@ type Run struct {
 	Status         RunStatus           `json:"status"`
 	FailureMessage string              `json:"failureMessage,omitempty"`
 	Metrics        json.RawMessage     `json:"metrics,omitempty"`
+	// Evaluation is what the run's job saw of the table, when it left a
+	// verdict a later run may rest on (nil otherwise). It is kept with
+	// the run, not in its figures, and not served.
+	Evaluation *Evaluation `json:"-"`
+}
+
+// Evaluation is what a full evaluation of a table saw: the current
+// snapshot and metadata file, and the identity of the settings it ran
+// with. A run that skipped because nothing changed carries the
+// evaluation it rested on, so the chain keeps the time and run of the
+// last full one.
+type Evaluation struct {
+	RunID            int64     // the run that evaluated in full
+	At               time.Time // when it did
+	SnapshotID       int64     // -1: the table had no current snapshot
+	MetadataLocation string    // "" where the catalog gives none
+	SettingsHash     string
+	// ValidUntil is when the clock alone may change the job's decision
+	// (a snapshot ages past its max age); zero when it cannot.
+	ValidUntil time.Time
 }
 
 // Mark records that an unreferenced object was made noncurrent. A mark an
@@ -115,6 +135,10 @@ type History interface {
 	// that ran: a recorded Disabled run says only that the type was off
 	// at its fire, and is left out.
 	LastRuns(ctx context.Context, t TableKey) (map[maintenance.JobType]Run, error)
+	// LastEvaluation returns the evaluation recorded with the latest
+	// successful run of typ on t; false when there is none, or that run
+	// left no verdict.
+	LastEvaluation(ctx context.Context, t TableKey, typ maintenance.JobType) (Evaluation, bool, error)
 	// LastSuccesses returns, for every table and job type that has one,
 	// the latest successful run.
 	LastSuccesses(ctx context.Context) ([]Run, error)

@@ -42,6 +42,7 @@ func open(t *testing.T, dsn string) Store {
 func suite(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("Config", func(t *testing.T) { testConfig(t, newStore(t)) })
 	t.Run("Runs", func(t *testing.T) { testRuns(t, newStore(t)) })
+	t.Run("Evaluation", func(t *testing.T) { testEvaluation(t, newStore(t)) })
 	t.Run("Marks", func(t *testing.T) { testMarks(t, newStore(t)) })
 	t.Run("Leases", func(t *testing.T) { testLeases(t, newStore(t)) })
 	t.Run("LeaseRace", func(t *testing.T) { testLeaseRace(t, newStore(t), newStore(t)) })
@@ -166,6 +167,47 @@ func testRuns(t *testing.T, s Store) {
 	}
 	if err := s.FinishRun(ctx, Run{ID: 1 << 40, Status: Failed}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("finishing an unknown run: %v", err)
+	}
+}
+
+// testEvaluation: a run's evaluation is kept with it, read back exactly,
+// and found for the latest successful run of the job type only.
+func testEvaluation(t *testing.T, s Store) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, ok, err := s.LastEvaluation(ctx, tbl, maintenance.Compaction); ok || err != nil {
+		t.Fatalf("no runs yet: %v %v", ok, err)
+	}
+	finish := func(st RunStatus, ev *Evaluation, typ maintenance.JobType) int64 {
+		t.Helper()
+		r := Run{Table: tbl, Type: typ, Trigger: "cli", Started: t0}
+		id, err := s.StartRun(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.ID, r.Status, r.Finished, r.Evaluation = id, st, t0.Add(time.Minute), ev
+		if err := s.FinishRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	want := Evaluation{At: t0, SnapshotID: -1 << 62, MetadataLocation: "s3://b/t/metadata/00001-x.metadata.json",
+		SettingsHash: "abc", ValidUntil: t0.Add(90 * time.Minute), RunID: 41}
+	finish(Successful, &want, maintenance.Compaction)
+	finish(Successful, nil, maintenance.Compaction)
+	if _, ok, err := s.LastEvaluation(ctx, tbl, maintenance.Compaction); ok || err != nil {
+		t.Fatalf("the latest success left no verdict, yet one was found: %v %v", ok, err)
+	}
+	finish(Successful, &want, maintenance.Compaction)
+	finish(Failed, &Evaluation{SnapshotID: 7, SettingsHash: "failed"}, maintenance.Compaction)
+	finish(Successful, &Evaluation{SnapshotID: 8, SettingsHash: "other type"}, maintenance.SnapshotManagement)
+	got, ok, err := s.LastEvaluation(ctx, tbl, maintenance.Compaction)
+	if err != nil || !ok || got != want {
+		t.Fatalf("last evaluation = %+v %v %v, want %+v", got, ok, err, want)
+	}
+	runs, err := s.Runs(ctx, tbl, maintenance.Compaction, 4)
+	if err != nil || len(runs) != 4 || runs[0].Evaluation == nil || runs[2].Evaluation != nil || *runs[3].Evaluation != want {
+		t.Fatalf("runs carry their evaluations: %+v %v", runs, err)
 	}
 }
 

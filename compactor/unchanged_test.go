@@ -1,0 +1,185 @@
+package compactor
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
+	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
+)
+
+// unchangedEnv is a compacted table on local disk with an open counter
+// on its metadata directory, where metadata.json files, manifest lists
+// and manifests live.
+type unchangedEnv struct {
+	*env
+	opens *testkit.Opens
+	// fullEvery is the runner's backstop (0: the default).
+	fullEvery time.Duration
+}
+
+func newUnchangedEnv(t *testing.T) *unchangedEnv {
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e.Fill(tbl, 6, 50)
+	e.checkCompaction(&Job{})
+	return &unchangedEnv{env: e, opens: testkit.WatchOpens(t, strings.TrimPrefix(e.Load().Location(), "file://")+"/metadata")}
+}
+
+// check runs compaction at now and returns its figures, the run's ID
+// and what it opened.
+func (u *unchangedEnv) check(now time.Time) (*Figures, int64, testkit.OpenCounts) {
+	u.T.Helper()
+	u.opens.Take()
+	r := u.runner(&Job{})
+	r.FullEvery = u.fullEvery
+	out, err := r.Run(u.ctx, jobs.Target{Bucket: u.b, Table: u.id}, maintenance.Compaction, "test", jobs.Options{Now: now})
+	if err != nil || out.Status != state.Successful {
+		u.T.Fatalf("compaction: %v %s %s", err, out.Status, out.FailureMessage)
+	}
+	runs, err := u.store.Runs(u.ctx, jobs.Target{Bucket: u.b, Table: u.id}.Key(), maintenance.Compaction, 1)
+	if err != nil || len(runs) != 1 {
+		u.T.Fatalf("runs: %v %v", runs, err)
+	}
+	return out.Figures.(*Figures), runs[0].ID, u.opens.Take()
+}
+
+// settle runs compaction until a run skips, and returns the run of the
+// evaluation it rested on.
+func (u *unchangedEnv) settle(t *testing.T, now time.Time) int64 {
+	t.Helper()
+	for range 4 {
+		if fig, _, _ := u.check(now); fig.Unchanged.Skip {
+			return fig.Unchanged.SinceRun
+		}
+	}
+	t.Fatal("compaction does not settle")
+	return 0
+}
+
+// full asserts that the run evaluated in full for rule: it read the
+// manifest list and manifests.
+func full(t *testing.T, fig *Figures, opens testkit.OpenCounts, rule string) {
+	t.Helper()
+	if fig.Unchanged == nil || fig.Unchanged.Skip || fig.Unchanged.Rule != rule {
+		t.Fatalf("verdict %+v, want a full evaluation for %q", fig.Unchanged, rule)
+	}
+	if opens.ManifestLists == 0 || opens.Manifests == 0 {
+		t.Fatalf("a full evaluation opened %+v: no manifest list or manifest read", opens)
+	}
+}
+
+// skipped asserts that the run skipped, resting on run since, and read
+// one metadata.json and nothing else.
+func skipped(t *testing.T, fig *Figures, opens testkit.OpenCounts, since int64) {
+	t.Helper()
+	if fig.Unchanged == nil || !fig.Unchanged.Skip || fig.Unchanged.Rule != planner.RuleUnchanged || fig.Unchanged.SinceRun != since {
+		t.Fatalf("verdict %+v, want %q since run %d", fig.Unchanged, planner.RuleUnchanged, since)
+	}
+	if opens != (testkit.OpenCounts{Metadata: 1}) {
+		t.Fatalf("an unchanged check opened %+v, want one metadata.json and nothing else", opens)
+	}
+	if !strings.Contains(fig.Text(), "skipped (skip: unchanged): unchanged since run") {
+		t.Fatalf("the run's text does not say it skipped and why:\n%s", fig.Text())
+	}
+}
+
+// On an unchanged table, the second compaction check opens one
+// metadata.json and no manifest list or manifest; a writer's commit,
+// changed settings and the backstop each bring a full evaluation back.
+func TestUnchangedCompaction(t *testing.T) {
+	u := newUnchangedEnv(t)
+	now := time.Now()
+	// The compaction that committed left no verdict: the next run looks.
+	fig, first, opens := u.check(now)
+	full(t, fig, opens, planner.RuleFirst)
+	fig, _, opens = u.check(now.Add(time.Minute))
+	skipped(t, fig, opens, first)
+	// A skipping run carries the evaluation it rested on.
+	fig, _, opens = u.check(now.Add(2 * time.Minute))
+	skipped(t, fig, opens, first)
+
+	t.Run("a writer commits", func(t *testing.T) {
+		u.append(u.load(), 10)
+		fig, _, opens := u.check(now.Add(3 * time.Minute))
+		full(t, fig, opens, planner.RuleSnapshotChanged)
+		id := u.settle(t, now.Add(4*time.Minute))
+		fig, _, opens = u.check(now.Add(5 * time.Minute))
+		skipped(t, fig, opens, id)
+	})
+	t.Run("settings change", func(t *testing.T) {
+		first, _, _ := u.check(now.Add(6 * time.Minute))
+		if !first.Unchanged.Skip {
+			t.Fatalf("not settled before the settings change: %+v", first.Unchanged)
+		}
+		if err := u.store.PutTableConfig(u.ctx, jobs.Target{Bucket: u.b, Table: u.id}.Key(), maintenance.Compaction, maintenance.Config{
+			Status: maintenance.Enabled, Compaction: &maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(2)}}); err != nil {
+			t.Fatal(err)
+		}
+		fig, id, opens := u.check(now.Add(7 * time.Minute))
+		full(t, fig, opens, planner.RuleSettingsChanged)
+		if fig.TargetFileSizeMB != 2 {
+			t.Fatalf("the full run planned toward %d MB, want 2", fig.TargetFileSizeMB)
+		}
+		if fig.GroupsPlanned > 0 {
+			id = u.settle(t, now.Add(8*time.Minute))
+		}
+		fig, _, opens = u.check(now.Add(9 * time.Minute))
+		skipped(t, fig, opens, id)
+	})
+	t.Run("backstop", func(t *testing.T) {
+		fig, since, _ := u.check(now.Add(10 * time.Minute))
+		if !fig.Unchanged.Skip {
+			t.Fatalf("not settled before the backstop: %+v", fig.Unchanged)
+		}
+		since = fig.Unchanged.SinceRun
+		later := now.Add(10*time.Minute + jobs.DefaultFullEvery)
+		fig, id, opens := u.check(later)
+		full(t, fig, opens, planner.RuleBackstop)
+		if fig.Unchanged.SinceRun != since {
+			t.Fatalf("the backstop's verdict names run %d, want %d", fig.Unchanged.SinceRun, since)
+		}
+		// The backstop's full run is the new evaluation: the backstop
+		// counts from it.
+		fig, _, opens = u.check(later.Add(time.Hour))
+		skipped(t, fig, opens, id)
+	})
+	t.Run("rule off", func(t *testing.T) {
+		u.fullEvery = -1
+		fig, _, opens := u.check(now.Add(11 * time.Minute))
+		if fig.Unchanged != nil || opens.ManifestLists == 0 {
+			t.Fatalf("with the rule off, a run had verdict %+v and opened %+v", fig.Unchanged, opens)
+		}
+	})
+}
+
+// A dry run shows the verdict, and still plans: on a fresh table with no
+// history as on a settled one.
+func TestUnchangedDryRun(t *testing.T) {
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e.Fill(tbl, 6, 50)
+	dry := func() *Figures {
+		t.Helper()
+		out, err := e.Runner(&Job{}).Run(e.Ctx, e.Target(), maintenance.Compaction, "test", jobs.Options{DryRun: true})
+		if err != nil || out.Status != state.Successful {
+			t.Fatalf("dry run: %v %+v", err, out)
+		}
+		return out.Figures.(*Figures)
+	}
+	if fig := dry(); fig.Unchanged == nil || fig.Unchanged.Rule != planner.RuleFirst || fig.GroupsPlanned == 0 ||
+		!strings.Contains(fig.Text(), "unchanged rule: "+planner.RuleFirst) {
+		t.Fatalf("dry run on a fresh table: %+v\n%s", fig.Unchanged, fig.Text())
+	}
+	e.checkCompaction(&Job{})
+	e.compact(&Job{})
+	fig := dry()
+	if fig.Unchanged == nil || !fig.Unchanged.Skip || !strings.Contains(fig.Text(), "a run would skip") {
+		t.Fatalf("dry run on a settled table: %+v\n%s", fig.Unchanged, fig.Text())
+	}
+}

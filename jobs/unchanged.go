@@ -1,0 +1,75 @@
+package jobs
+
+import (
+	"time"
+
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
+)
+
+// DefaultFullEvery is how old the last full evaluation of a table may be
+// before a run evaluates in full again even though nothing changed: the
+// unchanged rule's backstop (planner.Unchanged).
+const DefaultFullEvery = 24 * time.Hour
+
+// Evaluator is implemented by the job types the unchanged rule applies to:
+// those whose decision depends only on the table's metadata, their
+// settings and thresholds of the clock they can name.
+type Evaluator interface {
+	// Identity is what, besides its resolved maintenance.Config, steers
+	// the job's decision: the bucket knobs it reads and its own
+	// process-level knobs. It is hashed into the settings identity.
+	Identity(s maintenance.Settings) any
+}
+
+// Unchanged is the unchanged rule's part of one run, handed to an
+// Evaluator's Run by the Runner: what the last full evaluation saw, and
+// this run's settings identity. A nil *Unchanged is a run without the
+// rule: every check says evaluate in full, and nothing is recorded.
+type Unchanged struct {
+	// Last is the evaluation the latest successful run recorded (nil:
+	// none).
+	Last         *state.Evaluation
+	SettingsHash string
+	// FullEvery is the backstop (planner.Unchanged).
+	FullEvery time.Duration
+}
+
+// Check is the rule's verdict on the table, whose current snapshot is
+// snapshotID (-1: none) in the metadata file at loc, at now. It reads
+// nothing: the caller has loaded the table's metadata, which is all the
+// rule looks at.
+func (u *Unchanged) Check(snapshotID int64, loc string, now time.Time) planner.UnchangedVerdict {
+	if u == nil {
+		return planner.Unchanged(nil, planner.Seen{}, now, 0)
+	}
+	var last *planner.Evaluation
+	if u.Last != nil {
+		last = &planner.Evaluation{RunID: u.Last.RunID, At: u.Last.At, ValidUntil: u.Last.ValidUntil,
+			Seen: planner.Seen{SnapshotID: u.Last.SnapshotID, MetadataLocation: u.Last.MetadataLocation, SettingsHash: u.Last.SettingsHash}}
+	}
+	return planner.Unchanged(last, planner.Seen{SnapshotID: snapshotID, MetadataLocation: loc, SettingsHash: u.SettingsHash}, now, u.FullEvery)
+}
+
+// Evaluated is what a run that evaluated the table in full, and left
+// nothing to do on it, records: a later run may rest on it. validUntil
+// is when the clock alone may change the decision (zero: never). It is
+// nil without the rule.
+func (u *Unchanged) Evaluated(runID, snapshotID int64, loc string, now, validUntil time.Time) *state.Evaluation {
+	if u == nil {
+		return nil
+	}
+	return &state.Evaluation{RunID: runID, At: now, SnapshotID: snapshotID, MetadataLocation: loc,
+		SettingsHash: u.SettingsHash, ValidUntil: validUntil}
+}
+
+// Carried is what a run that skipped records: the evaluation it rested
+// on, so that the backstop counts from the last full one.
+func (u *Unchanged) Carried() *state.Evaluation {
+	if u == nil || u.Last == nil {
+		return nil
+	}
+	ev := *u.Last
+	return &ev
+}
