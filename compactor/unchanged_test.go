@@ -37,13 +37,13 @@ func newUnchangedEnv(t *testing.T) *unchangedEnv {
 func (u *unchangedEnv) check(now time.Time) (*Figures, int64, testkit.OpenCounts) {
 	u.T.Helper()
 	u.opens.Take()
-	r := u.runner(&Job{})
+	r := u.Runner(&Job{})
 	r.FullEvery = u.fullEvery
-	out, err := r.Run(u.ctx, jobs.Target{Bucket: u.b, Table: u.id}, maintenance.Compaction, "test", jobs.Options{Now: now})
+	out, err := r.Run(u.Ctx, u.Target(), maintenance.Compaction, "test", jobs.Options{Now: now})
 	if err != nil || out.Status != state.Successful {
 		u.T.Fatalf("compaction: %v %s %s", err, out.Status, out.FailureMessage)
 	}
-	runs, err := u.store.Runs(u.ctx, jobs.Target{Bucket: u.b, Table: u.id}.Key(), maintenance.Compaction, 1)
+	runs, err := u.Store.Runs(u.Ctx, u.Target().Key(), maintenance.Compaction, 1)
 	if err != nil || len(runs) != 1 {
 		u.T.Fatalf("runs: %v %v", runs, err)
 	}
@@ -106,7 +106,7 @@ func TestUnchangedCompaction(t *testing.T) {
 	skipped(t, fig, opens, first)
 
 	t.Run("a writer commits", func(t *testing.T) {
-		u.append(u.load(), 10)
+		u.Append(u.Load(), 10)
 		fig, _, opens := u.check(now.Add(3 * time.Minute))
 		full(t, fig, opens, planner.RuleSnapshotChanged)
 		id := u.settle(t, now.Add(4*time.Minute))
@@ -118,7 +118,7 @@ func TestUnchangedCompaction(t *testing.T) {
 		if !first.Unchanged.Skip {
 			t.Fatalf("not settled before the settings change: %+v", first.Unchanged)
 		}
-		if err := u.store.PutTableConfig(u.ctx, jobs.Target{Bucket: u.b, Table: u.id}.Key(), maintenance.Compaction, maintenance.Config{
+		if err := u.Store.PutTableConfig(u.Ctx, u.Target().Key(), maintenance.Compaction, maintenance.Config{
 			Status: maintenance.Enabled, Compaction: &maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(2)}}); err != nil {
 			t.Fatal(err)
 		}
