@@ -323,49 +323,6 @@ func rewriteCopy(e *env, path string) *table.Table {
 	return tbl
 }
 
-// eqDeleteBy deletes the rows with the given ids by an equality delete on
-// the columns cols (the equality field set), read from the rows first.
-func (e *env) eqDeleteBy(tbl *table.Table, cols []string, ids ...int64) *table.Table {
-	e.T.Helper()
-	var fieldIDs []int
-	for _, c := range cols {
-		f, ok := tbl.Schema().FindFieldByName(c)
-		if !ok {
-			e.T.Fatalf("no column %s", c)
-		}
-		fieldIDs = append(fieldIDs, f.ID)
-	}
-	_, it, err := tbl.Scan(table.WithRowFilter(iceberg.IsIn(iceberg.Reference("id"), ids...)), table.WithSelectedFields(cols...)).ToArrowRecords(e.Ctx)
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	var recs []arrow.RecordBatch
-	for rec, err := range it {
-		if err != nil {
-			e.T.Fatal(err)
-		}
-		recs = append(recs, rec)
-	}
-	tx := tbl.NewTransaction()
-	seq := func(yield func(arrow.RecordBatch, error) bool) {
-		for _, r := range recs {
-			if !yield(r, nil) {
-				return
-			}
-		}
-	}
-	if err := tx.CommitEqualityDeletes(e.Ctx, fieldIDs, seq, nil); err != nil {
-		e.T.Fatal(err)
-	}
-	if tbl, err = tx.Commit(e.Ctx); err != nil {
-		e.T.Fatal(err)
-	}
-	for _, r := range recs {
-		r.Release()
-	}
-	return tbl
-}
-
 // The equality field set changes between commits: upserts on id, then on
 // (id, name), a long and a nullable string. Each delete file's keys are
 // matched on its own field set, nulls equal to nulls.
@@ -378,7 +335,7 @@ func TestEqualityConversionFieldSetChanged(t *testing.T) {
 			for k := int64(5); len(keys) < 200; k += 877 {
 				keys = append(keys, k)
 			}
-			e.upsertOn(e.eqDeleteBy(tbl, []string{"id", "name"}, keys...), keys)
+			e.upsertOn(e.EqDeleteOn(tbl, []string{"id", "name"}, []string{"id", "name"}, keys...), keys)
 			fig := e.checkConversion(&Job{}, big)
 			t.Log(fig.Text())
 		})

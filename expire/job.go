@@ -69,16 +69,10 @@ type Figures struct {
 // Text is the readable form `icekeeper run` prints.
 func (f *Figures) Text() string {
 	var b strings.Builder
-	if u := f.Unchanged; u != nil && u.Skip && !f.DryRun {
-		fmt.Fprintf(&b, "  skipped (%s): %s; nothing read beyond the table's metadata", u.Rule, u.Reason)
+	line, skipped := f.Unchanged.Text(f.DryRun, "decided")
+	b.WriteString(line)
+	if skipped {
 		return b.String()
-	}
-	if u := f.Unchanged; u != nil {
-		would := ""
-		if f.DryRun && u.Skip {
-			would = ", a run would skip; decided anyway for this dry run"
-		}
-		fmt.Fprintf(&b, "  unchanged rule: %s: %s%s\n", u.Rule, u.Reason, would)
 	}
 	a := f.Decision.Applied
 	expire, removed, remove := "expire", "removed", "remove"

@@ -64,6 +64,24 @@ type UnchangedVerdict struct {
 	SinceRun int64 `json:"sinceRun,omitempty"`
 }
 
+// Text is the verdict as `icekeeper run` prints it, before a job's own
+// lines: skipped reports that the run read nothing more, so the job has
+// nothing else to print. A dry run always plans; what says so is the job's
+// word for its plan (planned, decided).
+func (v *UnchangedVerdict) Text(dryRun bool, what string) (line string, skipped bool) {
+	if v == nil {
+		return "", false
+	}
+	if v.Skip && !dryRun {
+		return fmt.Sprintf("  skipped (%s): %s; nothing read beyond the table's metadata", v.Rule, v.Reason), true
+	}
+	would := ""
+	if dryRun && v.Skip {
+		would = ", a run would skip; " + what + " anyway for this dry run"
+	}
+	return fmt.Sprintf("  unchanged rule: %s: %s%s\n", v.Rule, v.Reason, would), false
+}
+
 // CurrentSnapshotID is the table's current snapshot ID, -1 when it has none.
 func CurrentSnapshotID(meta table.Metadata) int64 {
 	if s := meta.CurrentSnapshot(); s != nil {

@@ -140,9 +140,9 @@ func (e *Env) PosDelete(tbl *table.Table, ids ...int64) *table.Table {
 	return tbl
 }
 
-// EqDelete deletes rows by id with an equality delete file; it reads the
-// rows first because a partitioned table's deletes must carry the
-// partition source columns.
+// EqDelete deletes rows by id with an equality delete file on id; it
+// reads the rows first because a partitioned table's deletes must carry
+// the partition source columns.
 func (e *Env) EqDelete(tbl *table.Table, ids ...int64) *table.Table {
 	e.T.Helper()
 	cols := []string{"id"}
@@ -152,7 +152,23 @@ func (e *Env) EqDelete(tbl *table.Table, ids ...int64) *table.Table {
 			cols = append(cols, name)
 		}
 	}
-	idField, _ := tbl.Schema().FindFieldByName("id")
+	return e.EqDeleteOn(tbl, []string{"id"}, cols, ids...)
+}
+
+// EqDeleteOn deletes the rows with the given ids by an equality delete
+// whose equality field set is the columns keys; the delete file holds the
+// rows' values of cols (keys first, then what a partition needs), read
+// from the rows.
+func (e *Env) EqDeleteOn(tbl *table.Table, keys, cols []string, ids ...int64) *table.Table {
+	e.T.Helper()
+	var fieldIDs []int
+	for _, c := range keys {
+		f, ok := tbl.Schema().FindFieldByName(c)
+		if !ok {
+			e.T.Fatalf("no column %s", c)
+		}
+		fieldIDs = append(fieldIDs, f.ID)
+	}
 	_, it, err := tbl.Scan(table.WithRowFilter(iceberg.IsIn(iceberg.Reference("id"), ids...)), table.WithSelectedFields(cols...)).ToArrowRecords(e.Ctx)
 	if err != nil {
 		e.T.Fatal(err)
@@ -172,7 +188,7 @@ func (e *Env) EqDelete(tbl *table.Table, ids ...int64) *table.Table {
 			}
 		}
 	}
-	if err := tx.CommitEqualityDeletes(e.Ctx, []int{idField.ID}, seq, nil); err != nil {
+	if err := tx.CommitEqualityDeletes(e.Ctx, fieldIDs, seq, nil); err != nil {
 		e.T.Fatal(err)
 	}
 	if tbl, err = tx.Commit(e.Ctx); err != nil {
