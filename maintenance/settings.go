@@ -1,7 +1,8 @@
 package maintenance
 
 // Knobs are icekeeper's settings beyond S3 Tables', set per bucket in the
-// configuration file. Their zero values are the defaults.
+// configuration file, which fills in their defaults (package configs); a
+// count of 0 turns its step off.
 type Knobs struct {
 	// MinFileAgeMinutes: compaction leaves data files committed less than
 	// this many minutes ago to the writer.
