@@ -20,6 +20,8 @@ type Result struct {
 	PeakRSSMiB float64 `json:"peakRSSMiB"`
 	Count      int     `json:"count"` // what the side produced (files found, snapshots expired…)
 	Bytes      int64   `json:"bytes"` // bytes the side produced, where that matters
+	// AllocBytes is what the side allocated on the heap, where reported.
+	AllocBytes int64 `json:"allocBytes,omitempty"`
 }
 
 const envKey = "ICEKEEPER_BENCH_CHILD"
@@ -68,6 +70,7 @@ func (s *Result) Add(r Result) {
 	s.PeakRSSMiB += r.PeakRSSMiB
 	s.Count += r.Count
 	s.Bytes += r.Bytes
+	s.AllocBytes += r.AllocBytes
 }
 
 // Run re-executes the test binary, running only childTest with args.
@@ -101,7 +104,12 @@ func Report(ms float64, count int) { ReportBytes(ms, count, 0) }
 
 // ReportBytes is Report with a byte count.
 func ReportBytes(ms float64, count int, bytes int64) {
-	r := Result{Ms: ms, PeakRSSMiB: PeakRSSMiB(), Count: count, Bytes: bytes}
+	ReportResult(Result{Ms: ms, Count: count, Bytes: bytes})
+}
+
+// ReportResult prints r for Run to read, with the process's peak RSS.
+func ReportResult(r Result) {
+	r.PeakRSSMiB = PeakRSSMiB()
 	data, _ := json.Marshal(r)
 	fmt.Printf("RESULT %s\n", data)
 }
