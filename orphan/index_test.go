@@ -298,3 +298,46 @@ func TestIndexUnavailable(t *testing.T) {
 	}
 	f.intact()
 }
+
+// A row round-trips any object name (newlines, NUL, bytes that are not
+// UTF-8), and everything but an intact row of the same file is refused.
+func TestRefCodec(t *testing.T) {
+	var c refCodec
+	file := "s3://b/t/metadata/m1.avro"
+	refs := []string{"s3://b/t/data/a\nb.parquet", "s3://b/t/data/\x00\xff.parquet", "", "s3://b/t/data/%2e%2e/x"}
+	row, err := c.encode(file, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.decode(file, row)
+	if err != nil || !slices.Equal(got, refs) {
+		t.Fatalf("round trip: %q %v", got, err)
+	}
+	if got, err := c.decode(file, must(c.encode(file, nil))); err != nil || len(got) != 0 {
+		t.Fatalf("no references: %q %v", got, err)
+	}
+	flipped := slices.Clone(row)
+	flipped[len(flipped)-6] ^= 0x40
+	for name, b := range map[string][]byte{
+		"garbage":     []byte("\x00garbage"),
+		"empty":       nil,
+		"no header":   row[len(refsMagic):],
+		"truncated":   row[:len(row)-3],
+		"a bit flips": flipped,
+		"trailing":    append(slices.Clone(row), 0),
+	} {
+		if _, err := c.decode(file, b); !errors.Is(err, errBadRow) {
+			t.Errorf("%s: decoded (%v)", name, err)
+		}
+	}
+	if _, err := c.decode("s3://b/t/metadata/m2.avro", row); !errors.Is(err, errBadRow) {
+		t.Errorf("another file's row decoded (%v)", err)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
