@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/demo"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/child"
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/jobs"
@@ -257,4 +259,53 @@ func buildRemovalTable(ctx context.Context, bk *bucket.Bucket, n int, put putFun
 		keys = append(keys, key("stray", i))
 	}
 	return put(ctx, tbl.Location(), keys, 10*24*time.Hour)
+}
+
+// BenchmarkRemovalUnchanged measures what a removal run reads on an
+// unchanged table of 300 snapshots on local disk (the embedded catalog
+// and SQLite store), counting the manifest lists and manifests the kernel
+// saw opened: the first run, which builds the reference index, then
+// every further run (the benchmark's loop), which takes them from it; and
+// a run whose index store is down, which reads everything as every run
+// did before the index.
+//
+//	go test -run '^$' -bench RemovalUnchanged -benchtime 5x ./orphan
+func BenchmarkRemovalUnchanged(b *testing.B) {
+	d := testkit.NewDemoTable(b, demo.Options{Appends: 1})
+	tbl, err := testkit.AppendCommits(d.Ctx, d.Load(), 298, 10, 1_000_000, rand.New(rand.NewPCG(3, 3)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	opens := testkit.WatchOpens(b, strings.TrimPrefix(tbl.Location(), "file://")+"/metadata")
+	run := func(job *Job) (*Figures, int, time.Duration) {
+		b.Helper()
+		opens.Take()
+		start := time.Now()
+		out := d.Run(job, jobs.Options{Now: time.Now()})
+		took := time.Since(start)
+		if out.Status != state.Successful {
+			b.Fatalf("%s %s", out.Status, out.FailureMessage)
+		}
+		o := opens.Take()
+		return out.Figures.(*Figures), o.ManifestLists + o.Manifests, took
+	}
+	_, without, tookWithout := run(&Job{Store: failingIndex{d.Store}})
+	first, read1, took1 := run(&Job{Store: d.Store})
+	job := &Job{Store: d.Store}
+	var read int
+	var took time.Duration
+	for b.Loop() {
+		var n int
+		var dt time.Duration
+		_, n, dt = run(job)
+		read += n
+		took += dt
+	}
+	b.ReportMetric(float64(first.References.Snapshots), "snapshots")
+	b.ReportMetric(float64(without), "reads/run-without-index")
+	b.ReportMetric(float64(read1), "reads/first-run")
+	b.ReportMetric(float64(read)/float64(b.N), "reads/unchanged-run")
+	b.ReportMetric(float64(tookWithout.Milliseconds()), "ms/run-without-index")
+	b.ReportMetric(float64(took1.Milliseconds()), "ms/first-run")
+	b.ReportMetric(float64(took.Milliseconds())/float64(b.N), "ms/unchanged-run")
 }
