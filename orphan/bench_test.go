@@ -5,10 +5,15 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -308,4 +313,102 @@ func BenchmarkRemovalUnchanged(b *testing.B) {
 	b.ReportMetric(float64(tookWithout.Milliseconds()), "ms/run-without-index")
 	b.ReportMetric(float64(took1.Milliseconds()), "ms/first-run")
 	b.ReportMetric(float64(took.Milliseconds())/float64(b.N), "ms/unchanged-run")
+}
+
+// requestCounter is a proxy in front of an S3 server that counts the
+// requests by kind. It forwards the client's Host header unchanged, so
+// SigV4 signatures still verify.
+type requestCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func newRequestCounter(b testing.TB, endpoint string) (*requestCounter, string) {
+	target, err := url.Parse(endpoint)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &requestCounter{counts: map[string]int{}}
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host
+	}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		kind := r.Method
+		if r.Method == http.MethodGet && r.URL.Query().Has("list-type") {
+			kind = "LIST"
+		}
+		c.mu.Lock()
+		c.counts[kind]++
+		c.mu.Unlock()
+		proxy.ServeHTTP(w, r)
+	}))
+	b.Cleanup(srv.Close)
+	return c, srv.URL
+}
+
+// take returns the counts since the last take, and starts again.
+func (c *requestCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.counts
+	c.counts = map[string]int{}
+	return out
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// BenchmarkRemovalUnchangedS3 counts the S3 requests of removal runs on an
+// unchanged table of 200 snapshots (SQL catalog on PostgreSQL, data on the
+// test S3 server, reached through a counting proxy): a run without the
+// index (its store down), the first run with it, and the unchanged runs
+// after it (the loop).
+//
+//	go test -run '^$' -bench RemovalUnchangedS3 -benchtime 5x ./orphan
+func BenchmarkRemovalUnchangedS3(b *testing.B) {
+	ctx := context.Background()
+	srv := servers.S3(b)
+	counter, endpoint := newRequestCounter(b, srv.Endpoint)
+	proxied := srv
+	proxied.Endpoint = endpoint
+	reg := sqlS3Config(b, proxied).Registry()
+	b.Cleanup(reg.Close)
+	bk, _ := reg.Bucket("lake")
+	tbl := testkit.NewTable(b, bk, "db", "events", demo.Schema())
+	if _, err := testkit.AppendCommits(ctx, tbl, 200, 10, 1_000_000, rand.New(rand.NewPCG(3, 3))); err != nil {
+		b.Fatal(err)
+	}
+	store, err := state.Open(ctx, "sqlite://"+filepath.Join(b.TempDir(), "state.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close() })
+	target := jobs.Target{Bucket: bk, Table: bucket.TableID{Namespace: []string{"db"}, Name: "events"}}
+	run := func(job *Job) map[string]int {
+		b.Helper()
+		runner := &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
+		counter.take()
+		out, err := runner.Run(ctx, target, job.Type(), "test", jobs.Options{Now: time.Now()})
+		if err != nil || out.Status != state.Successful {
+			b.Fatalf("%v %s %s", err, out.Status, out.FailureMessage)
+		}
+		return counter.take()
+	}
+	without := run(&Job{Store: failingIndex{store}})
+	first := run(&Job{Store: store})
+	job := &Job{Store: store}
+	var after map[string]int
+	for b.Loop() {
+		after = run(job)
+	}
+	b.Logf("requests without the index %v, first run %v, unchanged run %v", without, first, after)
+	b.ReportMetric(float64(total(without)), "requests/run-without-index")
+	b.ReportMetric(float64(total(first)), "requests/first-run")
+	b.ReportMetric(float64(total(after)), "requests/unchanged-run")
 }
