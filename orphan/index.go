@@ -179,10 +179,12 @@ type runIndex struct {
 	save   bool
 	logger *slog.Logger
 
-	mu      sync.Mutex
-	pending []state.IndexRow
-	broken  bool // a write failed: this walk writes no more
-	stats   indexStats
+	mu          sync.Mutex
+	pending     []state.IndexRow
+	broken      bool // a write failed: this walk writes no more
+	foreign     int  // rows of another table UUID
+	undecodable int
+	stats       indexStats
 }
 
 // lookup returns the rows of paths the index holds; a store that cannot
@@ -210,24 +212,36 @@ func (x *runIndex) refs(rows map[string]state.IndexRow, file string) ([]string, 
 		return nil, false
 	}
 	if row.TableUUID != x.uuid {
-		x.reject()
-		x.logger.Info("reference index row of another table UUID; reading the file", "table", x.key.String(), "file", file,
-			"rowUUID", row.TableUUID, "tableUUID", x.uuid)
+		// A table dropped and created again under its name has a row for
+		// every file of its predecessor: one line says so.
+		if x.reject(&x.foreign) == 1 {
+			x.logger.Info("reference index rows of another table UUID; reading their files", "table", x.key.String(), "file", file,
+				"rowUUID", row.TableUUID, "tableUUID", x.uuid)
+		}
 		return nil, false
 	}
 	refs, err := x.codec.decode(file, row.Refs)
 	if err != nil {
-		x.reject()
-		x.logger.Warn("reference index row not decoded; reading the file", "table", x.key.String(), "file", file, "err", err)
+		if x.reject(&x.undecodable) <= maxLoggedRows {
+			x.logger.Warn("reference index row not decoded; reading the file", "table", x.key.String(), "file", file, "err", err)
+		}
 		return nil, false
 	}
 	return refs, true
 }
 
-func (x *runIndex) reject() {
+// maxLoggedRows bounds the undecodable rows a walk logs one by one; the
+// figures count them all.
+const maxLoggedRows = 10
+
+// reject counts a row not trusted, and one more of its kind in kind,
+// and returns how many of that kind there are now.
+func (x *runIndex) reject(kind *int) int {
 	x.mu.Lock()
+	defer x.mu.Unlock()
 	x.stats.Rejected++
-	x.mu.Unlock()
+	*kind++
+	return *kind
 }
 
 // saving reports whether add keeps what it is given.

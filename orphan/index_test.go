@@ -192,7 +192,8 @@ func testIndexUnchanged(t *testing.T, open func(t *testing.T) state.Store) {
 // Rows that must not be trusted are rebuilt by reading their files: a row
 // of garbage bytes, and rows written for another table UUID (a table
 // dropped and created again under the same name) that claim the file
-// references nothing. Trusting any of them would mark live files.
+// references nothing; so is a row that is missing. Trusting any of them,
+// or skipping the file of the missing one, would mark live files.
 func TestIndexRowsNotTrusted(t *testing.T) {
 	f := newFixture(t)
 	if fig := f.mustRun(0); fig.Marked != 3 {
@@ -205,15 +206,23 @@ func TestIndexRowsNotTrusted(t *testing.T) {
 	}
 	snap := tbl.CurrentSnapshot()
 	ms, err := snap.Manifests(fs)
-	if err != nil || len(ms) < 2 {
-		t.Fatalf("manifests %v %v: want at least 2", ms, err)
+	if err != nil || len(ms) < 3 {
+		t.Fatalf("manifests %v %v: want at least 3", ms, err)
 	}
-	list, garbled, foreign := snap.ManifestList, ms[0].FilePath(), ms[len(ms)-1].FilePath()
+	list, garbled, missing, foreign := snap.ManifestList, ms[0].FilePath(), ms[1].FilePath(), ms[len(ms)-1].FilePath()
 	key := f.Target().Key()
 	uuid := tbl.Metadata().TableUUID().String()
-	before, err := f.Store.IndexedRefs(f.Ctx, key, []string{list, garbled, foreign})
-	if err != nil || len(before) != 3 {
+	before, err := f.Store.IndexedRefs(f.Ctx, key, []string{list, garbled, missing, foreign})
+	if err != nil || len(before) != 4 {
 		t.Fatalf("index rows after the first run: %d %v", len(before), err)
+	}
+	// One row lost: forget every row but the others.
+	reachable, err := tablecheck.ReachableFiles(f.Ctx, tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.Store.ForgetIndexedRefs(f.Ctx, key, uuid, slices.DeleteFunc(reachable, func(p string) bool { return p == missing })); err != nil || n != 1 {
+		t.Fatalf("forgetting one row: %d %v", n, err)
 	}
 	const otherUUID = "3f8a1c9e-0000-4000-8000-000000000000"
 	emptyList, _ := f.job.codec.encode(list, nil)
@@ -231,15 +240,15 @@ func TestIndexRowsNotTrusted(t *testing.T) {
 	if fig.Marked != 0 || len(f.marks()) != 3 {
 		t.Fatalf("marked %d (%v): a live file was taken for unreferenced", fig.Marked, fig.MarkedPaths)
 	}
-	// The list and both manifests are read; a manifest whose list came
-	// from the index may need that list read again.
-	if r.IndexRejected != 3 || r.ManifestsRead < 3 || r.ManifestsRead > 5 {
-		t.Fatalf("figures %+v: want 3 rows rejected and their files read", r)
+	// The list and the three manifests are read; a manifest whose list
+	// came from the index needs that list read again.
+	if r.IndexRejected != 3 || r.ManifestsRead < 4 || r.ManifestsRead > 7 {
+		t.Fatalf("figures %+v: want 3 rows rejected, and their files and the lost row's read", r)
 	}
 	sameAsFull(t, f.Ctx, f.job, f.Target(), tbl)
-	after, err := f.Store.IndexedRefs(f.Ctx, key, []string{list, garbled, foreign})
-	if err != nil {
-		t.Fatal(err)
+	after, err := f.Store.IndexedRefs(f.Ctx, key, []string{list, garbled, missing, foreign})
+	if err != nil || len(after) != 4 {
+		t.Fatalf("rows after the run: %d %v", len(after), err)
 	}
 	for p, row := range after {
 		refs, err := f.job.codec.decode(p, row.Refs)

@@ -354,6 +354,9 @@ type manifestLists struct {
 	owner map[string]*table.Snapshot
 	mu    sync.Mutex
 	files map[string]iceberg.ManifestFile
+	// reread is held while a list is read again for a manifest, so that
+	// the manifests of one list do not read it once each.
+	reread sync.Mutex
 }
 
 // readList reads snap's manifest list and returns the manifests it names.
@@ -375,12 +378,21 @@ func (l *manifestLists) readList(snap *table.Snapshot) ([]string, error) {
 
 // manifest returns the manifest at path, reading the list that names it
 // when that list was not read (its references came from the index, but
-// the manifest's did not). Rare, so the lock is held while reading.
+// the manifest's did not: a row rejected or lost). Rare, so such reads
+// take turns.
 func (l *manifestLists) manifest(path string) (iceberg.ManifestFile, error) {
-	l.mu.Lock()
-	m, ok := l.files[path]
-	l.mu.Unlock()
-	if ok {
+	known := func() (iceberg.ManifestFile, bool) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		m, ok := l.files[path]
+		return m, ok
+	}
+	if m, ok := known(); ok {
+		return m, nil
+	}
+	l.reread.Lock()
+	defer l.reread.Unlock()
+	if m, ok := known(); ok {
 		return m, nil
 	}
 	snap := l.owner[path]
@@ -390,9 +402,7 @@ func (l *manifestLists) manifest(path string) (iceberg.ManifestFile, error) {
 	if _, err := l.readList(snap); err != nil {
 		return nil, err
 	}
-	l.mu.Lock()
-	m, ok = l.files[path]
-	l.mu.Unlock()
+	m, ok := known()
 	if !ok {
 		// The index said the list names it, the list does not: the
 		// index is wrong, and so is what was taken from it.
