@@ -148,7 +148,8 @@ func (f *Figures) Text() string {
 // Counters implements jobs.Counter.
 func (f *Figures) Counters() map[string]float64 {
 	return map[string]float64{"objects_marked": float64(f.Marked), "objects_unmarked": float64(f.Unmarked),
-		"objects_deleted": float64(f.Deleted), "bytes_deleted": float64(f.DeletedBytes)}
+		"objects_deleted": float64(f.Deleted), "bytes_deleted": float64(f.DeletedBytes),
+		"manifests_read": float64(f.References.ManifestsRead), "manifests_from_index": float64(f.References.ManifestsFromIndex)}
 }
 
 // Run implements jobs.Job.
