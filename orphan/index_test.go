@@ -350,3 +350,28 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// A dry run records nothing, in the index neither; it still takes what
+// the index holds.
+func TestIndexDryRun(t *testing.T) {
+	f := newFixture(t)
+	list := []string{f.Load().CurrentSnapshot().ManifestList}
+	rows := func() int {
+		t.Helper()
+		got, err := f.Store.IndexedRefs(f.Ctx, f.Target().Key(), list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(got)
+	}
+	if _, fig := f.run(0, true); fig.References.ManifestsFromIndex != 0 || rows() != 0 {
+		t.Fatalf("a dry run wrote the index: %+v, %d rows", fig.References, rows())
+	}
+	f.mustRun(0)
+	if rows() != 1 {
+		t.Fatal("a run did not write the index")
+	}
+	if _, fig := f.run(time.Minute, true); fig.References.ManifestsRead != 0 || fig.References.ManifestsFromIndex == 0 {
+		t.Fatalf("a dry run after a run: %+v", fig.References)
+	}
+}
