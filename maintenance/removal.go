@@ -19,6 +19,10 @@ func removalType() Type {
 			"objects_unmarked": "icekeeper_unmarked_objects_total",
 			"objects_deleted":  "icekeeper_deleted_objects_total",
 			"bytes_deleted":    "icekeeper_deleted_bytes_total",
+			// Manifest lists and manifests read from storage, and taken
+			// from the reference index instead.
+			"manifests_read":       "icekeeper_removal_manifests_read_total",
+			"manifests_from_index": "icekeeper_removal_manifests_from_index_total",
 		},
 		settingsKey: "settings.icebergUnreferencedFileRemoval",
 		defaults: func() Config {

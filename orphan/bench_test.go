@@ -4,10 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +28,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/demo"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/child"
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/jobs"
@@ -257,4 +264,151 @@ func buildRemovalTable(ctx context.Context, bk *bucket.Bucket, n int, put putFun
 		keys = append(keys, key("stray", i))
 	}
 	return put(ctx, tbl.Location(), keys, 10*24*time.Hour)
+}
+
+// BenchmarkRemovalUnchanged measures what a removal run reads on an
+// unchanged table of 300 snapshots on local disk (the embedded catalog
+// and SQLite store), counting the manifest lists and manifests the kernel
+// saw opened: the first run, which builds the reference index, then
+// every further run (the benchmark's loop), which takes them from it; and
+// a run whose index store is down, which reads everything as every run
+// did before the index.
+//
+//	go test -run '^$' -bench RemovalUnchanged -benchtime 5x ./orphan
+func BenchmarkRemovalUnchanged(b *testing.B) {
+	d := testkit.NewDemoTable(b, demo.Options{Appends: 1})
+	tbl, err := testkit.AppendCommits(d.Ctx, d.Load(), 298, 10, 1_000_000, rand.New(rand.NewPCG(3, 3)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	opens := testkit.WatchOpens(b, strings.TrimPrefix(tbl.Location(), "file://")+"/metadata")
+	run := func(job *Job) (*Figures, int, time.Duration) {
+		b.Helper()
+		opens.Take()
+		start := time.Now()
+		out := d.Run(job, jobs.Options{Now: time.Now()})
+		took := time.Since(start)
+		if out.Status != state.Successful {
+			b.Fatalf("%s %s", out.Status, out.FailureMessage)
+		}
+		o := opens.Take()
+		return out.Figures.(*Figures), o.ManifestLists + o.Manifests, took
+	}
+	_, without, tookWithout := run(&Job{Store: failingIndex{d.Store}})
+	first, read1, took1 := run(&Job{Store: d.Store})
+	job := &Job{Store: d.Store}
+	var read int
+	var took time.Duration
+	for b.Loop() {
+		var n int
+		var dt time.Duration
+		_, n, dt = run(job)
+		read += n
+		took += dt
+	}
+	b.ReportMetric(float64(first.References.Snapshots), "snapshots")
+	b.ReportMetric(float64(without), "reads/run-without-index")
+	b.ReportMetric(float64(read1), "reads/first-run")
+	b.ReportMetric(float64(read)/float64(b.N), "reads/unchanged-run")
+	b.ReportMetric(float64(tookWithout.Milliseconds()), "ms/run-without-index")
+	b.ReportMetric(float64(took1.Milliseconds()), "ms/first-run")
+	b.ReportMetric(float64(took.Milliseconds())/float64(b.N), "ms/unchanged-run")
+}
+
+// requestCounter is a proxy in front of an S3 server that counts the
+// requests by kind. It forwards the client's Host header unchanged, so
+// SigV4 signatures still verify.
+type requestCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func newRequestCounter(b testing.TB, endpoint string) (*requestCounter, string) {
+	target, err := url.Parse(endpoint)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &requestCounter{counts: map[string]int{}}
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host
+	}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		kind := r.Method
+		if r.Method == http.MethodGet && r.URL.Query().Has("list-type") {
+			kind = "LIST"
+		}
+		c.mu.Lock()
+		c.counts[kind]++
+		c.mu.Unlock()
+		proxy.ServeHTTP(w, r)
+	}))
+	b.Cleanup(srv.Close)
+	return c, srv.URL
+}
+
+// take returns the counts since the last take, and starts again.
+func (c *requestCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.counts
+	c.counts = map[string]int{}
+	return out
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// BenchmarkRemovalUnchangedS3 counts the S3 requests of removal runs on an
+// unchanged table of 200 snapshots (SQL catalog on PostgreSQL, data on the
+// test S3 server, reached through a counting proxy): a run without the
+// index (its store down), the first run with it, and the unchanged runs
+// after it (the loop).
+//
+//	go test -run '^$' -bench RemovalUnchangedS3 -benchtime 5x ./orphan
+func BenchmarkRemovalUnchangedS3(b *testing.B) {
+	ctx := context.Background()
+	srv := servers.S3(b)
+	counter, endpoint := newRequestCounter(b, srv.Endpoint)
+	proxied := srv
+	proxied.Endpoint = endpoint
+	reg := sqlS3Config(b, proxied).Registry()
+	b.Cleanup(reg.Close)
+	bk, _ := reg.Bucket("lake")
+	tbl := testkit.NewTable(b, bk, "db", "events", demo.Schema())
+	if _, err := testkit.AppendCommits(ctx, tbl, 200, 10, 1_000_000, rand.New(rand.NewPCG(3, 3))); err != nil {
+		b.Fatal(err)
+	}
+	store, err := state.Open(ctx, "sqlite://"+filepath.Join(b.TempDir(), "state.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close() })
+	target := jobs.Target{Bucket: bk, Table: bucket.TableID{Namespace: []string{"db"}, Name: "events"}}
+	run := func(job *Job) map[string]int {
+		b.Helper()
+		runner := &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
+		counter.take()
+		out, err := runner.Run(ctx, target, job.Type(), "test", jobs.Options{Now: time.Now()})
+		if err != nil || out.Status != state.Successful {
+			b.Fatalf("%v %s %s", err, out.Status, out.FailureMessage)
+		}
+		return counter.take()
+	}
+	without := run(&Job{Store: failingIndex{store}})
+	first := run(&Job{Store: store})
+	job := &Job{Store: store}
+	var after map[string]int
+	for b.Loop() {
+		after = run(job)
+	}
+	b.Logf("requests without the index %v, first run %v, unchanged run %v", without, first, after)
+	b.ReportMetric(float64(total(without)), "requests/run-without-index")
+	b.ReportMetric(float64(total(first)), "requests/first-run")
+	b.ReportMetric(float64(total(after)), "requests/unchanged-run")
 }

@@ -8,5 +8,5 @@ import (
 )
 
 func TestFiguresCountersHaveMetrics(t *testing.T) {
-	testkit.CheckCounters(t, maintenance.UnreferencedFileRemoval, &Figures{Marked: 1})
+	testkit.CheckCounters(t, maintenance.UnreferencedFileRemoval, &Figures{Marked: 1, References: refStats{ManifestsRead: 1, ManifestsFromIndex: 1}})
 }

@@ -21,6 +21,7 @@ package orphan
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -44,13 +45,22 @@ const listedPaths = planner.ListedPaths
 
 // Job is icebergUnreferencedFileRemoval.
 type Job struct {
-	Store state.Marks
+	// Store keeps the noncurrent marks and the reference index.
+	Store interface {
+		state.Marks
+		state.RefIndex
+	}
+	// Logger receives what a run survives without failing (an index row
+	// not trusted, an index not saved); nil discards it.
+	Logger *slog.Logger
 	// Parallelism bounds concurrent manifest reads (default 8).
 	Parallelism int
 	// storage overrides the storage for tests (fault injection).
 	storage func(ctx context.Context, prefix loc) (Storage, error)
 	// locations remembers other tables' prefixes across runs.
 	locations locations
+	// codec encodes and decodes reference index rows.
+	codec refCodec
 }
 
 // Type implements jobs.Job.
@@ -94,6 +104,16 @@ func (f *Figures) Text() string {
 	fmt.Fprintf(&b, "  listed %d objects (%d bytes) under %s\n", f.Listed, f.ListedBytes, strings.Join(f.Prefixes, ", "))
 	fmt.Fprintf(&b, "  metadata references %d paths there: %d not in storage (version hint, metadata log, statistics)\n",
 		f.References.Paths, f.References.NotInStorage)
+	if r := f.References; r.ManifestsRead+r.ManifestsFromIndex > 0 {
+		fmt.Fprintf(&b, "  manifest lists and manifests: %d read, %d from the reference index", r.ManifestsRead, r.ManifestsFromIndex)
+		if r.IndexRejected > 0 {
+			fmt.Fprintf(&b, " (%d index rows not trusted, their files read)", r.IndexRejected)
+		}
+		if r.IndexUnsaved > 0 {
+			fmt.Fprintf(&b, ", %d not saved to the index", r.IndexUnsaved)
+		}
+		b.WriteString("\n")
+	}
 	if f.OtherTables > 0 || len(f.OtherTablePrefixes) > 0 {
 		fmt.Fprintf(&b, "  left alone: %d objects of other tables under %s\n", f.OtherTables, strings.Join(f.OtherTablePrefixes, ", "))
 	}
@@ -128,7 +148,8 @@ func (f *Figures) Text() string {
 // Counters implements jobs.Counter.
 func (f *Figures) Counters() map[string]float64 {
 	return map[string]float64{"objects_marked": float64(f.Marked), "objects_unmarked": float64(f.Unmarked),
-		"objects_deleted": float64(f.Deleted), "bytes_deleted": float64(f.DeletedBytes)}
+		"objects_deleted": float64(f.Deleted), "bytes_deleted": float64(f.DeletedBytes),
+		"manifests_read": float64(f.References.ManifestsRead), "manifests_from_index": float64(f.References.ManifestsFromIndex)}
 }
 
 // Run implements jobs.Job.
@@ -139,7 +160,11 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 	out := jobs.Outcome{Figures: fig}
 	key := t.Key()
 
-	v, err := j.view(ctx, t, rules)
+	use := indexAndSave
+	if opts.DryRun {
+		use = indexOnly
+	}
+	v, err := j.view(ctx, t, rules, use)
 	if err != nil {
 		return out, err
 	}
@@ -223,8 +248,9 @@ type view struct {
 	stats   refStats
 }
 
-// view loads the table afresh and collects what it owns.
-func (j *Job) view(ctx context.Context, t jobs.Target, rules Rules) (view, error) {
+// view loads the table afresh and collects what it owns, using the
+// reference index as use says.
+func (j *Job) view(ctx context.Context, t jobs.Target, rules Rules, use indexUse) (view, error) {
 	var v view
 	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
 	if err != nil {
@@ -243,8 +269,22 @@ func (j *Job) view(ctx context.Context, t jobs.Target, rules Rules) (view, error
 	if v.fs, err = tbl.FS(ctx); err != nil {
 		return v, fmt.Errorf("open file system of %s: %w", tbl.Location(), err)
 	}
-	v.refs, v.stats, err = collectRefs(ctx, tbl, v.fs, v.pfx, rules.Equivalence, j.Parallelism)
+	v.refs, v.stats, err = collectRefs(ctx, tbl, v.fs, v.pfx, rules.Equivalence, j.Parallelism, j.index(t, tbl, use))
 	return v, err
+}
+
+// index is a walk's use of the reference index for tbl; nil when use
+// is readAll.
+func (j *Job) index(t jobs.Target, tbl *table.Table, use indexUse) *runIndex {
+	if use == readAll {
+		return nil
+	}
+	logger := j.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &runIndex{store: j.Store, codec: &j.codec, key: t.Key(), uuid: tbl.Metadata().TableUUID().String(),
+		save: use == indexAndSave, logger: logger}
 }
 
 // standing classifies the listed object at l for the planner: whether
@@ -289,8 +329,17 @@ func (v view) keeps(l loc) string {
 // deleteDue deletes marks that are due, after re-checking each against
 // metadata loaded afresh now: a writer may have committed a reference
 // since the listing (a rollback, a re-registered file).
+//
+// The re-check reads every manifest list and manifest in full and never
+// consults the reference index. Checking instead that the index was built
+// from the metadata re-loaded here would make the index the last word on
+// what may be deleted; reading in full keeps the deciding check
+// independent of it, so an index row that is wrong yet decodes (a bug, a
+// row written for a file later replaced at the same path) can at worst
+// mark a live file, never delete it. The price is one full read in the
+// runs that have deletions due.
 func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []planner.Mark, fig *Figures) error {
-	v, err := j.view(ctx, t, rules)
+	v, err := j.view(ctx, t, rules, readAll)
 	if err != nil {
 		return fmt.Errorf("re-check before deleting: %w", err)
 	}
@@ -365,8 +414,11 @@ func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []p
 // names storage cannot resolve elsewhere; the rest are kept. Snapshot
 // management calls it for the files of the snapshots it expired. It
 // returns how many were deleted.
+//
+// Like deleteDue's re-check, it reads the metadata in full, never the
+// reference index.
 func (j *Job) DeleteUnreferenced(ctx context.Context, t jobs.Target, s maintenance.Settings, paths []string) (int, error) {
-	v, err := j.view(ctx, t, RulesOf(s))
+	v, err := j.view(ctx, t, RulesOf(s), readAll)
 	if err != nil {
 		return 0, err
 	}

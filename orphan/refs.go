@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
@@ -161,6 +162,19 @@ type refStats struct {
 	// those that may be gone without harm (metadata log entries, the
 	// version hint, statistics files) can be.
 	NotInStorage int `json:"notInStorage"`
+	// ManifestsFromIndex and ManifestsRead count the manifest lists and
+	// manifests whose references came from the reference index, and
+	// those read from storage (a list read again for a manifest the
+	// index lacked counts once more).
+	ManifestsFromIndex int `json:"manifestsFromIndex,omitempty"`
+	ManifestsRead      int `json:"manifestsRead,omitempty"`
+	// IndexRejected counts index rows not trusted (undecodable, or of
+	// another table UUID), whose files were read instead; IndexUnsaved
+	// rows that could not be written; IndexForgotten rows removed because
+	// no snapshot reaches their file any more.
+	IndexRejected  int `json:"indexRejected,omitempty"`
+	IndexUnsaved   int `json:"indexUnsaved,omitempty"`
+	IndexForgotten int `json:"indexForgotten,omitempty"`
 }
 
 // refSink receives the references of one part of the metadata (the table
@@ -175,11 +189,14 @@ type refSink interface {
 // metadata file and those in its log, the version hint, and for every
 // snapshot still in the metadata its manifest list, manifests, and live
 // data, delete and deletion-vector files, plus statistics and
-// partition-statistics files. An unreadable manifest list or manifest is an
+// partition-statistics files. The metadata's own part is always taken from
+// the metadata as loaded; what a manifest list or manifest references is
+// taken from idx where it holds a trusted row, and read otherwise (a nil
+// idx reads everything). An unreadable manifest list or manifest is an
 // error: with part of the metadata unknown, nothing may be judged
 // unreferenced. Manifests are read concurrently, at most parallelism at a
 // time, each streamed entry by entry into a sink of its own.
-func walkRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, parallelism int, newSink func() refSink) (refStats, error) {
+func walkRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, parallelism int, idx *runIndex, newSink func() refSink) (refStats, error) {
 	meta := tbl.Metadata()
 	var st refStats
 	direct := newSink()
@@ -208,9 +225,7 @@ func walkRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, parallelis
 		}
 	}
 
-	// Manifests are shared between snapshots: read each once.
-	seen := map[string]bool{}
-	var manifests []iceberg.ManifestFile
+	var snaps []table.Snapshot
 	for _, snap := range meta.Snapshots() {
 		st.Snapshots++
 		if snap.ManifestList == "" {
@@ -220,14 +235,37 @@ func walkRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, parallelis
 		if err := direct.add(snap.ManifestList, true); err != nil {
 			return st, err
 		}
-		list, err := snap.Manifests(fs)
-		if err != nil {
-			return st, fmt.Errorf("read manifest list %s of snapshot %d: %w", snap.ManifestList, snap.SnapshotID, err)
+		snaps = append(snaps, snap)
+	}
+	var fromIndex, read atomic.Int64
+	lists := &manifestLists{fs: fs, read: &read, owner: map[string]*table.Snapshot{}, files: map[string]iceberg.ManifestFile{}}
+	// Manifests are shared between snapshots: visit each once.
+	seen := map[string]bool{}
+	var manifests []string
+	for chunk := range slices.Chunk(snaps, indexChunk) {
+		paths := make([]string, len(chunk))
+		for i, snap := range chunk {
+			paths[i] = snap.ManifestList
 		}
-		for _, m := range list {
-			if !seen[m.FilePath()] {
-				seen[m.FilePath()] = true
-				manifests = append(manifests, m)
+		rows := idx.lookup(ctx, paths)
+		for i := range chunk {
+			snap := &chunk[i]
+			named, ok := idx.refs(rows, snap.ManifestList)
+			if ok {
+				fromIndex.Add(1)
+			} else {
+				var err error
+				if named, err = lists.readList(snap); err != nil {
+					return st, err
+				}
+				idx.add(ctx, snap.ManifestList, named)
+			}
+			for _, m := range named {
+				if !seen[m] {
+					seen[m] = true
+					manifests = append(manifests, m)
+					lists.owner[m] = snap
+				}
 			}
 		}
 	}
@@ -238,30 +276,139 @@ func walkRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, parallelis
 		parallelism = 8
 	}
 	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(parallelism)
-	for _, m := range manifests {
-		p.Go(func(ctx context.Context) error {
-			sink := newSink()
-			if err := sink.add(m.FilePath(), true); err != nil {
-				return err
-			}
-			// DELETED entries record a removal; the file stays alive only
-			// through the snapshots whose manifests still list it live.
-			for e, err := range m.Entries(fs, true) {
+	for chunk := range slices.Chunk(manifests, indexChunk) {
+		if ctx.Err() != nil {
+			break
+		}
+		rows := idx.lookup(ctx, chunk)
+		for _, m := range chunk {
+			refs, indexed := idx.refs(rows, m)
+			p.Go(func(ctx context.Context) error {
+				sink := newSink()
+				if err := sink.add(m, true); err != nil {
+					return err
+				}
+				if indexed {
+					fromIndex.Add(1)
+					for _, r := range refs {
+						if err := sink.add(r, true); err != nil {
+							return err
+						}
+					}
+					sink.flush()
+					return nil
+				}
+				mf, err := lists.manifest(m)
 				if err != nil {
-					return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-				}
-				if err := ctx.Err(); err != nil {
 					return err
 				}
-				if err := sink.add(e.DataFile().FilePath(), true); err != nil {
-					return err
+				var live []string
+				// DELETED entries record a removal; the file stays alive only
+				// through the snapshots whose manifests still list it live.
+				for e, err := range mf.Entries(fs, true) {
+					if err != nil {
+						return fmt.Errorf("read manifest %s: %w", m, err)
+					}
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+					if err := sink.add(e.DataFile().FilePath(), true); err != nil {
+						return err
+					}
+					if idx.saving() {
+						live = append(live, e.DataFile().FilePath())
+					}
 				}
-			}
-			sink.flush()
-			return nil
-		})
+				read.Add(1)
+				idx.add(ctx, m, live)
+				sink.flush()
+				return nil
+			})
+		}
 	}
-	return st, p.Wait()
+	err := p.Wait()
+	st.ManifestsFromIndex, st.ManifestsRead = int(fromIndex.Load()), int(read.Load())
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return st, err
+	}
+	idx.flush(ctx)
+	keep := make([]string, 0, len(snaps)+len(manifests))
+	for _, snap := range snaps {
+		keep = append(keep, snap.ManifestList)
+	}
+	idx.forget(ctx, append(keep, manifests...))
+	return st, nil
+}
+
+// manifestLists reads manifest lists and keeps the manifests they name, so
+// that a manifest the index lacks can be read even when its list's
+// references came from the index.
+type manifestLists struct {
+	fs   icebergio.IO
+	read *atomic.Int64
+	// owner is a snapshot whose list names the manifest; set before the
+	// manifests are visited, read-only after.
+	owner map[string]*table.Snapshot
+	mu    sync.Mutex
+	files map[string]iceberg.ManifestFile
+	// reread is held while a list is read again for a manifest, so that
+	// the manifests of one list do not read it once each.
+	reread sync.Mutex
+}
+
+// readList reads snap's manifest list and returns the manifests it names.
+func (l *manifestLists) readList(snap *table.Snapshot) ([]string, error) {
+	list, err := snap.Manifests(l.fs)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest list %s of snapshot %d: %w", snap.ManifestList, snap.SnapshotID, err)
+	}
+	l.read.Add(1)
+	named := make([]string, len(list))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, m := range list {
+		named[i] = m.FilePath()
+		l.files[m.FilePath()] = m
+	}
+	return named, nil
+}
+
+// manifest returns the manifest at path, reading the list that names it
+// when that list was not read (its references came from the index, but
+// the manifest's did not: a row rejected or lost). Rare, so such reads
+// take turns.
+func (l *manifestLists) manifest(path string) (iceberg.ManifestFile, error) {
+	known := func() (iceberg.ManifestFile, bool) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		m, ok := l.files[path]
+		return m, ok
+	}
+	if m, ok := known(); ok {
+		return m, nil
+	}
+	l.reread.Lock()
+	defer l.reread.Unlock()
+	if m, ok := known(); ok {
+		return m, nil
+	}
+	snap := l.owner[path]
+	if snap == nil {
+		return nil, fmt.Errorf("no manifest list names manifest %s", path)
+	}
+	if _, err := l.readList(snap); err != nil {
+		return nil, err
+	}
+	m, ok := known()
+	if !ok {
+		// The index said the list names it, the list does not: the
+		// index is wrong, and so is what was taken from it.
+		return nil, fmt.Errorf("manifest list %s does not name manifest %s, which its reference index row did", snap.ManifestList, path)
+	}
+	return m, nil
 }
 
 // batchSink collects one part's references and merges them into the set
@@ -284,13 +431,16 @@ func (s *batchSink) flush() {
 	s.mu.Unlock()
 }
 
-// collectRefs gathers the reference set of the table's files under pfx.
-func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []loc, eq Equivalence, parallelism int) (*refSet, refStats, error) {
+// collectRefs gathers the reference set of the table's files under pfx,
+// taking what idx holds from it (nil: reading everything).
+func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []loc, eq Equivalence, parallelism int, idx *runIndex) (*refSet, refStats, error) {
 	rs := &refSet{seed: maphash.MakeSeed()}
 	var mu sync.Mutex
-	st, err := walkRefs(ctx, tbl, fs, parallelism, func() refSink {
+	st, err := walkRefs(ctx, tbl, fs, parallelism, idx, func() refSink {
 		return &batchSink{rs: rs, mu: &mu, pfx: pfx, eq: eq}
 	})
+	ix := idx.result()
+	st.IndexRejected, st.IndexUnsaved, st.IndexForgotten = ix.Rejected, ix.Unsaved, ix.Forgotten
 	if err != nil {
 		return nil, st, err
 	}
@@ -333,7 +483,7 @@ func missingError(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []
 		names[h] = ""
 	}
 	var mu sync.Mutex
-	_, err := walkRefs(ctx, tbl, fs, parallelism, func() refSink {
+	_, err := walkRefs(ctx, tbl, fs, parallelism, nil, func() refSink {
 		return &nameSink{rs: rs, pfx: pfx, eq: eq, mu: &mu, names: names}
 	})
 	var found []string

@@ -171,7 +171,7 @@ func TestS3(t *testing.T) {
 
 // sqlS3Config configures a bucket named lake of a SQL catalog on
 // PostgreSQL whose warehouse is on srv, as a user would.
-func sqlS3Config(t *testing.T, srv servers.S3Server) *configs.Config {
+func sqlS3Config(t testing.TB, srv servers.S3Server) *configs.Config {
 	t.Helper()
 	props := srv.Props()
 	props["type"], props["uri"], props["warehouse"] = "sql", servers.Postgres(t), "s3://"+srv.Bucket+"/warehouse"

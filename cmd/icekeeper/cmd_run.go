@@ -152,7 +152,7 @@ func printOutcome(env *cliEnv, t maintenance.JobType, out jobs.Outcome, dryRun b
 // availableJobs registers the executor of each job type, one line each;
 // registration fails unless they cover maintenance's type table exactly.
 func availableJobs(w *world) (map[maintenance.JobType]jobs.Job, error) {
-	removal := &orphan.Job{Store: w.store}
+	removal := &orphan.Job{Store: w.store, Logger: w.logger}
 	return jobs.Register(
 		&records.Job{},
 		&compactor.Job{},

@@ -12,7 +12,7 @@ import (
 
 // migrations are applied in order, each once, each in its own transaction.
 // Never edit a released migration: append a new one. {{id}} becomes the
-// dialect's auto-increment primary key.
+// dialect's auto-increment primary key, {{blob}} its byte-string type.
 var migrations = []string{
 	// 1: configuration overrides, run history, noncurrent marks, leases.
 	`CREATE TABLE table_config (
@@ -61,6 +61,16 @@ var migrations = []string{
 	ALTER TABLE runs ADD COLUMN evaluated_run BIGINT NOT NULL DEFAULT 0;
 	ALTER TABLE runs ADD COLUMN evaluated_at BIGINT NOT NULL DEFAULT 0;
 	ALTER TABLE runs ADD COLUMN valid_until BIGINT NOT NULL DEFAULT 0;`,
+	// 7: unreferenced file removal's reference index: what each immutable
+	// manifest list and manifest of a table references, so that a run
+	// reads only those it has not seen. Keyed by table and path; the
+	// table's UUID is kept so that a table recreated under the same name
+	// never reuses another's rows. refs is opaque here (package orphan
+	// encodes and checks it).
+	`CREATE TABLE ref_index (
+		bucket TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL, path TEXT NOT NULL,
+		table_uuid TEXT NOT NULL, refs {{blob}} NOT NULL, indexed_at BIGINT NOT NULL,
+		PRIMARY KEY (bucket, namespace, name, path));`,
 }
 
 // migrationLockID is an arbitrary constant key for pg_advisory_lock, so that
@@ -110,7 +120,11 @@ func (s *sqlStore) apply(ctx context.Context, conn *sql.Conn, version int, scrip
 	if s.dialect == postgres {
 		id = "BIGSERIAL PRIMARY KEY"
 	}
-	script = strings.ReplaceAll(script, "{{id}}", id)
+	blob := "BLOB"
+	if s.dialect == postgres {
+		blob = "BYTEA"
+	}
+	script = strings.NewReplacer("{{id}}", id, "{{blob}}", blob).Replace(script)
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err

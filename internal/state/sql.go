@@ -529,3 +529,98 @@ func (s *sqlStore) ReleaseLease(ctx context.Context, name, holder string) error 
 	}
 	return nil
 }
+
+// indexBatch bounds the paths of one IndexedRefs query: SQLite limits a
+// statement's parameters, and one round trip per few hundred rows is
+// cheap enough.
+const indexBatch = 500
+
+func (s *sqlStore) IndexedRefs(ctx context.Context, t TableKey, paths []string) (map[string]IndexRow, error) {
+	out := map[string]IndexRow{}
+	for start := 0; start < len(paths); start += indexBatch {
+		batch := paths[start:min(start+indexBatch, len(paths))]
+		args := []any{t.Bucket, t.Namespace, t.Name}
+		for _, p := range batch {
+			args = append(args, p)
+		}
+		rows, err := s.query(ctx, `SELECT path, table_uuid, refs FROM ref_index WHERE bucket = ? AND namespace = ? AND name = ? AND path IN (?`+
+			strings.Repeat(", ?", len(batch)-1)+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("read reference index of %s: %w", t, err)
+		}
+		for rows.Next() {
+			var r IndexRow
+			if err := rows.Scan(&r.Path, &r.TableUUID, &r.Refs); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("read reference index of %s: %w", t, err)
+			}
+			out[r.Path] = r
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read reference index of %s: %w", t, err)
+		}
+	}
+	return out, nil
+}
+
+func (s *sqlStore) PutIndexedRefs(ctx context.Context, t TableKey, rows []IndexRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store reference index of %s: %w", t, err)
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, s.rebind(`INSERT INTO ref_index (bucket, namespace, name, path, table_uuid, refs, indexed_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (bucket, namespace, name, path) DO UPDATE SET
+		table_uuid = excluded.table_uuid, refs = excluded.refs, indexed_at = excluded.indexed_at`))
+	if err != nil {
+		return fmt.Errorf("store reference index of %s: %w", t, err)
+	}
+	defer stmt.Close()
+	now := time.Now().UnixMilli()
+	for _, r := range rows {
+		if _, err := stmt.ExecContext(ctx, t.Bucket, t.Namespace, t.Name, r.Path, r.TableUUID, r.Refs, now); err != nil {
+			return fmt.Errorf("store reference index of %s for %s: %w", t, r.Path, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store reference index of %s: %w", t, err)
+	}
+	return nil
+}
+
+func (s *sqlStore) ForgetIndexedRefs(ctx context.Context, t TableKey, tableUUID string, keep []string) (int, error) {
+	rows, err := s.query(ctx, `SELECT path, table_uuid FROM ref_index WHERE bucket = ? AND namespace = ? AND name = ?`, t.Bucket, t.Namespace, t.Name)
+	if err != nil {
+		return 0, fmt.Errorf("read reference index of %s: %w", t, err)
+	}
+	kept := make(map[string]bool, len(keep))
+	for _, p := range keep {
+		kept[p] = true
+	}
+	var gone []string
+	for rows.Next() {
+		var p, id string
+		if err := rows.Scan(&p, &id); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("read reference index of %s: %w", t, err)
+		}
+		if !kept[p] || id != tableUUID {
+			gone = append(gone, p)
+		}
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return 0, fmt.Errorf("read reference index of %s: %w", t, err)
+	}
+	n, err := s.perPath(ctx, t, gone, `DELETE FROM ref_index WHERE bucket = ? AND namespace = ? AND name = ? AND path = ?`)
+	if err != nil {
+		return 0, fmt.Errorf("forget reference index rows of %s: %w", t, err)
+	}
+	return n, nil
+}

@@ -108,6 +108,7 @@ type Store interface {
 	Marks
 	Leases
 	Queue
+	RefIndex
 	// Ping checks that the store answers: the daemon's readiness.
 	Ping(ctx context.Context) error
 	Close() error
@@ -176,6 +177,31 @@ type Marks interface {
 	// ProtectMarks protects t's unprotected marks of paths (all of them
 	// when paths is nil) as of at and returns how many it protected.
 	ProtectMarks(ctx context.Context, t TableKey, paths []string, at time.Time) (int, error)
+}
+
+// RefIndex is unreferenced file removal's reference index: for each
+// manifest list and manifest of a table, what it references. Those files
+// are immutable, so a run reads only the ones it has not seen. The store
+// keeps the references opaque; package orphan encodes them and checks
+// every row before trusting it, so a row is a cache, never the truth.
+type RefIndex interface {
+	// IndexedRefs returns those of t's rows whose path is in paths.
+	IndexedRefs(ctx context.Context, t TableKey, paths []string) (map[string]IndexRow, error)
+	// PutIndexedRefs inserts or replaces t's rows.
+	PutIndexedRefs(ctx context.Context, t TableKey, rows []IndexRow) error
+	// ForgetIndexedRefs removes t's rows but those of a path in keep
+	// written for tableUUID, and returns how many it removed.
+	ForgetIndexedRefs(ctx context.Context, t TableKey, tableUUID string, keep []string) (int, error)
+}
+
+// IndexRow is what one manifest list or manifest references.
+type IndexRow struct {
+	// Path names the manifest list or manifest as the metadata does.
+	Path string
+	// TableUUID is the UUID of the table whose metadata it was read for.
+	TableUUID string
+	// Refs is the encoded list of references (package orphan's format).
+	Refs []byte
 }
 
 // Leases are named, expiring locks: one job per table at a time.

@@ -1,9 +1,11 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -44,6 +46,7 @@ func suite(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("Runs", func(t *testing.T) { testRuns(t, newStore(t)) })
 	t.Run("Evaluation", func(t *testing.T) { testEvaluation(t, newStore(t)) })
 	t.Run("Marks", func(t *testing.T) { testMarks(t, newStore(t)) })
+	t.Run("RefIndex", func(t *testing.T) { testRefIndex(t, newStore(t)) })
 	t.Run("Leases", func(t *testing.T) { testLeases(t, newStore(t)) })
 	t.Run("LeaseRace", func(t *testing.T) { testLeaseRace(t, newStore(t), newStore(t)) })
 	t.Run("Queue", func(t *testing.T) { testQueue(t, newStore(t)) })
@@ -500,4 +503,57 @@ func successesOf(t *testing.T, s Store, k TableKey) []Run {
 		}
 	}
 	return out
+}
+
+func testRefIndex(t *testing.T, s Store) {
+	ctx := context.Background()
+	other := TableKey{tbl.Bucket, tbl.Namespace, "other"}
+	// Bytes of every value survive, NUL and invalid UTF-8 included.
+	raw := []byte{0, 1, 0xff, '\n', 0xc3}
+	rows := []IndexRow{
+		{Path: "s3://b/t/metadata/snap-1.avro", TableUUID: "u1", Refs: raw},
+		{Path: "s3://b/t/metadata/m1.avro", TableUUID: "u1", Refs: []byte("a")},
+		{Path: "s3://b/t/metadata/m2.avro", TableUUID: "u0", Refs: []byte("b")},
+	}
+	if err := s.PutIndexedRefs(ctx, tbl, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutIndexedRefs(ctx, other, rows[:1]); err != nil {
+		t.Fatal(err)
+	}
+	// Rewriting a row replaces it.
+	rows[1].Refs = []byte("a2")
+	if err := s.PutIndexedRefs(ctx, tbl, rows[1:2]); err != nil {
+		t.Fatal(err)
+	}
+	// More paths than one query takes.
+	paths := []string{"s3://b/t/metadata/none.avro"}
+	for i := range 2 * indexBatch {
+		paths = append(paths, fmt.Sprintf("s3://b/t/metadata/x-%d.avro", i))
+	}
+	paths = append(paths, rows[0].Path, rows[1].Path, rows[2].Path)
+	got, err := s.IndexedRefs(ctx, tbl, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || !bytes.Equal(got[rows[0].Path].Refs, raw) || string(got[rows[1].Path].Refs) != "a2" ||
+		got[rows[2].Path].TableUUID != "u0" || got[rows[0].Path].TableUUID != "u1" {
+		t.Fatalf("indexed refs: %+v", got)
+	}
+	if got, err := s.IndexedRefs(ctx, tbl, nil); err != nil || len(got) != 0 {
+		t.Fatalf("no paths: %v %v", got, err)
+	}
+	// Forgetting keeps only the kept paths of the given UUID, and only
+	// this table's.
+	n, err := s.ForgetIndexedRefs(ctx, tbl, "u1", []string{rows[0].Path, rows[2].Path})
+	if err != nil || n != 2 {
+		t.Fatalf("forgot %d, %v; want 2 (m1 unreached, m2 of another UUID)", n, err)
+	}
+	got, err = s.IndexedRefs(ctx, tbl, paths)
+	if err != nil || len(got) != 1 || got[rows[0].Path].TableUUID != "u1" {
+		t.Fatalf("after forgetting: %+v %v", got, err)
+	}
+	if got, err := s.IndexedRefs(ctx, other, paths); err != nil || len(got) != 1 {
+		t.Fatalf("another table's rows: %+v %v", got, err)
+	}
 }
