@@ -69,7 +69,7 @@ func BenchmarkRewritePaths(b *testing.B) {
 	b.Run("merge", func(b *testing.B) {
 		var rowGroups int
 		for i := 0; i < b.N; i++ {
-			r, err := (&merge.Merger{}).Group(ctx, tbl, tasks, 1<<30)
+			r, _, err := (&merge.Merger{}).Group(ctx, tbl, tasks, 1<<30)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,7 +1,9 @@
 package merge
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"slices"
@@ -10,24 +12,47 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/icekeeper/icekeeper/internal/version"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 	"github.com/sourcegraph/conc/pool"
 )
 
-// mergeOutput is one output file being written.
+// mergeOutput is one output file being written. Its row groups are
+// stitched (see stitcher): an input row group healthy enough to keep is
+// copied byte for byte, and the others are merged and re-encoded into row
+// groups of the table's size, which are then copied in the same way.
 type mergeOutput struct {
-	path       string
-	file       icebergio.FileWriter
-	counter    *countingWriter
+	path    string
+	file    icebergio.FileWriter
+	counter *countingWriter
+	st      *stitcher
+	set     mergeSettings
+	opts    []parquet.WriterOption
+	// w re-encodes one row group at a time into scratch, a Parquet file
+	// in memory that the stitcher copies from.
 	w          *parquet.Writer
-	set        mergeSettings
-	rgBytes    int64 // input bytes in the open row group
+	scratch    bytes.Buffer
+	rgBytes    int64 // input bytes in the open re-encoded row group
 	rgRows     int64
 	inputBytes int64
-	rows       int64
+	counts     RowGroupCounts
 	lanes      [2][]int           // columns by lane, balanced on the first input
 	values     [2][]parquet.Value // one decoding buffer per lane
 }
+
+// RowGroupCounts say what the merge did with its inputs' row groups:
+// copied them byte for byte, or decoded and re-encoded them.
+type RowGroupCounts struct {
+	Copied, Reencoded int
+}
+
+// copyFraction is how large an input row group must be, against the
+// table's write.parquet.row-group-size-bytes, to be copied as it is rather
+// than merged: at half the target a row group is already worth a reader's
+// seek, and re-encoding it would cost the whole decode and encode to gain
+// at most a factor of two in row-group size. Amoro copies row groups only
+// when their average is 8 MB or more; the rule here is per row group.
+const copyFraction = 2
 
 func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Schema, set mergeSettings) (*mergeOutput, error) {
 	f, err := wfs.Create(name)
@@ -40,7 +65,7 @@ func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Sche
 		parquet.PageBufferSize(set.pageBytes),
 		parquet.DataPageVersion(set.pageVersion),
 		parquet.WriteBufferSize(64 << 10),
-		createdBy("icekeeper version " + version.Version() + " (build " + version.Commit() + ")"),
+		createdBy(writerName()),
 	}
 	if set.dictionary {
 		// Dictionary-encoded columns fall back to plain pages once their
@@ -50,30 +75,77 @@ func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Sche
 		opts = append(opts, parquet.DictionaryMaxBytes(set.dictBytes))
 	}
 	cw := &countingWriter{w: f}
-	o := &mergeOutput{path: name, file: f, counter: cw, w: parquet.NewWriter(cw, opts...), set: set}
+	st, err := newStitcher(cw)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("write %s: %w", name, err)
+	}
+	o := &mergeOutput{path: name, file: f, counter: cw, st: st, set: set, opts: opts}
 	for i := range o.values {
 		o.values[i] = make([]parquet.Value, writeBatch)
 	}
 	return o, nil
 }
 
-// copyFile appends every row group of pf, column by column, on two lanes
-// of columns at once: distinct column writers share no state until the
-// row group is flushed.
+// writerName is the footer's created_by.
+func writerName() string {
+	return "icekeeper version " + version.Version() + " (build " + version.Commit() + ")"
+}
+
+// copyable reports whether input row group rg, of size compressed bytes,
+// is copied as it is: large enough (see copyFraction), within the table's
+// row limit, compressed with the table's codec, dictionary-encoded only if
+// the table allows dictionaries, and not encrypted.
+func (o *mergeOutput) copyable(rg *format.RowGroup, size int64) bool {
+	if size < o.set.rowGroupBytes/copyFraction || rg.NumRows > o.set.rowGroupRows {
+		return false
+	}
+	codec := o.set.codec.CompressionCodec()
+	for i := range rg.Columns {
+		c := &rg.Columns[i]
+		if c.MetaData.Codec != codec || len(c.EncryptedColumnMetadata) > 0 || c.CryptoMetadata.Value != nil {
+			return false
+		}
+		if !o.set.dictionary && c.MetaData.DictionaryPageOffset > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// copyFile appends every row group of pf: copied when copyable, else
+// merged into the open re-encoded row group, column by column, on two
+// lanes of columns at once (distinct column writers share no state until
+// the row group is flushed).
 func (o *mergeOutput) copyFile(pf *parquet.File) error {
+	md := pf.Metadata()
 	for r, rg := range pf.RowGroups() {
 		var size int64
-		for _, c := range pf.Metadata().RowGroups[r].Columns {
+		for _, c := range md.RowGroups[r].Columns {
 			size += c.MetaData.TotalCompressedSize
 		}
-		if o.rgRows > 0 && (o.rgBytes+size > o.set.rowGroupBytes || o.rgRows+rg.NumRows() > o.set.rowGroupRows) {
-			if err := o.w.Flush(); err != nil {
+		if o.copyable(&md.RowGroups[r], size) {
+			// The open re-encoded row group goes first: rows keep their
+			// order.
+			if err := o.flushReencoded(); err != nil {
 				return err
 			}
-			o.rgBytes, o.rgRows = 0, 0
+			if err := o.st.appendRowGroup(pf, md, r); err != nil {
+				return err
+			}
+			o.counts.Copied++
+			continue
+		}
+		if o.rgRows > 0 && (o.rgBytes+size > o.set.rowGroupBytes || o.rgRows+rg.NumRows() > o.set.rowGroupRows) {
+			if err := o.flushReencoded(); err != nil {
+				return err
+			}
+		}
+		if o.w == nil {
+			o.w = parquet.NewWriter(&o.scratch, o.opts...)
 		}
 		if o.lanes[0] == nil {
-			o.lanes = balanceLanes(pf.Metadata().RowGroups[r].Columns)
+			o.lanes = balanceLanes(md.RowGroups[r].Columns)
 		}
 		writers := o.w.ColumnWriters()
 		chunks := rg.ColumnChunks()
@@ -93,9 +165,51 @@ func (o *mergeOutput) copyFile(pf *parquet.File) error {
 		}
 		o.rgBytes += size
 		o.rgRows += rg.NumRows()
-		o.rows += rg.NumRows()
+		o.counts.Reencoded++
 	}
 	return nil
+}
+
+// flushReencoded finishes the open re-encoded row group and copies it into
+// the output.
+func (o *mergeOutput) flushReencoded() error {
+	if o.rgRows == 0 {
+		return nil
+	}
+	if err := o.w.Close(); err != nil {
+		return err
+	}
+	b := o.scratch.Bytes()
+	md, err := readFooter(b)
+	if err != nil {
+		return fmt.Errorf("read back a re-encoded row group: %w", err)
+	}
+	for r := range md.RowGroups {
+		if err := o.st.appendRowGroup(bytes.NewReader(b), md, r); err != nil {
+			return err
+		}
+	}
+	o.scratch.Reset()
+	o.w.Reset(&o.scratch)
+	o.rgBytes, o.rgRows = 0, 0
+	return nil
+}
+
+// readFooter decodes the footer of the Parquet file b.
+func readFooter(b []byte) (*format.FileMetaData, error) {
+	n := len(b)
+	if n < 12 || string(b[n-4:]) != parquetMagic {
+		return nil, fmt.Errorf("not a Parquet file")
+	}
+	size := int(binary.LittleEndian.Uint32(b[n-8:]))
+	if size > n-12 {
+		return nil, fmt.Errorf("footer of %d bytes in a file of %d", size, n)
+	}
+	md := new(format.FileMetaData)
+	if err := thrift.Unmarshal(new(thrift.CompactProtocol), b[n-8-size:n-8], md); err != nil {
+		return nil, err
+	}
+	return md, nil
 }
 
 // balanceLanes splits the columns into two lanes of about equal bytes.
@@ -162,14 +276,18 @@ func copyChunk(w *parquet.ColumnWriter, cc parquet.ColumnChunk, values []parquet
 // close finishes the file and describes it for the manifest: counts and
 // sizes from its own footer, bounds merged from the inputs' metrics.
 func (o *mergeOutput) close(spec iceberg.PartitionSpec, sc *iceberg.Schema, inputs []iceberg.DataFile) (iceberg.DataFile, error) {
-	if err := o.w.Close(); err != nil {
+	if err := o.flushReencoded(); err != nil {
+		o.file.Close()
+		return nil, fmt.Errorf("write %s: %w", o.path, err)
+	}
+	md, err := o.st.close(writerName())
+	if err != nil {
 		o.file.Close()
 		return nil, fmt.Errorf("write %s: %w", o.path, err)
 	}
 	if err := o.file.Close(); err != nil {
 		return nil, fmt.Errorf("close %s: %w", o.path, err)
 	}
-	md := o.w.File().Metadata()
 	fields := sc.Fields()
 	sizes := map[int]int64{}
 	valueCounts := map[int]int64{}
@@ -193,7 +311,7 @@ func (o *mergeOutput) close(spec iceberg.PartitionSpec, sc *iceberg.Schema, inpu
 		}
 		splits = append(splits, off)
 	}
-	b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, o.path, iceberg.ParquetFile, inputs[0].Partition(), nil, nil, o.rows, o.counter.n)
+	b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, o.path, iceberg.ParquetFile, inputs[0].Partition(), nil, nil, md.NumRows, o.counter.n)
 	if err != nil {
 		return nil, err
 	}
