@@ -35,7 +35,7 @@ import (
 //     scripts/bench.sh -bench RewritePaths -benchtime 3x ./compactor
 func BenchmarkRewritePaths(b *testing.B) {
 	home := b.TempDir()
-	if _, err := buildCompactionInput(configs.Embedded(home), 100, 4800, false, "zstd"); err != nil {
+	if _, err := buildCompactionInput(configs.Embedded(home), 100, 4800, false, "zstd", nil); err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
