@@ -96,6 +96,9 @@ func (f *Figures) Text() string {
 		if g.PathReason != "" {
 			path += ": " + g.PathReason
 		}
+		if c := g.Copies; c != nil && c.ToCopy > 0 {
+			path += fmt.Sprintf(", ~%d of %d row groups copied as they are", c.ToCopy, c.RowGroups)
+		}
 		fmt.Fprintf(&b, "\n  group %s: %d files, %d bytes, %d rows -> ~%d files (%s) by %s", g.Partition, g.InputFiles, g.InputBytes, g.InputRecords, g.ExpectedOutputFiles, g.Reason, path)
 	}
 	for _, s := range f.Plan.Skipped {

@@ -46,14 +46,6 @@ type RowGroupCounts struct {
 	Copied, Reencoded int
 }
 
-// copyFraction is how large an input row group must be, against the
-// table's write.parquet.row-group-size-bytes, to be copied as it is rather
-// than merged: at half the target a row group is already worth a reader's
-// seek, and re-encoding it would cost the whole decode and encode to gain
-// at most a factor of two in row-group size. Amoro copies row groups only
-// when their average is 8 MB or more; the rule here is per row group.
-const copyFraction = 2
-
 func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Schema, set mergeSettings) (*mergeOutput, error) {
 	f, err := wfs.Create(name)
 	if err != nil {
@@ -93,11 +85,11 @@ func writerName() string {
 }
 
 // copyable reports whether input row group rg, of size compressed bytes,
-// is copied as it is: large enough (see copyFraction), within the table's
+// is copied as it is: large enough (planner.CopyThreshold), within the table's
 // row limit, compressed with the table's codec, dictionary-encoded only if
 // the table allows dictionaries, and not encrypted.
 func (o *mergeOutput) copyable(rg *format.RowGroup, size int64) bool {
-	if size < o.set.rowGroupBytes/copyFraction || rg.NumRows > o.set.rowGroupRows {
+	if size < o.set.copyBytes || rg.NumRows > o.set.rowGroupRows {
 		return false
 	}
 	codec := o.set.codec.CompressionCodec()
