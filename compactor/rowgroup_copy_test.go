@@ -40,15 +40,33 @@ func rowGroupHash(t *testing.T, pf *parquet.File, rg *format.RowGroup) [32]byte 
 // stitched file is read the same by iceberg-go (arrow-go) and parquet-go,
 // row by row and through its page indexes, and its manifest metrics add up
 // to the inputs'. The healthy row groups come straight from iceberg-go's
-// writer, which writes no page indexes, or from an earlier merge, which
-// does.
+// writer, which writes no page indexes but here bloom filters on id, or
+// from an earlier merge, which writes page indexes.
 func TestMergeCopiesHealthyRowGroups(t *testing.T) {
 	for _, indexed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("page indexes %v", indexed), func(t *testing.T) {
 			e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
-			tbl = e.setProps(tbl, iceberg.Properties{"write.parquet.row-group-limit": "1000"})
+			const bloomKey = "write.parquet.bloom-filter-enabled.column.id"
+			props := iceberg.Properties{"write.parquet.row-group-limit": "1000"}
+			if !indexed {
+				props[bloomKey], props["write.parquet.bloom-filter-max-bytes"] = "true", "4096"
+			}
+			tbl = e.setProps(tbl, props)
 			for i := 0; i < 4; i++ {
 				tbl = e.Append(tbl, 3000) // 3 row groups of 1,000 rows each
+			}
+			if !indexed {
+				// The merge path leaves tables that ask for bloom filters
+				// to iceberg-go's writer; the filters already written stay
+				// with the row groups copied.
+				tx := tbl.NewTransaction()
+				if err := tx.RemoveProperties([]string{bloomKey}); err != nil {
+					t.Fatal(err)
+				}
+				var err error
+				if tbl, err = tx.Commit(e.Ctx); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if indexed {
 				// Merged under the default 128 MB target, every row group
@@ -100,7 +118,7 @@ func checkRowGroupCopies(t *testing.T, e *env, indexed bool) {
 
 	fig := e.checkCompaction(&Job{MinInputFiles: 2})
 	if fig.GroupsMerged != 1 || fig.RowGroupsCopied != 12 || fig.RowGroupsReencoded != 6 {
-		t.Fatalf("%d groups merged, %d row groups copied, %d re-encoded; want 1, 12, 6", fig.GroupsMerged, fig.RowGroupsCopied, fig.RowGroupsReencoded)
+		t.Fatalf("%s\n%d groups merged, %d row groups copied, %d re-encoded; want 1, 12, 6", fig.Text(), fig.GroupsMerged, fig.RowGroupsCopied, fig.RowGroupsReencoded)
 	}
 
 	files := e.dataFiles()
@@ -110,11 +128,29 @@ func checkRowGroupCopies(t *testing.T, e *env, indexed bool) {
 	df := files[0]
 	pf := openParquet(t, df)
 	copied, other := 0, 0
-	for i := range pf.Metadata().RowGroups {
-		if healthy[rowGroupHash(t, pf, &pf.Metadata().RowGroups[i])] {
-			copied++
-		} else {
+	for i, rg := range pf.RowGroups() {
+		if !healthy[rowGroupHash(t, pf, &pf.Metadata().RowGroups[i])] {
 			other++
+			continue
+		}
+		copied++
+		if indexed {
+			continue
+		}
+		// The copied bloom filter still finds the row group's ids.
+		bf := rg.ColumnChunks()[0].BloomFilter()
+		if bf == nil {
+			t.Errorf("row group %d: copied without its bloom filter", i)
+			continue
+		}
+		first := make([]parquet.Row, 1)
+		rows := rg.Rows()
+		if _, err := rows.ReadRows(first); err != nil && !errors.Is(err, io.EOF) {
+			t.Fatal(err)
+		}
+		rows.Close()
+		if ok, err := bf.Check(first[0][0]); !ok || err != nil {
+			t.Errorf("row group %d: the bloom filter does not find id %v: %v", i, first[0][0], err)
 		}
 	}
 	if copied != 12 || other == 0 {
