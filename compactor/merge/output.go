@@ -28,10 +28,10 @@ type mergeOutput struct {
 	st      *stitcher
 	set     mergeSettings
 	opts    []parquet.WriterOption
-	// w re-encodes one row group at a time into scratch, a Parquet file
-	// in memory that the stitcher copies from.
+	// w re-encodes one row group at a time, as a Parquet file of its own
+	// whose row group sink passes straight into the output.
 	w          *parquet.Writer
-	scratch    bytes.Buffer
+	sink       reencodeSink
 	rgBytes    int64 // input bytes in the open re-encoded row group
 	rgRows     int64
 	inputBytes int64
@@ -73,6 +73,7 @@ func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Sche
 		return nil, fmt.Errorf("write %s: %w", name, err)
 	}
 	o := &mergeOutput{path: name, file: f, counter: cw, st: st, set: set, opts: opts}
+	o.sink.reset()
 	for i := range o.values {
 		o.values[i] = make([]parquet.Value, writeBatch)
 	}
@@ -134,7 +135,8 @@ func (o *mergeOutput) copyFile(pf *parquet.File) error {
 			}
 		}
 		if o.w == nil {
-			o.w = parquet.NewWriter(&o.scratch, o.opts...)
+			o.sink.out = o.counter
+			o.w = parquet.NewWriter(&o.sink, o.opts...)
 		}
 		if o.lanes[0] == nil {
 			o.lanes = balanceLanes(md.RowGroups[r].Columns)
@@ -162,29 +164,81 @@ func (o *mergeOutput) copyFile(pf *parquet.File) error {
 	return nil
 }
 
-// flushReencoded finishes the open re-encoded row group and copies it into
-// the output.
+// flushReencoded finishes the open re-encoded row group, whose bytes are
+// already in the output, and adds it to the stitcher.
 func (o *mergeOutput) flushReencoded() error {
 	if o.rgRows == 0 {
 		return nil
 	}
+	// Flush hands the row group's pages to the sink; Close writes the
+	// page indexes and the footer, which the sink holds back.
+	if err := o.w.Flush(); err != nil {
+		return err
+	}
+	o.sink.hold = true
 	if err := o.w.Close(); err != nil {
 		return err
 	}
-	b := o.scratch.Bytes()
-	md, err := readFooter(b)
-	if err != nil {
-		return fmt.Errorf("read back a re-encoded row group: %w", err)
+	if err := o.st.adoptRowGroups(&o.sink); err != nil {
+		return fmt.Errorf("re-encoded row group: %w", err)
 	}
-	for r := range md.RowGroups {
-		if err := o.st.appendRowGroup(bytes.NewReader(b), md, r); err != nil {
-			return err
-		}
-	}
-	o.scratch.Reset()
-	o.w.Reset(&o.scratch)
+	o.sink.reset()
+	o.w.Reset(&o.sink)
 	o.rgBytes, o.rgRows = 0, 0
 	return nil
+}
+
+// reencodeSink is where the re-encoding writer writes its one-row-group
+// file. The file's magic is dropped, its row group passes into the output
+// as it comes, and what follows the flush of the row group is held: the
+// rest of the writer's buffer, the page indexes and the footer. The bytes
+// that belong to the row group are sorted out from the footer once it is
+// known (adoptRowGroups), so no copy of the row group is ever made.
+type reencodeSink struct {
+	out  *countingWriter
+	base int64 // the output offset of the file's byte 4 (-1: not yet)
+	n    int64 // bytes of the file seen
+	hold bool
+	tail bytes.Buffer // the file from byte n-tail.Len() on
+}
+
+func (s *reencodeSink) reset() {
+	s.base, s.n, s.hold = -1, 0, false
+	s.tail.Reset()
+}
+
+func (s *reencodeSink) Write(p []byte) (int, error) {
+	written := len(p)
+	if s.n < int64(len(parquetMagic)) {
+		skip := min(int64(len(parquetMagic))-s.n, int64(len(p)))
+		s.n += skip
+		p = p[skip:]
+	}
+	if len(p) == 0 {
+		return written, nil
+	}
+	if s.hold {
+		s.tail.Write(p)
+		s.n += int64(len(p))
+		return written, nil
+	}
+	if s.base < 0 {
+		s.base = s.out.n
+	}
+	if _, err := s.out.Write(p); err != nil {
+		return 0, err
+	}
+	s.n += int64(len(p))
+	return written, nil
+}
+
+// ReadAt reads the held tail at the file's offsets.
+func (s *reencodeSink) ReadAt(p []byte, off int64) (int, error) {
+	start := s.n - int64(s.tail.Len())
+	if off < start || off+int64(len(p)) > s.n {
+		return 0, fmt.Errorf("read of %d bytes at %d outside the held %d-%d", len(p), off, start, s.n)
+	}
+	return copy(p, s.tail.Bytes()[off-start:]), nil
 }
 
 // readFooter decodes the footer of the Parquet file b.

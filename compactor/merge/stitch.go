@@ -14,9 +14,10 @@ import (
 // as they are), bloom filters, column indexes and offset indexes, with
 // every offset moved to where the bytes land. The footer is its own.
 //
-// A row group the merge re-encodes reaches the stitcher the same way: it
-// is written as a one-row-group file in memory and copied from there, so
-// one file can hold copied and re-encoded row groups in any order.
+// A row group the merge re-encodes is written by a parquet-go writer as a
+// file of its own whose row group bytes pass straight into the output
+// (reencodeSink); the stitcher then adopts it as it would a copy, so one
+// file can hold copied and re-encoded row groups in any order.
 type stitcher struct {
 	w      *countingWriter
 	buf    []byte // copy buffer
@@ -61,6 +62,52 @@ func chunkStart(md *format.ColumnMetaData) int64 {
 
 // appendRowGroup copies row group r of the file src whose footer is md.
 func (s *stitcher) appendRowGroup(src io.ReaderAt, md *format.FileMetaData, r int) error {
+	return s.addRowGroup(src, md, r, -1)
+}
+
+// adoptRowGroups adds the row groups of the re-encoding writer's file
+// (see reencodeSink), whose bytes up to the flush are already in the
+// output from sink.base on; the rest of them, still held, is written now.
+func (s *stitcher) adoptRowGroups(sink *reencodeSink) error {
+	tail := sink.tail.Bytes()
+	md, err := readFooter(tail)
+	if err != nil {
+		return err
+	}
+	var end int64 // the end of the row groups' bytes in the file
+	for _, rg := range md.RowGroups {
+		for _, c := range rg.Columns {
+			if c.MetaData.BloomFilterOffset > 0 {
+				return fmt.Errorf("column %v has a bloom filter", c.MetaData.PathInSchema)
+			}
+			end = max(end, chunkStart(&c.MetaData)+c.MetaData.TotalCompressedSize)
+		}
+	}
+	held := sink.n - int64(len(tail))
+	if end > held {
+		if _, err := s.w.Write(tail[:end-held]); err != nil {
+			return err
+		}
+	}
+	base := sink.base
+	if base < 0 { // every byte was held
+		base = s.w.n - (end - int64(len(parquetMagic)))
+	}
+	if s.w.n-base != end-int64(len(parquetMagic)) {
+		return fmt.Errorf("the output holds %d bytes of row groups ending at %d", s.w.n-base, end)
+	}
+	for r := range md.RowGroups {
+		if err := s.addRowGroup(sink, md, r, base-int64(len(parquetMagic))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addRowGroup adds row group r of the file src whose footer is md: copied
+// from src when placed is negative, else already in the output, placed
+// bytes after where it is in src.
+func (s *stitcher) addRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, placed int64) error {
 	if s.schema == nil {
 		s.schema = md.Schema
 		s.orders = md.ColumnOrders
@@ -74,6 +121,9 @@ func (s *stitcher) appendRowGroup(src io.ReaderAt, md *format.FileMetaData, r in
 		FileOffset:     s.w.n,
 		Ordinal:        int16(len(s.groups)),
 	}
+	if placed >= 0 && len(in.Columns) > 0 {
+		rg.FileOffset = chunkStart(&in.Columns[0].MetaData) + placed
+	}
 	if len(s.groups) >= 1<<15-1 {
 		return fmt.Errorf("more than %d row groups", 1<<15-1)
 	}
@@ -85,9 +135,12 @@ func (s *stitcher) appendRowGroup(src io.ReaderAt, md *format.FileMetaData, r in
 			return fmt.Errorf("column %v is in another file, %s", c.MetaData.PathInSchema, c.FilePath)
 		}
 		start := chunkStart(&c.MetaData)
-		delta := s.w.n - start
-		if err := s.copyRange(src, start, c.MetaData.TotalCompressedSize); err != nil {
-			return fmt.Errorf("copy column %v: %w", c.MetaData.PathInSchema, err)
+		delta := placed
+		if placed < 0 {
+			delta = s.w.n - start
+			if err := s.copyRange(src, start, c.MetaData.TotalCompressedSize); err != nil {
+				return fmt.Errorf("copy column %v: %w", c.MetaData.PathInSchema, err)
+			}
 		}
 		c.FileOffset = start + delta
 		c.MetaData.DataPageOffset += delta
