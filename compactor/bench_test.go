@@ -141,7 +141,7 @@ func benchConfigs(b *testing.B, home, storage string) (build, run *configs.Confi
 	mk := func(s servers.S3Server) *configs.Config {
 		cfg := configs.Embedded(home)
 		props := s.Props()
-		props["type"], props["uri"], props["warehouse"] = "sql", "file:"+filepath.Join(home, "catalog.db"), "s3://"+srv.Bucket+"/warehouse"
+		props["type"], props["uri"], props["warehouse"] = "sql", "file:"+filepath.Join(home, "catalog.db")+"?mode=rwc", "s3://"+srv.Bucket+"/warehouse"
 		cfg.Buckets[0].Catalog = props
 		return cfg
 	}

@@ -3,7 +3,6 @@ package merge
 import (
 	"bytes"
 	"cmp"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/icekeeper/icekeeper/internal/version"
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 	"github.com/sourcegraph/conc/pool"
 )
@@ -20,7 +18,7 @@ import (
 // mergeOutput is one output file being written. Its row groups are
 // stitched (see stitcher): an input row group healthy enough to keep is
 // copied byte for byte, and the others are merged and re-encoded into row
-// groups of the table's size, which are then copied in the same way.
+// groups of the table's size.
 type mergeOutput struct {
 	path    string
 	file    icebergio.FileWriter
@@ -239,23 +237,6 @@ func (s *reencodeSink) ReadAt(p []byte, off int64) (int, error) {
 		return 0, fmt.Errorf("read of %d bytes at %d outside the held %d-%d", len(p), off, start, s.n)
 	}
 	return copy(p, s.tail.Bytes()[off-start:]), nil
-}
-
-// readFooter decodes the footer of the Parquet file b.
-func readFooter(b []byte) (*format.FileMetaData, error) {
-	n := len(b)
-	if n < 12 || string(b[n-4:]) != parquetMagic {
-		return nil, fmt.Errorf("not a Parquet file")
-	}
-	size := int(binary.LittleEndian.Uint32(b[n-8:]))
-	if size > n-12 {
-		return nil, fmt.Errorf("footer of %d bytes in a file of %d", size, n)
-	}
-	md := new(format.FileMetaData)
-	if err := thrift.Unmarshal(new(thrift.CompactProtocol), b[n-8-size:n-8], md); err != nil {
-		return nil, err
-	}
-	return md, nil
 }
 
 // balanceLanes splits the columns into two lanes of about equal bytes.

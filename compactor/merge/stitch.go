@@ -291,3 +291,20 @@ func everyChunk[T []byte | *format.OffsetIndex](groups [][]T) bool {
 	}
 	return true
 }
+
+// readFooter decodes the footer of the Parquet file b.
+func readFooter(b []byte) (*format.FileMetaData, error) {
+	n := len(b)
+	if n < 12 || string(b[n-4:]) != parquetMagic {
+		return nil, fmt.Errorf("not a Parquet file")
+	}
+	size := int(binary.LittleEndian.Uint32(b[n-8:]))
+	if size > n-12 {
+		return nil, fmt.Errorf("footer of %d bytes in a file of %d", size, n)
+	}
+	md := new(format.FileMetaData)
+	if err := thrift.Unmarshal(new(thrift.CompactProtocol), b[n-8-size:n-8], md); err != nil {
+		return nil, err
+	}
+	return md, nil
+}
