@@ -62,7 +62,33 @@ func chunkStart(md *format.ColumnMetaData) int64 {
 
 // appendRowGroup copies row group r of the file src whose footer is md.
 func (s *stitcher) appendRowGroup(src io.ReaderAt, md *format.FileMetaData, r int) error {
-	return s.addRowGroup(src, md, r, -1)
+	// Writers put a row group's chunks one after another: then one
+	// ranged read copies them all (on object storage, a GET per 8 MiB
+	// rather than one per column at least).
+	if start, n, ok := contiguous(md.RowGroups[r].Columns); ok {
+		at := s.w.n
+		if err := s.copyRange(src, start, n); err != nil {
+			return fmt.Errorf("copy row group %d: %w", r, err)
+		}
+		return s.addRowGroup(src, md, r, true, at-start)
+	}
+	return s.addRowGroup(src, md, r, false, 0)
+}
+
+// contiguous reports whether cols lie one after another in their file,
+// from start for n bytes.
+func contiguous(cols []format.ColumnChunk) (start, n int64, ok bool) {
+	if len(cols) == 0 {
+		return 0, 0, false
+	}
+	start = chunkStart(&cols[0].MetaData)
+	for i := range cols {
+		if chunkStart(&cols[i].MetaData) != start+n {
+			return 0, 0, false
+		}
+		n += cols[i].MetaData.TotalCompressedSize
+	}
+	return start, n, true
 }
 
 // adoptRowGroups adds the row groups of the re-encoding writer's file
@@ -97,17 +123,17 @@ func (s *stitcher) adoptRowGroups(sink *reencodeSink) error {
 		return fmt.Errorf("the output holds %d bytes of row groups ending at %d", s.w.n-base, end)
 	}
 	for r := range md.RowGroups {
-		if err := s.addRowGroup(sink, md, r, base-int64(len(parquetMagic))); err != nil {
+		if err := s.addRowGroup(sink, md, r, true, base-int64(len(parquetMagic))); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// addRowGroup adds row group r of the file src whose footer is md: copied
-// from src when placed is negative, else already in the output, placed
-// bytes after where it is in src.
-func (s *stitcher) addRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, placed int64) error {
+// addRowGroup adds row group r of the file src whose footer is md: its
+// chunks copied one by one from src, or, when placed, already in the
+// output, delta bytes after where they are in src.
+func (s *stitcher) addRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, placed bool, delta int64) error {
 	if s.schema == nil {
 		s.schema = md.Schema
 		s.orders = md.ColumnOrders
@@ -121,8 +147,8 @@ func (s *stitcher) addRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, 
 		FileOffset:     s.w.n,
 		Ordinal:        int16(len(s.groups)),
 	}
-	if placed >= 0 && len(in.Columns) > 0 {
-		rg.FileOffset = chunkStart(&in.Columns[0].MetaData) + placed
+	if placed && len(in.Columns) > 0 {
+		rg.FileOffset = chunkStart(&in.Columns[0].MetaData) + delta
 	}
 	if len(s.groups) >= 1<<15-1 {
 		return fmt.Errorf("more than %d row groups", 1<<15-1)
@@ -135,8 +161,7 @@ func (s *stitcher) addRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, 
 			return fmt.Errorf("column %v is in another file, %s", c.MetaData.PathInSchema, c.FilePath)
 		}
 		start := chunkStart(&c.MetaData)
-		delta := placed
-		if placed < 0 {
+		if !placed {
 			delta = s.w.n - start
 			if err := s.copyRange(src, start, c.MetaData.TotalCompressedSize); err != nil {
 				return fmt.Errorf("copy column %v: %w", c.MetaData.PathInSchema, err)
