@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -38,6 +39,10 @@ import (
 //     string; zstd, iceberg-go's and Flink's default) toward 128 MB; the
 //     same with snappy;
 //   - many-partitions: 3,200 tiny files over 16 partitions;
+//   - flink-shaped: 8 files of about 32 MB, each 4 row groups of about
+//     8 MB (a Flink job's output under write.target-file-size-bytes 32 MB
+//     and write.parquet.row-group-size-bytes 8 MB), toward 512 MB: the
+//     row groups are healthy, and icekeeper copies them;
 //
 // on local disk, on S3 (versitygw on loopback) and on S3 behind a proxy
 // that holds every response back 20 ms, as a remote object store does.
@@ -55,14 +60,17 @@ func BenchmarkCompaction(b *testing.B) {
 		partitioned bool
 		rows        int
 		codec       string
+		flink       bool // flink-shaped: the appends' files and row groups are Flink's
 	}{
-		{"local/small-files", "local", files, false, 4800, "zstd"},
-		{"local/small-files-snappy", "local", files, false, 4800, "snappy"},
-		{"local/many-partitions", "local", files, true, 40, "zstd"},
-		{"s3/small-files", "s3", files, false, 4800, "zstd"},
-		{"s3/many-partitions", "s3", files, true, 40, "zstd"},
-		{"s3-20ms/small-files", "s3-20ms", files, false, 4800, "zstd"},
-		{"s3-20ms/many-partitions", "s3-20ms", files, true, 40, "zstd"},
+		{"local/small-files", "local", files, false, 4800, "zstd", false},
+		{"local/small-files-snappy", "local", files, false, 4800, "snappy", false},
+		{"local/many-partitions", "local", files, true, 40, "zstd", false},
+		{"local/flink-shaped", "local", 8, false, flinkRows, "zstd", true},
+		{"s3/small-files", "s3", files, false, 4800, "zstd", false},
+		{"s3/many-partitions", "s3", files, true, 40, "zstd", false},
+		{"s3-20ms/small-files", "s3-20ms", files, false, 4800, "zstd", false},
+		{"s3-20ms/many-partitions", "s3-20ms", files, true, 40, "zstd", false},
+		{"s3-20ms/flink-shaped", "s3-20ms", 8, false, flinkRows, "zstd", true},
 	} {
 		b.Run(in.name, func(b *testing.B) {
 			var ik, ig child.Result
@@ -72,14 +80,18 @@ func BenchmarkCompaction(b *testing.B) {
 				home := b.TempDir()
 				build, run := benchConfigs(b, home, in.storage)
 				var err error
-				if inputBytes, err = buildCompactionInput(build, in.appends, in.rows, in.partitioned, in.codec); err != nil {
+				props, targetMB := iceberg.Properties{}, "128"
+				if in.flink {
+					props, targetMB = flinkProps, "512"
+				}
+				if inputBytes, err = buildCompactionInput(build, in.appends, in.rows, in.partitioned, in.codec, props); err != nil {
 					b.Fatal(err)
 				}
 				if err := writeConfig(filepath.Join(home, "catalog.json"), run); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				rik, rig, err := child.Pair(i, "TestCompactionBenchChild", home)
+				rik, rig, err := child.Pair(i, "TestCompactionBenchChild", home, targetMB)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -92,6 +104,9 @@ func BenchmarkCompaction(b *testing.B) {
 			b.ReportMetric(mb/(ik.Ms/N/1000), "icekeeper-MiB/s")
 			b.ReportMetric(mb/(ig.Ms/N/1000), "iceberg-go-MiB/s")
 			b.ReportMetric(ig.Ms/ik.Ms, "throughput-ratio")
+			b.ReportMetric(ik.CPUMs/N/1000, "icekeeper-CPU-s")
+			b.ReportMetric(ig.CPUMs/N/1000, "iceberg-go-CPU-s")
+			b.ReportMetric(ig.CPUMs/ik.CPUMs, "CPU-ratio")
 			b.ReportMetric(ik.PeakRSSMiB/N, "icekeeper-peak-RSS-MiB")
 			b.ReportMetric(ig.PeakRSSMiB/N, "iceberg-go-peak-RSS-MiB")
 			b.ReportMetric(float64(ik.Bytes)/N/(1<<20), "icekeeper-out-MiB")
@@ -100,6 +115,18 @@ func BenchmarkCompaction(b *testing.B) {
 			b.ReportMetric(float64(ig.Count)/N, "iceberg-go-out-files")
 		})
 	}
+}
+
+// The flink-shaped input: rows per append and the table properties that
+// make each append one file of 4 row groups of about 8 MB. iceberg-go's
+// writer bounds row groups by rows, so the row limit makes the size; the
+// size property is what a Flink job sets, and what the copy rule reads.
+const flinkRows = 4 * 72_000
+
+var flinkProps = iceberg.Properties{
+	"write.parquet.row-group-limit":      "72000",
+	"write.parquet.row-group-size-bytes": strconv.Itoa(8 << 20),
+	"write.target-file-size-bytes":       strconv.Itoa(32 << 20),
 }
 
 // benchConfigs returns the configuration the input is built with and the
@@ -114,7 +141,7 @@ func benchConfigs(b *testing.B, home, storage string) (build, run *configs.Confi
 	mk := func(s servers.S3Server) *configs.Config {
 		cfg := configs.Embedded(home)
 		props := s.Props()
-		props["type"], props["uri"], props["warehouse"] = "sql", "file:"+filepath.Join(home, "catalog.db"), "s3://"+srv.Bucket+"/warehouse"
+		props["type"], props["uri"], props["warehouse"] = "sql", "file:"+filepath.Join(home, "catalog.db")+"?mode=rwc", "s3://"+srv.Bucket+"/warehouse"
 		cfg.Buckets[0].Catalog = props
 		return cfg
 	}
@@ -144,6 +171,11 @@ func TestCompactionBenchChild(t *testing.T) {
 		t.Skip("benchmark child only")
 	}
 	variant, home := args[0], args[1]
+	targetMB, err := strconv.Atoi(args[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := int64(targetMB) << 20
 	ctx := context.Background()
 	cfg := configs.Embedded(home)
 	data, err := os.ReadFile(filepath.Join(home, "catalog.json"))
@@ -157,7 +189,6 @@ func TestCompactionBenchChild(t *testing.T) {
 	defer reg.Close()
 	b, _ := reg.Bucket("local")
 	id := bucket.TableID{Namespace: []string{"bench"}, Name: tableOf(variant)}
-	const target = 128 << 20
 	start := time.Now()
 	var files int
 	var bytes int64
@@ -167,7 +198,7 @@ func TestCompactionBenchChild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Buckets[0].Maintenance.Compaction = &configs.CompactionConfig{CompactionSettings: maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(128), Strategy: maintenance.StrategyBinpack}}
+		cfg.Buckets[0].Maintenance.Compaction = &configs.CompactionConfig{CompactionSettings: maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(targetMB), Strategy: maintenance.StrategyBinpack}}
 		job := &Job{}
 		r := &jobs.Runner{Store: store, Resolver: &jobs.Resolver{Store: store, Defaults: cfg.Defaults()}, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
 		out, err := r.Run(ctx, jobs.Target{Bucket: b, Table: id}, job.Type(), "bench", jobs.Options{})
@@ -215,7 +246,7 @@ var benchArrow = arrow.NewSchema([]arrow.Field{
 
 // buildCompactionInput creates bench.icekeeper and bench.iceberg_go with
 // identical contents (same seed) and returns one copy's data bytes.
-func buildCompactionInput(cfg *configs.Config, appends, rows int, partitioned bool, codec string) (int64, error) {
+func buildCompactionInput(cfg *configs.Config, appends, rows int, partitioned bool, codec string, extra iceberg.Properties) (int64, error) {
 	ctx := context.Background()
 	reg := cfg.Registry()
 	defer reg.Close()
@@ -233,9 +264,10 @@ func buildCompactionInput(cfg *configs.Config, appends, rows int, partitioned bo
 		spec = iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{7}, FieldID: 1000, Name: "p", Transform: iceberg.IdentityTransform{}})
 	}
 	var total int64
+	props := iceberg.Properties{"write.parquet.compression-codec": codec, "commit.manifest-merge.enabled": "false"}
+	maps.Copy(props, extra)
 	for _, name := range []string{tableOf(child.Icekeeper), tableOf(child.IcebergGo)} {
-		tbl, err := cat.CreateTable(ctx, table.Identifier{"bench", name}, sc, catalog.WithPartitionSpec(&spec),
-			catalog.WithProperties(iceberg.Properties{"write.parquet.compression-codec": codec, "commit.manifest-merge.enabled": "false"}))
+		tbl, err := cat.CreateTable(ctx, table.Identifier{"bench", name}, sc, catalog.WithPartitionSpec(&spec), catalog.WithProperties(props))
 		if err != nil {
 			return 0, err
 		}

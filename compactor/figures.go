@@ -29,9 +29,13 @@ type Figures struct {
 	MetadataFilesRemoved int `json:"metadataFilesRemoved"`
 	GroupsPlanned        int `json:"groupsPlanned"`
 	GroupsMerged         int `json:"groupsMerged"` // rewritten by the merge path
-	GroupsCommitted      int `json:"groupsCommitted"`
-	GroupsFailed         int `json:"groupsFailed"`
-	GroupsDropped        int `json:"groupsDropped"` // dropped for a true conflict
+	// RowGroupsCopied are the merge path's input row groups copied byte for
+	// byte, RowGroupsReencoded those it decoded and encoded again.
+	RowGroupsCopied    int `json:"rowGroupsCopied,omitempty"`
+	RowGroupsReencoded int `json:"rowGroupsReencoded,omitempty"`
+	GroupsCommitted    int `json:"groupsCommitted"`
+	GroupsFailed       int `json:"groupsFailed"`
+	GroupsDropped      int `json:"groupsDropped"` // dropped for a true conflict
 	// GroupsFannedOut is how many groups were rewritten by the workers of
 	// every replica rather than by this run (Fanout.MinParts).
 	GroupsFannedOut int      `json:"groupsFannedOut,omitempty"`
@@ -92,6 +96,9 @@ func (f *Figures) Text() string {
 		if g.PathReason != "" {
 			path += ": " + g.PathReason
 		}
+		if c := g.Copies; c != nil && c.ToCopy > 0 {
+			path += fmt.Sprintf(", ~%d of %d row groups copied as they are", c.ToCopy, c.RowGroups)
+		}
 		fmt.Fprintf(&b, "\n  group %s: %d files, %d bytes, %d rows -> ~%d files (%s) by %s", g.Partition, g.InputFiles, g.InputBytes, g.InputRecords, g.ExpectedOutputFiles, g.Reason, path)
 	}
 	for _, s := range f.Plan.Skipped {
@@ -105,6 +112,9 @@ func (f *Figures) Text() string {
 			f.GroupsCommitted, f.GroupsFailed, f.GroupsDropped, f.GroupsMerged, f.InputFiles, f.OutputFiles, f.InputBytes, f.OutputBytes, f.DeleteFilesRemoved)
 		fmt.Fprintf(&b, "\n  %d commits in %d attempts (%d lost to concurrent commits, %d rebased), %d old metadata files removed, rewrite %d ms, commit %d ms, %d ms in all",
 			f.Commits, f.CommitAttempts, f.Conflicts, f.Rebases, f.MetadataFilesRemoved, f.RewriteMs, f.CommitMs, f.DurationMs)
+		if f.RowGroupsCopied+f.RowGroupsReencoded > 0 {
+			fmt.Fprintf(&b, "\n  merged row groups: %d copied byte for byte, %d re-encoded", f.RowGroupsCopied, f.RowGroupsReencoded)
+		}
 	}
 	switch m := f.manifestFigures; {
 	case m.ManifestsMinimum == 0:
@@ -179,6 +189,8 @@ func (f *Figures) addRewrites(rws []rewritten) {
 			f.Errors = append(f.Errors, rw.err.Error())
 		case rw.path == planner.PathMerge:
 			f.GroupsMerged++
+			f.RowGroupsCopied += rw.rowGroups.Copied
+			f.RowGroupsReencoded += rw.rowGroups.Reencoded
 		}
 	}
 }

@@ -20,7 +20,9 @@ type rewritten struct {
 	// path is the path taken; a merge whose files turn out to have
 	// different Parquet schemas takes iceberg-go's.
 	path string
-	err  error
+	// rowGroups is what the merge path did with the inputs' row groups.
+	rowGroups merge.RowGroupCounts
+	err       error
 }
 
 // rewrite executes the planned groups, at most Parallelism at a time, and
@@ -53,7 +55,7 @@ func rewriteGroup(ctx context.Context, merger *merge.Merger, tbl *table.Table, t
 	case planner.PathSort, planner.PathZOrder:
 		rw.result, rw.err = sortedGroup(ctx, tbl, tasks, target, g.Path == planner.PathZOrder)
 	case planner.PathMerge:
-		rw.result, rw.err = merger.Group(ctx, tbl, tasks, target)
+		rw.result, rw.rowGroups, rw.err = merger.Group(ctx, tbl, tasks, target)
 		if !errors.Is(rw.err, merge.ErrNotMergeable) {
 			break
 		}

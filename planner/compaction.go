@@ -105,6 +105,9 @@ type Group struct {
 	// Rewrite fills both, Compaction leaves them empty.
 	Path       string `json:"path,omitempty"`
 	PathReason string `json:"pathReason,omitempty"`
+	// Copies is, on the merge path, how many of the group's row groups
+	// are expected to be copied as they are (see EstimateCopies).
+	Copies *RowGroupEstimate `json:"copies,omitempty"`
 }
 
 // Skip records files or partitions a plan leaves alone, and why.
@@ -248,7 +251,12 @@ func Rewrite(meta table.Metadata, tasks []table.FileScanTask, files []File, opts
 		return plan, err
 	}
 	for i, g := range plan.Groups {
-		plan.Groups[i].Path, plan.Groups[i].PathReason = RewritePath(meta, GroupTasks(tasks, g), opts.Strategy, opts.TargetBytes, opts.Mergeable)
+		gt := GroupTasks(tasks, g)
+		plan.Groups[i].Path, plan.Groups[i].PathReason = RewritePath(meta, gt, opts.Strategy, opts.TargetBytes, opts.Mergeable)
+		if plan.Groups[i].Path == PathMerge {
+			e := EstimateCopies(meta, gt)
+			plan.Groups[i].Copies = &e
+		}
 	}
 	return plan, nil
 }

@@ -105,12 +105,19 @@ func (m *Merger) zstdCodec(level int) *zstdCodec {
 	return c
 }
 
-// Group rewrites a group by merging its files column by column into files
-// of about target bytes, beside the first input. It returns an error
+// Group rewrites a group by merging its files into files of about target
+// bytes, beside the first input, and counts what it did with their row
+// groups. It returns an error
 // wrapping ErrNotMergeable when the group must take the general path; an
 // output it had begun is never returned, and the caller removes it with its
 // other uncommitted files.
-func (m *Merger) Group(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, target int64) (table.CompactionGroupResult, error) {
+func (m *Merger) Group(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, target int64) (table.CompactionGroupResult, RowGroupCounts, error) {
+	var counts RowGroupCounts
+	res, err := m.group(ctx, tbl, tasks, target, &counts)
+	return res, counts, err
+}
+
+func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, target int64, counts *RowGroupCounts) (table.CompactionGroupResult, error) {
 	wholeFileBytes := m.WholeFileBytes
 	if wholeFileBytes <= 0 {
 		wholeFileBytes = defaultWholeFileBytes
@@ -162,6 +169,8 @@ func (m *Merger) Group(ctx context.Context, tbl *table.Table, tasks []table.File
 			return nil
 		}
 		df, err := out.close(spec, sc, inputs)
+		counts.Copied += out.counts.Copied
+		counts.Reencoded += out.counts.Reencoded
 		out, inputs = nil, nil
 		if err != nil {
 			return err

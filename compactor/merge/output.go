@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"io"
@@ -14,19 +15,33 @@ import (
 	"github.com/sourcegraph/conc/pool"
 )
 
-// mergeOutput is one output file being written.
+// mergeOutput is one output file being written. Its row groups are
+// stitched (see stitcher): an input row group healthy enough to keep is
+// copied byte for byte, and the others are merged and re-encoded into row
+// groups of the table's size.
 type mergeOutput struct {
-	path       string
-	file       icebergio.FileWriter
-	counter    *countingWriter
+	path    string
+	file    icebergio.FileWriter
+	counter *countingWriter
+	st      *stitcher
+	set     mergeSettings
+	opts    []parquet.WriterOption
+	// w re-encodes one row group at a time, as a Parquet file of its own
+	// whose row group sink passes straight into the output.
 	w          *parquet.Writer
-	set        mergeSettings
-	rgBytes    int64 // input bytes in the open row group
+	sink       reencodeSink
+	rgBytes    int64 // input bytes in the open re-encoded row group
 	rgRows     int64
 	inputBytes int64
-	rows       int64
+	counts     RowGroupCounts
 	lanes      [2][]int           // columns by lane, balanced on the first input
 	values     [2][]parquet.Value // one decoding buffer per lane
+}
+
+// RowGroupCounts say what the merge did with its inputs' row groups:
+// copied them byte for byte, or decoded and re-encoded them.
+type RowGroupCounts struct {
+	Copied, Reencoded int
 }
 
 func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Schema, set mergeSettings) (*mergeOutput, error) {
@@ -40,7 +55,7 @@ func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Sche
 		parquet.PageBufferSize(set.pageBytes),
 		parquet.DataPageVersion(set.pageVersion),
 		parquet.WriteBufferSize(64 << 10),
-		createdBy("icekeeper version " + version.Version() + " (build " + version.Commit() + ")"),
+		createdBy(writerName()),
 	}
 	if set.dictionary {
 		// Dictionary-encoded columns fall back to plain pages once their
@@ -50,30 +65,79 @@ func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Sche
 		opts = append(opts, parquet.DictionaryMaxBytes(set.dictBytes))
 	}
 	cw := &countingWriter{w: f}
-	o := &mergeOutput{path: name, file: f, counter: cw, w: parquet.NewWriter(cw, opts...), set: set}
+	st, err := newStitcher(cw)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("write %s: %w", name, err)
+	}
+	o := &mergeOutput{path: name, file: f, counter: cw, st: st, set: set, opts: opts}
+	o.sink.reset()
 	for i := range o.values {
 		o.values[i] = make([]parquet.Value, writeBatch)
 	}
 	return o, nil
 }
 
-// copyFile appends every row group of pf, column by column, on two lanes
-// of columns at once: distinct column writers share no state until the
-// row group is flushed.
+// writerName is the footer's created_by.
+func writerName() string {
+	return "icekeeper version " + version.Version() + " (build " + version.Commit() + ")"
+}
+
+// copyable reports whether input row group rg, of size compressed bytes,
+// is copied as it is: large enough (planner.CopyThreshold), within the table's
+// row limit, compressed with the table's codec, dictionary-encoded only if
+// the table allows dictionaries, and not encrypted.
+func (o *mergeOutput) copyable(rg *format.RowGroup, size int64) bool {
+	if size < o.set.copyBytes || rg.NumRows > o.set.rowGroupRows {
+		return false
+	}
+	codec := o.set.codec.CompressionCodec()
+	for i := range rg.Columns {
+		c := &rg.Columns[i]
+		if c.MetaData.Codec != codec || len(c.EncryptedColumnMetadata) > 0 || c.CryptoMetadata.Value != nil {
+			return false
+		}
+		if !o.set.dictionary && c.MetaData.DictionaryPageOffset > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// copyFile appends every row group of pf: copied when copyable, else
+// merged into the open re-encoded row group, column by column, on two
+// lanes of columns at once (distinct column writers share no state until
+// the row group is flushed).
 func (o *mergeOutput) copyFile(pf *parquet.File) error {
+	md := pf.Metadata()
 	for r, rg := range pf.RowGroups() {
 		var size int64
-		for _, c := range pf.Metadata().RowGroups[r].Columns {
+		for _, c := range md.RowGroups[r].Columns {
 			size += c.MetaData.TotalCompressedSize
 		}
-		if o.rgRows > 0 && (o.rgBytes+size > o.set.rowGroupBytes || o.rgRows+rg.NumRows() > o.set.rowGroupRows) {
-			if err := o.w.Flush(); err != nil {
+		if o.copyable(&md.RowGroups[r], size) {
+			// The open re-encoded row group goes first: rows keep their
+			// order.
+			if err := o.flushReencoded(); err != nil {
 				return err
 			}
-			o.rgBytes, o.rgRows = 0, 0
+			if err := o.st.appendRowGroup(pf, md, r); err != nil {
+				return err
+			}
+			o.counts.Copied++
+			continue
+		}
+		if o.rgRows > 0 && (o.rgBytes+size > o.set.rowGroupBytes || o.rgRows+rg.NumRows() > o.set.rowGroupRows) {
+			if err := o.flushReencoded(); err != nil {
+				return err
+			}
+		}
+		if o.w == nil {
+			o.sink.out = o.counter
+			o.w = parquet.NewWriter(&o.sink, o.opts...)
 		}
 		if o.lanes[0] == nil {
-			o.lanes = balanceLanes(pf.Metadata().RowGroups[r].Columns)
+			o.lanes = balanceLanes(md.RowGroups[r].Columns)
 		}
 		writers := o.w.ColumnWriters()
 		chunks := rg.ColumnChunks()
@@ -93,9 +157,86 @@ func (o *mergeOutput) copyFile(pf *parquet.File) error {
 		}
 		o.rgBytes += size
 		o.rgRows += rg.NumRows()
-		o.rows += rg.NumRows()
+		o.counts.Reencoded++
 	}
 	return nil
+}
+
+// flushReencoded finishes the open re-encoded row group, whose bytes are
+// already in the output, and adds it to the stitcher.
+func (o *mergeOutput) flushReencoded() error {
+	if o.rgRows == 0 {
+		return nil
+	}
+	// Flush hands the row group's pages to the sink; Close writes the
+	// page indexes and the footer, which the sink holds back.
+	if err := o.w.Flush(); err != nil {
+		return err
+	}
+	o.sink.hold = true
+	if err := o.w.Close(); err != nil {
+		return err
+	}
+	if err := o.st.adoptRowGroups(&o.sink); err != nil {
+		return fmt.Errorf("re-encoded row group: %w", err)
+	}
+	o.sink.reset()
+	o.w.Reset(&o.sink)
+	o.rgBytes, o.rgRows = 0, 0
+	return nil
+}
+
+// reencodeSink is where the re-encoding writer writes its one-row-group
+// file. The file's magic is dropped, its row group passes into the output
+// as it comes, and what follows the flush of the row group is held: the
+// rest of the writer's buffer, the page indexes and the footer. The bytes
+// that belong to the row group are sorted out from the footer once it is
+// known (adoptRowGroups), so no copy of the row group is ever made.
+type reencodeSink struct {
+	out  *countingWriter
+	base int64 // the output offset of the file's byte 4 (-1: not yet)
+	n    int64 // bytes of the file seen
+	hold bool
+	tail bytes.Buffer // the file from byte n-tail.Len() on
+}
+
+func (s *reencodeSink) reset() {
+	s.base, s.n, s.hold = -1, 0, false
+	s.tail.Reset()
+}
+
+func (s *reencodeSink) Write(p []byte) (int, error) {
+	written := len(p)
+	if s.n < int64(len(parquetMagic)) {
+		skip := min(int64(len(parquetMagic))-s.n, int64(len(p)))
+		s.n += skip
+		p = p[skip:]
+	}
+	if len(p) == 0 {
+		return written, nil
+	}
+	if s.hold {
+		s.tail.Write(p)
+		s.n += int64(len(p))
+		return written, nil
+	}
+	if s.base < 0 {
+		s.base = s.out.n
+	}
+	if _, err := s.out.Write(p); err != nil {
+		return 0, err
+	}
+	s.n += int64(len(p))
+	return written, nil
+}
+
+// ReadAt reads the held tail at the file's offsets.
+func (s *reencodeSink) ReadAt(p []byte, off int64) (int, error) {
+	start := s.n - int64(s.tail.Len())
+	if off < start || off+int64(len(p)) > s.n {
+		return 0, fmt.Errorf("read of %d bytes at %d outside the held %d-%d", len(p), off, start, s.n)
+	}
+	return copy(p, s.tail.Bytes()[off-start:]), nil
 }
 
 // balanceLanes splits the columns into two lanes of about equal bytes.
@@ -162,14 +303,18 @@ func copyChunk(w *parquet.ColumnWriter, cc parquet.ColumnChunk, values []parquet
 // close finishes the file and describes it for the manifest: counts and
 // sizes from its own footer, bounds merged from the inputs' metrics.
 func (o *mergeOutput) close(spec iceberg.PartitionSpec, sc *iceberg.Schema, inputs []iceberg.DataFile) (iceberg.DataFile, error) {
-	if err := o.w.Close(); err != nil {
+	if err := o.flushReencoded(); err != nil {
+		o.file.Close()
+		return nil, fmt.Errorf("write %s: %w", o.path, err)
+	}
+	md, err := o.st.close(writerName())
+	if err != nil {
 		o.file.Close()
 		return nil, fmt.Errorf("write %s: %w", o.path, err)
 	}
 	if err := o.file.Close(); err != nil {
 		return nil, fmt.Errorf("close %s: %w", o.path, err)
 	}
-	md := o.w.File().Metadata()
 	fields := sc.Fields()
 	sizes := map[int]int64{}
 	valueCounts := map[int]int64{}
@@ -193,7 +338,7 @@ func (o *mergeOutput) close(spec iceberg.PartitionSpec, sc *iceberg.Schema, inpu
 		}
 		splits = append(splits, off)
 	}
-	b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, o.path, iceberg.ParquetFile, inputs[0].Partition(), nil, nil, o.rows, o.counter.n)
+	b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, o.path, iceberg.ParquetFile, inputs[0].Partition(), nil, nil, md.NumRows, o.counter.n)
 	if err != nil {
 		return nil, err
 	}

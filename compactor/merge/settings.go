@@ -10,6 +10,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/compress/gzip"
+
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // mergeSettings are the table's Parquet write properties the merge honours.
@@ -21,6 +23,9 @@ type mergeSettings struct {
 	dictBytes     int64
 	rowGroupBytes int64
 	rowGroupRows  int64
+	// copyBytes is the size from which an input row group is copied as
+	// it is (planner.CopyThreshold).
+	copyBytes int64
 }
 
 // mergeSettingsOf reads the table's write properties, with iceberg-go's
@@ -39,6 +44,7 @@ func mergeSettingsOf(props iceberg.Properties, m *Merger) (mergeSettings, error)
 		dictBytes:     int64(props.GetInt(table.ParquetDictSizeBytesKey, table.ParquetDictSizeBytesDefault)),
 		rowGroupBytes: int64(props.GetInt(table.ParquetRowGroupSizeBytesKey, table.ParquetRowGroupSizeBytesDefault)),
 		rowGroupRows:  int64(props.GetInt("write.parquet.row-group-limit", table.ParquetRowGroupLimitDefault)),
+		copyBytes:     planner.CopyThreshold(props),
 	}
 	switch v := props.Get("write.parquet.page-version", "2"); v {
 	case "1", "2":

@@ -22,6 +22,9 @@ type Result struct {
 	Bytes      int64   `json:"bytes"` // bytes the side produced, where that matters
 	// AllocBytes is what the side allocated on the heap, where reported.
 	AllocBytes int64 `json:"allocBytes,omitempty"`
+	// CPUMs is the child process's user and system CPU time, set by Run:
+	// the whole process, start-up included.
+	CPUMs float64 `json:"cpuMs,omitempty"`
 }
 
 const envKey = "ICEKEEPER_BENCH_CHILD"
@@ -71,6 +74,7 @@ func (s *Result) Add(r Result) {
 	s.Count += r.Count
 	s.Bytes += r.Bytes
 	s.AllocBytes += r.AllocBytes
+	s.CPUMs += r.CPUMs
 }
 
 // Run re-executes the test binary, running only childTest with args.
@@ -92,7 +96,9 @@ func Run(childTest string, args ...string) (Result, error) {
 	for _, line := range strings.Split(out.String(), "\n") {
 		if js, ok := strings.CutPrefix(line, "RESULT "); ok {
 			var r Result
-			return r, json.Unmarshal([]byte(js), &r)
+			err := json.Unmarshal([]byte(js), &r)
+			r.CPUMs = float64((cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Microseconds()) / 1000
+			return r, err
 		}
 	}
 	return Result{}, fmt.Errorf("child %s printed no result:\n%s", spec, out.String())

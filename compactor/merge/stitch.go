@@ -1,0 +1,335 @@
+package merge
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// stitcher writes a Parquet file whose row groups are copied byte for byte
+// from other Parquet files: their column chunks (dictionary and data pages
+// as they are), bloom filters, column indexes and offset indexes, with
+// every offset moved to where the bytes land. The footer is its own.
+//
+// A row group the merge re-encodes is written by a parquet-go writer as a
+// file of its own whose row group bytes pass straight into the output
+// (reencodeSink); the stitcher then adopts it as it would a copy, so one
+// file can hold copied and re-encoded row groups in any order.
+type stitcher struct {
+	w      *countingWriter
+	buf    []byte // copy buffer
+	schema []format.SchemaElement
+	orders []format.ColumnOrder
+	groups []format.RowGroup
+	// Page indexes are written after the last row group, as parquet-mr
+	// and parquet-go place them; they are held until then. A nil entry
+	// means the input chunk had none.
+	columnIndexes [][][]byte
+	offsetIndexes [][]*format.OffsetIndex
+	rows          int64
+}
+
+// copyBufferBytes is the copy buffer: on object storage each read of an
+// input is a ranged GET, and a row group worth copying is megabytes.
+const copyBufferBytes = 8 << 20
+
+// parquetMagic opens and closes every Parquet file.
+const parquetMagic = "PAR1"
+
+func newStitcher(w *countingWriter) (*stitcher, error) {
+	if _, err := io.WriteString(w, parquetMagic); err != nil {
+		return nil, err
+	}
+	return &stitcher{w: w}, nil
+}
+
+// chunkStart is where a column chunk's bytes begin: its dictionary page
+// when it has one, else its first data page (or index page, which no
+// current writer emits but the format allows first).
+func chunkStart(md *format.ColumnMetaData) int64 {
+	start := md.DataPageOffset
+	if md.DictionaryPageOffset > 0 && md.DictionaryPageOffset < start {
+		start = md.DictionaryPageOffset
+	}
+	if md.IndexPageOffset > 0 && md.IndexPageOffset < start {
+		start = md.IndexPageOffset
+	}
+	return start
+}
+
+// appendRowGroup copies row group r of the file src whose footer is md.
+func (s *stitcher) appendRowGroup(src io.ReaderAt, md *format.FileMetaData, r int) error {
+	// Writers put a row group's chunks one after another: then one
+	// ranged read copies them all (on object storage, a GET per 8 MiB
+	// rather than one per column at least).
+	if start, n, ok := contiguous(md.RowGroups[r].Columns); ok {
+		at := s.w.n
+		if err := s.copyRange(src, start, n); err != nil {
+			return fmt.Errorf("copy row group %d: %w", r, err)
+		}
+		return s.addRowGroup(src, md, r, true, at-start)
+	}
+	return s.addRowGroup(src, md, r, false, 0)
+}
+
+// contiguous reports whether cols lie one after another in their file,
+// from start for n bytes.
+func contiguous(cols []format.ColumnChunk) (start, n int64, ok bool) {
+	if len(cols) == 0 {
+		return 0, 0, false
+	}
+	start = chunkStart(&cols[0].MetaData)
+	for i := range cols {
+		if chunkStart(&cols[i].MetaData) != start+n {
+			return 0, 0, false
+		}
+		n += cols[i].MetaData.TotalCompressedSize
+	}
+	return start, n, true
+}
+
+// adoptRowGroups adds the row groups of the re-encoding writer's file
+// (see reencodeSink), whose bytes up to the flush are already in the
+// output from sink.base on; the rest of them, still held, is written now.
+func (s *stitcher) adoptRowGroups(sink *reencodeSink) error {
+	tail := sink.tail.Bytes()
+	md, err := readFooter(tail)
+	if err != nil {
+		return err
+	}
+	var end int64 // the end of the row groups' bytes in the file
+	for _, rg := range md.RowGroups {
+		for _, c := range rg.Columns {
+			if c.MetaData.BloomFilterOffset > 0 {
+				return fmt.Errorf("column %v has a bloom filter", c.MetaData.PathInSchema)
+			}
+			end = max(end, chunkStart(&c.MetaData)+c.MetaData.TotalCompressedSize)
+		}
+	}
+	held := sink.n - int64(len(tail))
+	if end > held {
+		if _, err := s.w.Write(tail[:end-held]); err != nil {
+			return err
+		}
+	}
+	base := sink.base
+	if base < 0 { // every byte was held
+		base = s.w.n - (end - int64(len(parquetMagic)))
+	}
+	if s.w.n-base != end-int64(len(parquetMagic)) {
+		return fmt.Errorf("the output holds %d bytes of row groups ending at %d", s.w.n-base, end)
+	}
+	for r := range md.RowGroups {
+		if err := s.addRowGroup(sink, md, r, true, base-int64(len(parquetMagic))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addRowGroup adds row group r of the file src whose footer is md: its
+// chunks copied one by one from src, or, when placed, already in the
+// output, delta bytes after where they are in src.
+func (s *stitcher) addRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, placed bool, delta int64) error {
+	if s.schema == nil {
+		s.schema = md.Schema
+		s.orders = md.ColumnOrders
+	}
+	in := &md.RowGroups[r]
+	rg := format.RowGroup{
+		Columns:        make([]format.ColumnChunk, len(in.Columns)),
+		TotalByteSize:  in.TotalByteSize,
+		NumRows:        in.NumRows,
+		SortingColumns: in.SortingColumns,
+		FileOffset:     s.w.n,
+		Ordinal:        int16(len(s.groups)),
+	}
+	if placed && len(in.Columns) > 0 {
+		rg.FileOffset = chunkStart(&in.Columns[0].MetaData) + delta
+	}
+	if len(s.groups) >= 1<<15-1 {
+		return fmt.Errorf("more than %d row groups", 1<<15-1)
+	}
+	colIdx := make([][]byte, len(in.Columns))
+	offIdx := make([]*format.OffsetIndex, len(in.Columns))
+	for i := range in.Columns {
+		c := in.Columns[i] // a copy: its offsets change below
+		if c.FilePath != "" {
+			return fmt.Errorf("column %v is in another file, %s", c.MetaData.PathInSchema, c.FilePath)
+		}
+		start := chunkStart(&c.MetaData)
+		if !placed {
+			delta = s.w.n - start
+			if err := s.copyRange(src, start, c.MetaData.TotalCompressedSize); err != nil {
+				return fmt.Errorf("copy column %v: %w", c.MetaData.PathInSchema, err)
+			}
+		}
+		c.FileOffset = start + delta
+		c.MetaData.DataPageOffset += delta
+		if c.MetaData.DictionaryPageOffset > 0 {
+			c.MetaData.DictionaryPageOffset += delta
+		}
+		if c.MetaData.IndexPageOffset > 0 {
+			c.MetaData.IndexPageOffset += delta
+		}
+		// The deprecated min and max are signed-order statistics that
+		// readers trust or not by the footer's created_by, which is no
+		// longer their writer's; min_value and max_value stay.
+		c.MetaData.Statistics.Min, c.MetaData.Statistics.Max = nil, nil
+		if err := s.copyBloomFilter(src, &c.MetaData); err != nil {
+			return fmt.Errorf("copy the bloom filter of column %v: %w", c.MetaData.PathInSchema, err)
+		}
+		if c.ColumnIndexOffset > 0 && c.ColumnIndexLength > 0 {
+			b := make([]byte, c.ColumnIndexLength)
+			if _, err := src.ReadAt(b, c.ColumnIndexOffset); err != nil {
+				return fmt.Errorf("read the column index of %v: %w", c.MetaData.PathInSchema, err)
+			}
+			colIdx[i] = b
+		}
+		if c.OffsetIndexOffset > 0 && c.OffsetIndexLength > 0 {
+			b := make([]byte, c.OffsetIndexLength)
+			if _, err := src.ReadAt(b, c.OffsetIndexOffset); err != nil {
+				return fmt.Errorf("read the offset index of %v: %w", c.MetaData.PathInSchema, err)
+			}
+			oi := new(format.OffsetIndex)
+			if err := thrift.Unmarshal(new(thrift.CompactProtocol), b, oi); err != nil {
+				return fmt.Errorf("decode the offset index of %v: %w", c.MetaData.PathInSchema, err)
+			}
+			for p := range oi.PageLocations {
+				oi.PageLocations[p].Offset += delta
+			}
+			offIdx[i] = oi
+		}
+		c.ColumnIndexOffset, c.ColumnIndexLength, c.OffsetIndexOffset, c.OffsetIndexLength = 0, 0, 0, 0
+		rg.Columns[i] = c
+		rg.TotalCompressedSize += c.MetaData.TotalCompressedSize
+	}
+	s.groups = append(s.groups, rg)
+	s.columnIndexes = append(s.columnIndexes, colIdx)
+	s.offsetIndexes = append(s.offsetIndexes, offIdx)
+	s.rows += rg.NumRows
+	return nil
+}
+
+// copyBloomFilter copies a chunk's bloom filter right after the chunk and
+// points md at it. A filter whose length the footer does not give (writers
+// before parquet-format 2.10) is dropped rather than parsed: a reader
+// without it reads the pages, and the merge's re-encoded row groups carry
+// none either.
+func (s *stitcher) copyBloomFilter(src io.ReaderAt, md *format.ColumnMetaData) error {
+	off, n := md.BloomFilterOffset, md.BloomFilterLength
+	md.BloomFilterOffset, md.BloomFilterLength = 0, 0
+	if off <= 0 || n <= 0 {
+		return nil
+	}
+	at := s.w.n
+	if err := s.copyRange(src, off, int64(n)); err != nil {
+		return err
+	}
+	md.BloomFilterOffset, md.BloomFilterLength = at, n
+	return nil
+}
+
+// copyRange copies n bytes of src from off to the output.
+func (s *stitcher) copyRange(src io.ReaderAt, off, n int64) error {
+	if s.buf == nil {
+		s.buf = make([]byte, copyBufferBytes)
+	}
+	_, err := io.CopyBuffer(s.w, io.NewSectionReader(src, off, n), s.buf)
+	return err
+}
+
+// close writes the page indexes and the footer, and returns the footer.
+//
+// Each kind of page index is written only when every column chunk has
+// one: readers locate them from the first chunk's (parquet-go v0.32 reads
+// none at all when that chunk has none, and then fails every seek), so a
+// file stitched from files with and without them keeps none.
+func (s *stitcher) close(createdBy string) (*format.FileMetaData, error) {
+	proto := new(thrift.CompactProtocol)
+	if !everyChunk(s.columnIndexes) {
+		s.columnIndexes = nil
+	}
+	if !everyChunk(s.offsetIndexes) {
+		s.offsetIndexes = nil
+	}
+	for g := range s.columnIndexes {
+		for i, b := range s.columnIndexes[g] {
+			if b == nil {
+				continue
+			}
+			c := &s.groups[g].Columns[i]
+			c.ColumnIndexOffset, c.ColumnIndexLength = s.w.n, int32(len(b))
+			if _, err := s.w.Write(b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for g := range s.offsetIndexes {
+		for i, oi := range s.offsetIndexes[g] {
+			if oi == nil {
+				continue
+			}
+			b, err := thrift.Marshal(proto, oi)
+			if err != nil {
+				return nil, fmt.Errorf("encode an offset index: %w", err)
+			}
+			c := &s.groups[g].Columns[i]
+			c.OffsetIndexOffset, c.OffsetIndexLength = s.w.n, int32(len(b))
+			if _, err := s.w.Write(b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	md := &format.FileMetaData{
+		Version:      2,
+		Schema:       s.schema,
+		NumRows:      s.rows,
+		RowGroups:    s.groups,
+		CreatedBy:    createdBy,
+		ColumnOrders: s.orders,
+	}
+	b, err := thrift.Marshal(proto, md)
+	if err != nil {
+		return nil, fmt.Errorf("encode the footer: %w", err)
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(b)))
+	b = append(b, parquetMagic...)
+	if _, err := s.w.Write(b); err != nil {
+		return nil, err
+	}
+	return md, nil
+}
+
+// everyChunk reports whether every row group has an index for every
+// column chunk.
+func everyChunk[T []byte | *format.OffsetIndex](groups [][]T) bool {
+	for _, g := range groups {
+		for _, x := range g {
+			if x == nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// readFooter decodes the footer of the Parquet file b.
+func readFooter(b []byte) (*format.FileMetaData, error) {
+	n := len(b)
+	if n < 12 || string(b[n-4:]) != parquetMagic {
+		return nil, fmt.Errorf("not a Parquet file")
+	}
+	size := int(binary.LittleEndian.Uint32(b[n-8:]))
+	if size > n-12 {
+		return nil, fmt.Errorf("footer of %d bytes in a file of %d", size, n)
+	}
+	md := new(format.FileMetaData)
+	if err := thrift.Unmarshal(new(thrift.CompactProtocol), b[n-8-size:n-8], md); err != nil {
+		return nil, err
+	}
+	return md, nil
+}

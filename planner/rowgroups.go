@@ -1,0 +1,56 @@
+package planner
+
+import (
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// CopyThreshold is the compressed size from which an input row group is
+// copied byte for byte by the merge path rather than decoded and encoded
+// again: half the table's row-group target, write.parquet.row-group-size-
+// bytes (Iceberg's default 128 MB when unset). At half the target a row
+// group is already worth a reader's seek, and re-encoding it would cost the
+// whole decode and encode to gain at most a factor of two in row-group
+// size. (Amoro copies row groups only when their average is 8 MB or more;
+// this rule is per row group, so that one file can keep its healthy row
+// groups and have its tiny ones merged.)
+func CopyThreshold(props iceberg.Properties) int64 {
+	return int64(props.GetInt(table.ParquetRowGroupSizeBytesKey, table.ParquetRowGroupSizeBytesDefault)) / 2
+}
+
+// RowGroupEstimate is what the plan expects the merge path to do with a
+// group's row groups, from the manifests' split offsets (one per row
+// group): how many there are, and how many reach CopyThreshold. The merge
+// decides again per row group from the files' footers, where it also
+// checks the codec, which manifests do not record.
+type RowGroupEstimate struct {
+	RowGroups int `json:"rowGroups"`
+	ToCopy    int `json:"toCopy"`
+}
+
+// EstimateCopies estimates a group's row groups from its files' split
+// offsets. A row group's size is the distance to the next one's offset;
+// the last one's runs to the end of the file, footer included, which a
+// footer of a few KiB does not change for row groups of megabytes. A file
+// without split offsets counts as one row group of its size.
+func EstimateCopies(meta table.Metadata, tasks []table.FileScanTask) RowGroupEstimate {
+	threshold := CopyThreshold(meta.Properties())
+	var e RowGroupEstimate
+	for _, t := range tasks {
+		offsets := t.File.SplitOffsets()
+		if len(offsets) == 0 {
+			offsets = []int64{0}
+		}
+		for i, off := range offsets {
+			end := t.File.FileSizeBytes()
+			if i+1 < len(offsets) {
+				end = offsets[i+1]
+			}
+			e.RowGroups++
+			if end-off >= threshold {
+				e.ToCopy++
+			}
+		}
+	}
+	return e
+}

@@ -1,0 +1,67 @@
+package planner
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+func TestCopyThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		props iceberg.Properties
+		want  int64
+	}{
+		{nil, 64 << 20}, // Iceberg's default 128 MB row groups
+		{iceberg.Properties{table.ParquetRowGroupSizeBytesKey: strconv.Itoa(8 << 20)}, 4 << 20},
+		{iceberg.Properties{table.ParquetRowGroupSizeBytesKey: "1001"}, 500},
+	} {
+		if got := CopyThreshold(tc.props); got != tc.want {
+			t.Errorf("CopyThreshold(%v) = %d, want %d", tc.props, got, tc.want)
+		}
+	}
+}
+
+func TestEstimateCopies(t *testing.T) {
+	const mib = 1 << 20
+	file := func(size int64, offsets ...int64) table.FileScanTask {
+		b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, "s3://b/t/data/f.parquet", iceberg.ParquetFile, nil, nil, nil, 10, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(offsets) > 0 {
+			b.SplitOffsets(offsets)
+		}
+		return table.FileScanTask{File: b.Build()}
+	}
+	flink := file(32*mib, 4, 8*mib, 16*mib, 24*mib) // 4 row groups of 8 MiB
+	eightMiB := iceberg.Properties{table.ParquetRowGroupSizeBytesKey: strconv.Itoa(8 * mib)}
+	for _, tc := range []struct {
+		name  string
+		props iceberg.Properties
+		tasks []table.FileScanTask
+		want  RowGroupEstimate
+	}{
+		{"Flink's files, its row-group size", eightMiB, []table.FileScanTask{flink, flink}, RowGroupEstimate{8, 8}},
+		{"Flink's files, Iceberg's default row groups", nil, []table.FileScanTask{flink}, RowGroupEstimate{4, 0}},
+		{"one healthy, two tiny", eightMiB, []table.FileScanTask{file(6*mib+200<<10, 4, 6*mib, 6*mib+100<<10)}, RowGroupEstimate{3, 1}},
+		{"no split offsets: one row group of the file's size", eightMiB, []table.FileScanTask{file(1 * mib), file(5 * mib)}, RowGroupEstimate{2, 1}},
+		{"exactly the threshold", eightMiB, []table.FileScanTask{file(8*mib, 0, 4*mib)}, RowGroupEstimate{2, 2}},
+		{"a byte under it", eightMiB, []table.FileScanTask{file(8*mib, 0, 4*mib-1)}, RowGroupEstimate{2, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			props := iceberg.Properties{table.PropertyFormatVersion: "2"}
+			for k, v := range tc.props {
+				props[k] = v
+			}
+			meta, err := table.NewMetadata(testSchema, iceberg.UnpartitionedSpec, table.UnsortedSortOrder, "s3://b/t", props)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := EstimateCopies(meta, tc.tasks); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
