@@ -20,7 +20,8 @@ import (
 // file can hold copied and re-encoded row groups in any order.
 type stitcher struct {
 	w      *countingWriter
-	buf    []byte // copy buffer
+	bufs   [copyAhead][]byte // copy buffers (see copyRange)
+	piece  int64             // their size, copyPieceBytes
 	schema []format.SchemaElement
 	orders []format.ColumnOrder
 	groups []format.RowGroup
@@ -32,10 +33,6 @@ type stitcher struct {
 	rows          int64
 }
 
-// copyBufferBytes is the copy buffer: on object storage each read of an
-// input is a ranged GET, and a row group worth copying is megabytes.
-const copyBufferBytes = 8 << 20
-
 // parquetMagic opens and closes every Parquet file.
 const parquetMagic = "PAR1"
 
@@ -43,7 +40,7 @@ func newStitcher(w *countingWriter) (*stitcher, error) {
 	if _, err := io.WriteString(w, parquetMagic); err != nil {
 		return nil, err
 	}
-	return &stitcher{w: w}, nil
+	return &stitcher{w: w, piece: copyPieceBytes}, nil
 }
 
 // chunkStart is where a column chunk's bytes begin: its dictionary page
@@ -233,12 +230,67 @@ func (s *stitcher) copyBloomFilter(src io.ReaderAt, md *format.ColumnMetaData) e
 	return nil
 }
 
-// copyRange copies n bytes of src from off to the output.
+// copyRange copies n bytes of src from off to the output, in pieces of
+// s.piece bytes read up to copyAhead at once and written in order. On
+// object storage each piece is a ranged GET: with several in flight the
+// copy waits for one round trip per copyAhead pieces, not per piece.
 func (s *stitcher) copyRange(src io.ReaderAt, off, n int64) error {
-	if s.buf == nil {
-		s.buf = make([]byte, copyBufferBytes)
+	pieces := int((n + s.piece - 1) / s.piece)
+	done := make([]chan error, pieces)
+	read := func(i int) {
+		at := int64(i) * s.piece
+		buf := s.slot(i % copyAhead)[:min(s.piece, n-at)]
+		done[i] = make(chan error, 1)
+		go func() { done[i] <- readFull(src, buf, off+at) }()
 	}
-	_, err := io.CopyBuffer(s.w, io.NewSectionReader(src, off, n), s.buf)
+	started := 0
+	for ; started < min(pieces, copyAhead); started++ {
+		read(started)
+	}
+	for i := 0; i < pieces; i++ {
+		err := <-done[i]
+		if err == nil {
+			at := int64(i) * s.piece
+			_, err = s.w.Write(s.slot(i % copyAhead)[:min(s.piece, n-at)])
+		}
+		if err != nil {
+			for j := i + 1; j < started; j++ { // the buffers are reused
+				<-done[j]
+			}
+			return err
+		}
+		if started < pieces {
+			read(started)
+			started++
+		}
+	}
+	return nil
+}
+
+// Pieces of copyRange: 4 × 8 MiB in flight per output file.
+const (
+	copyPieceBytes = 8 << 20
+	copyAhead      = 4
+)
+
+// slot is copy buffer i, allocated when first used.
+func (s *stitcher) slot(i int) []byte {
+	if s.bufs[i] == nil {
+		s.bufs[i] = make([]byte, s.piece)
+	}
+	return s.bufs[i]
+}
+
+// readFull reads len(buf) bytes of src at off; an io.EOF that comes with
+// all of them is no error.
+func readFull(src io.ReaderAt, buf []byte, off int64) error {
+	n, err := src.ReadAt(buf, off)
+	if n == len(buf) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
 	return err
 }
 

@@ -16,10 +16,16 @@ type stitchRow struct {
 }
 
 // Stitching copies row groups whole (appendRowGroup, chunks contiguous)
-// and chunk by chunk (the path for files whose chunks are not contiguous):
-// either way the rows, the offset indexes that seeks use, and the row
-// groups' offsets are right in the new file.
+// and chunk by chunk (the path for files whose chunks are not contiguous),
+// in pieces read several at once: either way the rows, the offset indexes
+// that seeks use, and the row groups' offsets are right in the new file.
 func TestStitch(t *testing.T) {
+	for _, piece := range []int64{copyPieceBytes, 1000, 37} {
+		t.Run(fmt.Sprintf("pieces of %d bytes", piece), func(t *testing.T) { testStitch(t, piece) })
+	}
+}
+
+func testStitch(t *testing.T, piece int64) {
 	var src bytes.Buffer
 	w := parquet.NewGenericWriter[stitchRow](&src, parquet.PageBufferSize(256))
 	var want []stitchRow
@@ -49,6 +55,7 @@ func TestStitch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	st.piece = piece
 	in := bytes.NewReader(src.Bytes())
 	// The rows land in another order and at other offsets: row group 2
 	// first, copied chunk by chunk, then 0 whole, then 1 chunk by chunk.
