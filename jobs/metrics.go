@@ -34,6 +34,8 @@ type Metrics struct {
 	counts    map[string]prometheus.Counter
 	Takeovers prometheus.Counter
 	tables    *tableCollector
+	// healthCache spares a refresh the manifests of unchanged tables.
+	healthCache health.Cache
 }
 
 // MetricsStore is what the metrics read of the state store.
@@ -111,7 +113,7 @@ func (m *Metrics) RefreshHealth(ctx context.Context, reg *bucket.Registry, resol
 				firstErr = cmp.Or(firstErr, err)
 				continue
 			}
-			h, err := Health(ctx, t, s, now)
+			h, err := Health(ctx, t, s, now, &m.healthCache)
 			if err != nil {
 				firstErr = cmp.Or(firstErr, err)
 				continue
@@ -122,6 +124,13 @@ func (m *Metrics) RefreshHealth(ctx context.Context, reg *bucket.Registry, resol
 	m.tables.mu.Lock()
 	m.tables.health = fresh
 	m.tables.mu.Unlock()
+	if firstErr == nil { // a table that failed to list keeps its entry
+		seen := make(map[string]bool, len(fresh))
+		for k := range fresh {
+			seen[k.String()] = true
+		}
+		m.healthCache.Retain(func(key string) bool { return seen[key] })
+	}
 	return firstErr
 }
 

@@ -79,12 +79,14 @@ func (r *Resolver) with(ctx context.Context, bucketARN string, tableCfg map[main
 
 // Health loads t and computes its health against the compaction target
 // its settings give: what `tables`, the dashboard and the metrics show.
-func Health(ctx context.Context, t Target, s maintenance.Settings, now time.Time) (health.Health, error) {
+// What c holds for t's current metadata and snapshot is not read again
+// (nil c: everything is read).
+func Health(ctx context.Context, t Target, s maintenance.Settings, now time.Time, c *health.Cache) (health.Health, error) {
 	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
 	if err != nil {
 		return health.Health{}, err
 	}
-	h, err := health.Of(ctx, tbl, *s.For(maintenance.Compaction).Compaction.TargetFileSizeMB, planner.DefaultMinInput, now)
+	h, err := c.Of(ctx, t.Key().String(), tbl, *s.For(maintenance.Compaction).Compaction.TargetFileSizeMB, planner.DefaultMinInput, now)
 	if err != nil {
 		return h, fmt.Errorf("health of %s: %w", t.Key(), err)
 	}

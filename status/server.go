@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/health"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
 )
@@ -72,6 +73,8 @@ type Server struct {
 	Logger       *slog.Logger
 
 	started time.Time
+	// health spares the dashboard the manifests of unchanged tables.
+	health health.Cache
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error

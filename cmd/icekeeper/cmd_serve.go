@@ -40,7 +40,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	leaseTTL := fs.Duration("lease-ttl", time.Minute, "how long a job's table lease outlives a replica that stops renewing it; its job is taken over after one to two of these")
 	refreshEvery := fs.Duration("refresh-interval", 10*time.Second, "how often the API's in-memory view takes in what other replicas and the CLI wrote to the state store")
 	discoverEvery := fs.Duration("discover-interval", 5*time.Minute, "how often every bucket's tables are listed again (a table the API is asked about is looked up at once)")
-	healthEvery := fs.Duration("health-interval", 5*time.Minute, "how often the per-table health gauges of /metrics are recomputed (each reads every table's metadata and manifest lists)")
+	healthEvery := fs.Duration("health-interval", 5*time.Minute, "how often the per-table health gauges of /metrics are recomputed (each reads every table's metadata, and the manifests of those that changed)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

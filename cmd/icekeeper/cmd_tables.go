@@ -48,7 +48,7 @@ func cmdTables(ctx context.Context, env *cliEnv, args []string) error {
 			t := jobs.Target{Bucket: b, Table: id}
 			settings, err := w.resolver.Table(ctx, t)
 			if err == nil {
-				th.Health, err = jobs.Health(ctx, t, settings, now)
+				th.Health, err = jobs.Health(ctx, t, settings, now, nil)
 			}
 			if err != nil {
 				th.Error = redact.Text(err.Error())

@@ -6,6 +6,8 @@ package health
 import (
 	"context"
 	"fmt"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -19,6 +21,18 @@ const SmallFileRatio = 0.75
 
 // Health is one table's health report.
 type Health struct {
+	Files
+	TargetFileSizeMB int     `json:"targetFileSizeMB"`
+	Snapshots        int     `json:"snapshots"`
+	OldestSnapshot   string  `json:"oldestSnapshot,omitempty"` // RFC 3339
+	OldestAgeHours   float64 `json:"oldestSnapshotAgeHours"`
+	MetadataBytes    int64   `json:"metadataBytes"`
+	Score            Score   `json:"score"`
+}
+
+// Files is what a table's health takes from the manifests of its current
+// snapshot.
+type Files struct {
 	DataFiles       int   `json:"dataFiles"`
 	DeleteFiles     int   `json:"deleteFiles"`
 	EqualityDeletes int   `json:"equalityDeleteFiles"`
@@ -32,13 +46,7 @@ type Health struct {
 	// target ends compacted as one small file, and one with a few small
 	// files is left alone by the planner (as by Iceberg's min-input-files);
 	// a table of such partitions is as healthy as compaction makes it.
-	MergeableSmallFiles int     `json:"mergeableSmallFiles"`
-	TargetFileSizeMB    int     `json:"targetFileSizeMB"`
-	Snapshots           int     `json:"snapshots"`
-	OldestSnapshot      string  `json:"oldestSnapshot,omitempty"` // RFC 3339
-	OldestAgeHours      float64 `json:"oldestSnapshotAgeHours"`
-	MetadataBytes       int64   `json:"metadataBytes"`
-	Score               Score   `json:"score"`
+	MergeableSmallFiles int `json:"mergeableSmallFiles"`
 }
 
 // Score rates, from 0 to 100, how little a table needs compaction, with
@@ -72,6 +80,60 @@ func scoreOf(h Health) Score {
 // of targetMB, and mergeable when its partition holds at least minInput
 // small files.
 func Of(ctx context.Context, tbl *table.Table, targetMB, minInput int, now time.Time) (Health, error) {
+	return (*Cache)(nil).Of(ctx, "", tbl, targetMB, minInput, now)
+}
+
+// Cache keeps, per table, what Of read from the table's files: the size of
+// its metadata file and the figures of its current snapshot's manifests.
+// Both are immutable, so the health of a table that has not changed since
+// the last call costs its metadata alone: no manifest list, no manifest.
+// The zero Cache is ready to use; a nil one keeps nothing.
+type Cache struct {
+	mu      sync.Mutex
+	entries map[string]cached
+}
+
+type cached struct {
+	metadata      string // location
+	metadataBytes int64
+	snapshot      int64
+	targetMB      int
+	minInput      int
+	files         Files
+}
+
+// Retain forgets the tables whose keys keep does not hold.
+func (c *Cache) Retain(keep func(key string) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	maps.DeleteFunc(c.entries, func(k string, _ cached) bool { return !keep(k) })
+}
+
+func (c *Cache) get(key string) (cached, bool) {
+	if c == nil {
+		return cached{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	return e, ok
+}
+
+func (c *Cache) put(key string, e cached) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]cached{}
+	}
+	c.entries[key] = e
+}
+
+// Of is the package's Of for the table named key, reading what the cache
+// does not hold for tbl's current metadata and snapshot.
+func (c *Cache) Of(ctx context.Context, key string, tbl *table.Table, targetMB, minInput int, now time.Time) (Health, error) {
 	h := Health{TargetFileSizeMB: targetMB}
 	meta := tbl.Metadata()
 	snaps := meta.Snapshots()
@@ -83,6 +145,15 @@ func Of(ctx context.Context, tbl *table.Table, targetMB, minInput int, now time.
 			h.OldestAgeHours = float64(now.Sub(t).Round(time.Minute)) / float64(time.Hour)
 		}
 	}
+	e := cached{metadata: tbl.MetadataLocation(), snapshot: -1, targetMB: targetMB, minInput: minInput}
+	if cur := tbl.CurrentSnapshot(); cur != nil {
+		e.snapshot = cur.SnapshotID
+	}
+	if old, ok := c.get(key); ok && old.metadata == e.metadata && old.snapshot == e.snapshot && old.targetMB == targetMB && old.minInput == minInput {
+		h.MetadataBytes, h.Files = old.metadataBytes, old.files
+		h.Score = scoreOf(h)
+		return h, nil
+	}
 	fs, err := tbl.FS(ctx)
 	if err != nil {
 		return h, fmt.Errorf("open file system of %s: %w", tbl.Location(), err)
@@ -90,11 +161,20 @@ func Of(ctx context.Context, tbl *table.Table, targetMB, minInput int, now time.
 	if h.MetadataBytes, err = MetadataBytes(fs, tbl.MetadataLocation()); err != nil {
 		return h, err
 	}
-	cur := tbl.CurrentSnapshot()
-	if cur == nil {
-		h.Score = scoreOf(h)
-		return h, nil
+	if cur := tbl.CurrentSnapshot(); cur != nil {
+		if h.Files, err = filesOf(fs, cur, targetMB, minInput); err != nil {
+			return h, err
+		}
 	}
+	e.metadataBytes, e.files = h.MetadataBytes, h.Files
+	c.put(key, e)
+	h.Score = scoreOf(h)
+	return h, nil
+}
+
+// filesOf reads the figures of snapshot cur's manifests.
+func filesOf(fs icebergio.IO, cur *table.Snapshot, targetMB, minInput int) (Files, error) {
+	var h Files
 	small := int64(float64(targetMB) * SmallFileRatio * (1 << 20))
 	manifests, err := cur.Manifests(fs)
 	if err != nil {
@@ -130,7 +210,6 @@ func Of(ctx context.Context, tbl *table.Table, targetMB, minInput int, now time.
 			h.MergeableSmallFiles += n
 		}
 	}
-	h.Score = scoreOf(h)
 	return h, nil
 }
 
