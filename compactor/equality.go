@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"time"
 
@@ -318,13 +319,32 @@ func existingPositions(fs icebergio.IO, t table.FileScanTask, read map[string]ma
 // is lower.
 type keySet struct {
 	ids []int // sorted
-	seq map[string]int64
-	// ints are the keys' values, sorted, when the set is one integer
-	// column and no key is null: a data file whose bounds hold none of them
-	// is not read.
-	ints     []int64
+	// integral: the set is one integer column and no key is null (the
+	// common upsert key). Its keys are then in iseq by value, a third of
+	// the memory of encoded keys and no allocation per row, and ints holds
+	// them sorted once read: a data file whose bounds hold none of them is
+	// not read. Otherwise the keys are in seq, encoded (appendKey).
 	integral bool
+	iseq     map[int64]int64
+	ints     []int64
+	seq      map[string]int64
 }
+
+func newKeySet(ids []int) *keySet {
+	return &keySet{ids: ids, integral: len(ids) == 1, iseq: map[int64]int64{}, seq: map[string]int64{}}
+}
+
+// encode moves an integral set's keys to seq: a key was null or not an
+// integer.
+func (s *keySet) encode() {
+	for v, seq := range s.iseq {
+		s.seq[string(appendInt(nil, v))] = seq
+	}
+	s.integral, s.iseq, s.ints = false, nil, nil
+}
+
+// size is how many distinct keys s holds.
+func (s *keySet) size() int { return len(s.iseq) + len(s.seq) }
 
 // readKeys reads the key ranges of one chunk of deletes, by set of
 // equality fields; a delete file of up to whole bytes is read in one
@@ -336,7 +356,7 @@ func readKeys(fs icebergio.IO, deletes []planner.EqualityDelete, ranges []planne
 		ids := slices.Sorted(slices.Values(d.File.EqualityFieldIDs()))
 		i := slices.IndexFunc(sets, func(s *keySet) bool { return slices.Equal(s.ids, ids) })
 		if i < 0 {
-			sets = append(sets, &keySet{ids: ids, seq: map[string]int64{}, integral: len(ids) == 1})
+			sets = append(sets, newKeySet(ids))
 			i = len(sets) - 1
 		}
 		if err := sets[i].read(fs, d, r.From, r.Rows, whole, st); err != nil {
@@ -344,7 +364,9 @@ func readKeys(fs icebergio.IO, deletes []planner.EqualityDelete, ranges []planne
 		}
 	}
 	for _, s := range sets {
-		slices.Sort(s.ints)
+		if s.integral {
+			s.ints = slices.Sorted(maps.Keys(s.iseq))
+		}
 	}
 	return sets, nil
 }
@@ -400,7 +422,7 @@ func (s *keySet) read(fs icebergio.IO, d planner.EqualityDelete, from, rows, who
 			first += n
 			continue
 		}
-		buf = resetKeys(buf, int(hi-lo))
+		var ccs []parquet.ColumnChunk
 		for _, id := range s.ids {
 			col, ok := cols[id]
 			if !ok {
@@ -409,7 +431,22 @@ func (s *keySet) read(fs icebergio.IO, d planner.EqualityDelete, from, rows, who
 			if !whole {
 				st.bytesRead += pf.Metadata().RowGroups[r].Columns[col].MetaData.TotalCompressedSize
 			}
-			if err := columnKeys(rg.ColumnChunks()[col], n, lo-first, buf); err != nil {
+			ccs = append(ccs, rg.ColumnChunks()[col])
+		}
+		if s.integral {
+			ok, err := s.readInts(ccs[0], n, lo-first, hi-lo, d.Seq)
+			if err != nil {
+				return fmt.Errorf("read equality delete file %s: %w", path, err)
+			}
+			if ok {
+				first += n
+				continue
+			}
+			s.encode()
+		}
+		buf = resetKeys(buf, int(hi-lo))
+		for _, cc := range ccs {
+			if err := columnKeys(cc, n, lo-first, buf); err != nil {
 				return fmt.Errorf("read equality delete file %s: %w", path, err)
 			}
 		}
@@ -417,17 +454,48 @@ func (s *keySet) read(fs icebergio.IO, d planner.EqualityDelete, from, rows, who
 			if s.seq[string(k)] < d.Seq {
 				s.seq[string(k)] = d.Seq
 			}
-			if s.integral {
-				if v, ok := integerKey(k); ok {
-					s.ints = append(s.ints, v)
-				} else {
-					s.integral, s.ints = false, nil
-				}
-			}
 		}
 		first += n
 	}
 	return nil
+}
+
+// readInts adds to an integral set the keys of rows [skip, skip+count)
+// of a column chunk of rows rows, with data sequence number seq, unless
+// one of them is null or not an integer: then it adds none and reports
+// false, for the set to be encoded.
+func (s *keySet) readInts(cc parquet.ColumnChunk, rows, skip, count, seq int64) (bool, error) {
+	vals := make([]int64, 0, count)
+	integral := true
+	err := columnValues(cc, rows, skip, count, func(_ int64, v parquet.Value) error {
+		if x, ok := intValue(v); ok {
+			vals = append(vals, x)
+		} else {
+			integral = false
+		}
+		return nil
+	})
+	if err != nil || !integral {
+		return false, err
+	}
+	for _, x := range vals {
+		if s.iseq[x] < seq {
+			s.iseq[x] = seq
+		}
+	}
+	return true, nil
+}
+
+// intValue is v as an integer key: a non-null int32 or int64.
+func intValue(v parquet.Value) (int64, bool) {
+	switch {
+	case v.IsNull():
+	case v.Kind() == parquet.Int64:
+		return v.Int64(), true
+	case v.Kind() == parquet.Int32:
+		return int64(v.Int32()), true
+	}
+	return 0, false
 }
 
 // matchFile returns the positions, ascending, of the rows of data file df
@@ -469,6 +537,24 @@ func matchFile(fs icebergio.IO, df iceberg.DataFile, seq int64, sets []*keySet, 
 	for r, rg := range pf.RowGroups() {
 		n := rg.NumRows()
 		for _, s := range live {
+			if s.integral {
+				col, ok := cols[s.ids[0]]
+				if !ok {
+					continue // a column added since: null, which no key is
+				}
+				st.bytesRead += pf.Metadata().RowGroups[r].Columns[col].MetaData.TotalCompressedSize
+				err := columnValues(rg.ColumnChunks()[col], n, 0, n, func(i int64, v parquet.Value) error {
+					// A null or a value of another type matches no key.
+					if x, ok := intValue(v); ok && s.iseq[x] > seq {
+						positions = append(positions, first+i)
+					}
+					return nil
+				})
+				if err != nil {
+					return nil, fmt.Errorf("read data file %s: %w", path, err)
+				}
+				continue
+			}
 			buf = resetKeys(buf, int(n))
 			for _, id := range s.ids {
 				col, ok := cols[id]
@@ -504,7 +590,7 @@ func matchFile(fs icebergio.IO, df iceberg.DataFile, seq int64, sets []*keySet, 
 // hold no key.
 func (s *keySet) mayMatch(df iceberg.DataFile) bool {
 	if !s.integral || len(s.ints) == 0 {
-		return len(s.seq) > 0
+		return s.size() > 0
 	}
 	id := s.ids[0]
 	lo, okLo := boundInt(df.LowerBoundValues()[id])
@@ -577,11 +663,21 @@ const (
 )
 
 // columnKeys appends the values of rows [skip, skip+len(keys)) of a flat
-// column chunk of rows rows to their keys in keys. Pages wholly before
-// skip are not decoded, and reading stops once keys are filled; a chunk
-// read to its end must hold one value per row.
+// column chunk of rows rows to their keys in keys.
 func columnKeys(cc parquet.ColumnChunk, rows, skip int64, keys [][]byte) error {
-	end := skip + int64(len(keys))
+	return columnValues(cc, rows, skip, int64(len(keys)), func(i int64, v parquet.Value) error {
+		var err error
+		keys[i], err = appendKey(keys[i], v)
+		return err
+	})
+}
+
+// columnValues calls fn with each value of rows [skip, skip+count) of a
+// flat column chunk of rows rows, and its index from skip. Pages wholly
+// before skip are not decoded, and reading stops after the last row
+// wanted; a chunk read to its end must hold one value per row.
+func columnValues(cc parquet.ColumnChunk, rows, skip, count int64, fn func(int64, parquet.Value) error) error {
+	end := skip + count
 	pages := cc.Pages()
 	defer pages.Close()
 	values := make([]parquet.Value, 1024)
@@ -608,10 +704,9 @@ func columnKeys(cc parquet.ColumnChunk, rows, skip int64, keys [][]byte) error {
 					return fmt.Errorf("column chunk holds more values than its row group's %d rows", rows)
 				}
 				if i >= skip && i < end {
-					var kerr error
-					if keys[i-skip], kerr = appendKey(keys[i-skip], v); kerr != nil {
+					if ferr := fn(i-skip, v); ferr != nil {
 						parquet.Release(p)
-						return kerr
+						return ferr
 					}
 				}
 				i++
@@ -645,9 +740,9 @@ func appendKey(key []byte, v parquet.Value) ([]byte, error) {
 		}
 		return append(key, keyBool, b), nil
 	case parquet.Int32:
-		return binary.BigEndian.AppendUint64(append(key, keyInt), uint64(int64(v.Int32()))), nil
+		return appendInt(key, int64(v.Int32())), nil
 	case parquet.Int64:
-		return binary.BigEndian.AppendUint64(append(key, keyInt), uint64(v.Int64())), nil
+		return appendInt(key, v.Int64()), nil
 	case parquet.ByteArray, parquet.FixedLenByteArray:
 		b := v.ByteArray()
 		return append(binary.AppendUvarint(append(key, keyBytes), uint64(len(b))), b...), nil
@@ -655,10 +750,7 @@ func appendKey(key []byte, v parquet.Value) ([]byte, error) {
 	return key, fmt.Errorf("key column of Parquet type %v is not read", v.Kind())
 }
 
-// integerKey decodes a one-column integer key.
-func integerKey(k []byte) (int64, bool) {
-	if len(k) != 9 || k[0] != keyInt {
-		return 0, false
-	}
-	return int64(binary.BigEndian.Uint64(k[1:])), true
+// appendInt appends the encoding of integer v, of either width.
+func appendInt(key []byte, v int64) []byte {
+	return binary.BigEndian.AppendUint64(append(key, keyInt), uint64(v))
 }

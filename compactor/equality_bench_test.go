@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -42,6 +43,9 @@ import (
 // allocated.
 //
 //	go test -run '^$' -bench EqualityConversion -benchtime 2x ./compactor
+//
+// ICEKEEPER_BENCH_CPUPROFILE=file has each child write the CPU profile
+// of its run to file.1 (converting) or file.0 (rewriting).
 func BenchmarkEqualityConversion(b *testing.B) {
 	for _, in := range []struct {
 		name string
@@ -182,9 +186,20 @@ func TestEqualityConversionBenchChild(t *testing.T) {
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	if p := os.Getenv("ICEKEEPER_BENCH_CPUPROFILE"); p != "" {
+		f, err := os.Create(p + "." + args[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
 	start := time.Now()
 	out, fig := e.compact(job)
 	ms := float64(time.Since(start).Microseconds()) / 1000
+	pprof.StopCPUProfile()
 	runtime.ReadMemStats(&after)
 	if out.Status != state.Successful {
 		t.Fatalf("%s %s\n%s", out.Status, out.FailureMessage, fig.Text())

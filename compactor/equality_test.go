@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/internal/state"
@@ -431,5 +432,26 @@ func TestEqualityConversionChunked(t *testing.T) {
 				t.Errorf("data files %v, want %v unchanged", got, paths)
 			}
 		})
+	}
+}
+
+// An integer key set moved to encoded keys (a later delete holds a null
+// or a non-integer key) keeps every key and sequence number, encoded as
+// a data file's value of either width is.
+func TestKeySetEncode(t *testing.T) {
+	s := newKeySet([]int{1})
+	s.iseq[7], s.iseq[-3] = 4, 9
+	s.encode()
+	if s.integral || s.size() != 2 {
+		t.Fatalf("integral %v, %d keys after encode", s.integral, s.size())
+	}
+	for v, want := range map[parquet.Value]int64{parquet.Int64Value(7): 4, parquet.Int32Value(-3): 9} {
+		k, err := appendKey(nil, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.seq[string(k)]; got != want {
+			t.Errorf("key %v: seq %d, want %d", v, got, want)
+		}
 	}
 }
