@@ -31,9 +31,10 @@ import (
 )
 
 // DefaultConvertChunkKeys bounds the keys conversion holds in memory at
-// once: the equality delete rows of one chunk. A key of a long column
-// costs about 60 bytes in the executor's set, so the default holds about
-// 120 MiB. It bounds memory only, not the work of a run: a partition's
+// once: the equality delete rows of one chunk. The executor holds a
+// one-column integer key by value (a map entry, a few tens of bytes) and
+// other keys encoded (about 60 bytes for a short one), so the default
+// holds at most about 120 MB of keys. It bounds memory only, not the work of a run: a partition's
 // due equality deletes are all converted in one run, in as many chunks as
 // their keys need, each chunk matched against the data files it applies
 // to (so each chunk reads their key columns again).
