@@ -2,11 +2,13 @@ package compactor
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"time"
 
@@ -41,6 +43,10 @@ type convertFigures struct {
 	EqualityDeletesConverted int   `json:"equalityDeletesConverted,omitempty"`
 	ConvertDeletesWritten    int   `json:"convertDeletesWritten,omitempty"`
 	ConvertRowsMatched       int64 `json:"convertRowsMatched,omitempty"`
+	// ConvertChunks counts the chunks of keys converted, each holding at
+	// most Job.ConvertChunkKeys keys and reading the key columns of the
+	// data files it applies to once.
+	ConvertChunks int `json:"convertChunks,omitempty"`
 	// ConvertBytesRead is the bytes of key column chunks read from data
 	// files (and of the equality delete files), ConvertFilesSkipped the
 	// data files not read because their bounds hold no deleted key.
@@ -111,7 +117,9 @@ func (j *Job) convertStage(ctx context.Context, t jobs.Target, s Settings, opts 
 		tasks = slices.DeleteFunc(slices.Clone(tasks), func(t table.FileScanTask) bool { return taken[t.File.FilePath()] })
 		taken = nil
 	}
-	f.ConvertPlan, f.ConvertSkipped = planner.Conversion(tbl.Metadata(), tasks, eqs, taken, convertOptions(s))
+	conv := convertOptions(s)
+	conv.ChunkKeys = j.ConvertChunkKeys
+	f.ConvertPlan, f.ConvertSkipped = planner.Conversion(tbl.Metadata(), tasks, eqs, taken, conv)
 	if opts.DryRun || len(f.ConvertPlan) == 0 {
 		return nil
 	}
@@ -127,8 +135,8 @@ func convertOptions(s Settings) planner.ConvertOptions {
 }
 
 // convert converts the equality deletes of f.ConvertPlan's groups,
-// planned on sc, the scan of tbl, one group at a time (a group holds its
-// keys in memory), and commits them as REPLACE snapshots with compaction's
+// planned on sc, the scan of tbl, one group at a time and each group one
+// chunk of keys at a time, and commits them as REPLACE snapshots with compaction's
 // committer: staged once, rebased on the head, a group dropped when a
 // data file it converted or a delete file it replaces was removed
 // meanwhile, or, on v3, a deletion vector committed meanwhile may apply
@@ -160,9 +168,10 @@ func (j *Job) convert(ctx context.Context, t jobs.Target, tbl *table.Table, sc s
 	matched := map[string]int64{}
 	for i, g := range f.ConvertPlan {
 		w := newDeleteWriter(rec, c.Locations(), meta, fmt.Sprintf("%s-%05d", run, i))
-		r, st, err := convertGroup(ctx, wfs, w, meta, g, sc.deletes.Covers)
+		r, st, err := convertGroup(ctx, wfs, w, meta, g, sc.deletes.Covers, cmp.Or(j.wholeDeleteBytes, wholeDeleteBytes))
 		f.ConvertBytesRead += st.bytesRead
 		f.ConvertFilesSkipped += st.skipped
+		f.ConvertChunks += st.chunks
 		if err != nil {
 			c.RemoveUncommitted(rec)
 			return fmt.Errorf("convert equality deletes of %s: %w", g.Partition, err)
@@ -190,38 +199,57 @@ func (j *Job) convert(ctx context.Context, t jobs.Target, tbl *table.Table, sc s
 
 // convertStats is what converting one group cost and found.
 type convertStats struct {
+	chunks    int
 	bytesRead int64
 	skipped   int   // data files whose bounds hold no key
 	matched   int64 // rows the equality deletes delete
 }
 
-// convertGroup reads g's equality deletes' keys, then the key columns of
-// each data file they apply to, one file at a time, and writes the
-// positions of the rows a delete with a higher data sequence number than
-// the file's deletes: on v2 one file-scoped position delete file per data
-// file, beside its other position deletes; on v3 one deletion vector per
-// data file, merged with the vector and position deletes it had (covers
-// says which data files each position delete file applies to).
-func convertGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, meta table.Metadata, g planner.ConvertGroup, covers map[string][]string) (table.CompactionGroupResult, convertStats, error) {
+// convertGroup converts g's equality deletes one chunk at a time (the
+// planner's g.Slices): it reads the chunk's keys, then the key columns of
+// each data file the chunk applies to, one file at a time, and collects
+// the positions of the rows a key of a delete with a higher data sequence
+// number than the file's deletes. Memory holds one chunk's keys and the
+// positions found so far. It then writes them: on v2 one file-scoped
+// position delete file per data file, beside its other position deletes;
+// on v3 one deletion vector per data file, merged with the vector and
+// position deletes it had (covers says which data files each position
+// delete file applies to). A delete file of up to whole bytes is read in
+// one request.
+func convertGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, meta table.Metadata, g planner.ConvertGroup, covers map[string][]string, whole int64) (table.CompactionGroupResult, convertStats, error) {
 	res := table.CompactionGroupResult{PartitionKey: g.Partition}
 	var st convertStats
-	sets, err := readKeys(fs, g.Deletes, &st)
-	if err != nil {
-		return res, st, err
+	found := make([][]int64, len(g.Tasks))
+	for _, c := range g.Slices {
+		sets, err := readKeys(fs, g.Deletes, c.Keys, whole, &st)
+		if err != nil {
+			return res, st, err
+		}
+		for _, i := range c.Tasks {
+			if err := ctx.Err(); err != nil {
+				return res, st, err
+			}
+			positions, err := matchFile(fs, g.Tasks[i].File, g.Seqs[i], sets, &st)
+			if err != nil {
+				return res, st, err
+			}
+			found[i] = append(found[i], positions...)
+		}
+		st.chunks++
 	}
 	vectors := map[string]bool{}
 	read := map[string]map[string][]int64{}
 	for i, task := range g.Tasks {
-		if err := ctx.Err(); err != nil {
-			return res, st, err
-		}
-		positions, err := matchFile(fs, task.File, g.Seqs[i], sets, &st)
-		if err != nil {
-			return res, st, err
-		}
+		positions := found[i]
 		if len(positions) == 0 {
 			continue
 		}
+		if len(g.Slices) > 1 {
+			// A key in two chunks (upserted at two checkpoints) matches
+			// the same row twice.
+			positions = sortedUnique(positions)
+		}
+		found[i] = nil
 		st.matched += int64(len(positions))
 		if w.puffin {
 			// A data file has at most one deletion vector: it holds every
@@ -291,64 +319,134 @@ func existingPositions(fs icebergio.IO, t table.FileScanTask, read map[string]ma
 // is lower.
 type keySet struct {
 	ids []int // sorted
-	seq map[string]int64
-	// ints are the keys' values, sorted, when the set is one integer
-	// column and no key is null: a data file whose bounds hold none of them
-	// is not read.
-	ints     []int64
+	// integral: the set is one integer column and no key is null (the
+	// common upsert key). Its keys are then in iseq by value, a third of
+	// the memory of encoded keys and no allocation per row, and ints holds
+	// them sorted once read: a data file whose bounds hold none of them is
+	// not read. Otherwise the keys are in seq, encoded (appendKey).
 	integral bool
+	iseq     map[int64]int64
+	ints     []int64
+	seq      map[string]int64
 }
 
-// readKeys reads the keys of deletes, by set of equality fields.
-func readKeys(fs icebergio.IO, deletes []planner.EqualityDelete, st *convertStats) ([]*keySet, error) {
+func newKeySet(ids []int) *keySet {
+	return &keySet{ids: ids, integral: len(ids) == 1, iseq: map[int64]int64{}, seq: map[string]int64{}}
+}
+
+// encode moves an integral set's keys to seq: a key was null or not an
+// integer.
+func (s *keySet) encode() {
+	for v, seq := range s.iseq {
+		s.seq[string(appendInt(nil, v))] = seq
+	}
+	s.integral, s.iseq, s.ints = false, nil, nil
+}
+
+// size is how many distinct keys s holds.
+func (s *keySet) size() int { return len(s.iseq) + len(s.seq) }
+
+// readKeys reads the key ranges of one chunk of deletes, by set of
+// equality fields; a delete file of up to whole bytes is read in one
+// request.
+func readKeys(fs icebergio.IO, deletes []planner.EqualityDelete, ranges []planner.KeyRange, whole int64, st *convertStats) ([]*keySet, error) {
 	var sets []*keySet
-	for _, d := range deletes {
+	for _, r := range ranges {
+		d := deletes[r.Delete]
 		ids := slices.Sorted(slices.Values(d.File.EqualityFieldIDs()))
 		i := slices.IndexFunc(sets, func(s *keySet) bool { return slices.Equal(s.ids, ids) })
 		if i < 0 {
-			sets = append(sets, &keySet{ids: ids, seq: map[string]int64{}, integral: len(ids) == 1})
+			sets = append(sets, newKeySet(ids))
 			i = len(sets) - 1
 		}
-		if err := sets[i].read(fs, d, st); err != nil {
+		if err := sets[i].read(fs, d, r.From, r.Rows, whole, st); err != nil {
 			return nil, err
 		}
 	}
 	for _, s := range sets {
-		slices.Sort(s.ints)
+		if s.integral {
+			s.ints = slices.Sorted(maps.Keys(s.iseq))
+		}
 	}
 	return sets, nil
 }
 
-// read adds the keys of equality delete d.
-func (s *keySet) read(fs icebergio.IO, d planner.EqualityDelete, st *convertStats) error {
+// wholeDeleteBytes is the size up to which an equality delete file is by
+// default read in one request: a checkpoint's delete file is small, and one GET
+// beats a footer read and a ranged read per column. A larger one is read
+// by ranges, only the row groups of the rows wanted, so that a chunk of a
+// big delete file does not hold the whole file.
+const wholeDeleteBytes = 8 << 20
+
+// read adds the keys of rows [from, from+rows) of equality delete d, read
+// whole if it is of at most wholeBytes.
+func (s *keySet) read(fs icebergio.IO, d planner.EqualityDelete, from, rows, wholeBytes int64, st *convertStats) error {
 	path := d.File.FilePath()
 	f, err := fs.Open(path)
 	if err != nil {
 		return fmt.Errorf("open equality delete file %s: %w", path, err)
 	}
-	data, err := io.ReadAll(f)
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("read equality delete file %s: %w", path, err)
-	}
-	st.bytesRead += int64(len(data))
-	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		return fmt.Errorf("read equality delete file %s: %w", path, err)
+	defer f.Close()
+	var pf *parquet.File
+	whole := d.File.FileSizeBytes() <= wholeBytes
+	if whole {
+		data, err := io.ReadAll(f)
+		if err != nil {
+			return fmt.Errorf("read equality delete file %s: %w", path, err)
+		}
+		st.bytesRead += int64(len(data))
+		pf, err = parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			return fmt.Errorf("read equality delete file %s: %w", path, err)
+		}
+	} else {
+		fi, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("open equality delete file %s: %w", path, err)
+		}
+		pf, err = parquet.OpenFile(f, fi.Size(), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true), parquet.ReadBufferSize(1<<20))
+		if err != nil {
+			return fmt.Errorf("read equality delete file %s: %w", path, err)
+		}
 	}
 	if pf.NumRows() != d.File.Count() {
 		return fmt.Errorf("equality delete file %s holds %d rows, its manifest entry %d", path, pf.NumRows(), d.File.Count())
 	}
 	cols := leafColumns(pf.Schema())
 	var buf [][]byte
-	for _, rg := range pf.RowGroups() {
-		buf = resetKeys(buf, int(rg.NumRows()))
+	var first int64 // the row group's first row
+	for r, rg := range pf.RowGroups() {
+		n := rg.NumRows()
+		lo, hi := max(from, first), min(from+rows, first+n)
+		if lo >= hi {
+			first += n
+			continue
+		}
+		var ccs []parquet.ColumnChunk
 		for _, id := range s.ids {
 			col, ok := cols[id]
 			if !ok {
 				return fmt.Errorf("equality delete file %s has no column of equality field %d", path, id)
 			}
-			if err := columnKeys(rg.ColumnChunks()[col], buf); err != nil {
+			if !whole {
+				st.bytesRead += pf.Metadata().RowGroups[r].Columns[col].MetaData.TotalCompressedSize
+			}
+			ccs = append(ccs, rg.ColumnChunks()[col])
+		}
+		if s.integral {
+			ok, err := s.readInts(ccs[0], n, lo-first, hi-lo, d.Seq)
+			if err != nil {
+				return fmt.Errorf("read equality delete file %s: %w", path, err)
+			}
+			if ok {
+				first += n
+				continue
+			}
+			s.encode()
+		}
+		buf = resetKeys(buf, int(hi-lo))
+		for _, cc := range ccs {
+			if err := columnKeys(cc, n, lo-first, buf); err != nil {
 				return fmt.Errorf("read equality delete file %s: %w", path, err)
 			}
 		}
@@ -356,16 +454,48 @@ func (s *keySet) read(fs icebergio.IO, d planner.EqualityDelete, st *convertStat
 			if s.seq[string(k)] < d.Seq {
 				s.seq[string(k)] = d.Seq
 			}
-			if s.integral {
-				if v, ok := integerKey(k); ok {
-					s.ints = append(s.ints, v)
-				} else {
-					s.integral, s.ints = false, nil
-				}
-			}
 		}
+		first += n
 	}
 	return nil
+}
+
+// readInts adds to an integral set the keys of rows [skip, skip+count)
+// of a column chunk of rows rows, with data sequence number seq, unless
+// one of them is null or not an integer: then it adds none and reports
+// false, for the set to be encoded.
+func (s *keySet) readInts(cc parquet.ColumnChunk, rows, skip, count, seq int64) (bool, error) {
+	vals := make([]int64, 0, count)
+	integral := true
+	err := columnValues(cc, rows, skip, count, func(_ int64, v parquet.Value) error {
+		if x, ok := intValue(v); ok {
+			vals = append(vals, x)
+		} else {
+			integral = false
+		}
+		return nil
+	})
+	if err != nil || !integral {
+		return false, err
+	}
+	for _, x := range vals {
+		if s.iseq[x] < seq {
+			s.iseq[x] = seq
+		}
+	}
+	return true, nil
+}
+
+// intValue is v as an integer key: a non-null int32 or int64.
+func intValue(v parquet.Value) (int64, bool) {
+	switch {
+	case v.IsNull():
+	case v.Kind() == parquet.Int64:
+		return v.Int64(), true
+	case v.Kind() == parquet.Int32:
+		return int64(v.Int32()), true
+	}
+	return 0, false
 }
 
 // matchFile returns the positions, ascending, of the rows of data file df
@@ -407,6 +537,24 @@ func matchFile(fs icebergio.IO, df iceberg.DataFile, seq int64, sets []*keySet, 
 	for r, rg := range pf.RowGroups() {
 		n := rg.NumRows()
 		for _, s := range live {
+			if s.integral {
+				col, ok := cols[s.ids[0]]
+				if !ok {
+					continue // a column added since: null, which no key is
+				}
+				st.bytesRead += pf.Metadata().RowGroups[r].Columns[col].MetaData.TotalCompressedSize
+				err := columnValues(rg.ColumnChunks()[col], n, 0, n, func(i int64, v parquet.Value) error {
+					// A null or a value of another type matches no key.
+					if x, ok := intValue(v); ok && s.iseq[x] > seq {
+						positions = append(positions, first+i)
+					}
+					return nil
+				})
+				if err != nil {
+					return nil, fmt.Errorf("read data file %s: %w", path, err)
+				}
+				continue
+			}
 			buf = resetKeys(buf, int(n))
 			for _, id := range s.ids {
 				col, ok := cols[id]
@@ -419,7 +567,7 @@ func matchFile(fs icebergio.IO, df iceberg.DataFile, seq int64, sets []*keySet, 
 					continue
 				}
 				st.bytesRead += pf.Metadata().RowGroups[r].Columns[col].MetaData.TotalCompressedSize
-				if err := columnKeys(rg.ColumnChunks()[col], buf); err != nil {
+				if err := columnKeys(rg.ColumnChunks()[col], n, 0, buf); err != nil {
 					return nil, fmt.Errorf("read data file %s: %w", path, err)
 				}
 			}
@@ -442,7 +590,7 @@ func matchFile(fs icebergio.IO, df iceberg.DataFile, seq int64, sets []*keySet, 
 // hold no key.
 func (s *keySet) mayMatch(df iceberg.DataFile) bool {
 	if !s.integral || len(s.ints) == 0 {
-		return len(s.seq) > 0
+		return s.size() > 0
 	}
 	id := s.ids[0]
 	lo, okLo := boundInt(df.LowerBoundValues()[id])
@@ -514,14 +662,27 @@ const (
 	keyBytes
 )
 
-// columnKeys appends the value of each row of a flat column chunk to its
-// key in keys, one per row.
-func columnKeys(cc parquet.ColumnChunk, keys [][]byte) error {
+// columnKeys appends the values of rows [skip, skip+len(keys)) of a flat
+// column chunk of rows rows to their keys in keys.
+func columnKeys(cc parquet.ColumnChunk, rows, skip int64, keys [][]byte) error {
+	return columnValues(cc, rows, skip, int64(len(keys)), func(i int64, v parquet.Value) error {
+		var err error
+		keys[i], err = appendKey(keys[i], v)
+		return err
+	})
+}
+
+// columnValues calls fn with each value of rows [skip, skip+count) of a
+// flat column chunk of rows rows, and its index from skip. Pages wholly
+// before skip are not decoded, and reading stops after the last row
+// wanted; a chunk read to its end must hold one value per row.
+func columnValues(cc parquet.ColumnChunk, rows, skip, count int64, fn func(int64, parquet.Value) error) error {
+	end := skip + count
 	pages := cc.Pages()
 	defer pages.Close()
 	values := make([]parquet.Value, 1024)
-	i := 0
-	for {
+	var i int64 // the row of the next value
+	for i < end || end == rows {
 		p, err := pages.ReadPage()
 		if errors.Is(err, io.EOF) {
 			break
@@ -529,18 +690,24 @@ func columnKeys(cc parquet.ColumnChunk, keys [][]byte) error {
 		if err != nil {
 			return err
 		}
+		if n := p.NumRows(); i+n <= skip && p.NumValues() == n {
+			i += n
+			parquet.Release(p)
+			continue
+		}
 		vr := p.Values()
 		for {
 			n, err := vr.ReadValues(values)
 			for _, v := range values[:n] {
-				if i >= len(keys) {
+				if i >= rows {
 					parquet.Release(p)
-					return fmt.Errorf("column chunk holds more values than its row group's %d rows", len(keys))
+					return fmt.Errorf("column chunk holds more values than its row group's %d rows", rows)
 				}
-				var kerr error
-				if keys[i], kerr = appendKey(keys[i], v); kerr != nil {
-					parquet.Release(p)
-					return kerr
+				if i >= skip && i < end {
+					if ferr := fn(i-skip, v); ferr != nil {
+						parquet.Release(p)
+						return ferr
+					}
 				}
 				i++
 			}
@@ -554,8 +721,8 @@ func columnKeys(cc parquet.ColumnChunk, keys [][]byte) error {
 		}
 		parquet.Release(p)
 	}
-	if i != len(keys) {
-		return fmt.Errorf("column chunk holds %d values for %d rows", i, len(keys))
+	if i < end || (end == rows && i != rows) {
+		return fmt.Errorf("column chunk holds %d values for %d rows", i, rows)
 	}
 	return nil
 }
@@ -573,9 +740,9 @@ func appendKey(key []byte, v parquet.Value) ([]byte, error) {
 		}
 		return append(key, keyBool, b), nil
 	case parquet.Int32:
-		return binary.BigEndian.AppendUint64(append(key, keyInt), uint64(int64(v.Int32()))), nil
+		return appendInt(key, int64(v.Int32())), nil
 	case parquet.Int64:
-		return binary.BigEndian.AppendUint64(append(key, keyInt), uint64(v.Int64())), nil
+		return appendInt(key, v.Int64()), nil
 	case parquet.ByteArray, parquet.FixedLenByteArray:
 		b := v.ByteArray()
 		return append(binary.AppendUvarint(append(key, keyBytes), uint64(len(b))), b...), nil
@@ -583,10 +750,7 @@ func appendKey(key []byte, v parquet.Value) ([]byte, error) {
 	return key, fmt.Errorf("key column of Parquet type %v is not read", v.Kind())
 }
 
-// integerKey decodes a one-column integer key.
-func integerKey(k []byte) (int64, bool) {
-	if len(k) != 9 || k[0] != keyInt {
-		return 0, false
-	}
-	return int64(binary.BigEndian.Uint64(k[1:])), true
+// appendInt appends the encoding of integer v, of either width.
+func appendInt(key []byte, v int64) []byte {
+	return binary.BigEndian.AppendUint64(append(key, keyInt), uint64(v))
 }

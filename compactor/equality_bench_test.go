@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -42,6 +43,9 @@ import (
 // allocated.
 //
 //	go test -run '^$' -bench EqualityConversion -benchtime 2x ./compactor
+//
+// ICEKEEPER_BENCH_CPUPROFILE=file has each child write the CPU profile
+// of its run to file.1 (converting) or file.0 (rewriting).
 func BenchmarkEqualityConversion(b *testing.B) {
 	for _, in := range []struct {
 		name string
@@ -92,9 +96,62 @@ func BenchmarkEqualityConversion(b *testing.B) {
 	}
 }
 
+// BenchmarkEqualityConversionChunks measures conversion's memory on one
+// partition with 2,000,000 upserted keys: 40 well-sized files of 60,000
+// rows (2,400,000 rows), then 4 checkpoints of 500,000 upserts, v2 on
+// local disk. The new versions are left to the writer (a minimum file age
+// of an hour), so the run is conversion alone: no data rewrite. Two
+// sides, each one compaction run in a child process on its own fresh
+// table: keys held in chunks of 250,000, and all at once (one chunk, as
+// before chunking); iterations alternate which side runs first. Per side
+// it reports ms/op, peak RSS, chunks and bytes read; the rows are checked
+// after each side, untimed.
+//
+//	go test -run '^$' -bench EqualityConversionChunks -benchtime 1x -timeout 60m ./compactor
+func BenchmarkEqualityConversionChunks(b *testing.B) {
+	const keys, chunk = 2_000_000, 250_000
+	cdc := cdcTable{appends: 40, bigRows: 60000, checkpoints: 4, upserts: keys / 4}
+	sides := []struct {
+		name  string
+		chunk int64
+	}{{"chunked", chunk}, {"whole", 1 << 40}}
+	res := make([]child.Result, len(sides))
+	for i := 0; i < b.N; i++ {
+		for k := range sides {
+			side := (k + i) % len(sides)
+			b.StopTimer()
+			home := b.TempDir()
+			e, tbl := newEnvWith(b, configs.Embedded(home), home, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+			start := time.Now()
+			tbl, _ = cdc.fill(e, tbl)
+			b.Logf("table built in %s", time.Since(start).Round(time.Second))
+			want := e.Rows(tbl, 0)
+			b.StartTimer()
+			r, err := child.Run("TestEqualityConversionBenchChild", "1", home, strconv.FormatInt(sides[side].chunk, 10))
+			b.StopTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+			res[side].Add(r)
+			checkRows(b, e, want)
+			b.StartTimer()
+		}
+	}
+	N := float64(b.N)
+	for k, s := range sides {
+		b.ReportMetric(res[k].Ms/N, s.name+"-ms")
+		b.ReportMetric(res[k].PeakRSSMiB/N, s.name+"-peak-RSS-MiB")
+		b.ReportMetric(float64(res[k].Count)/N, s.name+"-chunks")
+		b.ReportMetric(float64(res[k].Bytes)/N, s.name+"-bytes-read")
+		b.ReportMetric(float64(res[k].AllocBytes)/N, s.name+"-B-alloc")
+	}
+}
+
 // TestEqualityConversionBenchChild is the child side of
-// BenchmarkEqualityConversion: one compaction run of the table under home,
-// with conversion on (args[0] 1) or off (0).
+// BenchmarkEqualityConversion and BenchmarkEqualityConversionChunks: one
+// compaction run of the table under home, with conversion on (args[0] 1)
+// or off (0). With args[2], conversion holds at most that many keys at
+// once, and files younger than an hour are left to the writer.
 func TestEqualityConversionBenchChild(t *testing.T) {
 	args := child.Args()
 	if args == nil {
@@ -120,11 +177,29 @@ func TestEqualityConversionBenchChild(t *testing.T) {
 	e := &env{Env: &tableenv.Env{T: t, Ctx: ctx, B: bk, ID: bucket.TableID{Namespace: []string{"t"}, Name: "x"}, Store: store,
 		Defaults: cfg.Buckets[0].Defaults(), Rng: rand.New(rand.NewPCG(1, 2)), Next: 1}}
 	e.Defaults.Knobs.MinEqualityDeleteFilesToConvert = convert
+	job := &Job{}
+	if len(args) > 2 {
+		if job.ConvertChunkKeys, err = strconv.ParseInt(args[2], 10, 64); err != nil {
+			t.Fatal(err)
+		}
+		e.Defaults.Knobs.MinFileAgeMinutes = 60
+	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	if p := os.Getenv("ICEKEEPER_BENCH_CPUPROFILE"); p != "" {
+		f, err := os.Create(p + "." + args[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
 	start := time.Now()
-	out, fig := e.compact(&Job{})
+	out, fig := e.compact(job)
 	ms := float64(time.Since(start).Microseconds()) / 1000
+	pprof.StopCPUProfile()
 	runtime.ReadMemStats(&after)
 	if out.Status != state.Successful {
 		t.Fatalf("%s %s\n%s", out.Status, out.FailureMessage, fig.Text())
@@ -136,7 +211,7 @@ func TestEqualityConversionBenchChild(t *testing.T) {
 	if convert > 0 {
 		read = fig.ConvertBytesRead
 	}
-	child.ReportResult(child.Result{Ms: ms, Bytes: read, AllocBytes: int64(after.TotalAlloc - before.TotalAlloc)})
+	child.ReportResult(child.Result{Ms: ms, Count: fig.ConvertChunks, Bytes: read, AllocBytes: int64(after.TotalAlloc - before.TotalAlloc)})
 }
 
 func checkRows(b *testing.B, e *env, want tablecheck.Fingerprint) {

@@ -1,7 +1,9 @@
 package compactor
 
 import (
+	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/internal/state"
@@ -369,5 +372,86 @@ func TestEqualityConversionREST(t *testing.T) {
 			e, tbl := newRESTEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, format)
 			e.convertTwice(tbl, cdcTable{appends: 3, bigRows: 60000, checkpoints: 3, upserts: 100}, false)
 		})
+	}
+}
+
+// Past the key bound a partition's equality deletes are converted in one
+// run, in chunks: with a bound of 70 keys, deletes of 230, 40 and 100
+// keys (the last re-upserting 50 keys of the first, whose new versions it
+// deletes and the first does not) are converted in 6 chunks, whose
+// boundaries fall inside the first and third delete files and mix
+// sequence numbers. The new versions are left to the writer (a minimum
+// file age), so every data file stays and each delete applies only where
+// it is newer. Once with every delete file read by ranges, as a big one
+// is.
+func TestEqualityConversionChunked(t *testing.T) {
+	const bound, chunks = 70, 6 // 370 keys
+	for _, tc := range []struct {
+		format string
+		whole  int64 // wholeDeleteBytes (1: ranged reads)
+	}{{"2", 0}, {"3", 0}, {"2", 1}} {
+		name := "v" + tc.format
+		if tc.whole == 1 {
+			name += " ranged reads"
+		}
+		t.Run(name, func(t *testing.T) {
+			e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, tc.format)
+			e.Defaults.Knobs.MinFileAgeMinutes = 60
+			tbl, big := cdcTable{appends: 3, bigRows: 60000}.fill(e, tbl)
+			keys := func(from, step int64, n int) []int64 {
+				var out []int64
+				for i := range int64(n) {
+					out = append(out, from+i*step)
+				}
+				return out
+			}
+			first := keys(1, 701, 230)
+			tbl = e.upsert(tbl, first)
+			tbl = e.upsert(tbl, keys(3, 997, 40))
+			again := map[int64]bool{}
+			for _, k := range append(first[:50:50], keys(5, 1009, 50)...) {
+				again[k] = true
+			}
+			tbl = e.upsert(tbl, slices.Sorted(maps.Keys(again)))
+			paths := liveDataPaths(e, tbl)
+
+			job := &Job{ConvertChunkKeys: bound, wholeDeleteBytes: tc.whole}
+			e.opts.DryRun = true
+			_, dry := e.compact(job)
+			e.opts.DryRun = false
+			if len(dry.ConvertPlan) != 1 || dry.ConvertPlan[0].Chunks != chunks || dry.ConvertPlan[0].Kept != 0 ||
+				!strings.Contains(dry.Text(), fmt.Sprintf("in %d chunks of keys", chunks)) {
+				t.Fatalf("want one partition converted in %d chunks:\n%s", chunks, dry.Text())
+			}
+			fig := e.checkConversion(job, big)
+			t.Log(fig.Text())
+			if fig.ConvertChunks != chunks || fig.EqualityDeletesConverted != 3 {
+				t.Errorf("%d chunks, %d equality deletes converted; want %d, 3:\n%s", fig.ConvertChunks, fig.EqualityDeletesConverted, chunks, fig.Text())
+			}
+			if got := liveDataPaths(e, e.Load()); !slices.Equal(got, paths) {
+				t.Errorf("data files %v, want %v unchanged", got, paths)
+			}
+		})
+	}
+}
+
+// An integer key set moved to encoded keys (a later delete holds a null
+// or a non-integer key) keeps every key and sequence number, encoded as
+// a data file's value of either width is.
+func TestKeySetEncode(t *testing.T) {
+	s := newKeySet([]int{1})
+	s.iseq[7], s.iseq[-3] = 4, 9
+	s.encode()
+	if s.integral || s.size() != 2 {
+		t.Fatalf("integral %v, %d keys after encode", s.integral, s.size())
+	}
+	for v, want := range map[parquet.Value]int64{parquet.Int64Value(7): 4, parquet.Int32Value(-3): 9} {
+		k, err := appendKey(nil, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.seq[string(k)]; got != want {
+			t.Errorf("key %v: seq %d, want %d", v, got, want)
+		}
 	}
 }

@@ -134,19 +134,22 @@ func (f *Figures) Text() string {
 	}
 	cv := f.convertFigures
 	for _, g := range cv.ConvertPlan {
-		kept := ""
+		kept, chunks := "", ""
 		if g.Kept > 0 {
 			kept = fmt.Sprintf(" (%d left for later)", g.Kept)
 		}
-		fmt.Fprintf(&b, "\n  convert %s: %d equality delete files (%d keys)%s%s converted into positions in %d data files, ~%d bytes of key columns to read",
-			g.Partition, g.EqualityDeletes, g.Keys, kept, would, g.DataFiles, g.ReadBytes)
+		if g.Chunks > 1 {
+			chunks = fmt.Sprintf(" in %d chunks of keys", g.Chunks)
+		}
+		fmt.Fprintf(&b, "\n  convert %s: %d equality delete files (%d keys)%s%s converted into positions in %d data files%s, ~%d bytes of key columns to read",
+			g.Partition, g.EqualityDeletes, g.Keys, kept, would, g.DataFiles, chunks, g.ReadBytes)
 	}
 	for _, s := range cv.ConvertSkipped {
 		fmt.Fprintf(&b, "\n  skip convert %s: %s", s.Partition, s.Reason)
 	}
 	if cv.ConvertCommits > 0 || cv.ConvertGroupsDropped > 0 {
-		fmt.Fprintf(&b, "\n  equality deletes: %d partitions converted (%d dropped for conflicts), %d equality delete files -> %d position delete files or vectors, %d rows matched, %d bytes read (%d data files skipped by their bounds), %d commits (%d attempts lost to concurrent commits), %d ms",
-			cv.ConvertGroupsCommitted, cv.ConvertGroupsDropped, cv.EqualityDeletesConverted, cv.ConvertDeletesWritten, cv.ConvertRowsMatched, cv.ConvertBytesRead, cv.ConvertFilesSkipped, cv.ConvertCommits, cv.ConvertConflicts, cv.ConvertMs)
+		fmt.Fprintf(&b, "\n  equality deletes: %d partitions converted (%d dropped for conflicts) in %d chunks of keys, %d equality delete files -> %d position delete files or vectors, %d rows matched, %d bytes read (%d data files skipped by their bounds), %d commits (%d attempts lost to concurrent commits), %d ms",
+			cv.ConvertGroupsCommitted, cv.ConvertGroupsDropped, cv.ConvertChunks, cv.EqualityDeletesConverted, cv.ConvertDeletesWritten, cv.ConvertRowsMatched, cv.ConvertBytesRead, cv.ConvertFilesSkipped, cv.ConvertCommits, cv.ConvertConflicts, cv.ConvertMs)
 	}
 	d := f.deleteFigures
 	for _, g := range d.DeletePlan {

@@ -85,10 +85,21 @@ type Job struct {
 	Retry *commit.Policy
 	// MinInputFiles is the planner's minimum of small files per partition.
 	MinInputFiles int
+	// ConvertChunkKeys bounds the equality delete keys conversion holds in
+	// memory at once (default planner.DefaultConvertChunkKeys, about 120
+	// MiB of long keys). It bounds memory, not work: a partition's due
+	// equality deletes are converted in one run, in as many chunks as
+	// their keys need, each chunk reading the key columns of the data
+	// files it applies to again.
+	ConvertChunkKeys int64
 
 	// wholeFileBytes overrides the merge path's whole-file read size (tests
 	// only: 1 sends every input through ranged reads).
 	wholeFileBytes int64
+	// wholeDeleteBytes overrides the size up to which conversion reads an
+	// equality delete file whole (tests only: 1 sends every delete file
+	// through ranged reads).
+	wholeDeleteBytes int64
 	// beforeCommit, when set (tests only), runs before each commit attempt;
 	// afterCommit may replace a commit's result, and commitTable the
 	// catalog's commit (fault injection).

@@ -30,12 +30,15 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// DefaultMaxConvertKeys bounds the keys one conversion group holds in
-// memory: the rows of its equality delete files. A key of a long column
-// costs about 60 bytes in the executor's set, so the default holds about
-// 120 MiB. A partition with more is converted in several runs, its oldest
-// equality deletes first; one delete file over the bound is taken alone.
-const DefaultMaxConvertKeys = 2_000_000
+// DefaultConvertChunkKeys bounds the keys conversion holds in memory at
+// once: the equality delete rows of one chunk. The executor holds a
+// one-column integer key by value (a map entry, a few tens of bytes) and
+// other keys encoded (about 60 bytes for a short one), so the default
+// holds at most about 120 MB of keys. It bounds memory only, not the work of a run: a partition's
+// due equality deletes are all converted in one run, in as many chunks as
+// their keys need, each chunk matched against the data files it applies
+// to (so each chunk reads their key columns again).
+const DefaultConvertChunkKeys = 2_000_000
 
 // EqualityDelete is one live equality delete file and the data sequence
 // number of its manifest entry, which decides the data files it applies to.
@@ -50,8 +53,10 @@ type ConvertOptions struct {
 	// before they are converted (0: conversion is off, and the data
 	// rewrite applies equality deletes as before).
 	MinFiles int
-	// MaxKeys bounds one group's keys (default DefaultMaxConvertKeys).
-	MaxKeys int64
+	// ChunkKeys bounds the keys held at once (default
+	// DefaultConvertChunkKeys); it splits a group into chunks and never
+	// leaves a due delete for a later run.
+	ChunkKeys int64
 }
 
 // ConvertGroup is one partition whose equality deletes are converted.
@@ -60,14 +65,18 @@ type ConvertGroup struct {
 	// EqualityDeletes are the equality delete files converted and removed,
 	// Keys the rows they hold; DataFiles the data files they apply to, all
 	// of which are read, and ReadBytes an estimate of the bytes of their
-	// key columns (from the manifests' column sizes).
+	// key columns (from the manifests' column sizes), read once per chunk
+	// that applies to them.
 	EqualityDeletes int   `json:"equalityDeletes"`
 	Keys            int64 `json:"keys"`
 	DataFiles       int   `json:"dataFiles"`
 	ReadBytes       int64 `json:"readBytes"`
-	// Kept are the partition's equality delete files left for later: one
-	// that applies to a data file the data rewrite takes, or past MaxKeys.
+	// Kept are the partition's equality delete files left for later: those
+	// that apply to a data file the data rewrite takes.
 	Kept int `json:"kept,omitempty"`
+	// Chunks is how many chunks of at most ConvertOptions.ChunkKeys keys
+	// the group is converted in (0 when its deletes hold no row).
+	Chunks int `json:"chunks,omitempty"`
 
 	// Deletes are the equality delete files converted (the group removes
 	// them); Tasks the data files they apply to, each with its data
@@ -75,6 +84,27 @@ type ConvertGroup struct {
 	Deletes []EqualityDelete     `json:"-"`
 	Tasks   []table.FileScanTask `json:"-"`
 	Seqs    []int64              `json:"-"`
+	// Slices are the chunks, in order.
+	Slices []ConvertChunk `json:"-"`
+}
+
+// ConvertChunk is the keys converted at once and the data files they are
+// matched against. A chunk boundary may fall inside a delete file, whose
+// rows are then read in slices; every key keeps its own delete's data
+// sequence number.
+type ConvertChunk struct {
+	Keys []KeyRange
+	// Tasks index the group's Tasks whose data sequence number is below
+	// that of the chunk's newest delete: the only ones its keys may
+	// delete rows of.
+	Tasks []int
+}
+
+// KeyRange is rows [From, From+Rows) of the group's equality delete file
+// Deletes[Delete].
+type KeyRange struct {
+	Delete     int
+	From, Rows int64
 }
 
 // KeyTypeConverted reports whether conversion reads keys of type t: the
@@ -197,14 +227,15 @@ func DataSeq(t table.FileScanTask) int64 {
 // deletes to convert and the data files they apply to. tasks are the live
 // data files, deletes the live equality delete files; the data files in
 // taken (by path) are left to the data rewrite, which applies their
-// deletes, so an equality delete that applies to one of them stays. It
-// reads metadata only.
+// deletes, so an equality delete that applies to one of them stays. A
+// group's deletes are all converted in one run, in chunks of at most
+// opts.ChunkKeys keys (chunks). It reads metadata only.
 func Conversion(meta table.Metadata, tasks []table.FileScanTask, deletes []EqualityDelete, taken map[string]bool, opts ConvertOptions) ([]ConvertGroup, []Skip) {
 	if opts.MinFiles <= 0 || meta.Version() < 2 || len(deletes) == 0 {
 		return nil, nil
 	}
-	if opts.MaxKeys <= 0 {
-		opts.MaxKeys = DefaultMaxConvertKeys
+	if opts.ChunkKeys <= 0 {
+		opts.ChunkKeys = DefaultConvertChunkKeys
 	}
 	sc := newScopes(meta, tasks, deletes)
 	byScope, dataOf := sc.deletes, sc.data
@@ -224,7 +255,8 @@ func Conversion(meta table.Metadata, tasks []table.FileScanTask, deletes []Equal
 			skipped = append(skipped, Skip{Partition: label, Files: len(ds), Reason: why})
 			continue
 		}
-		// Oldest first, so that what a bound leaves is the newest.
+		// Oldest first: a chunk then holds deletes of few sequence numbers,
+		// and is matched against the fewest data files.
 		slices.SortStableFunc(ds, func(a, b EqualityDelete) int {
 			return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.File.FilePath(), b.File.FilePath()))
 		})
@@ -238,7 +270,7 @@ func Conversion(meta table.Metadata, tasks []table.FileScanTask, deletes []Equal
 					break
 				}
 			}
-			if !removable || (len(g.Deletes) > 0 && g.Keys+d.File.Count() > opts.MaxKeys) {
+			if !removable {
 				g.Kept++
 				continue
 			}
@@ -251,12 +283,6 @@ func Conversion(meta table.Metadata, tasks []table.FileScanTask, deletes []Equal
 				Reason: "every equality delete applies to a data file the data rewrite takes, or to none converted"})
 			continue
 		}
-		keyIDs := map[int]bool{}
-		for _, d := range g.Deletes {
-			for _, id := range d.File.EqualityFieldIDs() {
-				keyIDs[id] = true
-			}
-		}
 		// Every data file a converted delete applies to is read: the
 		// removal of the delete is sound only if each is converted.
 		for _, i := range dataOf[k] {
@@ -267,15 +293,61 @@ func Conversion(meta table.Metadata, tasks []table.FileScanTask, deletes []Equal
 			}
 			g.Tasks = append(g.Tasks, t)
 			g.Seqs = append(g.Seqs, seq)
-			g.DataFiles++
-			for id := range keyIDs {
-				g.ReadBytes += t.File.ColumnSizes()[id]
+		}
+		g.DataFiles = len(g.Tasks)
+		g.Slices = chunks(g, opts.ChunkKeys)
+		g.Chunks = len(g.Slices)
+		for _, c := range g.Slices {
+			keyIDs := map[int]bool{}
+			for _, r := range c.Keys {
+				for _, id := range g.Deletes[r.Delete].File.EqualityFieldIDs() {
+					keyIDs[id] = true
+				}
+			}
+			for _, i := range c.Tasks {
+				for id := range keyIDs {
+					g.ReadBytes += g.Tasks[i].File.ColumnSizes()[id]
+				}
 			}
 		}
 		g.EqualityDeletes = len(g.Deletes)
 		groups = append(groups, g)
 	}
 	return groups, skipped
+}
+
+// chunks splits g's equality delete rows, oldest delete first, into
+// chunks of at most limit keys, and gives each the data files it applies
+// to.
+func chunks(g ConvertGroup, limit int64) []ConvertChunk {
+	var out []ConvertChunk
+	var cur ConvertChunk
+	var n, seq int64
+	flush := func() {
+		for i, s := range g.Seqs {
+			if s < seq {
+				cur.Tasks = append(cur.Tasks, i)
+			}
+		}
+		out = append(out, cur)
+		cur, n, seq = ConvertChunk{}, 0, 0
+	}
+	for i, d := range g.Deletes {
+		rows := d.File.Count()
+		for from := int64(0); from < rows; {
+			take := min(rows-from, limit-n)
+			cur.Keys = append(cur.Keys, KeyRange{Delete: i, From: from, Rows: take})
+			seq = max(seq, d.Seq)
+			from += take
+			if n += take; n == limit {
+				flush()
+			}
+		}
+	}
+	if len(cur.Keys) > 0 {
+		flush()
+	}
+	return out
 }
 
 // scopes are the live equality deletes and data files by the scope an

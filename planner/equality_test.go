@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -155,6 +156,10 @@ func TestConversion(t *testing.T) {
 		deletes   []string // equality delete names converted
 		data      []string // data file names read
 		kept      int
+		// chunks, when set, are the group's chunks, each as its key
+		// ranges and the data files it is matched against:
+		// "c1:0+100 c2:0+50 | big1 new1".
+		chunks []string
 	}
 	for _, tc := range []struct {
 		name    string
@@ -206,20 +211,53 @@ func TestConversion(t *testing.T) {
 			skipped: "data rewrite takes",
 		},
 		{
-			name:    "the key bound leaves the newest delete for the next run",
+			name:    "one chunk under the key bound",
 			meta:    v2,
 			tasks:   []table.FileScanTask{seqTask(d("big1"), 1), seqTask(d("new1"), 3)},
 			deletes: []EqualityDelete{{eq("c2", 100), 4}, {eq("c1", 100), 2}},
-			opts:    ConvertOptions{MinFiles: 1, MaxKeys: 150},
-			want:    []want{{partition: "(unpartitioned)", deletes: []string{"c1"}, data: []string{"big1"}, kept: 1}},
+			opts:    ConvertOptions{MinFiles: 1, ChunkKeys: 200},
+			want: []want{{partition: "(unpartitioned)", deletes: []string{"c1", "c2"}, data: []string{"big1", "new1"},
+				chunks: []string{"c1:0+100 c2:0+100 | big1 new1"}}},
 		},
 		{
-			name:    "one delete over the key bound is taken alone",
+			name:    "past the key bound: every delete converted in one run, in chunks; a chunk of older deletes skips newer data",
+			meta:    v2,
+			tasks:   []table.FileScanTask{seqTask(d("big1"), 1), seqTask(d("new1"), 3)},
+			deletes: []EqualityDelete{{eq("c2", 100), 4}, {eq("c1", 100), 2}},
+			opts:    ConvertOptions{MinFiles: 1, ChunkKeys: 150},
+			want: []want{{partition: "(unpartitioned)", deletes: []string{"c1", "c2"}, data: []string{"big1", "new1"},
+				chunks: []string{"c1:0+100 c2:0+50 | big1 new1", "c2:50+50 | big1 new1"}}},
+		},
+		{
+			// Each checkpoint commits its delete and new versions at one
+			// sequence number: a delete does not apply to its own
+			// checkpoint's rows.
+			name: "chunks split deletes of several sequence numbers; each chunk reads what its newest delete reaches",
+			meta: v2,
+			tasks: []table.FileScanTask{seqTask(d("big1"), 1), seqTask(d("new1"), 2), seqTask(d("new2"), 4),
+				seqTask(d("new3"), 6)},
+			deletes: []EqualityDelete{{eq("c3", 30), 6}, {eq("c1", 60), 2}, {eq("c2", 30), 4}},
+			opts:    ConvertOptions{MinFiles: 1, ChunkKeys: 40},
+			want: []want{{partition: "(unpartitioned)", deletes: []string{"c1", "c2", "c3"}, data: []string{"big1", "new1", "new2"},
+				chunks: []string{"c1:0+40 | big1", "c1:40+20 c2:0+20 | big1 new1", "c2:20+10 c3:0+30 | big1 new1 new2"}}},
+		},
+		{
+			name:    "one delete over the key bound: read in slices, the last one partial",
 			meta:    v2,
 			tasks:   []table.FileScanTask{seqTask(d("big1"), 1)},
 			deletes: []EqualityDelete{{eq("c1", 500), 2}},
-			opts:    ConvertOptions{MinFiles: 1, MaxKeys: 150},
-			want:    []want{{partition: "(unpartitioned)", deletes: []string{"c1"}, data: []string{"big1"}}},
+			opts:    ConvertOptions{MinFiles: 1, ChunkKeys: 150},
+			want: []want{{partition: "(unpartitioned)", deletes: []string{"c1"}, data: []string{"big1"},
+				chunks: []string{"c1:0+150 | big1", "c1:150+150 | big1", "c1:300+150 | big1", "c1:450+50 | big1"}}},
+		},
+		{
+			name:    "a delete with no row: converted, in no chunk",
+			meta:    v2,
+			tasks:   []table.FileScanTask{seqTask(d("big1"), 1)},
+			deletes: []EqualityDelete{{eq("c1", 0), 2}, {eq("c2", 150), 3}},
+			opts:    ConvertOptions{MinFiles: 1, ChunkKeys: 150},
+			want: []want{{partition: "(unpartitioned)", deletes: []string{"c1", "c2"}, data: []string{"big1"},
+				chunks: []string{"c2:0+150 | big1"}}},
 		},
 		{
 			name: "partitioned: a delete applies to its own partition only; the minimum is per partition",
@@ -266,10 +304,22 @@ func TestConversion(t *testing.T) {
 				if g.EqualityDeletes != len(g.Deletes) || g.DataFiles != len(g.Tasks) {
 					t.Errorf("group %s counts %d deletes, %d data files; holds %d, %d", g.Partition, g.EqualityDeletes, g.DataFiles, len(g.Deletes), len(g.Tasks))
 				}
+				checkChunks(t, g, tc.opts.ChunkKeys)
+				for _, c := range g.Slices {
+					var keys, data []string
+					for _, r := range c.Keys {
+						keys = append(keys, fmt.Sprintf("%s:%d+%d", name(g.Deletes[r.Delete].File.FilePath()), r.From, r.Rows))
+					}
+					for _, i := range c.Tasks {
+						data = append(data, name(g.Tasks[i].File.FilePath()))
+					}
+					w.chunks = append(w.chunks, strings.Join(keys, " ")+" | "+strings.Join(data, " "))
+				}
 				got = append(got, w)
 			}
 			if !slices.EqualFunc(got, tc.want, func(a, b want) bool {
-				return a.partition == b.partition && a.kept == b.kept && slices.Equal(a.deletes, b.deletes) && slices.Equal(a.data, b.data)
+				return a.partition == b.partition && a.kept == b.kept && slices.Equal(a.deletes, b.deletes) && slices.Equal(a.data, b.data) &&
+					(b.chunks == nil || slices.Equal(a.chunks, b.chunks))
 			}) {
 				t.Errorf("groups %+v, want %+v", got, tc.want)
 			}
@@ -280,6 +330,55 @@ func TestConversion(t *testing.T) {
 				t.Errorf("skipped %+v", skipped)
 			}
 		})
+	}
+}
+
+// checkChunks asserts the invariants of g's chunks: together they hold
+// every row of every delete exactly once, in order, each at most limit
+// keys (DefaultConvertChunkKeys when 0), and each is matched against
+// exactly the data files older than its newest delete.
+func checkChunks(t *testing.T, g ConvertGroup, limit int64) {
+	t.Helper()
+	if limit <= 0 {
+		limit = DefaultConvertChunkKeys
+	}
+	if g.Chunks != len(g.Slices) {
+		t.Errorf("group %s counts %d chunks, holds %d", g.Partition, g.Chunks, len(g.Slices))
+	}
+	var keys int64
+	next := make([]int64, len(g.Deletes)) // the next row of each delete
+	last := 0
+	for n, c := range g.Slices {
+		var size, seq int64
+		for _, r := range c.Keys {
+			if r.Delete < last || r.From != next[r.Delete] || r.Rows <= 0 {
+				t.Errorf("group %s chunk %d: range %+v out of order (next row %d)", g.Partition, n, r, next[r.Delete])
+			}
+			last, next[r.Delete] = r.Delete, r.From+r.Rows
+			size += r.Rows
+			seq = max(seq, g.Deletes[r.Delete].Seq)
+		}
+		keys += size
+		if size > limit || size == 0 {
+			t.Errorf("group %s chunk %d holds %d keys, bound %d", g.Partition, n, size, limit)
+		}
+		var want []int
+		for i, s := range g.Seqs {
+			if s < seq {
+				want = append(want, i)
+			}
+		}
+		if !slices.Equal(c.Tasks, want) {
+			t.Errorf("group %s chunk %d matched against data files %v, want %v", g.Partition, n, c.Tasks, want)
+		}
+	}
+	for i, d := range g.Deletes {
+		if next[i] != d.File.Count() {
+			t.Errorf("group %s: chunks hold %d rows of %s, it has %d", g.Partition, next[i], d.File.FilePath(), d.File.Count())
+		}
+	}
+	if keys != g.Keys {
+		t.Errorf("group %s: chunks hold %d keys, the group %d", g.Partition, keys, g.Keys)
 	}
 }
 
