@@ -32,7 +32,11 @@ import (
 //     checkpoints of 100 upserts (an equality delete on id and the new
 //     versions);
 //   - 100k-keys: 32 such files, 4 checkpoints
-//     of 25,000 upserts.
+//     of 25,000 upserts;
+//   - 300-keys-2.3M-rows: the row count, 8 files of 288,000 rows
+//     (2,304,000 in all; about 5 MB a file with this schema, not the
+//     issue's 32 MB) compacted toward 5 MB, so that they are well sized,
+//     3 checkpoints of 100 upserts.
 //
 // Each iteration builds a fresh table per side and runs each side's
 // compaction in a child process (internal/testkit/child), so that peak RSS
@@ -48,11 +52,13 @@ import (
 // of its run to file.1 (converting) or file.0 (rewriting).
 func BenchmarkEqualityConversion(b *testing.B) {
 	for _, in := range []struct {
-		name string
-		cdc  cdcTable
+		name     string
+		cdc      cdcTable
+		targetMB int
 	}{
-		{"300-keys", cdcTable{appends: 8, bigRows: 60000, checkpoints: 3, upserts: 100}},
-		{"100k-keys", cdcTable{appends: 32, bigRows: 60000, checkpoints: 4, upserts: 25000}},
+		{"300-keys", cdcTable{appends: 8, bigRows: 60000, checkpoints: 3, upserts: 100}, 1},
+		{"100k-keys", cdcTable{appends: 32, bigRows: 60000, checkpoints: 4, upserts: 25000}, 1},
+		{"300-keys-2.3M-rows", cdcTable{appends: 8, bigRows: 288000, checkpoints: 3, upserts: 100}, 5},
 	} {
 		b.Run(in.name, func(b *testing.B) {
 			var conv, rew child.Result
@@ -67,6 +73,9 @@ func BenchmarkEqualityConversion(b *testing.B) {
 					e, tbl := newEnvWith(b, configs.Embedded(home), home, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 					tbl, _ = in.cdc.fill(e, tbl)
 					want := e.Rows(tbl, 0)
+					if err := os.WriteFile(filepath.Join(home, benchTargetFile), []byte(strconv.Itoa(in.targetMB)), 0o644); err != nil {
+						b.Fatal(err)
+					}
 					b.StartTimer()
 					r, err := child.Run("TestEqualityConversionBenchChild", strconv.Itoa(convert), home)
 					b.StopTimer()
@@ -147,6 +156,10 @@ func BenchmarkEqualityConversionChunks(b *testing.B) {
 	}
 }
 
+// benchTargetFile, in a benchmark's home, holds the compaction target in
+// MB its child runs with (absent: 1).
+const benchTargetFile = "target-mb"
+
 // TestEqualityConversionBenchChild is the child side of
 // BenchmarkEqualityConversion and BenchmarkEqualityConversionChunks: one
 // compaction run of the table under home, with conversion on (args[0] 1)
@@ -164,8 +177,14 @@ func TestEqualityConversionBenchChild(t *testing.T) {
 	home := args[1]
 	ctx := context.Background()
 	cfg := configs.Embedded(home)
+	targetMB := 1
+	if data, err := os.ReadFile(filepath.Join(home, benchTargetFile)); err == nil {
+		if targetMB, err = strconv.Atoi(string(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cfg.Buckets[0].Maintenance.Compaction = &configs.CompactionConfig{CompactionSettings: maintenance.CompactionSettings{
-		TargetFileSizeMB: maintenance.Int(1), Strategy: maintenance.StrategyBinpack}}
+		TargetFileSizeMB: maintenance.Int(targetMB), Strategy: maintenance.StrategyBinpack}}
 	reg := cfg.Registry()
 	defer reg.Close()
 	bk, _ := reg.Bucket("local")
