@@ -1,14 +1,17 @@
 package compactor
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -182,4 +185,45 @@ func TestUnchangedDryRun(t *testing.T) {
 	if fig.Unchanged == nil || !fig.Unchanged.Skip || !strings.Contains(fig.Text(), "a run would skip") {
 		t.Fatalf("dry run on a settled table: %+v\n%s", fig.Unchanged, fig.Text())
 	}
+}
+
+// BenchmarkUnchangedCheckS3 counts the S3 requests of a compaction run on
+// an unchanged, compacted table (SQL catalog in a local SQLite file, data
+// and metadata on the test S3 server behind a counting proxy): with the
+// unchanged rule, and evaluated in full at every run as before the rule
+// (its backstop set to a nanosecond).
+//
+//	go test -run '^$' -bench UnchangedCheckS3 -benchtime 5x ./compactor
+func BenchmarkUnchangedCheckS3(b *testing.B) {
+	srv := servers.S3(b)
+	counter, endpoint := servers.CountRequests(b, srv.Endpoint)
+	proxied := srv
+	proxied.Endpoint = endpoint
+	home := b.TempDir()
+	cfg := configs.Embedded(home)
+	props := proxied.Props()
+	props["type"], props["uri"], props["warehouse"] = "sql", "file:"+filepath.Join(home, "catalog.db")+"?mode=rwc", "s3://"+srv.Bucket+"/warehouse"
+	cfg.Buckets[0].Catalog = props
+	e, tbl := newEnvWith(b, cfg, home, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e.Fill(tbl, 20, 50)
+	run := func(fullEvery time.Duration) map[string]int {
+		b.Helper()
+		r := e.Runner(&Job{})
+		r.FullEvery = fullEvery
+		counter.Take()
+		out, err := r.Run(e.Ctx, e.Target(), maintenance.Compaction, "test", jobs.Options{})
+		if err != nil || out.Status != state.Successful {
+			b.Fatalf("compaction: %v %s %s", err, out.Status, out.FailureMessage)
+		}
+		return counter.Take()
+	}
+	first := run(0) // compacts
+	var rule, full map[string]int
+	for b.Loop() {
+		rule = run(0)
+		full = run(time.Nanosecond)
+	}
+	b.Logf("requests: first run %v, unchanged check %v, full evaluation %v", first, rule, full)
+	b.ReportMetric(float64(servers.Total(rule)), "requests/unchanged-check")
+	b.ReportMetric(float64(servers.Total(full)), "requests/full-evaluation")
 }

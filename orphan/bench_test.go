@@ -5,15 +5,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -315,55 +310,6 @@ func BenchmarkRemovalUnchanged(b *testing.B) {
 	b.ReportMetric(float64(took.Milliseconds())/float64(b.N), "ms/unchanged-run")
 }
 
-// requestCounter is a proxy in front of an S3 server that counts the
-// requests by kind. It forwards the client's Host header unchanged, so
-// SigV4 signatures still verify.
-type requestCounter struct {
-	mu     sync.Mutex
-	counts map[string]int
-}
-
-func newRequestCounter(b testing.TB, endpoint string) (*requestCounter, string) {
-	target, err := url.Parse(endpoint)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := &requestCounter{counts: map[string]int{}}
-	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-		r.SetURL(target)
-		r.Out.Host = r.In.Host
-	}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		kind := r.Method
-		if r.Method == http.MethodGet && r.URL.Query().Has("list-type") {
-			kind = "LIST"
-		}
-		c.mu.Lock()
-		c.counts[kind]++
-		c.mu.Unlock()
-		proxy.ServeHTTP(w, r)
-	}))
-	b.Cleanup(srv.Close)
-	return c, srv.URL
-}
-
-// take returns the counts since the last take, and starts again.
-func (c *requestCounter) take() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.counts
-	c.counts = map[string]int{}
-	return out
-}
-
-func total(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
-}
-
 // BenchmarkRemovalUnchangedS3 counts the S3 requests of removal runs on an
 // unchanged table of 200 snapshots (SQL catalog on PostgreSQL, data on the
 // test S3 server, reached through a counting proxy): a run without the
@@ -374,7 +320,7 @@ func total(m map[string]int) int {
 func BenchmarkRemovalUnchangedS3(b *testing.B) {
 	ctx := context.Background()
 	srv := servers.S3(b)
-	counter, endpoint := newRequestCounter(b, srv.Endpoint)
+	counter, endpoint := servers.CountRequests(b, srv.Endpoint)
 	proxied := srv
 	proxied.Endpoint = endpoint
 	reg := sqlS3Config(b, proxied).Registry()
@@ -393,12 +339,12 @@ func BenchmarkRemovalUnchangedS3(b *testing.B) {
 	run := func(job *Job) map[string]int {
 		b.Helper()
 		runner := &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
-		counter.take()
+		counter.Take()
 		out, err := runner.Run(ctx, target, job.Type(), "test", jobs.Options{Now: time.Now()})
 		if err != nil || out.Status != state.Successful {
 			b.Fatalf("%v %s %s", err, out.Status, out.FailureMessage)
 		}
-		return counter.take()
+		return counter.Take()
 	}
 	without := run(&Job{Store: failingIndex{store}})
 	first := run(&Job{Store: store})
@@ -408,7 +354,7 @@ func BenchmarkRemovalUnchangedS3(b *testing.B) {
 		after = run(job)
 	}
 	b.Logf("requests without the index %v, first run %v, unchanged run %v", without, first, after)
-	b.ReportMetric(float64(total(without)), "requests/run-without-index")
-	b.ReportMetric(float64(total(first)), "requests/first-run")
-	b.ReportMetric(float64(total(after)), "requests/unchanged-run")
+	b.ReportMetric(float64(servers.Total(without)), "requests/run-without-index")
+	b.ReportMetric(float64(servers.Total(first)), "requests/first-run")
+	b.ReportMetric(float64(servers.Total(after)), "requests/unchanged-run")
 }

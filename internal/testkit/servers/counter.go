@@ -1,0 +1,63 @@
+package servers
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"testing"
+)
+
+// RequestCounter is a proxy in front of an S3 server that counts the
+// requests by kind (the HTTP method, or LIST for a ListObjectsV2). It
+// forwards the client's Host header unchanged, so SigV4 signatures still
+// verify: what users pay for per request, counted as the server sees it.
+type RequestCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+// CountRequests starts a counting proxy to endpoint on loopback and
+// returns it with its URL, to use as the S3 endpoint.
+func CountRequests(t testing.TB, endpoint string) (*RequestCounter, string) {
+	target, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &RequestCounter{counts: map[string]int{}}
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host
+	}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		kind := r.Method
+		if r.Method == http.MethodGet && r.URL.Query().Has("list-type") {
+			kind = "LIST"
+		}
+		c.mu.Lock()
+		c.counts[kind]++
+		c.mu.Unlock()
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return c, srv.URL
+}
+
+// Take returns the counts since the last Take, and starts again.
+func (c *RequestCounter) Take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.counts
+	c.counts = map[string]int{}
+	return out
+}
+
+// Total is the sum of counts.
+func Total(counts map[string]int) int {
+	n := 0
+	for _, v := range counts {
+		n += v
+	}
+	return n
+}
