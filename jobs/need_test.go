@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -200,4 +203,95 @@ func TestSchedulerQueuesFailedPolls(t *testing.T) {
 // removeLocal removes the local file at loc, a path or a file:// URL.
 func removeLocal(loc string) error {
 	return os.Remove(strings.TrimPrefix(loc, "file://"))
+}
+
+// TestNeedOrderFigures measures a compaction fire on a fleet of
+// ICEKEEPER_NEED_TABLES tables (local disk, embedded SQL catalog, SQLite
+// state store), each compacted until a run finds nothing to do: every
+// table queued and its job run, two at a time and without the jitter
+// wait, as before; with Needs when nothing changed; and with Needs when
+// 1% changed. It logs wall time, CPU seconds and metadata.json,
+// manifest-list and manifest opens (inotify) for each.
+func TestNeedOrderFigures(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("ICEKEEPER_NEED_TABLES"))
+	if n <= 0 {
+		t.Skip("set ICEKEEPER_NEED_TABLES to the number of tables")
+	}
+	built := time.Now()
+	f := newFleet(t, n)
+	t.Logf("%d tables built in %v", n, time.Since(built).Round(time.Second))
+	var dirs []string
+	for i := range f.ids {
+		tbl, err := f.b.LoadTable(f.ctx, f.ids[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, filepath.Dir(strings.TrimPrefix(tbl.MetadataLocation(), "file://")))
+	}
+	opens := testkit.WatchOpens(t, dirs[0], dirs[1:]...)
+	e := &jobs.Engine{Store: f.store, Registry: f.reg, Holder: "w"}
+	if err := e.Init(); err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Now()
+	sc := f.scheduler(t, e, &clock)
+	index := map[string]int{}
+	for i, id := range f.ids {
+		index[id.Name] = i
+	}
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	// measure fires once, runs what it queued two at a time, and logs.
+	var changedNames []string
+	measure := func(label string) {
+		t.Helper()
+		opens.Take()
+		wall, c := time.Now(), cpu()
+		queued := fire(t, f.ctx, e, sc, &clock)
+		fired := time.Since(wall)
+		sem := make(chan struct{}, 2)
+		var wg sync.WaitGroup
+		for _, name := range queued {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				f.compact(t, index[name])
+			})
+		}
+		wg.Wait()
+		o := opens.Take()
+		var places []int // where the changed tables are in the queue's order
+		for i, name := range queued {
+			if slices.Contains(changedNames, name) {
+				places = append(places, i+1)
+			}
+		}
+		t.Logf("%s: %d queued; fire %v, fire and runs %v, CPU %.2fs; opens: metadata.json %d, manifest lists %d, manifests %d; changed tables at places %v of the queue",
+			label, len(queued), fired.Round(time.Millisecond), time.Since(wall).Round(time.Millisecond), (cpu() - c).Seconds(),
+			o.Metadata, o.ManifestLists, o.Manifests, places)
+	}
+	sc.Needs = nil
+	measure("every table queued, nothing changed")
+	sc.Needs = f.runner.Need
+	measure("need-ordered, nothing changed")
+	changed := max(n/100, 1)
+	for i := range changed {
+		changedNames = append(changedNames, f.ids[i*n/changed].Name)
+		if err := testkit.AppendRows(f.ctx, f.b, f.ids[i*n/changed], 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	measure(fmt.Sprintf("need-ordered, %d changed", changed))
+	sc.Needs = nil
+	for i := range changed {
+		if err := testkit.AppendRows(f.ctx, f.b, f.ids[i*n/changed], 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	measure(fmt.Sprintf("every table queued, %d changed", changed))
 }
