@@ -25,6 +25,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // fleet is n small tables in the local bucket of a fresh home, each
@@ -174,6 +175,22 @@ func TestSchedulerQueuesByNeed(t *testing.T) {
 	got := fire(t, f.ctx, e, sc, &clock)
 	if len(got) != 12 || got[0] != "t007" || got[11] != "t005" {
 		t.Fatalf("past the backstop the fire queued %v, want all 12, t007 first and t005 last", got)
+	}
+}
+
+// An unchanged table needs a run once its last success is half the
+// backstop old: the run skips, but records a success the alerts see.
+func TestNeedHeartbeat(t *testing.T) {
+	f := newFleet(t, 1)
+	now := time.Now()
+	if n, err := f.runner.Need(f.ctx, f.target(0), maintenance.Compaction, now.Add(11*time.Hour)); err != nil || !n.Skip || n.Rule != planner.RuleUnchanged {
+		t.Fatalf("11 h after its last run: %+v %v, want a skip", n, err)
+	}
+	if n, err := f.runner.Need(f.ctx, f.target(0), maintenance.Compaction, now.Add(13*time.Hour)); err != nil || n.Skip || n.Rule != planner.NeedHeartbeat {
+		t.Fatalf("13 h after its last run: %+v %v, want a heartbeat", n, err)
+	}
+	if n, err := f.runner.Need(f.ctx, f.target(0), maintenance.Compaction, now.Add(25*time.Hour)); err != nil || n.Skip || n.Rule != planner.RuleBackstop {
+		t.Fatalf("25 h after its last run: %+v %v, want the backstop", n, err)
 	}
 }
 

@@ -97,9 +97,14 @@ func (s *Scheduler) jitter(t Target, typ maintenance.JobType) time.Duration {
 	return time.Duration(h.Sum64() % uint64(window))
 }
 
-// Next returns when typ next starts on t.
+// Next returns when typ next starts on t. With Needs, that is the next
+// fire, at which t is queued in its order of need if it needs a run.
 func (s *Scheduler) Next(t Target, typ maintenance.JobType) time.Time {
-	return s.parsed[typ].Next(s.Now()).Add(s.jitter(t, typ))
+	next := s.parsed[typ].Next(s.Now())
+	if s.Needs != nil {
+		return next
+	}
+	return next.Add(s.jitter(t, typ))
 }
 
 // fire enqueues typ for every table at the fire time plus its jitter,

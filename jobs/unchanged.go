@@ -81,7 +81,9 @@ func (u *Unchanged) Carried() *state.Evaluation {
 // one load of the table's metadata and the unchanged rule's state as the
 // run would build it; every other type needs a run, without any read.
 // LastSuccess is the end of the latest run when it succeeded, else the
-// last full evaluation (zero: neither). An error is a table whose run
+// last full evaluation (zero: neither). A table the rule would skip still
+// needs a run (planner.NeedHeartbeat) once its last success is half the
+// backstop old. An error is a table whose run
 // must say what went wrong.
 func (r *Runner) Need(ctx context.Context, t Target, typ maintenance.JobType, now time.Time) (planner.Need, error) {
 	var need planner.Need
@@ -110,6 +112,11 @@ func (r *Runner) Need(ctx context.Context, t Target, typ maintenance.JobType, no
 	need.Rule, need.Skip = v.Rule, v.Skip
 	if need.LastSuccess.IsZero() && u.Last != nil {
 		need.LastSuccess = u.Last.At
+	}
+	// Alerts on the age of the last success (24 h, the default backstop)
+	// must not fire on a table left alone because nothing changed.
+	if need.Skip && now.Sub(need.LastSuccess) >= u.FullEvery/2 {
+		need.Rule, need.Skip = planner.NeedHeartbeat, false
 	}
 	return need, nil
 }

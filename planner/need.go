@@ -6,6 +6,12 @@ import (
 	"time"
 )
 
+// NeedHeartbeat is the rule of a table the unchanged rule would skip, but
+// whose last successful run is half the backstop old: a run, which skips,
+// records a success, so that a table left alone because nothing changed
+// still shows, well within the backstop, that it is looked after.
+const NeedHeartbeat = "run: last success half the backstop old"
+
 // Need is what a scheduler's cheap look at one table before a fire found,
 // for NeedOrder: the unchanged rule's verdict where the job type has one.
 type Need struct {
@@ -21,13 +27,13 @@ type Need struct {
 
 // needClass ranks why a table needs a run: a table never evaluated or
 // changed since has work a run will find; one due by the clock or the
-// backstop most likely has none; a type the rule does not cover comes
+// backstop most likely has none, nor has a heartbeat; a type the rule does not cover comes
 // last only among tables of its own type, all of which are in this class.
 func needClass(n Need) int {
 	switch n.Rule {
 	case RuleFirst, RuleSnapshotChanged, RuleMetadataChanged, RuleSettingsChanged:
 		return 0
-	case RuleClock, RuleBackstop:
+	case RuleClock, RuleBackstop, NeedHeartbeat:
 		return 1
 	default:
 		return 2

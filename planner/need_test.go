@@ -25,8 +25,9 @@ func TestNeedOrder(t *testing.T) {
 				{Rule: RuleClock, LastSuccess: t0.Add(-time.Hour)},
 				{Rule: RuleMetadataChanged, LastSuccess: t0},
 				{Rule: RuleSettingsChanged, LastSuccess: t0.Add(-time.Hour)},
+				{Rule: NeedHeartbeat, LastSuccess: t0.Add(-13 * time.Hour)},
 			},
-			order: []int{3, 2, 0, 1}},
+			order: []int{3, 2, 0, 4, 1}},
 		{name: "never evaluated and never succeeded first",
 			needs: []Need{
 				{Rule: RuleSnapshotChanged, LastSuccess: t0.Add(-time.Hour)},
