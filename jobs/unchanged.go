@@ -87,6 +87,8 @@ func (u *Unchanged) Carried() *state.Evaluation {
 // must say what went wrong.
 func (r *Runner) Need(ctx context.Context, t Target, typ maintenance.JobType, now time.Time) (planner.Need, error) {
 	var need planner.Need
+	// A store that cannot say when the last run was costs only the
+	// table's place in the order, never its run.
 	if runs, err := r.Store.LastRuns(ctx, t.Key()); err == nil {
 		if last, ok := runs[typ]; ok && last.Status == state.Successful {
 			need.LastSuccess = last.Finished

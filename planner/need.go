@@ -25,10 +25,11 @@ type Need struct {
 	LastSuccess time.Time
 }
 
-// needClass ranks why a table needs a run: a table never evaluated or
-// changed since has work a run will find; one due by the clock or the
-// backstop most likely has none, nor has a heartbeat; a type the rule does not cover comes
-// last only among tables of its own type, all of which are in this class.
+// needClass ranks why a table needs a run: one never evaluated or
+// changed since is likely to have work; one due by the clock, the
+// backstop or a heartbeat likely has none. A fire is of one job type, so
+// a type the rule does not cover has all its tables in the last class,
+// and only staleness orders them.
 func needClass(n Need) int {
 	switch n.Rule {
 	case RuleFirst, RuleSnapshotChanged, RuleMetadataChanged, RuleSettingsChanged:
