@@ -5,17 +5,20 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // Scheduler turns cron schedules into queued jobs: on each fire of a job
 // type's schedule it enqueues that type for every table, spread over a
-// jitter window so tables do not all start at once. It only enqueues;
+// jitter window so tables do not all start at once, or, with Needs, only
+// the tables that need a run, those with most need first. It only enqueues;
 // the Engine runs. Several replicas may schedule at once: the queue keeps
 // one pending job per table and type.
 type Scheduler struct {
@@ -32,9 +35,18 @@ type Scheduler struct {
 	// skips the types disabled for a table, so that a type that is off
 	// unless configured (record expiration) queues no job per table and
 	// fire. The API reports a disabled type from its configuration.
-	Skip   func(t Target, typ maintenance.JobType) bool
-	Logger *slog.Logger
-	Now    func() time.Time
+	Skip func(t Target, typ maintenance.JobType) bool
+	// Needs, when set, orders each fire by need (Runner.Need): every
+	// table is polled cheaply first, those that need a run are queued
+	// due at the fire time in the order planner.NeedOrder gives, those
+	// whose run would only skip are not queued, and those whose poll
+	// failed are queued with their jitter, so that their run reports the
+	// failure. Nil: every table is queued with its jitter.
+	Needs func(ctx context.Context, t Target, typ maintenance.JobType, now time.Time) (planner.Need, error)
+	// PollParallelism bounds the tables polled at once (default 16).
+	PollParallelism int
+	Logger          *slog.Logger
+	Now             func() time.Time
 
 	parsed map[maintenance.JobType]cron.Schedule
 }
@@ -46,6 +58,9 @@ func (s *Scheduler) Init() error {
 	}
 	if s.Rediscover <= 0 {
 		s.Rediscover = 5 * time.Minute
+	}
+	if s.PollParallelism <= 0 {
+		s.PollParallelism = 16
 	}
 	if s.Now == nil {
 		s.Now = time.Now
@@ -82,20 +97,31 @@ func (s *Scheduler) jitter(t Target, typ maintenance.JobType) time.Duration {
 	return time.Duration(h.Sum64() % uint64(window))
 }
 
-// Next returns when typ next starts on t.
+// Next returns when typ next starts on t. With Needs, that is the next
+// fire, at which t is queued in its order of need if it needs a run.
 func (s *Scheduler) Next(t Target, typ maintenance.JobType) time.Time {
-	return s.parsed[typ].Next(s.Now()).Add(s.jitter(t, typ))
+	next := s.parsed[typ].Next(s.Now())
+	if s.Needs != nil {
+		return next
+	}
+	return next.Add(s.jitter(t, typ))
 }
 
-// fire enqueues typ for every table at the fire time plus its jitter.
+// fire enqueues typ for every table at the fire time plus its jitter,
+// or, with Needs, the tables that need a run in their order of need.
 func (s *Scheduler) fire(ctx context.Context, typ maintenance.JobType, at time.Time, trigger string) error {
-	tables := s.Tables.Tables()
+	tables := make([]Target, 0, len(s.Tables.Tables()))
+	for _, t := range s.Tables.Tables() {
+		if s.Skip == nil || !s.Skip(t, typ) {
+			tables = append(tables, t)
+		}
+	}
+	if s.Needs != nil {
+		return s.fireByNeed(ctx, typ, tables, at, trigger)
+	}
 	keys := make([]state.TableKey, 0, len(tables))
 	due := make(map[state.TableKey]time.Time, len(tables))
 	for _, t := range tables {
-		if s.Skip != nil && s.Skip(t, typ) {
-			continue
-		}
 		keys = append(keys, t.Key())
 		due[t.Key()] = at.Add(s.jitter(t, typ))
 	}
@@ -104,6 +130,63 @@ func (s *Scheduler) fire(ctx context.Context, typ maintenance.JobType, at time.T
 		return err
 	}
 	s.Logger.Info("schedule fired", "job", typ, "at", at, "trigger", trigger, "queued", queued)
+	return s.Store.SetLastFire(ctx, typ, at)
+}
+
+// fireByNeed polls every table, PollParallelism at a time, and queues
+// those that need a run. The queue runs jobs in the order of their due
+// times, so the order of need is kept as due times a millisecond apart
+// from the fire time on: insertion order alone is not an order River
+// promises.
+func (s *Scheduler) fireByNeed(ctx context.Context, typ maintenance.JobType, tables []Target, at time.Time, trigger string) error {
+	begin := time.Now()
+	needs := make([]planner.Need, len(tables))
+	failed := make([]bool, len(tables))
+	sem := make(chan struct{}, s.PollParallelism)
+	var wg sync.WaitGroup
+	for i, t := range tables {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			n, err := s.Needs(ctx, t, typ, at)
+			if err != nil {
+				s.Logger.Debug("table not polled; queued to report it", "table", t.Key().String(), "job", typ, "err", err)
+				failed[i] = true
+				return
+			}
+			needs[i] = n
+		})
+	}
+	wg.Wait()
+	polled := time.Since(begin)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	order, skipped := planner.NeedOrder(needs)
+	keys := make([]state.TableKey, 0, len(tables))
+	due := make(map[state.TableKey]time.Time, len(tables))
+	needing, errs := 0, 0
+	for rank, i := range order {
+		if failed[i] {
+			continue
+		}
+		needing++
+		keys = append(keys, tables[i].Key())
+		due[tables[i].Key()] = at.Add(time.Duration(rank) * time.Millisecond)
+	}
+	for i, t := range tables {
+		if failed[i] {
+			errs++
+			keys = append(keys, t.Key())
+			due[t.Key()] = at.Add(s.jitter(t, typ))
+		}
+	}
+	queued, err := s.Queue.EnqueueMany(ctx, keys, typ, trigger, func(k state.TableKey) time.Time { return due[k] })
+	if err != nil {
+		return err
+	}
+	s.Logger.Info("schedule fired", "job", typ, "at", at, "trigger", trigger, "polled", len(tables), "needingWork", needing,
+		"queued", queued, "skippedUnchanged", skipped, "pollErrors", errs, "pollDuration", polled)
 	return s.Store.SetLastFire(ctx, typ, at)
 }
 

@@ -1,6 +1,8 @@
 package jobs
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/icekeeper/icekeeper/internal/state"
@@ -72,4 +74,51 @@ func (u *Unchanged) Carried() *state.Evaluation {
 	}
 	ev := *u.Last
 	return &ev
+}
+
+// Need is the cheap look a scheduler takes at t before queueing typ on
+// it at now: for an Evaluator, the verdict a run at now would reach, from
+// one load of the table's metadata and the unchanged rule's state as the
+// run would build it; every other type needs a run, without any read.
+// LastSuccess is the end of the latest run when it succeeded, else the
+// last full evaluation (zero: neither). A table the rule would skip still
+// needs a run (planner.NeedHeartbeat) once its last success is half the
+// backstop old. An error is a table whose run
+// must say what went wrong.
+func (r *Runner) Need(ctx context.Context, t Target, typ maintenance.JobType, now time.Time) (planner.Need, error) {
+	var need planner.Need
+	// A store that cannot say when the last run was costs only the
+	// table's place in the order, never its run.
+	if runs, err := r.Store.LastRuns(ctx, t.Key()); err == nil {
+		if last, ok := runs[typ]; ok && last.Status == state.Successful {
+			need.LastSuccess = last.Finished
+		}
+	}
+	job, ok := r.Jobs[typ]
+	if !ok {
+		return need, nil
+	}
+	settings, err := r.resolver().Table(ctx, t)
+	if err != nil {
+		return need, fmt.Errorf("resolve %s settings of %s: %w", typ, t.Key(), err)
+	}
+	u, err := r.unchanged(ctx, t, job, settings)
+	if err != nil || u == nil {
+		return need, err
+	}
+	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
+	if err != nil {
+		return need, err
+	}
+	v := u.Check(planner.CurrentSnapshotID(tbl.Metadata()), tbl.MetadataLocation(), now)
+	need.Rule, need.Skip = v.Rule, v.Skip
+	if need.LastSuccess.IsZero() && u.Last != nil {
+		need.LastSuccess = u.Last.At
+	}
+	// Alerts on the age of the last success (24 h, the default backstop)
+	// must not fire on a table left alone because nothing changed.
+	if need.Skip && now.Sub(need.LastSuccess) >= u.FullEvery/2 {
+		need.Rule, need.Skip = planner.NeedHeartbeat, false
+	}
+	return need, nil
 }

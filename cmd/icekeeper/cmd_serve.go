@@ -41,6 +41,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	refreshEvery := fs.Duration("refresh-interval", 10*time.Second, "how often the API's in-memory view takes in what other replicas and the CLI wrote to the state store")
 	discoverEvery := fs.Duration("discover-interval", 5*time.Minute, "how often every bucket's tables are listed again (a table the API is asked about is looked up at once)")
 	healthEvery := fs.Duration("health-interval", 5*time.Minute, "how often the per-table health gauges of /metrics are recomputed (each reads every table's metadata, and the manifests of those that changed)")
+	needOrder := fs.Bool("need-order", true, "at each fire, read every table's metadata first (16 at a time) and queue only the tables whose compaction or snapshot management would not skip as unchanged, changed ones first; false queues every table, spread over the jitter window")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -94,6 +95,9 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 			s, err := resolver.Table(ctx, t)
 			return err == nil && s.For(typ).Status == maintenance.Disabled
 		}}
+	if *needOrder {
+		sched.Needs = runner.Need
+	}
 	if err := sched.Init(); err != nil {
 		return usageError{err}
 	}

@@ -26,16 +26,20 @@ type OpenCounts struct {
 	Other         int
 }
 
-// WatchOpens starts counting the opens of files in dir (not recursive).
-func WatchOpens(t testing.TB, dir string) *Opens {
+// WatchOpens starts counting the opens of files in dir and more (not
+// recursive), together: one inotify instance however many directories,
+// since a user may have few instances but many watches.
+func WatchOpens(t testing.TB, dir string, more ...string) *Opens {
 	t.Helper()
 	fd, err := syscall.InotifyInit1(syscall.IN_NONBLOCK | syscall.IN_CLOEXEC)
 	if err != nil {
 		t.Fatalf("inotify: %v", err)
 	}
-	if _, err := syscall.InotifyAddWatch(fd, dir, syscall.IN_OPEN); err != nil {
-		syscall.Close(fd)
-		t.Fatalf("watch %s: %v", dir, err)
+	for _, d := range append([]string{dir}, more...) {
+		if _, err := syscall.InotifyAddWatch(fd, d, syscall.IN_OPEN); err != nil {
+			syscall.Close(fd)
+			t.Fatalf("watch %s: %v", d, err)
+		}
 	}
 	t.Cleanup(func() { syscall.Close(fd) })
 	return &Opens{t: t, fd: fd}
