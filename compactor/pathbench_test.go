@@ -17,6 +17,7 @@ import (
 	"github.com/icekeeper/icekeeper/compactor/merge"
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/testkit/child"
 )
 
 // BenchmarkRewritePaths measures the ways one group of 100 small, delete-
@@ -185,7 +186,7 @@ func uncompressedInput(b *testing.B) [][]byte {
 	}
 	var pages [][]byte
 	err := filepath.WalkDir(home, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !strings.HasSuffix(path, ".parquet") || !strings.Contains(path, "icekeeper") {
+		if err != nil || !strings.HasSuffix(path, ".parquet") || !strings.Contains(path, "/"+tableOf(child.Icekeeper)+"/data/") {
 			return err
 		}
 		data, err := os.ReadFile(path)
