@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
@@ -36,7 +38,11 @@ import (
 //   - 300-keys-2.3M-rows: the issue's row count, 8 files of 288,000 rows
 //     (2,304,000 in all; about 5 MB a file with this schema, not the
 //     issue's 32 MB) compacted toward 5 MB, so that they are well sized,
-//     3 checkpoints of 100 upserts.
+//     3 checkpoints of 100 upserts;
+//   - issue-table: the issue's table itself, with a payload column of
+//     50–200 random characters: 8 files of 288,000 rows written as a
+//     Flink job writes them (flinkProps: 32 MB files of 4 row groups of
+//     about 8 MB) compacted toward 32 MB, 3 checkpoints of 100 upserts.
 //
 // Each iteration builds a fresh table per side and runs each side's
 // compaction in a child process (internal/testkit/child), so that peak RSS
@@ -55,10 +61,12 @@ func BenchmarkEqualityConversion(b *testing.B) {
 		name     string
 		cdc      cdcTable
 		targetMB int
+		schema   *iceberg.Schema
 	}{
-		{"300-keys", cdcTable{appends: 8, bigRows: 60000, checkpoints: 3, upserts: 100}, 1},
-		{"100k-keys", cdcTable{appends: 32, bigRows: 60000, checkpoints: 4, upserts: 25000}, 1},
-		{"300-keys-2.3M-rows", cdcTable{appends: 8, bigRows: 288000, checkpoints: 3, upserts: 100}, 5},
+		{"300-keys", cdcTable{appends: 8, bigRows: 60000, checkpoints: 3, upserts: 100}, 1, tableenv.BaseSchema},
+		{"100k-keys", cdcTable{appends: 32, bigRows: 60000, checkpoints: 4, upserts: 25000}, 1, tableenv.BaseSchema},
+		{"300-keys-2.3M-rows", cdcTable{appends: 8, bigRows: 288000, checkpoints: 3, upserts: 100}, 5, tableenv.BaseSchema},
+		{"issue-table", cdcTable{appends: 8, bigRows: flinkRows, checkpoints: 3, upserts: 100, props: flinkProps}, 32, payloadSchema},
 	} {
 		b.Run(in.name, func(b *testing.B) {
 			var conv, rew child.Result
@@ -70,8 +78,11 @@ func BenchmarkEqualityConversion(b *testing.B) {
 				for _, convert := range order {
 					b.StopTimer()
 					home := b.TempDir()
-					e, tbl := newEnvWith(b, configs.Embedded(home), home, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
-					tbl, _ = in.cdc.fill(e, tbl)
+					e, tbl := newEnvWith(b, configs.Embedded(home), home, in.schema, *iceberg.UnpartitionedSpec, "2")
+					tbl, big := in.cdc.fill(e, tbl)
+					if i == 0 && convert > 0 {
+						b.Logf("%d well-sized files of %.1f MiB on average", len(big), float64(sizeOf(e, tbl, big))/float64(len(big))/(1<<20))
+					}
 					want := e.Rows(tbl, 0)
 					if err := os.WriteFile(filepath.Join(home, benchTargetFile), []byte(strconv.Itoa(in.targetMB)), 0o644); err != nil {
 						b.Fatal(err)
@@ -88,6 +99,14 @@ func BenchmarkEqualityConversion(b *testing.B) {
 						rew.Add(r)
 					}
 					checkRows(b, e, want)
+					if convert > 0 {
+						live := liveDataPaths(e, e.Load())
+						for _, p := range big {
+							if !slices.Contains(live, p) {
+								b.Fatalf("conversion rewrote well-sized file %s", p)
+							}
+						}
+					}
 					b.StartTimer()
 				}
 			}
@@ -117,17 +136,32 @@ func BenchmarkEqualityConversion(b *testing.B) {
 // after each side, untimed.
 //
 //	go test -run '^$' -bench EqualityConversionChunks -benchtime 1x -timeout 60m ./compactor
+//
+// ICEKEEPER_BENCH_KEYS=n upserts n keys instead, over n×1.2 rows in files
+// of 60,000 rows, and ICEKEEPER_BENCH_SIDE=chunked (or whole) runs that
+// side alone; a side's table takes minutes to build per 2,000,000 keys.
+// ICEKEEPER_BENCH_CHUNK=n sets the chunked side's bound.
 func BenchmarkEqualityConversionChunks(b *testing.B) {
-	const keys, chunk = 2_000_000, 250_000
-	cdc := cdcTable{appends: 40, bigRows: 60000, checkpoints: 4, upserts: keys / 4}
-	sides := []struct {
+	keys, chunk := 2_000_000, int64(250_000)
+	if n, err := strconv.Atoi(os.Getenv("ICEKEEPER_BENCH_KEYS")); err == nil && n > 0 {
+		keys = n
+	}
+	if n, err := strconv.ParseInt(os.Getenv("ICEKEEPER_BENCH_CHUNK"), 10, 64); err == nil && n > 0 {
+		chunk = n
+	}
+	cdc := cdcTable{appends: keys * 6 / 5 / 60000, bigRows: 60000, checkpoints: 4, upserts: keys / 4}
+	type side struct {
 		name  string
 		chunk int64
-	}{{"chunked", chunk}, {"whole", 1 << 40}}
+	}
+	sides := []side{{"chunked", chunk}, {"whole", 1 << 40}}
+	if only := os.Getenv("ICEKEEPER_BENCH_SIDE"); only != "" {
+		sides = slices.DeleteFunc(sides, func(s side) bool { return s.name != only })
+	}
 	res := make([]child.Result, len(sides))
 	for i := 0; i < b.N; i++ {
 		for k := range sides {
-			side := (k + i) % len(sides)
+			s := (k + i) % len(sides)
 			b.StopTimer()
 			home := b.TempDir()
 			e, tbl := newEnvWith(b, configs.Embedded(home), home, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
@@ -136,12 +170,12 @@ func BenchmarkEqualityConversionChunks(b *testing.B) {
 			b.Logf("table built in %s", time.Since(start).Round(time.Second))
 			want := e.Rows(tbl, 0)
 			b.StartTimer()
-			r, err := child.Run("TestEqualityConversionBenchChild", "1", home, strconv.FormatInt(sides[side].chunk, 10))
+			r, err := child.Run("TestEqualityConversionBenchChild", "1", home, strconv.FormatInt(sides[s].chunk, 10))
 			b.StopTimer()
 			if err != nil {
 				b.Fatal(err)
 			}
-			res[side].Add(r)
+			res[s].Add(r)
 			checkRows(b, e, want)
 			b.StartTimer()
 		}
@@ -155,6 +189,12 @@ func BenchmarkEqualityConversionChunks(b *testing.B) {
 		b.ReportMetric(float64(res[k].AllocBytes)/N, s.name+"-B-alloc")
 	}
 }
+
+// payloadSchema is tableenv.BaseSchema with a row body: a string of 50–200
+// random characters (testkit.RandomRecord), so that files and row groups
+// reach a streaming writer's sizes at its row counts.
+var payloadSchema = iceberg.NewSchema(0, append(tableenv.BaseSchema.Fields(),
+	iceberg.NestedField{ID: 7, Name: "payload", Type: iceberg.PrimitiveTypes.String})...)
 
 // benchTargetFile, in a benchmark's home, holds the compaction target in
 // MB its child runs with (absent: 1).
@@ -231,6 +271,22 @@ func TestEqualityConversionBenchChild(t *testing.T) {
 		read = fig.ConvertBytesRead
 	}
 	child.ReportResult(child.Result{Ms: ms, Count: fig.ConvertChunks, Bytes: read, AllocBytes: int64(after.TotalAlloc - before.TotalAlloc)})
+}
+
+// sizeOf sums the sizes of the current snapshot's data files in paths.
+func sizeOf(e *env, tbl *table.Table, paths []string) int64 {
+	e.T.Helper()
+	tasks, err := tbl.Scan().PlanFiles(e.Ctx)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	var n int64
+	for _, t := range tasks {
+		if slices.Contains(paths, t.File.FilePath()) {
+			n += t.File.FileSizeBytes()
+		}
+	}
+	return n
 }
 
 func checkRows(b *testing.B, e *env, want tablecheck.Fingerprint) {

@@ -31,14 +31,21 @@ type cdcTable struct {
 	bigRows     int
 	checkpoints int
 	upserts     int // keys per checkpoint
+	// props are the writer's table properties (nil: row groups of
+	// 20,000 rows).
+	props iceberg.Properties
 }
 
 // fill builds the table and returns it with the paths of its well-sized
 // files.
 func (c cdcTable) fill(e *env, tbl *table.Table) (*table.Table, []string) {
 	e.T.Helper()
+	props := c.props
+	if props == nil {
+		props = iceberg.Properties{"write.parquet.row-group-limit": "20000"}
+	}
 	tx := tbl.NewTransaction()
-	if err := tx.SetProperties(iceberg.Properties{"write.parquet.row-group-limit": "20000"}); err != nil {
+	if err := tx.SetProperties(props); err != nil {
 		e.T.Fatal(err)
 	}
 	tbl, err := tx.Commit(e.Ctx)

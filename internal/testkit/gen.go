@@ -14,7 +14,8 @@ import (
 // RandomRecord builds n rows for sc. The int64 column named "id" counts up
 // from firstID, so every row of a generated table is unique and tests can
 // reason about which rows were deleted; every other column is random, with
-// about one null in eight where the field is nullable.
+// about one null in eight where the field is nullable. A string column
+// named "payload" holds 50–200 random characters.
 func RandomRecord(sc *arrow.Schema, n int, firstID int64, rng *rand.Rand) arrow.RecordBatch {
 	bld := array.NewRecordBuilder(memory.DefaultAllocator, sc)
 	defer bld.Release()
@@ -59,6 +60,16 @@ func appendRandom(b array.Builder, f arrow.Field, rng *rand.Rand) {
 		if f.Name == "cat" {
 			// A category: three values, for identity partitions.
 			bb.Append(string(rune('a' + rng.IntN(3))))
+			break
+		}
+		if f.Name == "payload" {
+			// A row's body: 50–200 random printable characters, which
+			// no codec shrinks much, so files reach a writer's sizes.
+			b := make([]byte, 50+rng.IntN(151))
+			for i := range b {
+				b[i] = byte(' ' + rng.IntN(95))
+			}
+			bb.Append(string(b))
 			break
 		}
 		// A low-cardinality prefix (for truncate partitions) and a
