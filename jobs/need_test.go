@@ -7,15 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
+	"github.com/sourcegraph/conc/pool"
 
 	"github.com/icekeeper/icekeeper/compactor"
 	"github.com/icekeeper/icekeeper/configs"
@@ -42,11 +41,20 @@ type fleet struct {
 
 func newFleet(t testing.TB, n int) *fleet {
 	t.Helper()
-	ctx := context.Background()
 	home := t.TempDir()
-	reg := configs.Embedded(home).Registry()
+	return newFleetOn(t, configs.Embedded(home), home, n, 2, 1)
+}
+
+// newFleetOn builds n tables in cfg's first bucket, workers at a time:
+// each gets appends appends of 10 rows, then compaction runs until one
+// has found nothing to do and recorded that evaluation (with two files or
+// more the first run compacts them, and a second finds nothing).
+func newFleetOn(t testing.TB, cfg *configs.Config, home string, n, appends, workers int) *fleet {
+	t.Helper()
+	ctx := context.Background()
+	reg := cfg.Registry()
 	t.Cleanup(reg.Close)
-	b, _ := reg.Bucket("local")
+	b := reg.Buckets()[0]
 	store, err := state.Open(ctx, "sqlite://"+filepath.Join(home, "state.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -54,21 +62,40 @@ func newFleet(t testing.TB, n int) *fleet {
 	t.Cleanup(func() { store.Close() })
 	f := &fleet{ctx: ctx, reg: reg, b: b, store: store,
 		runner: &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.Compaction: &compactor.Job{MinInputFiles: 2}}}}
+	cat, err := b.Catalog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateNamespace(ctx, table.Identifier{"fleet"}, nil); err != nil {
+		t.Fatal(err)
+	}
 	for i := range n {
-		id := bucket.TableID{Namespace: []string{"fleet"}, Name: fmt.Sprintf("t%03d", i)}
-		testkit.NewTable(t, b, "fleet", id.Name, demo.Schema())
-		for range 2 {
-			if err := testkit.AppendRows(ctx, b, id, 10); err != nil {
-				t.Fatal(err)
+		f.ids = append(f.ids, bucket.TableID{Namespace: []string{"fleet"}, Name: fmt.Sprintf("t%03d", i)})
+	}
+	p := pool.New().WithErrors().WithMaxGoroutines(workers)
+	for i := range n {
+		p.Go(func() error {
+			if _, err := cat.CreateTable(ctx, table.Identifier{"fleet", f.ids[i].Name}, demo.Schema()); err != nil {
+				return fmt.Errorf("create table %d: %w", i, err)
 			}
-		}
-		f.ids = append(f.ids, id)
-		for range 2 {
-			f.compact(t, i)
-		}
-		if _, ok, err := store.LastEvaluation(ctx, f.target(i).Key(), maintenance.Compaction); err != nil || !ok {
-			t.Fatalf("table %d: no evaluation recorded (%v)", i, err)
-		}
+			for range appends {
+				if err := testkit.AppendRows(ctx, b, f.ids[i], 10); err != nil {
+					return fmt.Errorf("append to table %d: %w", i, err)
+				}
+			}
+			for range min(appends, 2) {
+				if out, err := f.runner.Run(ctx, f.target(i), maintenance.Compaction, "test", jobs.Options{}); err != nil || out.Status != state.Successful {
+					return fmt.Errorf("compact table %d: %+v %w", i, out, err)
+				}
+			}
+			if _, ok, err := store.LastEvaluation(ctx, f.target(i).Key(), maintenance.Compaction); err != nil || !ok {
+				return fmt.Errorf("table %d: no evaluation recorded (%v)", i, err)
+			}
+			return nil
+		})
+	}
+	if err := p.Wait(); err != nil {
+		t.Fatal(err)
 	}
 	return f
 }
@@ -110,28 +137,44 @@ func (f *fleet) scheduler(t testing.TB, e *jobs.Engine, clock *time.Time) *jobs.
 // the queue.
 func fire(t testing.TB, ctx context.Context, e *jobs.Engine, sc *jobs.Scheduler, clock *time.Time) []string {
 	t.Helper()
+	names, _ := fireDue(t, ctx, e, sc, clock)
+	return names
+}
+
+// fireDue is fire, with how long after the fire each job was due.
+func fireDue(t testing.TB, ctx context.Context, e *jobs.Engine, sc *jobs.Scheduler, clock *time.Time) ([]string, []time.Duration) {
+	t.Helper()
 	*clock = clock.Truncate(time.Hour).Add(time.Hour + time.Second)
 	if err := sc.Tick(ctx); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.Client().JobList(ctx, river.NewJobListParams().First(10000))
-	if err != nil {
-		t.Fatal(err)
+	var jobsByDue []*rivertype.JobRow
+	for params := river.NewJobListParams().First(10000); ; {
+		res, err := e.Client().JobList(ctx, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobsByDue = append(jobsByDue, res.Jobs...)
+		if len(res.Jobs) < 10000 {
+			break
+		}
+		params = params.After(res.LastCursor)
 	}
-	jobsByDue := res.Jobs
 	slices.SortStableFunc(jobsByDue, func(a, b *rivertype.JobRow) int { return a.ScheduledAt.Compare(b.ScheduledAt) })
 	var names []string
+	var due []time.Duration
 	for _, j := range jobsByDue {
 		var a jobs.RunArgs
 		if err := json.Unmarshal(j.EncodedArgs, &a); err != nil {
 			t.Fatal(err)
 		}
 		names = append(names, a.Name)
+		due = append(due, j.ScheduledAt.Sub(*clock))
 		if _, err := e.Client().JobDelete(ctx, j.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return names
+	return names, due
 }
 
 // A fire with Needs queues only the tables whose compaction would not
@@ -220,95 +263,4 @@ func TestSchedulerQueuesFailedPolls(t *testing.T) {
 // removeLocal removes the local file at loc, a path or a file:// URL.
 func removeLocal(loc string) error {
 	return os.Remove(strings.TrimPrefix(loc, "file://"))
-}
-
-// TestNeedOrderFigures measures a compaction fire on a fleet of
-// ICEKEEPER_NEED_TABLES tables (local disk, embedded SQL catalog, SQLite
-// state store), each compacted until a run finds nothing to do: every
-// table queued and its job run, two at a time and without the jitter
-// wait, as before; with Needs when nothing changed; and with Needs when
-// 1% changed. It logs wall time, CPU seconds and metadata.json,
-// manifest-list and manifest opens (inotify) for each.
-func TestNeedOrderFigures(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv("ICEKEEPER_NEED_TABLES"))
-	if n <= 0 {
-		t.Skip("set ICEKEEPER_NEED_TABLES to the number of tables")
-	}
-	built := time.Now()
-	f := newFleet(t, n)
-	t.Logf("%d tables built in %v", n, time.Since(built).Round(time.Second))
-	var dirs []string
-	for i := range f.ids {
-		tbl, err := f.b.LoadTable(f.ctx, f.ids[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		dirs = append(dirs, filepath.Dir(strings.TrimPrefix(tbl.MetadataLocation(), "file://")))
-	}
-	opens := testkit.WatchOpens(t, dirs[0], dirs[1:]...)
-	e := &jobs.Engine{Store: f.store, Registry: f.reg, Holder: "w"}
-	if err := e.Init(); err != nil {
-		t.Fatal(err)
-	}
-	clock := time.Now()
-	sc := f.scheduler(t, e, &clock)
-	index := map[string]int{}
-	for i, id := range f.ids {
-		index[id.Name] = i
-	}
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-			t.Fatal(err)
-		}
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	// measure fires once, runs what it queued two at a time, and logs.
-	var changedNames []string
-	measure := func(label string) {
-		t.Helper()
-		opens.Take()
-		wall, c := time.Now(), cpu()
-		queued := fire(t, f.ctx, e, sc, &clock)
-		fired := time.Since(wall)
-		sem := make(chan struct{}, 2)
-		var wg sync.WaitGroup
-		for _, name := range queued {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				f.compact(t, index[name])
-			})
-		}
-		wg.Wait()
-		o := opens.Take()
-		var places []int // where the changed tables are in the queue's order
-		for i, name := range queued {
-			if slices.Contains(changedNames, name) {
-				places = append(places, i+1)
-			}
-		}
-		t.Logf("%s: %d queued; fire %v, fire and runs %v, CPU %.2fs; opens: metadata.json %d, manifest lists %d, manifests %d; changed tables at places %v of the queue",
-			label, len(queued), fired.Round(time.Millisecond), time.Since(wall).Round(time.Millisecond), (cpu() - c).Seconds(),
-			o.Metadata, o.ManifestLists, o.Manifests, places)
-	}
-	sc.Needs = nil
-	measure("every table queued, nothing changed")
-	sc.Needs = f.runner.Need
-	measure("need-ordered, nothing changed")
-	changed := max(n/100, 1)
-	for i := range changed {
-		changedNames = append(changedNames, f.ids[i*n/changed].Name)
-		if err := testkit.AppendRows(f.ctx, f.b, f.ids[i*n/changed], 10); err != nil {
-			t.Fatal(err)
-		}
-	}
-	measure(fmt.Sprintf("need-ordered, %d changed", changed))
-	sc.Needs = nil
-	for i := range changed {
-		if err := testkit.AppendRows(f.ctx, f.b, f.ids[i*n/changed], 10); err != nil {
-			t.Fatal(err)
-		}
-	}
-	measure(fmt.Sprintf("every table queued, %d changed", changed))
 }

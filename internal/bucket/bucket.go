@@ -28,6 +28,7 @@ import (
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3://, s3a://, s3n://, oss://
 	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for SQL catalogs on PostgreSQL
 	_ "modernc.org/sqlite"             // database/sql driver "sqlite", pure Go
 
@@ -119,9 +120,10 @@ type Bucket struct {
 
 	logger *slog.Logger // set once, before use
 
-	mu  sync.Mutex
-	cat catalog.Catalog
-	db  *sql.DB // a SQL catalog's pool, which the catalog does not close
+	mu     sync.Mutex
+	cat    catalog.Catalog
+	db     *sql.DB     // a SQL catalog's pool, which the catalog does not close
+	awsCfg *aws.Config // shared by table loads (withTableIO)
 }
 
 // sqlCatalogConns bounds a SQL catalog's connections: a burst of API
@@ -453,7 +455,7 @@ func (b *Bucket) LoadTable(ctx context.Context, id TableID) (*table.Table, error
 		return nil, err
 	}
 	start := time.Now()
-	tbl, err := cat.LoadTable(ctx, id.Identifier())
+	tbl, err := cat.LoadTable(b.withTableIO(ctx), id.Identifier())
 	if err != nil {
 		b.log().Debug("table not loaded", "table", id.String(), "duration", time.Since(start), "error", err)
 		if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {

@@ -291,3 +291,57 @@ func TestWrongCatalogIsAnError(t *testing.T) {
 		t.Errorf("the right name: %v, %v", ids, err)
 	}
 }
+
+// Table loads of a bucket on S3 share one AWS configuration and its
+// connections, rather than building both at every load, and read the
+// same rows. A second bucket on the same catalog with a wrong secret
+// still fails: the catalog's own credentials win over the shared
+// configuration.
+func TestTableLoadsShareConnections(t *testing.T) {
+	ctx := context.Background()
+	srv := servers.S3(t)
+	counter, endpoint := servers.CountRequests(t, srv.Endpoint)
+	home := t.TempDir()
+	mk := func(name, secret string) bucket.Options {
+		props := srv.Props()
+		props["s3.endpoint"], props["s3.secret-access-key"] = endpoint, secret
+		props["type"], props["uri"], props["warehouse"] = "sql", "file:"+filepath.Join(home, "catalog.db")+"?mode=rwc", "s3://"+srv.Bucket+"/warehouse"
+		a := "arn:aws:s3tables:us-east-1:000000000000:bucket/" + name
+		parsed, err := arn.Parse(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bucket.Options{ARN: a, Parsed: parsed, CatalogName: "c", Catalog: props}
+	}
+	reg := bucket.New(mk("good", srv.Secret), mk("bad", "not-the-secret"))
+	defer reg.Close()
+	good, bad := reg.Buckets()[0], reg.Buckets()[1]
+	tbl := testkit.NewTable(t, good, "ns", "t", iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true}))
+	written, err := testkit.AppendRandom(ctx, tbl, 100, 0, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := tablecheck.Rows(ctx, written, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := bucket.TableID{Namespace: []string{"ns"}, Name: "t"}
+	if _, err := good.LoadTable(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	conns := counter.Conns()
+	for range 20 {
+		if tbl, err = good.LoadTable(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := counter.Conns() - conns; n > 2 {
+		t.Errorf("20 table loads opened %d connections, want them to reuse one", n)
+	}
+	if got, err := tablecheck.Rows(ctx, tbl, 0); err != nil || !got.Equal(want) {
+		t.Fatalf("rows through a shared configuration: %v %v, want %v", got, err, want)
+	}
+	if _, err := bad.LoadTable(ctx, id); err == nil {
+		t.Fatal("a bucket with a wrong secret loaded the table")
+	}
+}

@@ -1,6 +1,7 @@
 package servers
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -16,6 +17,7 @@ import (
 type RequestCounter struct {
 	mu     sync.Mutex
 	counts map[string]int
+	conns  int
 }
 
 // CountRequests starts a counting proxy to endpoint on loopback and
@@ -30,7 +32,7 @@ func CountRequests(t testing.TB, endpoint string) (*RequestCounter, string) {
 		r.SetURL(target)
 		r.Out.Host = r.In.Host
 	}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		kind := r.Method
 		if r.Method == http.MethodGet && r.URL.Query().Has("list-type") {
 			kind = "LIST"
@@ -40,6 +42,14 @@ func CountRequests(t testing.TB, endpoint string) (*RequestCounter, string) {
 		c.mu.Unlock()
 		proxy.ServeHTTP(w, r)
 	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			c.mu.Lock()
+			c.conns++
+			c.mu.Unlock()
+		}
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return c, srv.URL
 }
@@ -51,6 +61,13 @@ func (c *RequestCounter) Take() map[string]int {
 	out := c.counts
 	c.counts = map[string]int{}
 	return out
+}
+
+// Conns is the number of connections clients have opened to the proxy.
+func (c *RequestCounter) Conns() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conns
 }
 
 // Total is the sum of counts.
