@@ -289,7 +289,7 @@ func BenchmarkRemovalUnchanged(b *testing.B) {
 		o := opens.Take()
 		return out.Figures.(*Figures), o.ManifestLists + o.Manifests, took
 	}
-	_, without, tookWithout := run(&Job{Store: failingIndex{d.Store}})
+	_, without, tookWithout := run(&Job{Store: testkit.FailingIndex{Store: d.Store}})
 	first, read1, took1 := run(&Job{Store: d.Store})
 	job := &Job{Store: d.Store}
 	var read int
@@ -346,7 +346,7 @@ func BenchmarkRemovalUnchangedS3(b *testing.B) {
 		}
 		return counter.Take()
 	}
-	without := run(&Job{Store: failingIndex{store}})
+	without := run(&Job{Store: testkit.FailingIndex{Store: store}})
 	first := run(&Job{Store: store})
 	job := &Job{Store: store}
 	var after map[string]int

@@ -266,29 +266,11 @@ func TestIndexRowsNotTrusted(t *testing.T) {
 	f.intact()
 }
 
-// failingIndex is a store whose reference index can be neither read nor
-// written.
-type failingIndex struct{ state.Store }
-
-var errIndexDown = errors.New("index store down")
-
-func (failingIndex) IndexedRefs(context.Context, state.TableKey, []string) (map[string]state.IndexRow, error) {
-	return nil, errIndexDown
-}
-
-func (failingIndex) PutIndexedRefs(context.Context, state.TableKey, []state.IndexRow) error {
-	return errIndexDown
-}
-
-func (failingIndex) ForgetIndexedRefs(context.Context, state.TableKey, string, []string) (int, error) {
-	return 0, errIndexDown
-}
-
 // An index that cannot be read or written is not fatal: the run reads
 // everything and decides as it would without one.
 func TestIndexUnavailable(t *testing.T) {
 	f := newFixture(t)
-	f.job.Store = failingIndex{f.Store}
+	f.job.Store = testkit.FailingIndex{Store: f.Store}
 	for _, after := range []time.Duration{0, time.Minute} {
 		fig := f.mustRun(after)
 		r := fig.References
