@@ -66,16 +66,18 @@ func ExpiryColumnOf(meta table.Metadata, cutoff time.Time) (ExpiryColumn, error)
 	if !expiryTimeType(f.Type) {
 		return ExpiryColumn{}, fmt.Errorf("%w: column %q is %s; record expiration needs a date, timestamp, timestamptz, timestamp_ns or timestamptz_ns column", ErrNoExpirationColumn, name, f.Type)
 	}
-	c := ExpiryColumn{Name: name, ID: f.ID, Type: f.Type}
-	switch f.Type.(type) {
+	return ExpiryColumn{Name: name, ID: f.ID, Type: f.Type, Cut: expiryCut(f.Type, cutoff)}, nil
+}
+
+// expiryCut is the cutoff instant in the unit of a column of type t.
+func expiryCut(t iceberg.Type, cutoff time.Time) int64 {
+	switch t.(type) {
 	case iceberg.DateType:
-		c.Cut = expiryFloorDiv(cutoff.UnixMicro(), 86_400_000_000)
+		return expiryFloorDiv(cutoff.UnixMicro(), 86_400_000_000)
 	case iceberg.TimestampNsType, iceberg.TimestampTzNsType:
-		c.Cut = cutoff.UnixNano()
-	default:
-		c.Cut = cutoff.UnixMicro()
+		return cutoff.UnixNano()
 	}
-	return c, nil
+	return cutoff.UnixMicro()
 }
 
 func expiryTimeType(t iceberg.Type) bool {
@@ -142,6 +144,42 @@ func (c ExpiryColumn) FateOf(df iceberg.DataFile) Fate {
 		return FateDrop
 	}
 	return FateFilter
+}
+
+// KeptUntil is when the clock alone may change FateKeep for one of
+// files, all of which it keeps at a cutoff days before now: the earliest
+// instant at which the cutoff, moving with now, passes a file's lower
+// bound. Zero means never (only files of nulls). A file whose bound
+// cannot be read gives now: it was not kept by its bounds, so no later
+// run may rest on this one.
+func (c ExpiryColumn) KeptUntil(files []ExpiryFile, days int, now time.Time) time.Time {
+	var until time.Time
+	for _, f := range files {
+		df := f.Task.File
+		if nulls, ok := df.NullValueCounts()[c.ID]; ok && nulls == df.Count() {
+			continue
+		}
+		lo, ok := expiryBound(df.LowerBoundValues()[c.ID], c.Type)
+		if !ok {
+			return now
+		}
+		// The cutoff passes lo once a row at lo is older than it: for a
+		// date, once the whole day is.
+		var at time.Time
+		switch c.Type.(type) {
+		case iceberg.DateType:
+			at = time.UnixMicro((lo + 1) * 86_400_000_000)
+		case iceberg.TimestampNsType, iceberg.TimestampTzNsType:
+			at = time.Unix(0, lo)
+		default:
+			at = time.UnixMicro(lo)
+		}
+		at = at.Add(time.Duration(days) * 24 * time.Hour)
+		if until.IsZero() || at.Before(until) {
+			until = at
+		}
+	}
+	return until
 }
 
 // expiryBound decodes a single-value serialized bound of a date (4 bytes) or

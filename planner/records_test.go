@@ -3,6 +3,7 @@ package planner
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -135,6 +136,58 @@ func TestFateOf(t *testing.T) {
 				t.Fatalf("fate %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// KeptUntil is the first instant at which FateOf stops keeping one of
+// the files: a moment before it every file is kept, a microsecond after
+// it (the columns' finest unit but nanoseconds) one is not.
+func TestKeptUntil(t *testing.T) {
+	const days = 30
+	retention := days * 24 * time.Hour
+	now := time.UnixMicro(20002 * day)
+	for _, tc := range []struct {
+		name  string
+		typ   iceberg.Type
+		files []bounds
+	}{
+		{"timestamps", iceberg.PrimitiveTypes.TimestampTz, []bounds{{le8(20010*day + 7), le8(20011 * day), 0}, {le8(20005*day + 3), le8(20030 * day), 2}}},
+		{"nanosecond timestamps", iceberg.PrimitiveTypes.TimestampTzNs, []bounds{{le8(20010*day*1000 + 7), le8(20011 * day * 1000), 0}}},
+		{"dates", iceberg.PrimitiveTypes.Date, []bounds{{le4(20040), le4(20050), 0}, {le4(20003), le4(20004), 0}}},
+		{"only nulls besides", iceberg.PrimitiveTypes.Date, []bounds{{nil, nil, 10}, {le4(20003), le4(20004), 0}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			col := ExpiryColumn{Name: "c", ID: 2, Type: tc.typ}
+			var files []ExpiryFile
+			for i, b := range tc.files {
+				files = append(files, ExpiryFile{Task: table.FileScanTask{File: boundedFile(t, fmt.Sprintf("f%d", i), 100, 10, b, nil)}})
+			}
+			kept := func(at time.Time) bool {
+				c := col
+				c.Cut = expiryCut(c.Type, at.Add(-retention))
+				for _, f := range files {
+					if c.FateOf(f.Task.File) != FateKeep {
+						return false
+					}
+				}
+				return true
+			}
+			until := col.KeptUntil(files, days, now)
+			if !kept(now) || until.IsZero() {
+				t.Fatalf("setup: not kept now, or kept forever (%v)", until)
+			}
+			if !kept(until.Add(-time.Nanosecond)) || kept(until.Add(time.Microsecond)) {
+				t.Fatalf("KeptUntil %v: kept just before %v, just after %v", until, kept(until.Add(-time.Nanosecond)), kept(until.Add(time.Microsecond)))
+			}
+		})
+	}
+	nulls := []ExpiryFile{{Task: table.FileScanTask{File: boundedFile(t, "n", 100, 10, bounds{nil, nil, 10}, nil)}}}
+	if got := (ExpiryColumn{ID: 2, Type: iceberg.PrimitiveTypes.Date}).KeptUntil(nulls, days, now); !got.IsZero() {
+		t.Fatalf("a file of nulls is kept forever, got %v", got)
+	}
+	unbounded := []ExpiryFile{{Task: table.FileScanTask{File: boundedFile(t, "u", 100, 10, bounds{nil, nil, 0}, nil)}}}
+	if got := (ExpiryColumn{ID: 2, Type: iceberg.PrimitiveTypes.Date}).KeptUntil(unbounded, days, now); !got.Equal(now) {
+		t.Fatalf("a file without bounds gives now, got %v", got)
 	}
 }
 

@@ -63,10 +63,13 @@ type ExpirationFigures struct {
 	DeletedRecords   int64 `json:"deletedRecords"`
 	RemovedFilesSize int64 `json:"removedFilesSize"`
 
-	DryRun bool      `json:"dryRun,omitempty"`
-	Column string    `json:"column,omitempty"`
-	Days   int       `json:"days"`
-	Cutoff time.Time `json:"cutoff"`
+	DryRun bool `json:"dryRun,omitempty"`
+	// Unchanged is the unchanged rule's verdict (planner.Unchanged); a run
+	// it skipped reports nothing else.
+	Unchanged *planner.UnchangedVerdict `json:"unchanged,omitempty"`
+	Column    string                    `json:"column,omitempty"`
+	Days      int                       `json:"days"`
+	Cutoff    time.Time                 `json:"cutoff"`
 	// FilesScanned are the live data files; FilesKept those whose bounds
 	// prove no row expired.
 	FilesScanned int `json:"filesScanned"`
@@ -92,6 +95,11 @@ type ExpirationFigures struct {
 // Text is the readable form `icekeeper run` prints.
 func (f *ExpirationFigures) Text() string {
 	var b strings.Builder
+	line, skipped := f.Unchanged.Text(f.DryRun, "read")
+	b.WriteString(line)
+	if skipped {
+		return b.String()
+	}
 	if f.Column == "" {
 		return "  nothing to expire"
 	}
@@ -119,6 +127,11 @@ func (f *ExpirationFigures) Text() string {
 func (f *ExpirationFigures) Counters() map[string]float64 {
 	return map[string]float64{"records_expired": float64(f.DeletedRecords), "files_expired": float64(f.DeletedDataFiles)}
 }
+
+// Identity implements jobs.Evaluator: besides its resolved settings (the
+// days), record expiration's decision reads only the table's metadata
+// (the column property among it) and the clock.
+func (j *Job) Identity(maintenance.Settings) any { return nil }
 
 // expirationDays is the resolved setting, or an error naming what is
 // missing.
@@ -176,6 +189,17 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, s maintenance.Settings, op
 	if err != nil {
 		return out, err
 	}
+	if opts.Unchanged != nil {
+		// Which files expire is a function of the metadata, the days and
+		// the clock; the last full evaluation says until when the clock
+		// leaves it alone (ExpiryColumn.KeptUntil).
+		v := opts.Unchanged.Check(planner.CurrentSnapshotID(tbl.Metadata()), tbl.MetadataLocation(), opts.Now)
+		fig.Unchanged = &v
+		if v.Skip && !opts.DryRun {
+			out.Evaluation = opts.Unchanged.Carried()
+			return out, nil
+		}
+	}
 	col, err := planner.ExpiryColumnOf(tbl.Metadata(), fig.Cutoff)
 	if err != nil {
 		return out, fmt.Errorf("record expiration of %s: %w", t.Table, err)
@@ -206,6 +230,10 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, s maintenance.Settings, op
 	groups, kept := planner.PlanExpiry(col, files, target)
 	fig.FilesKept = kept
 	if len(groups) == 0 {
+		if !opts.DryRun {
+			out.Evaluation = opts.Unchanged.Evaluated(opts.RunID, planner.CurrentSnapshotID(tbl.Metadata()), tbl.MetadataLocation(), opts.Now,
+				col.KeptUntil(files, days, opts.Now))
+		}
 		return out, nil
 	}
 

@@ -483,3 +483,45 @@ func TestRecordExpirationWithoutMetrics(t *testing.T) {
 		t.Errorf("%d files after the second run, %d before: its outputs were left", n, files)
 	}
 }
+
+// The unchanged rule: a run that found nothing expired records until when
+// the clock leaves that so (the earliest row's age reaching the days); a
+// later run on the same metadata before then skips, reading nothing
+// beyond it, and the first run after it evaluates in full and expires
+// that row.
+func TestExpiryUnchangedRule(t *testing.T) {
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e.Fill(e.setColumn(tbl, "ts"), 4, 100)
+	e.Defaults.Configs[maintenance.RecordExpiration] = maintenance.Config{Status: maintenance.Enabled,
+		RecordExpiration: &maintenance.ExpirationSettings{Days: maintenance.Int(30)}}
+	run := func(now time.Time) *ExpirationFigures {
+		t.Helper()
+		r := e.Runner(&Job{})
+		r.FullEvery = 1000 * time.Hour
+		out, err := r.Run(e.Ctx, e.Target(), maintenance.RecordExpiration, "test", jobs.Options{Now: now})
+		if err != nil || out.Status != state.Successful {
+			t.Fatalf("run at %v: %v %s %s", now, err, out.Status, out.FailureMessage)
+		}
+		return out.Figures.(*ExpirationFigures)
+	}
+	// The rows' ts lie in days 20000–20004: 30 days after day 20000
+	// began, none has expired yet.
+	first := time.UnixMicro(20000 * 86_400_000_000).Add(30 * 24 * time.Hour)
+	if fig := run(first); fig.FilesKept != fig.FilesScanned || fig.FilesScanned == 0 || fig.DeletedRecords != 0 {
+		t.Fatalf("setup: the first run found expired rows:\n%s", fig.Text())
+	}
+	ev, ok, err := e.Store.LastEvaluation(e.Ctx, e.Target().Key(), maintenance.RecordExpiration)
+	if err != nil || !ok {
+		t.Fatalf("no evaluation recorded: %v", err)
+	}
+	if !ev.ValidUntil.After(first) || ev.ValidUntil.After(first.Add(25*time.Hour)) {
+		t.Fatalf("valid until %v, want within a day of %v", ev.ValidUntil, first)
+	}
+	if fig := run(ev.ValidUntil.Add(-time.Second)); fig.Unchanged == nil || !fig.Unchanged.Skip || !strings.Contains(fig.Text(), "skipped") {
+		t.Fatalf("a second before the first row expires, the run did not skip:\n%s", fig.Text())
+	}
+	fig := run(ev.ValidUntil.Add(time.Second))
+	if fig.Unchanged == nil || fig.Unchanged.Skip || fig.DeletedRecords == 0 {
+		t.Fatalf("a second after the first row expired, the run did not expire it:\n%s", fig.Text())
+	}
+}
