@@ -180,7 +180,9 @@ func (f *Figures) Text() string {
 // Counters implements jobs.Counter.
 func (f *Figures) Counters() map[string]float64 {
 	return map[string]float64{"bytes_compacted": float64(f.InputBytes), "files_compacted": float64(f.InputFiles), "files_written": float64(f.OutputFiles),
-		"deletes_rewritten": float64(f.DeletesRemoved), "equality_deletes_converted": float64(f.EqualityDeletesConverted)}
+		"deletes_rewritten": float64(f.DeletesRemoved), "equality_deletes_converted": float64(f.EqualityDeletesConverted),
+		"convert_deletes_written": float64(f.ConvertDeletesWritten), "convert_rows_matched": float64(f.ConvertRowsMatched),
+		"convert_bytes_read": float64(f.ConvertBytesRead), "convert_chunks": float64(f.ConvertChunks)}
 }
 
 // addRewrites counts the rewrite stage.

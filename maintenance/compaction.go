@@ -41,6 +41,13 @@ func compactionType() Type {
 			// Equality delete files that equality-delete conversion
 			// replaced with position deletes or deletion vectors.
 			"equality_deletes_converted": "icekeeper_compaction_equality_deletes_converted_total",
+			// What conversion wrote for them, the rows they matched, the
+			// key column and delete file bytes it read, and the chunks of
+			// keys it held at once.
+			"convert_deletes_written": "icekeeper_compaction_convert_deletes_written_total",
+			"convert_rows_matched":    "icekeeper_compaction_convert_rows_matched_total",
+			"convert_bytes_read":      "icekeeper_compaction_convert_bytes_read_total",
+			"convert_chunks":          "icekeeper_compaction_convert_chunks_total",
 		},
 		settingsKey: "settings.icebergCompaction",
 		defaults: func() Config {
