@@ -36,6 +36,13 @@ type mergeOutput struct {
 	counts     RowGroupCounts
 	lanes      [2][]int           // columns by lane, balanced on the first input
 	values     [2][]parquet.Value // one decoding buffer per lane
+	schema     *parquet.Schema
+	ncols      int // the table's columns, which the lineage columns follow
+	// With lineage (format version 3) every row's lineage is written out
+	// (see lineage.go).
+	lineage               bool
+	lineageBounds         [2]longBounds
+	lineageIn, lineageOut []parquet.Value
 }
 
 // RowGroupCounts say what the merge did with its inputs' row groups:
@@ -44,7 +51,7 @@ type RowGroupCounts struct {
 	Copied, Reencoded int
 }
 
-func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Schema, set mergeSettings) (*mergeOutput, error) {
+func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Schema, set mergeSettings, ncols int, lineage bool) (*mergeOutput, error) {
 	f, err := wfs.Create(name)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", name, err)
@@ -70,10 +77,14 @@ func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Sche
 		f.Close()
 		return nil, fmt.Errorf("write %s: %w", name, err)
 	}
-	o := &mergeOutput{path: name, file: f, counter: cw, st: st, set: set, opts: opts}
+	o := &mergeOutput{path: name, file: f, counter: cw, st: st, set: set, opts: opts, schema: schema, ncols: ncols, lineage: lineage}
 	o.sink.reset()
 	for i := range o.values {
 		o.values[i] = make([]parquet.Value, writeBatch)
+	}
+	if lineage {
+		o.lineageIn = make([]parquet.Value, writeBatch)
+		o.lineageOut = make([]parquet.Value, 0, writeBatch)
 	}
 	return o, nil
 }
@@ -104,18 +115,24 @@ func (o *mergeOutput) copyable(rg *format.RowGroup, size int64) bool {
 	return true
 }
 
-// copyFile appends every row group of pf: copied when copyable, else
+// copyFile appends every row group of pf, whose rows take their lineage
+// from lin: copied when copyable, else
 // merged into the open re-encoded row group, column by column, on two
 // lanes of columns at once (distinct column writers share no state until
-// the row group is flushed).
-func (o *mergeOutput) copyFile(pf *parquet.File) error {
+// the row group is flushed); the lineage columns are a third lane.
+func (o *mergeOutput) copyFile(pf *parquet.File, lin lineageSource) error {
 	md := pf.Metadata()
+	var pos int64 // of the row group's first row in the file
 	for r, rg := range pf.RowGroups() {
+		start := pos
+		pos += rg.NumRows()
 		var size int64
 		for _, c := range md.RowGroups[r].Columns {
 			size += c.MetaData.TotalCompressedSize
 		}
-		if o.copyable(&md.RowGroups[r], size) {
+		// With lineage, a row group is copied only when it holds its
+		// rows' lineage already.
+		if o.copyable(&md.RowGroups[r], size) && (!o.lineage || o.copiesLineage(pf, r, lin)) {
 			// The open re-encoded row group goes first: rows keep their
 			// order.
 			if err := o.flushReencoded(); err != nil {
@@ -137,7 +154,7 @@ func (o *mergeOutput) copyFile(pf *parquet.File) error {
 			o.w = parquet.NewWriter(&o.sink, o.opts...)
 		}
 		if o.lanes[0] == nil {
-			o.lanes = balanceLanes(md.RowGroups[r].Columns)
+			o.lanes = balanceLanes(md.RowGroups[r].Columns[:o.ncols])
 		}
 		writers := o.w.ColumnWriters()
 		chunks := rg.ColumnChunks()
@@ -151,6 +168,9 @@ func (o *mergeOutput) copyFile(pf *parquet.File) error {
 				}
 				return nil
 			})
+		}
+		if o.lineage {
+			p.Go(func() error { return o.writeLineage(writers[o.ncols:], rg, lin, start) })
 		}
 		if err := p.Wait(); err != nil {
 			return err
@@ -315,7 +335,14 @@ func (o *mergeOutput) close(spec iceberg.PartitionSpec, sc *iceberg.Schema, inpu
 	if err := o.file.Close(); err != nil {
 		return nil, fmt.Errorf("close %s: %w", o.path, err)
 	}
-	fields := sc.Fields()
+	var ids []int
+	for _, f := range sc.Fields() {
+		ids = append(ids, f.ID)
+	}
+	if o.lineage {
+		l := lineageIDs()
+		ids = append(ids, l[:]...)
+	}
 	sizes := map[int]int64{}
 	valueCounts := map[int]int64{}
 	nullCounts := map[int]int64{}
@@ -326,7 +353,10 @@ func (o *mergeOutput) close(spec iceberg.PartitionSpec, sc *iceberg.Schema, inpu
 				// Columns are flat: one value per row, in every column.
 				return nil, fmt.Errorf("write %s: column %v has %d values for %d rows", o.path, c.MetaData.PathInSchema, c.MetaData.NumValues, rg.NumRows)
 			}
-			id := fields[i].ID
+			if i >= len(ids) {
+				return nil, fmt.Errorf("write %s: column %v is not in the schema", o.path, c.MetaData.PathInSchema)
+			}
+			id := ids[i]
 			sizes[id] += c.MetaData.TotalCompressedSize
 			valueCounts[id] += c.MetaData.NumValues
 			nullCounts[id] += c.MetaData.Statistics.NullCount
@@ -343,6 +373,13 @@ func (o *mergeOutput) close(spec iceberg.PartitionSpec, sc *iceberg.Schema, inpu
 		return nil, err
 	}
 	lower, upper := mergeBounds(sc, inputs)
+	if o.lineage {
+		for l, id := range lineageIDs() {
+			if b := o.lineageBounds[l]; b.ok {
+				lower[id], upper[id] = lineageBoundBytes(b)
+			}
+		}
+	}
 	b.ColumnSizes(sizes).ValueCounts(valueCounts).NullValueCounts(nullCounts).
 		LowerBoundValues(lower).UpperBoundValues(upper).SplitOffsets(splits)
 	if nan := sumCounts(inputs, iceberg.DataFile.NaNValueCounts); len(nan) > 0 {

@@ -1,0 +1,159 @@
+package compactor
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
+)
+
+// lineage is a row's _row_id and _last_updated_sequence_number.
+type lineage struct{ rowID, seq int64 }
+
+// lineageOf reads every visible row's lineage, by id, as iceberg-go reads
+// it: a file's own values, else what the row inherits from its file's
+// manifest entry. A row without both fails the test.
+func (e *env) lineageOf(tbl *table.Table) map[int64]lineage {
+	e.T.Helper()
+	_, it, err := tbl.Scan(table.WithRowLineage()).ToArrowRecords(e.Ctx)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	out := map[int64]lineage{}
+	for rec, err := range it {
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		sc := rec.Schema()
+		id := rec.Column(sc.FieldIndices("id")[0]).(*array.Int64)
+		rowID := rec.Column(sc.FieldIndices(iceberg.RowIDColumnName)[0]).(*array.Int64)
+		seq := rec.Column(sc.FieldIndices(iceberg.LastUpdatedSequenceNumberColumnName)[0]).(*array.Int64)
+		for i := 0; i < id.Len(); i++ {
+			if rowID.IsNull(i) || seq.IsNull(i) {
+				e.T.Fatalf("row %d has no lineage", id.Value(i))
+			}
+			out[id.Value(i)] = lineage{rowID.Value(i), seq.Value(i)}
+		}
+		rec.Release()
+	}
+	return out
+}
+
+// checkLineage compacts on the merge path and asserts that every row keeps
+// its lineage and that the outputs hold it, with exact manifest metrics.
+func (e *env) checkLineage(job *Job) *Figures {
+	e.T.Helper()
+	want := e.lineageOf(e.Load())
+	fig := e.checkCompaction(job)
+	if fig.GroupsMerged == 0 || fig.GroupsMerged != fig.GroupsCommitted {
+		e.T.Fatalf("%d of %d groups merged; every group is append-only", fig.GroupsMerged, fig.GroupsCommitted)
+	}
+	got := e.lineageOf(e.Load())
+	if len(got) != len(want) {
+		e.T.Fatalf("%d rows after, %d before", len(got), len(want))
+	}
+	for id, w := range want {
+		if g := got[id]; g != w {
+			e.T.Fatalf("row %d: lineage %+v after, %+v before", id, g, w)
+		}
+	}
+	// Each output holds both columns for every row, and its metrics are
+	// the columns' own.
+	names := map[int]string{iceberg.RowIDFieldID: iceberg.RowIDColumnName, iceberg.LastUpdatedSequenceNumberFieldID: iceberg.LastUpdatedSequenceNumberColumnName}
+	for _, df := range e.dataFiles() {
+		pf := openParquet(e.T, df)
+		for fid, name := range names {
+			col, ok := pf.Schema().Lookup(name)
+			if !ok || col.Node.ID() != fid {
+				e.T.Fatalf("%s: no column with field ID %d", df.FilePath(), fid)
+			}
+			if df.ValueCounts()[fid] != df.Count() || df.NullValueCounts()[fid] != 0 {
+				e.T.Errorf("%s: field %d has %d values, %d nulls, for %d rows", df.FilePath(), fid, df.ValueCounts()[fid], df.NullValueCounts()[fid], df.Count())
+			}
+			lo, hi := int64(1<<63-1), int64(-1<<63)
+			var n int64
+			for _, c := range pf.RowGroups() {
+				pages := c.ColumnChunks()[col.ColumnIndex].Pages()
+				for {
+					p, err := pages.ReadPage()
+					if err != nil {
+						break
+					}
+					vals := make([]parquet.Value, p.NumValues())
+					k, _ := p.Values().ReadValues(vals)
+					for _, v := range vals[:k] {
+						if v.IsNull() {
+							e.T.Fatalf("%s: a null in field %d", df.FilePath(), fid)
+						}
+						lo, hi, n = min(lo, v.Int64()), max(hi, v.Int64()), n+1
+					}
+				}
+				pages.Close()
+			}
+			if n != df.Count() {
+				e.T.Errorf("%s: %d values of field %d for %d rows", df.FilePath(), n, fid, df.Count())
+			}
+			gotLo, gotHi := df.LowerBoundValues()[fid], df.UpperBoundValues()[fid]
+			if len(gotLo) != 8 || len(gotHi) != 8 || int64(binary.LittleEndian.Uint64(gotLo)) != lo || int64(binary.LittleEndian.Uint64(gotHi)) != hi {
+				e.T.Errorf("%s: field %d bounds %x..%x, values %d..%d", df.FilePath(), fid, gotLo, gotHi, lo, hi)
+			}
+		}
+	}
+	return fig
+}
+
+// On a v3 table the merge path keeps row lineage: rows inherit their IDs
+// from the files of several appends, each file of several row groups, and
+// keep them and their sequence numbers through compaction; compacting the
+// outputs again (now with materialised lineage) beside new appends keeps
+// them too.
+func TestMergeKeepsLineage(t *testing.T) {
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "3")
+	// Row groups of 100 rows: positions run across them.
+	tbl = e.setProps(tbl, iceberg.Properties{"write.parquet.row-group-limit": "100"})
+	for i := 0; i < 8; i++ {
+		tbl = e.Append(tbl, 250)
+	}
+	if n := len(openParquet(t, e.dataFiles()[0]).RowGroups()); n < 2 {
+		t.Fatalf("an input has %d row groups, want several", n)
+	}
+	first := e.lineageOf(tbl)
+	e.checkLineage(&Job{MinInputFiles: 2})
+
+	tbl = e.Load()
+	for i := 0; i < 3; i++ {
+		tbl = e.Append(tbl, 250)
+	}
+	e.checkLineage(&Job{MinInputFiles: 2})
+	got := e.lineageOf(e.Load())
+	for id, w := range first {
+		if got[id] != w {
+			t.Fatalf("row %d: lineage %+v after two compactions, %+v before", id, got[id], w)
+		}
+	}
+}
+
+// A row group that already holds its rows' lineage is copied whole; one
+// whose rows inherit theirs is re-encoded with it, in the same output.
+func TestMergeCopiesMaterialisedLineage(t *testing.T) {
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "3")
+	for i := 0; i < 8; i++ {
+		tbl = e.Append(tbl, 250)
+	}
+	e.checkLineage(&Job{MinInputFiles: 2})
+	// Row groups from 1 KB on are healthy: the output's one is, and so
+	// are the new appends', but theirs lack lineage.
+	tbl = e.setProps(e.Load(), iceberg.Properties{table.ParquetRowGroupSizeBytesKey: "2048"})
+	for i := 0; i < 3; i++ {
+		tbl = e.Append(tbl, 250)
+	}
+	fig := e.checkLineage(&Job{MinInputFiles: 2})
+	if fig.RowGroupsCopied == 0 || fig.RowGroupsReencoded == 0 {
+		t.Fatalf("%d row groups copied, %d re-encoded; want both", fig.RowGroupsCopied, fig.RowGroupsReencoded)
+	}
+}
