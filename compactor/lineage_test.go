@@ -157,3 +157,23 @@ func TestMergeCopiesMaterialisedLineage(t *testing.T) {
 		t.Fatalf("%d row groups copied, %d re-encoded; want both", fig.RowGroupsCopied, fig.RowGroupsReencoded)
 	}
 }
+
+// Files of a table upgraded to v3 have no first_row_id until a v3 commit
+// gives them one: their rows have no IDs to keep, and their groups take
+// iceberg-go's path.
+func TestMergeLeavesFilesWithoutRowIDs(t *testing.T) {
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	for i := 0; i < 4; i++ {
+		tbl = e.Append(tbl, 200)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.UpgradeFormatVersion(3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	if fig := e.checkCompaction(&Job{MinInputFiles: 2}); fig.GroupsMerged != 0 {
+		t.Fatalf("%d groups of files without first_row_id merged", fig.GroupsMerged)
+	}
+}
