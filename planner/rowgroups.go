@@ -32,11 +32,14 @@ type RowGroupEstimate struct {
 // offsets. A row group's size is the distance to the next one's offset;
 // the last one's runs to the end of the file, footer included, which a
 // footer of a few KiB does not change for row groups of megabytes. A file
-// without split offsets counts as one row group of its size.
+// without split offsets counts as one row group of its size. On format
+// version 3 a file's row groups are copied only when it holds every row's
+// lineage, which its metrics tell.
 func EstimateCopies(meta table.Metadata, tasks []table.FileScanTask) RowGroupEstimate {
 	threshold := CopyThreshold(meta.Properties())
 	var e RowGroupEstimate
 	for _, t := range tasks {
+		copies := meta.Version() < 3 || holdsLineage(t.File)
 		offsets := t.File.SplitOffsets()
 		if len(offsets) == 0 {
 			offsets = []int64{0}
@@ -47,10 +50,22 @@ func EstimateCopies(meta table.Metadata, tasks []table.FileScanTask) RowGroupEst
 				end = offsets[i+1]
 			}
 			e.RowGroups++
-			if end-off >= threshold {
+			if copies && end-off >= threshold {
 				e.ToCopy++
 			}
 		}
 	}
 	return e
+}
+
+// holdsLineage reports whether a file's metrics say it holds a
+// _row_id and a _last_updated_sequence_number for every row.
+func holdsLineage(df iceberg.DataFile) bool {
+	for _, id := range []int{iceberg.RowIDFieldID, iceberg.LastUpdatedSequenceNumberFieldID} {
+		n, ok := df.NullValueCounts()[id]
+		if df.ValueCounts()[id] != df.Count() || !ok || n != 0 {
+			return false
+		}
+	}
+	return true
 }
