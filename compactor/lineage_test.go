@@ -2,6 +2,7 @@ package compactor
 
 import (
 	"encoding/binary"
+	"strconv"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -138,24 +139,85 @@ func TestMergeKeepsLineage(t *testing.T) {
 	}
 }
 
-// A row group that already holds its rows' lineage is copied whole; one
-// whose rows inherit theirs is re-encoded with it, in the same output.
-func TestMergeCopiesMaterialisedLineage(t *testing.T) {
-	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "3")
-	for i := 0; i < 8; i++ {
-		tbl = e.Append(tbl, 250)
+// rowGroupHashes hashes the row groups of the table's files, of their
+// first cols columns (0: all), from minBytes compressed bytes on.
+func rowGroupHashes(t *testing.T, e *env, cols int, minBytes int64) map[[32]byte]bool {
+	t.Helper()
+	out := map[[32]byte]bool{}
+	for _, df := range e.dataFiles() {
+		pf := openParquet(t, df)
+		for _, rg := range pf.Metadata().RowGroups {
+			if rg.TotalCompressedSize < minBytes {
+				continue
+			}
+			if cols > 0 {
+				rg.Columns = rg.Columns[:cols]
+			}
+			out[rowGroupHash(t, pf, &rg)] = true
+		}
 	}
-	e.checkLineage(&Job{MinInputFiles: 2})
-	// Row groups from 1 KB on are healthy: the output's one is, and so
-	// are the new appends', but theirs lack lineage.
-	tbl = e.setProps(e.Load(), iceberg.Properties{table.ParquetRowGroupSizeBytesKey: "2048"})
-	for i := 0; i < 3; i++ {
-		tbl = e.Append(tbl, 250)
+	return out
+}
+
+// On v3 the copy keeps lineage too. A healthy row group whose rows
+// inherit their lineage is copied with the two lineage columns encoded
+// and added to it (its other columns byte for byte); tiny ones beside it
+// are re-encoded. Compacted again beside new appends, a row group that
+// now holds its lineage is copied whole.
+func TestMergeCopiesLineage(t *testing.T) {
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "3")
+	tbl = e.setProps(tbl, iceberg.Properties{"write.parquet.row-group-limit": "1000"})
+	for i := 0; i < 4; i++ {
+		tbl = e.Append(tbl, 3000) // 3 row groups of 1,000 rows each
+	}
+	minHealthy := int64(1 << 62)
+	for _, df := range e.dataFiles() {
+		for _, rg := range openParquet(t, df).Metadata().RowGroups {
+			minHealthy = min(minHealthy, rg.TotalCompressedSize)
+		}
+	}
+	for i := 0; i < 6; i++ {
+		tbl = e.Append(tbl, 40) // one tiny row group each
+	}
+	// Copied from 3/4 of the smallest on: the later appends' may be a
+	// little smaller, the tiny ones are far below.
+	threshold := minHealthy * 3 / 4
+	e.setProps(tbl, iceberg.Properties{table.ParquetRowGroupSizeBytesKey: strconv.FormatInt(2*threshold, 10)})
+	cols := len(tableenv.BaseSchema.Fields())
+	healthy := rowGroupHashes(t, e, cols, threshold)
+	if len(healthy) != 12 {
+		t.Fatalf("setup: %d distinct healthy row groups, want 12", len(healthy))
 	}
 	fig := e.checkLineage(&Job{MinInputFiles: 2})
-	if fig.RowGroupsCopied == 0 || fig.RowGroupsReencoded == 0 {
-		t.Fatalf("%d row groups copied, %d re-encoded; want both", fig.RowGroupsCopied, fig.RowGroupsReencoded)
+	if fig.RowGroupsCopied != 12 || fig.RowGroupsReencoded != 6 {
+		t.Fatalf("%d row groups copied, %d re-encoded; want 12, 6", fig.RowGroupsCopied, fig.RowGroupsReencoded)
 	}
+	if got := rowGroupHashes(t, e, cols, 0); !subset(healthy, got) {
+		t.Fatal("a healthy row group's columns were not copied byte for byte")
+	}
+
+	// The copies, lineage columns and all, are copied whole next time.
+	whole := rowGroupHashes(t, e, 0, threshold)
+	tbl = e.Load()
+	for i := 0; i < 3; i++ {
+		tbl = e.Append(tbl, 3000)
+	}
+	fig = e.checkLineage(&Job{MinInputFiles: 2})
+	if fig.RowGroupsCopied != 21 || fig.RowGroupsReencoded != 1 {
+		t.Fatalf("%d row groups copied, %d re-encoded; want 21, 1", fig.RowGroupsCopied, fig.RowGroupsReencoded)
+	}
+	if got := rowGroupHashes(t, e, 0, 0); len(whole) != 12 || !subset(whole, got) {
+		t.Fatalf("%d row groups holding their lineage were not all copied whole", len(whole))
+	}
+}
+
+func subset[K comparable](a, b map[K]bool) bool {
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // Files of a table upgraded to v3 have no first_row_id until a v3 commit

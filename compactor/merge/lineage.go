@@ -95,8 +95,9 @@ func (o *mergeOutput) copiesLineage(pf *parquet.File, r int, lin lineageSource) 
 }
 
 // writeLineage writes the lineage of the rows of rg, which begin at
-// position pos of their file, to the output's lineage columns w.
-func (o *mergeOutput) writeLineage(w []*parquet.ColumnWriter, rg parquet.RowGroup, lin lineageSource, pos int64) error {
+// position pos of their file, to the lineage columns w, columns col0 and
+// col0+1 of their writer.
+func (o *mergeOutput) writeLineage(w []*parquet.ColumnWriter, col0 int, rg parquet.RowGroup, lin lineageSource, pos int64) error {
 	rows := rg.NumRows()
 	for l, col := range [2]int{lin.rowIDCol, lin.seqCol} {
 		// What a row without a value of its own inherits: base + step*k
@@ -105,7 +106,7 @@ func (o *mergeOutput) writeLineage(w []*parquet.ColumnWriter, rg parquet.RowGrou
 		if l == 1 {
 			base, step = lin.seq, 0
 		}
-		lw := lineageWriter{w: w[l], col: o.ncols + l, out: o.lineageOut[:0], bounds: &o.lineageBounds[l]}
+		lw := lineageWriter{w: w[l], col: col0 + l, out: o.lineageOut[:0], bounds: &o.lineageBounds[l]}
 		if col < 0 {
 			for k := range rows {
 				if err := lw.write(base + step*k); err != nil {
@@ -196,4 +197,38 @@ func (lw *lineageWriter) copy(cc parquet.ColumnChunk, values []parquet.Value, ba
 // long's single-value serialization, little-endian.
 func lineageBoundBytes(b longBounds) (lo, hi []byte) {
 	return binary.LittleEndian.AppendUint64(nil, uint64(b.min)), binary.LittleEndian.AppendUint64(nil, uint64(b.max))
+}
+
+// appendLineage encodes the lineage of the rows of rg, a row group just
+// copied from a file that holds none, which begin at position pos of that
+// file, as two column chunks of their own, and adds them to the copy: the
+// table's columns stay byte for byte as they were.
+func (o *mergeOutput) appendLineage(rg parquet.RowGroup, lin lineageSource, pos int64) error {
+	if o.lw == nil {
+		schema := parquet.NewSchema("lineage", orderedGroup{fields: lineageColumns(o.set)})
+		o.lsink.out = o.counter
+		o.lw = parquet.NewWriter(&o.lsink, append([]parquet.WriterOption{schema}, o.opts[1:]...)...)
+	}
+	if err := o.writeLineage(o.lw.ColumnWriters(), 0, rg, lin, pos); err != nil {
+		return err
+	}
+	// As flushReencoded: the chunks pass into the output, the rest of
+	// the file is held.
+	if err := o.lw.Flush(); err != nil {
+		return err
+	}
+	o.lsink.hold = true
+	if err := o.lw.Close(); err != nil {
+		return err
+	}
+	md, err := o.st.adoptRowGroups(&o.lsink)
+	if err != nil {
+		return fmt.Errorf("lineage columns: %w", err)
+	}
+	if err := o.st.joinLast(md); err != nil {
+		return fmt.Errorf("lineage columns: %w", err)
+	}
+	o.lsink.reset()
+	o.lw.Reset(&o.lsink)
+	return nil
 }

@@ -43,6 +43,10 @@ type mergeOutput struct {
 	lineage               bool
 	lineageBounds         [2]longBounds
 	lineageIn, lineageOut []parquet.Value
+	// lw encodes the lineage of a row group copied without it, as a
+	// Parquet file of its own passing into the output like w's.
+	lw    *parquet.Writer
+	lsink reencodeSink
 }
 
 // RowGroupCounts say what the merge did with its inputs' row groups:
@@ -79,6 +83,7 @@ func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Sche
 	}
 	o := &mergeOutput{path: name, file: f, counter: cw, st: st, set: set, opts: opts, schema: schema, ncols: ncols, lineage: lineage}
 	o.sink.reset()
+	o.lsink.reset()
 	for i := range o.values {
 		o.values[i] = make([]parquet.Value, writeBatch)
 	}
@@ -130,9 +135,11 @@ func (o *mergeOutput) copyFile(pf *parquet.File, lin lineageSource) error {
 		for _, c := range md.RowGroups[r].Columns {
 			size += c.MetaData.TotalCompressedSize
 		}
-		// With lineage, a row group is copied only when it holds its
-		// rows' lineage already.
-		if o.copyable(&md.RowGroups[r], size) && (!o.lineage || o.copiesLineage(pf, r, lin)) {
+		// With lineage, a row group is copied whole when it holds its
+		// rows' lineage already, and gets the lineage columns added when
+		// its file holds none of them; else it is re-encoded.
+		whole := !o.lineage || o.copiesLineage(pf, r, lin)
+		if o.copyable(&md.RowGroups[r], size) && (whole || lin.rowIDCol < 0 && lin.seqCol < 0) {
 			// The open re-encoded row group goes first: rows keep their
 			// order.
 			if err := o.flushReencoded(); err != nil {
@@ -140,6 +147,11 @@ func (o *mergeOutput) copyFile(pf *parquet.File, lin lineageSource) error {
 			}
 			if err := o.st.appendRowGroup(pf, md, r); err != nil {
 				return err
+			}
+			if !whole {
+				if err := o.appendLineage(rg, lin, start); err != nil {
+					return fmt.Errorf("row group %d: %w", r, err)
+				}
 			}
 			o.counts.Copied++
 			continue
@@ -170,7 +182,7 @@ func (o *mergeOutput) copyFile(pf *parquet.File, lin lineageSource) error {
 			})
 		}
 		if o.lineage {
-			p.Go(func() error { return o.writeLineage(writers[o.ncols:], rg, lin, start) })
+			p.Go(func() error { return o.writeLineage(writers[o.ncols:], o.ncols, rg, lin, start) })
 		}
 		if err := p.Wait(); err != nil {
 			return err
@@ -197,7 +209,7 @@ func (o *mergeOutput) flushReencoded() error {
 	if err := o.w.Close(); err != nil {
 		return err
 	}
-	if err := o.st.adoptRowGroups(&o.sink); err != nil {
+	if _, err := o.st.adoptRowGroups(&o.sink); err != nil {
 		return fmt.Errorf("re-encoded row group: %w", err)
 	}
 	o.sink.reset()
