@@ -57,8 +57,8 @@ func TestEstimateCopies(t *testing.T) {
 		tasks []table.FileScanTask
 		want  RowGroupEstimate
 	}{
-		{"v3, rows inheriting their lineage", v3, []table.FileScanTask{flink}, RowGroupEstimate{4, 0}},
-		{"v3, lineage written out", v3, []table.FileScanTask{flink, withLineage(0)}, RowGroupEstimate{8, 4}},
+		{"v3, rows inheriting their lineage", v3, []table.FileScanTask{flink}, RowGroupEstimate{4, 4}},
+		{"v3, lineage written out", v3, []table.FileScanTask{flink, withLineage(0)}, RowGroupEstimate{8, 8}},
 		{"v3, lineage with nulls", v3, []table.FileScanTask{withLineage(1)}, RowGroupEstimate{4, 0}},
 		{"Flink's files, its row-group size", eightMiB, []table.FileScanTask{flink, flink}, RowGroupEstimate{8, 8}},
 		{"Flink's files, Iceberg's default row groups", nil, []table.FileScanTask{flink}, RowGroupEstimate{4, 0}},
