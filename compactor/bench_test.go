@@ -43,7 +43,9 @@ import (
 //   - flink-shaped: 8 files of about 32 MB, each 4 row groups of about
 //     8 MB (a Flink job's output under write.target-file-size-bytes 32 MB
 //     and write.parquet.row-group-size-bytes 8 MB), toward 512 MB: the
-//     row groups are healthy, and icekeeper copies them;
+//     row groups are healthy, and icekeeper copies them; the same on
+//     format version 3, where icekeeper adds the lineage columns to the
+//     copies;
 //
 // on local disk, on S3 (versitygw on loopback) and on S3 behind a proxy
 // that holds every response back 20 ms, as a remote object store does.
@@ -69,6 +71,7 @@ func BenchmarkCompaction(b *testing.B) {
 		{"local/small-files-v3", "local", files, false, 4800, "zstd", false, true},
 		{"local/many-partitions", "local", files, true, 40, "zstd", false, false},
 		{"local/flink-shaped", "local", 8, false, flinkRows, "zstd", true, false},
+		{"local/flink-shaped-v3", "local", 8, false, flinkRows, "zstd", true, true},
 		{"s3/small-files", "s3", files, false, 4800, "zstd", false, false},
 		{"s3/many-partitions", "s3", files, true, 40, "zstd", false, false},
 		{"s3-20ms/small-files", "s3-20ms", files, false, 4800, "zstd", false, false},
@@ -88,7 +91,8 @@ func BenchmarkCompaction(b *testing.B) {
 					props, targetMB = flinkProps, "512"
 				}
 				if in.v3 {
-					props = iceberg.Properties{"format-version": "3"}
+					props = maps.Clone(props)
+					props["format-version"] = "3"
 				}
 				if inputBytes, err = buildCompactionInput(build, in.appends, in.rows, in.partitioned, in.codec, props); err != nil {
 					b.Fatal(err)
