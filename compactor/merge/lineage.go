@@ -127,7 +127,7 @@ func (o *mergeOutput) writeLineage(w []*parquet.ColumnWriter, col0 int, rg parqu
 	return nil
 }
 
-// lineageWriter writes one lineage column of a re-encoded row group.
+// lineageWriter writes one lineage column of an output row group.
 type lineageWriter struct {
 	w      *parquet.ColumnWriter
 	col    int // the column's index in the output

@@ -3,7 +3,8 @@
 // table's current schema. Their pages are decoded column by column with
 // parquet-go and re-encoded into row groups sized by the table's write
 // properties — no Arrow record is built and no row is assembled. Each
-// output's metrics come from its own footer and the inputs' bounds.
+// output's metrics come from its own footer and the inputs' bounds. On
+// format version 3 every output row's lineage is written out (lineage.go).
 //
 // Everything else (row-level deletes, older schemas or specs, nested
 // columns, files larger than the target, write properties the merge does

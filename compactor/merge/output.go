@@ -135,26 +135,29 @@ func (o *mergeOutput) copyFile(pf *parquet.File, lin lineageSource) error {
 		for _, c := range md.RowGroups[r].Columns {
 			size += c.MetaData.TotalCompressedSize
 		}
-		// With lineage, a row group is copied whole when it holds its
-		// rows' lineage already, and gets the lineage columns added when
-		// its file holds none of them; else it is re-encoded.
-		whole := !o.lineage || o.copiesLineage(pf, r, lin)
-		if o.copyable(&md.RowGroups[r], size) && (whole || lin.rowIDCol < 0 && lin.seqCol < 0) {
-			// The open re-encoded row group goes first: rows keep their
-			// order.
-			if err := o.flushReencoded(); err != nil {
-				return err
-			}
-			if err := o.st.appendRowGroup(pf, md, r); err != nil {
-				return err
-			}
-			if !whole {
-				if err := o.appendLineage(rg, lin, start); err != nil {
-					return fmt.Errorf("row group %d: %w", r, err)
+		if o.copyable(&md.RowGroups[r], size) {
+			// With lineage, a row group is copied whole when it holds
+			// its rows' lineage already, and gets the lineage columns
+			// added when its file holds none of them; else it is
+			// re-encoded.
+			whole := !o.lineage || o.copiesLineage(pf, r, lin)
+			if whole || lin.rowIDCol < 0 && lin.seqCol < 0 {
+				// The open re-encoded row group goes first: rows keep
+				// their order.
+				if err := o.flushReencoded(); err != nil {
+					return err
 				}
+				if err := o.st.appendRowGroup(pf, md, r); err != nil {
+					return err
+				}
+				if !whole {
+					if err := o.appendLineage(rg, lin, start); err != nil {
+						return fmt.Errorf("row group %d: %w", r, err)
+					}
+				}
+				o.counts.Copied++
+				continue
 			}
-			o.counts.Copied++
-			continue
 		}
 		if o.rgRows > 0 && (o.rgBytes+size > o.set.rowGroupBytes || o.rgRows+rg.NumRows() > o.set.rowGroupRows) {
 			if err := o.flushReencoded(); err != nil {
