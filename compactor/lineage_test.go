@@ -2,6 +2,7 @@ package compactor
 
 import (
 	"encoding/binary"
+	"io"
 	"strconv"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/icekeeper/icekeeper/compactor/merge"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 )
 
@@ -50,6 +52,7 @@ func (e *env) lineageOf(tbl *table.Table) map[int64]lineage {
 func (e *env) checkLineage(job *Job) *Figures {
 	e.T.Helper()
 	want := e.lineageOf(e.Load())
+	before := statsOf(tableenv.BaseSchema, e.dataFiles())
 	fig := e.checkCompaction(job)
 	if fig.GroupsMerged == 0 || fig.GroupsMerged != fig.GroupsCommitted {
 		e.T.Fatalf("%d of %d groups merged; every group is append-only", fig.GroupsMerged, fig.GroupsCommitted)
@@ -61,6 +64,17 @@ func (e *env) checkLineage(job *Job) *Figures {
 	for id, w := range want {
 		if g := got[id]; g != w {
 			e.T.Fatalf("row %d: lineage %+v after, %+v before", id, g, w)
+		}
+	}
+	// The table's columns keep their counts and bounds.
+	after := statsOf(tableenv.BaseSchema, e.dataFiles())
+	for _, f := range tableenv.BaseSchema.Fields() {
+		cmp := func(a, b []byte) int { c, _ := merge.CompareBound(f.Type, a, b); return c }
+		if after.values[f.ID] != before.values[f.ID] || after.nulls[f.ID] != before.nulls[f.ID] {
+			e.T.Errorf("column %s: %d values, %d nulls; before %d, %d", f.Name, after.values[f.ID], after.nulls[f.ID], before.values[f.ID], before.nulls[f.ID])
+		}
+		if after.lower[f.ID] == nil || cmp(after.lower[f.ID], before.lower[f.ID]) != 0 || cmp(after.upper[f.ID], before.upper[f.ID]) != 0 {
+			e.T.Errorf("column %s: bounds [%x, %x], inputs' [%x, %x]", f.Name, after.lower[f.ID], after.upper[f.ID], before.lower[f.ID], before.upper[f.ID])
 		}
 	}
 	// Each output holds both columns for every row, and its metrics are
@@ -82,8 +96,11 @@ func (e *env) checkLineage(job *Job) *Figures {
 				pages := c.ColumnChunks()[col.ColumnIndex].Pages()
 				for {
 					p, err := pages.ReadPage()
-					if err != nil {
+					if err == io.EOF {
 						break
+					}
+					if err != nil {
+						e.T.Fatalf("%s: %v", df.FilePath(), err)
 					}
 					vals := make([]parquet.Value, p.NumValues())
 					k, _ := p.Values().ReadValues(vals)
