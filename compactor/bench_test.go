@@ -37,12 +37,15 @@ import (
 //   - small-files: 200 Parquet files of about 1 MB (int, long, timestamp,
 //     double with nulls, a low-cardinality string, a random 50–200 character
 //     string; zstd, iceberg-go's and Flink's default) toward 128 MB; the
-//     same with snappy;
+//     same with snappy; the same on format version 3, where every row's
+//     _row_id and _last_updated_sequence_number are kept;
 //   - many-partitions: 3,200 tiny files over 16 partitions;
 //   - flink-shaped: 8 files of about 32 MB, each 4 row groups of about
 //     8 MB (a Flink job's output under write.target-file-size-bytes 32 MB
 //     and write.parquet.row-group-size-bytes 8 MB), toward 512 MB: the
-//     row groups are healthy, and icekeeper copies them;
+//     row groups are healthy, and icekeeper copies them; the same on
+//     format version 3, where icekeeper adds the lineage columns to the
+//     copies;
 //
 // on local disk, on S3 (versitygw on loopback) and on S3 behind a proxy
 // that holds every response back 20 ms, as a remote object store does.
@@ -61,16 +64,19 @@ func BenchmarkCompaction(b *testing.B) {
 		rows        int
 		codec       string
 		flink       bool // flink-shaped: the appends' files and row groups are Flink's
+		v3          bool // format version 3: row lineage
 	}{
-		{"local/small-files", "local", files, false, 4800, "zstd", false},
-		{"local/small-files-snappy", "local", files, false, 4800, "snappy", false},
-		{"local/many-partitions", "local", files, true, 40, "zstd", false},
-		{"local/flink-shaped", "local", 8, false, flinkRows, "zstd", true},
-		{"s3/small-files", "s3", files, false, 4800, "zstd", false},
-		{"s3/many-partitions", "s3", files, true, 40, "zstd", false},
-		{"s3-20ms/small-files", "s3-20ms", files, false, 4800, "zstd", false},
-		{"s3-20ms/many-partitions", "s3-20ms", files, true, 40, "zstd", false},
-		{"s3-20ms/flink-shaped", "s3-20ms", 8, false, flinkRows, "zstd", true},
+		{"local/small-files", "local", files, false, 4800, "zstd", false, false},
+		{"local/small-files-snappy", "local", files, false, 4800, "snappy", false, false},
+		{"local/small-files-v3", "local", files, false, 4800, "zstd", false, true},
+		{"local/many-partitions", "local", files, true, 40, "zstd", false, false},
+		{"local/flink-shaped", "local", 8, false, flinkRows, "zstd", true, false},
+		{"local/flink-shaped-v3", "local", 8, false, flinkRows, "zstd", true, true},
+		{"s3/small-files", "s3", files, false, 4800, "zstd", false, false},
+		{"s3/many-partitions", "s3", files, true, 40, "zstd", false, false},
+		{"s3-20ms/small-files", "s3-20ms", files, false, 4800, "zstd", false, false},
+		{"s3-20ms/many-partitions", "s3-20ms", files, true, 40, "zstd", false, false},
+		{"s3-20ms/flink-shaped", "s3-20ms", 8, false, flinkRows, "zstd", true, false},
 	} {
 		b.Run(in.name, func(b *testing.B) {
 			var ik, ig child.Result
@@ -83,6 +89,10 @@ func BenchmarkCompaction(b *testing.B) {
 				props, targetMB := iceberg.Properties{}, "128"
 				if in.flink {
 					props, targetMB = flinkProps, "512"
+				}
+				if in.v3 {
+					props = maps.Clone(props)
+					props["format-version"] = "3"
 				}
 				if inputBytes, err = buildCompactionInput(build, in.appends, in.rows, in.partitioned, in.codec, props); err != nil {
 					b.Fatal(err)

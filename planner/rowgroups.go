@@ -32,11 +32,14 @@ type RowGroupEstimate struct {
 // offsets. A row group's size is the distance to the next one's offset;
 // the last one's runs to the end of the file, footer included, which a
 // footer of a few KiB does not change for row groups of megabytes. A file
-// without split offsets counts as one row group of its size.
+// without split offsets counts as one row group of its size. On format
+// version 3 a file holding the lineage of only some of its rows is
+// re-encoded (see lineageCopies).
 func EstimateCopies(meta table.Metadata, tasks []table.FileScanTask) RowGroupEstimate {
 	threshold := CopyThreshold(meta.Properties())
 	var e RowGroupEstimate
 	for _, t := range tasks {
+		copies := meta.Version() < 3 || lineageCopies(t.File)
 		offsets := t.File.SplitOffsets()
 		if len(offsets) == 0 {
 			offsets = []int64{0}
@@ -47,10 +50,35 @@ func EstimateCopies(meta table.Metadata, tasks []table.FileScanTask) RowGroupEst
 				end = offsets[i+1]
 			}
 			e.RowGroups++
-			if end-off >= threshold {
+			if copies && end-off >= threshold {
 				e.ToCopy++
 			}
 		}
 	}
 	return e
+}
+
+// lineageCopies reports whether a file's row groups can be copied on a v3
+// table, by its metrics: it holds a _row_id and a
+// _last_updated_sequence_number for every row (copied whole), or neither
+// column (copied, the lineage columns added). A file holding some lineage
+// values is re-encoded.
+func lineageCopies(df iceberg.DataFile) bool {
+	ids := []int{iceberg.RowIDFieldID, iceberg.LastUpdatedSequenceNumberFieldID}
+	none := true
+	for _, id := range ids {
+		if _, ok := df.ValueCounts()[id]; ok {
+			none = false
+		}
+	}
+	if none {
+		return true
+	}
+	for _, id := range ids {
+		n, ok := df.NullValueCounts()[id]
+		if df.ValueCounts()[id] != df.Count() || !ok || n != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -37,12 +37,29 @@ func TestEstimateCopies(t *testing.T) {
 	}
 	flink := file(32*mib, 4, 8*mib, 16*mib, 24*mib) // 4 row groups of 8 MiB
 	eightMiB := iceberg.Properties{table.ParquetRowGroupSizeBytesKey: strconv.Itoa(8 * mib)}
+	v3 := iceberg.Properties{table.ParquetRowGroupSizeBytesKey: strconv.Itoa(8 * mib), table.PropertyFormatVersion: "3"}
+	// withLineage is flink's shape with metrics for both lineage columns,
+	// nulls of them null row IDs.
+	withLineage := func(nulls int64) table.FileScanTask {
+		b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, "s3://b/t/data/l.parquet", iceberg.ParquetFile, nil, nil, nil, 10, 32*mib)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := []int{iceberg.RowIDFieldID, iceberg.LastUpdatedSequenceNumberFieldID}
+		b.SplitOffsets([]int64{4, 8 * mib, 16 * mib, 24 * mib}).
+			ValueCounts(map[int]int64{ids[0]: 10, ids[1]: 10}).
+			NullValueCounts(map[int]int64{ids[0]: nulls, ids[1]: 0})
+		return table.FileScanTask{File: b.Build()}
+	}
 	for _, tc := range []struct {
 		name  string
 		props iceberg.Properties
 		tasks []table.FileScanTask
 		want  RowGroupEstimate
 	}{
+		{"v3, rows inheriting their lineage", v3, []table.FileScanTask{flink}, RowGroupEstimate{4, 4}},
+		{"v3, lineage written out", v3, []table.FileScanTask{flink, withLineage(0)}, RowGroupEstimate{8, 8}},
+		{"v3, lineage with nulls", v3, []table.FileScanTask{withLineage(1)}, RowGroupEstimate{4, 0}},
 		{"Flink's files, its row-group size", eightMiB, []table.FileScanTask{flink, flink}, RowGroupEstimate{8, 8}},
 		{"Flink's files, Iceberg's default row groups", nil, []table.FileScanTask{flink}, RowGroupEstimate{4, 0}},
 		{"one healthy, two tiny", eightMiB, []table.FileScanTask{file(6*mib+200<<10, 4, 6*mib, 6*mib+100<<10)}, RowGroupEstimate{3, 1}},

@@ -15,6 +15,7 @@ import (
 
 // openedFile is one input, read ahead.
 type openedFile struct {
+	task  table.FileScanTask // lineage needs its first_row_id and sequence number
 	df    iceberg.DataFile
 	pf    *parquet.File
 	close func()
@@ -78,6 +79,7 @@ func prefetch(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanTask
 			started++
 			go func() {
 				f := openInput(fsys, t.File, wholeFileBytes, free)
+				f.task = t
 				inner := f.close
 				f.close = func() {
 					inner()

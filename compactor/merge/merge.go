@@ -3,7 +3,8 @@
 // table's current schema. Their pages are decoded column by column with
 // parquet-go and re-encoded into row groups sized by the table's write
 // properties — no Arrow record is built and no row is assembled. Each
-// output's metrics come from its own footer and the inputs' bounds.
+// output's metrics come from its own footer and the inputs' bounds. On
+// format version 3 every output row's lineage is written out (lineage.go).
 //
 // Everything else (row-level deletes, older schemas or specs, nested
 // columns, files larger than the target, write properties the merge does
@@ -38,11 +39,7 @@ func Check(meta table.Metadata, tasks []table.FileScanTask, target int64) error 
 	if _, err := mergeSettingsOf(meta.Properties(), nil); err != nil {
 		return err
 	}
-	if meta.Version() > 2 {
-		// Row lineage: rewritten rows must keep their row IDs, which is
-		// iceberg-go's writer's business.
-		return fmt.Errorf("%w: format version %d", ErrNotMergeable, meta.Version())
-	}
+	lineage := meta.Version() >= 3
 	sc := meta.CurrentSchema()
 	for _, f := range sc.Fields() {
 		if _, ok := boundKinds[f.Type.String()]; !ok {
@@ -62,11 +59,26 @@ func Check(meta table.Metadata, tasks []table.FileScanTask, target int64) error 
 			// Input row groups are never split, so a file over the
 			// target is left to the general path, which can.
 			return fmt.Errorf("%w: %s is larger than the target", ErrNotMergeable, df.FilePath())
+		case lineage && t.FirstRowID == nil:
+			// Its rows have no row IDs to keep (a file from before the
+			// upgrade to v3, not yet given its first_row_id).
+			return fmt.Errorf("%w: %s has no first_row_id", ErrNotMergeable, df.FilePath())
+		case lineage && t.DataSequenceNumber == nil:
+			return fmt.Errorf("%w: %s has no data sequence number", ErrNotMergeable, df.FilePath())
 		}
 		// Metrics name the columns a file holds: other columns mean an
-		// older schema, caught here before anything is read.
+		// older schema, caught here before anything is read. On v3 a
+		// file may also hold the row-lineage columns.
 		vc := df.ValueCounts()
-		if len(vc) != len(sc.Fields()) {
+		n := len(vc)
+		if lineage {
+			for _, id := range lineageIDs() {
+				if _, ok := vc[id]; ok {
+					n--
+				}
+			}
+		}
+		if n != len(sc.Fields()) {
 			return fmt.Errorf("%w: %s has metrics for other columns than the schema's", ErrNotMergeable, df.FilePath())
 		}
 		for _, f := range sc.Fields() {
@@ -141,6 +153,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 	}
 	spec := meta.PartitionSpec()
 	sc := meta.CurrentSchema()
+	lineage := meta.Version() >= 3
 	// Outputs go beside the first input, in its partition's directory.
 	// (path.Dir would collapse the "//" of a URL.)
 	first := tasks[0].File.FilePath()
@@ -184,10 +197,14 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 		}
 		// Every input must be the table's schema (names, field IDs,
 		// types) and the same Parquet schema as the first (optionality,
-		// logical types).
-		if err := matchSchema(sc, f.pf.Schema()); err != nil {
+		// logical types); on v3 it may hold the row-lineage columns too.
+		lin, err := matchSchema(sc, f.pf.Schema(), lineage)
+		if err != nil {
 			f.close()
 			return res, fmt.Errorf("%s: %w", f.df.FilePath(), err)
+		}
+		if lineage {
+			lin.firstRowID, lin.seq = *f.task.FirstRowID, *f.task.DataSequenceNumber
 		}
 		if err := readableCodecs(f.pf); err != nil {
 			f.close()
@@ -195,8 +212,8 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 		}
 		if schema == nil {
 			schema = f.pf.Schema()
-			outSchema = outputSchema(schema, set)
-		} else if !parquet.EqualNodes(schema, f.pf.Schema()) {
+			outSchema = outputSchema(schema, len(sc.Fields()), lineage, set)
+		} else if !equalColumns(schema, f.pf.Schema(), len(sc.Fields())) {
 			f.close()
 			return res, fmt.Errorf("%w: %s has another Parquet schema than %s", ErrNotMergeable, f.df.FilePath(), tasks[0].File.FilePath())
 		}
@@ -210,12 +227,12 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 		}
 		if out == nil {
 			name := dir + "/" + uuid.NewString() + ".parquet"
-			if out, err = newMergeOutput(wfs, name, outSchema, set); err != nil {
+			if out, err = newMergeOutput(wfs, name, outSchema, set, len(sc.Fields()), lineage); err != nil {
 				f.close()
 				return res, err
 			}
 		}
-		err := out.copyFile(f.pf)
+		err = out.copyFile(f.pf, lin)
 		f.close()
 		if err != nil {
 			return res, fmt.Errorf("merge %s: %w", f.df.FilePath(), err)
@@ -252,23 +269,54 @@ func readableCodecs(pf *parquet.File) error {
 
 // matchSchema checks that a file's Parquet schema is the table's current
 // schema, flat: one top-level column per field, same field IDs, names and
-// physical types, in order.
-func matchSchema(sc *iceberg.Schema, ps *parquet.Schema) error {
+// physical types, in order. When lineage is on (format version 3) the
+// file may hold the row-lineage columns after them, which it returns.
+func matchSchema(sc *iceberg.Schema, ps *parquet.Schema, lineage bool) (lineageSource, error) {
+	lin := lineageSource{rowIDCol: -1, seqCol: -1}
 	fields := sc.Fields()
 	cols := ps.Fields()
-	if len(cols) != len(fields) {
-		return fmt.Errorf("%w: the file has %d columns, the schema %d", ErrNotMergeable, len(cols), len(fields))
+	extra := len(cols) - len(fields)
+	if extra < 0 || extra > 0 && !lineage || extra > len(lineageIDs()) {
+		return lin, fmt.Errorf("%w: the file has %d columns, the schema %d", ErrNotMergeable, len(cols), len(fields))
 	}
 	for i, f := range fields {
 		c := cols[i]
 		if !c.Leaf() || c.Repeated() || c.ID() != f.ID || c.Name() != f.Name {
-			return fmt.Errorf("%w: column %d of the file is %q (id %d), the schema's is %q (id %d)", ErrNotMergeable, i, c.Name(), c.ID(), f.Name, f.ID)
+			return lin, fmt.Errorf("%w: column %d of the file is %q (id %d), the schema's is %q (id %d)", ErrNotMergeable, i, c.Name(), c.ID(), f.Name, f.ID)
 		}
 		if want := boundKinds[f.Type.String()].kind; c.Type().Kind() != want {
-			return fmt.Errorf("%w: column %s is %v in the file, %s in the schema", ErrNotMergeable, f.Name, c.Type().Kind(), f.Type)
+			return lin, fmt.Errorf("%w: column %s is %v in the file, %s in the schema", ErrNotMergeable, f.Name, c.Type().Kind(), f.Type)
 		}
 	}
-	return nil
+	for i := len(fields); i < len(cols); i++ {
+		c := cols[i]
+		col := &lin.rowIDCol
+		if c.ID() == iceberg.LastUpdatedSequenceNumberFieldID {
+			col = &lin.seqCol
+		} else if c.ID() != iceberg.RowIDFieldID {
+			return lin, fmt.Errorf("%w: column %d of the file is %q (id %d), not in the schema", ErrNotMergeable, i, c.Name(), c.ID())
+		}
+		if *col >= 0 || !c.Leaf() || c.Repeated() || c.Type().Kind() != parquet.Int64 {
+			return lin, fmt.Errorf("%w: the file's row-lineage column %q (id %d) is not one long", ErrNotMergeable, c.Name(), c.ID())
+		}
+		*col = i
+	}
+	return lin, nil
+}
+
+// equalColumns reports whether the first n columns of two files' schemas
+// are the same Parquet columns (optionality, physical and logical types).
+func equalColumns(a, b *parquet.Schema, n int) bool {
+	fa, fb := a.Fields(), b.Fields()
+	if len(fa) < n || len(fb) < n {
+		return false
+	}
+	for i := range n {
+		if !parquet.EqualNodes(fa[i], fb[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // outputSchema is the inputs' schema with the table's codec in place of
@@ -278,9 +326,12 @@ func matchSchema(sc *iceberg.Schema, ps *parquet.Schema) error {
 // writer that saw the data chose — except that a dictionary is used only
 // when the table allows them. The columns keep the inputs' order
 // (parquet.Group would sort them by name).
-func outputSchema(in *parquet.Schema, set mergeSettings) *parquet.Schema {
-	cols := in.Fields()
-	fields := make([]parquet.Field, len(cols))
+//
+// With lineage (format version 3) the row-lineage columns follow the n
+// columns of the table, as iceberg-go's writer places them.
+func outputSchema(in *parquet.Schema, n int, lineage bool, set mergeSettings) *parquet.Schema {
+	cols := in.Fields()[:n]
+	fields := make([]parquet.Field, len(cols), len(cols)+len(lineageIDs()))
 	for i, c := range cols {
 		enc := c.Encoding()
 		switch {
@@ -293,6 +344,9 @@ func outputSchema(in *parquet.Schema, set mergeSettings) *parquet.Schema {
 			}
 		}
 		fields[i] = outputColumn{Node: parquet.Compressed(parquet.Encoded(c, enc), set.codec), name: c.Name()}
+	}
+	if lineage {
+		fields = append(fields, lineageColumns(set)...)
 	}
 	return parquet.NewSchema(in.Name(), orderedGroup{fields: fields})
 }

@@ -36,6 +36,17 @@ type mergeOutput struct {
 	counts     RowGroupCounts
 	lanes      [2][]int           // columns by lane, balanced on the first input
 	values     [2][]parquet.Value // one decoding buffer per lane
+	schema     *parquet.Schema
+	ncols      int // the table's columns, which the lineage columns follow
+	// With lineage (format version 3) every row's lineage is written out
+	// (see lineage.go).
+	lineage               bool
+	lineageBounds         [2]longBounds
+	lineageIn, lineageOut []parquet.Value
+	// lw encodes the lineage of a row group copied without it, as a
+	// Parquet file of its own passing into the output like w's.
+	lw    *parquet.Writer
+	lsink reencodeSink
 }
 
 // RowGroupCounts say what the merge did with its inputs' row groups:
@@ -44,7 +55,7 @@ type RowGroupCounts struct {
 	Copied, Reencoded int
 }
 
-func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Schema, set mergeSettings) (*mergeOutput, error) {
+func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Schema, set mergeSettings, ncols int, lineage bool) (*mergeOutput, error) {
 	f, err := wfs.Create(name)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", name, err)
@@ -70,10 +81,15 @@ func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Sche
 		f.Close()
 		return nil, fmt.Errorf("write %s: %w", name, err)
 	}
-	o := &mergeOutput{path: name, file: f, counter: cw, st: st, set: set, opts: opts}
+	o := &mergeOutput{path: name, file: f, counter: cw, st: st, set: set, opts: opts, schema: schema, ncols: ncols, lineage: lineage}
 	o.sink.reset()
+	o.lsink.reset()
 	for i := range o.values {
 		o.values[i] = make([]parquet.Value, writeBatch)
+	}
+	if lineage {
+		o.lineageIn = make([]parquet.Value, writeBatch)
+		o.lineageOut = make([]parquet.Value, 0, writeBatch)
 	}
 	return o, nil
 }
@@ -104,28 +120,44 @@ func (o *mergeOutput) copyable(rg *format.RowGroup, size int64) bool {
 	return true
 }
 
-// copyFile appends every row group of pf: copied when copyable, else
+// copyFile appends every row group of pf, whose rows take their lineage
+// from lin: copied when copyable, else
 // merged into the open re-encoded row group, column by column, on two
 // lanes of columns at once (distinct column writers share no state until
-// the row group is flushed).
-func (o *mergeOutput) copyFile(pf *parquet.File) error {
+// the row group is flushed); the lineage columns are a third lane.
+func (o *mergeOutput) copyFile(pf *parquet.File, lin lineageSource) error {
 	md := pf.Metadata()
+	var pos int64 // of the row group's first row in the file
 	for r, rg := range pf.RowGroups() {
+		start := pos
+		pos += rg.NumRows()
 		var size int64
 		for _, c := range md.RowGroups[r].Columns {
 			size += c.MetaData.TotalCompressedSize
 		}
 		if o.copyable(&md.RowGroups[r], size) {
-			// The open re-encoded row group goes first: rows keep their
-			// order.
-			if err := o.flushReencoded(); err != nil {
-				return err
+			// With lineage, a row group is copied whole when it holds
+			// its rows' lineage already, and gets the lineage columns
+			// added when its file holds none of them; else it is
+			// re-encoded.
+			whole := !o.lineage || o.copiesLineage(pf, r, lin)
+			if whole || lin.rowIDCol < 0 && lin.seqCol < 0 {
+				// The open re-encoded row group goes first: rows keep
+				// their order.
+				if err := o.flushReencoded(); err != nil {
+					return err
+				}
+				if err := o.st.appendRowGroup(pf, md, r); err != nil {
+					return err
+				}
+				if !whole {
+					if err := o.appendLineage(rg, lin, start); err != nil {
+						return fmt.Errorf("row group %d: %w", r, err)
+					}
+				}
+				o.counts.Copied++
+				continue
 			}
-			if err := o.st.appendRowGroup(pf, md, r); err != nil {
-				return err
-			}
-			o.counts.Copied++
-			continue
 		}
 		if o.rgRows > 0 && (o.rgBytes+size > o.set.rowGroupBytes || o.rgRows+rg.NumRows() > o.set.rowGroupRows) {
 			if err := o.flushReencoded(); err != nil {
@@ -137,7 +169,7 @@ func (o *mergeOutput) copyFile(pf *parquet.File) error {
 			o.w = parquet.NewWriter(&o.sink, o.opts...)
 		}
 		if o.lanes[0] == nil {
-			o.lanes = balanceLanes(md.RowGroups[r].Columns)
+			o.lanes = balanceLanes(md.RowGroups[r].Columns[:o.ncols])
 		}
 		writers := o.w.ColumnWriters()
 		chunks := rg.ColumnChunks()
@@ -151,6 +183,9 @@ func (o *mergeOutput) copyFile(pf *parquet.File) error {
 				}
 				return nil
 			})
+		}
+		if o.lineage {
+			p.Go(func() error { return o.writeLineage(writers[o.ncols:], o.ncols, rg, lin, start) })
 		}
 		if err := p.Wait(); err != nil {
 			return err
@@ -177,7 +212,7 @@ func (o *mergeOutput) flushReencoded() error {
 	if err := o.w.Close(); err != nil {
 		return err
 	}
-	if err := o.st.adoptRowGroups(&o.sink); err != nil {
+	if _, err := o.st.adoptRowGroups(&o.sink); err != nil {
 		return fmt.Errorf("re-encoded row group: %w", err)
 	}
 	o.sink.reset()
@@ -315,7 +350,14 @@ func (o *mergeOutput) close(spec iceberg.PartitionSpec, sc *iceberg.Schema, inpu
 	if err := o.file.Close(); err != nil {
 		return nil, fmt.Errorf("close %s: %w", o.path, err)
 	}
-	fields := sc.Fields()
+	var ids []int
+	for _, f := range sc.Fields() {
+		ids = append(ids, f.ID)
+	}
+	if o.lineage {
+		l := lineageIDs()
+		ids = append(ids, l[:]...)
+	}
 	sizes := map[int]int64{}
 	valueCounts := map[int]int64{}
 	nullCounts := map[int]int64{}
@@ -326,7 +368,10 @@ func (o *mergeOutput) close(spec iceberg.PartitionSpec, sc *iceberg.Schema, inpu
 				// Columns are flat: one value per row, in every column.
 				return nil, fmt.Errorf("write %s: column %v has %d values for %d rows", o.path, c.MetaData.PathInSchema, c.MetaData.NumValues, rg.NumRows)
 			}
-			id := fields[i].ID
+			if i >= len(ids) {
+				return nil, fmt.Errorf("write %s: column %v is not in the schema", o.path, c.MetaData.PathInSchema)
+			}
+			id := ids[i]
 			sizes[id] += c.MetaData.TotalCompressedSize
 			valueCounts[id] += c.MetaData.NumValues
 			nullCounts[id] += c.MetaData.Statistics.NullCount
@@ -343,6 +388,13 @@ func (o *mergeOutput) close(spec iceberg.PartitionSpec, sc *iceberg.Schema, inpu
 		return nil, err
 	}
 	lower, upper := mergeBounds(sc, inputs)
+	if o.lineage {
+		for l, id := range lineageIDs() {
+			if b := o.lineageBounds[l]; b.ok {
+				lower[id], upper[id] = lineageBoundBytes(b)
+			}
+		}
+	}
 	b.ColumnSizes(sizes).ValueCounts(valueCounts).NullValueCounts(nullCounts).
 		LowerBoundValues(lower).UpperBoundValues(upper).SplitOffsets(splits)
 	if nan := sumCounts(inputs, iceberg.DataFile.NaNValueCounts); len(nan) > 0 {

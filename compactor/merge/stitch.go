@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
@@ -91,17 +92,17 @@ func contiguous(cols []format.ColumnChunk) (start, n int64, ok bool) {
 // adoptRowGroups adds the row groups of the re-encoding writer's file
 // (see reencodeSink), whose bytes up to the flush are already in the
 // output from sink.base on; the rest of them, still held, is written now.
-func (s *stitcher) adoptRowGroups(sink *reencodeSink) error {
+func (s *stitcher) adoptRowGroups(sink *reencodeSink) (*format.FileMetaData, error) {
 	tail := sink.tail.Bytes()
 	md, err := readFooter(tail)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var end int64 // the end of the row groups' bytes in the file
 	for _, rg := range md.RowGroups {
 		for _, c := range rg.Columns {
 			if c.MetaData.BloomFilterOffset > 0 {
-				return fmt.Errorf("column %v has a bloom filter", c.MetaData.PathInSchema)
+				return nil, fmt.Errorf("column %v has a bloom filter", c.MetaData.PathInSchema)
 			}
 			end = max(end, chunkStart(&c.MetaData)+c.MetaData.TotalCompressedSize)
 		}
@@ -109,7 +110,7 @@ func (s *stitcher) adoptRowGroups(sink *reencodeSink) error {
 	held := sink.n - int64(len(tail))
 	if end > held {
 		if _, err := s.w.Write(tail[:end-held]); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	base := sink.base
@@ -117,11 +118,48 @@ func (s *stitcher) adoptRowGroups(sink *reencodeSink) error {
 		base = s.w.n - (end - int64(len(parquetMagic)))
 	}
 	if s.w.n-base != end-int64(len(parquetMagic)) {
-		return fmt.Errorf("the output holds %d bytes of row groups ending at %d", s.w.n-base, end)
+		return nil, fmt.Errorf("the output holds %d bytes of row groups ending at %d", s.w.n-base, end)
 	}
 	for r := range md.RowGroups {
 		if err := s.addRowGroup(sink, md, r, true, base-int64(len(parquetMagic))); err != nil {
-			return err
+			return nil, err
+		}
+	}
+	return md, nil
+}
+
+// joinLast makes the columns of the last row group further columns of the
+// one before it, which holds the same rows: the lineage columns encoded
+// for a row group copied without them. md is the footer of the file the
+// last row group came from; the output's schema takes the columns from it
+// when it has not got them yet.
+func (s *stitcher) joinLast(md *format.FileMetaData) error {
+	n := len(s.groups)
+	if n < 2 {
+		return fmt.Errorf("%d row groups to join", n)
+	}
+	a, b := &s.groups[n-2], s.groups[n-1]
+	if a.NumRows != b.NumRows {
+		return fmt.Errorf("joining columns of %d rows to a row group of %d", b.NumRows, a.NumRows)
+	}
+	a.Columns = append(a.Columns, b.Columns...)
+	a.TotalByteSize += b.TotalByteSize
+	a.TotalCompressedSize += b.TotalCompressedSize
+	s.columnIndexes[n-2] = append(s.columnIndexes[n-2], s.columnIndexes[n-1]...)
+	s.offsetIndexes[n-2] = append(s.offsetIndexes[n-2], s.offsetIndexes[n-1]...)
+	s.groups, s.columnIndexes, s.offsetIndexes = s.groups[:n-1], s.columnIndexes[:n-1], s.offsetIndexes[:n-1]
+	s.rows -= b.NumRows
+	// Columns are flat: the schema is its root and one element per column.
+	if have := len(s.schema) - 1; have < len(a.Columns) {
+		if have+len(md.Schema)-1 != len(a.Columns) {
+			return fmt.Errorf("a schema of %d columns and one of %d for a row group of %d", have, len(md.Schema)-1, len(a.Columns))
+		}
+		s.schema = append(slices.Clone(s.schema), md.Schema[1:]...)
+		s.schema[0].NumChildren = thrift.New(int32(len(a.Columns)))
+		if len(s.orders) == have && len(md.ColumnOrders) == len(md.Schema)-1 {
+			s.orders = append(slices.Clone(s.orders), md.ColumnOrders...)
+		} else {
+			s.orders = nil
 		}
 	}
 	return nil
