@@ -29,11 +29,13 @@ func counterMetrics() map[string]string {
 
 // Metrics are the daemon's Prometheus metrics.
 type Metrics struct {
-	runs      *prometheus.CounterVec
-	duration  *prometheus.HistogramVec
-	counts    map[string]prometheus.Counter
-	Takeovers prometheus.Counter
-	tables    *tableCollector
+	runs       *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	counts     map[string]prometheus.Counter
+	Takeovers  prometheus.Counter
+	fireTables *prometheus.GaugeVec
+	firePoll   *prometheus.GaugeVec
+	tables     *tableCollector
 	// healthCache spares a refresh the manifests of unchanged tables.
 	healthCache health.Cache
 }
@@ -57,6 +59,11 @@ func NewMetrics(reg prometheus.Registerer, store MetricsStore) *Metrics {
 		Takeovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "icekeeper_lease_takeovers_total",
 			Help: "Jobs taken over after the worker holding them stopped."}),
 		tables: &tableCollector{store: store, health: map[state.TableKey]health.Health{}},
+		fireTables: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "icekeeper_fire_tables",
+			Help: "Tables of the last fire of each job type's schedule, by what the fire did with them: fired (all), queued, skipped (unchanged, need order), poll_error (queued to report it)."},
+			[]string{"job", "outcome"}),
+		firePoll: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "icekeeper_fire_poll_seconds",
+			Help: "How long the last need-ordered fire of each job type took to poll its tables."}, []string{"job"}),
 	}
 	for _, typ := range maintenance.JobTypes() {
 		for _, st := range []state.RunStatus{state.Successful, state.Failed, state.Disabled, state.Skipped} {
@@ -77,8 +84,17 @@ func NewMetrics(reg prometheus.Registerer, store MetricsStore) *Metrics {
 		}
 		return float64(n)
 	})
-	reg.MustRegister(m.runs, m.duration, m.Takeovers, depth, m.tables)
+	reg.MustRegister(m.runs, m.duration, m.Takeovers, depth, m.tables, m.fireTables, m.firePoll)
 	return m
+}
+
+// Fired records what a fire did; use it as Scheduler.Fired.
+func (m *Metrics) Fired(typ maintenance.JobType, f Fire) {
+	job := string(typ)
+	for outcome, n := range map[string]int{"fired": f.Tables, "queued": f.Queued, "skipped": f.Skipped, "poll_error": f.PollErrors} {
+		m.fireTables.WithLabelValues(job, outcome).Set(float64(n))
+	}
+	m.firePoll.WithLabelValues(job).Set(f.Poll.Seconds())
 }
 
 // Observe records a finished run; use it as Runner.Observe.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/sourcegraph/conc/pool"
@@ -189,10 +191,39 @@ func TestSchedulerQueuesByNeed(t *testing.T) {
 	}
 	clock := time.Now()
 	sc := f.scheduler(t, e, &clock)
+	reg := prometheus.NewRegistry()
+	sc.Fired = jobs.NewMetrics(reg, f.store).Fired
+	// fireGauges are the fire gauges of compaction, by outcome.
+	fireGauges := func() map[string]float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, mf := range mfs {
+			if mf.GetName() != "icekeeper_fire_tables" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["job"] == string(maintenance.Compaction) {
+					got[labels["outcome"]] = m.GetGauge().GetValue()
+				}
+			}
+		}
+		return got
+	}
 
 	sc.Needs = f.runner.Need
 	if got := fire(t, f.ctx, e, sc, &clock); len(got) != 0 {
 		t.Fatalf("nothing changed, yet the fire queued %v", got)
+	}
+	if got, want := fireGauges(), map[string]float64{"fired": 12, "queued": 0, "skipped": 12, "poll_error": 0}; !maps.Equal(got, want) {
+		t.Fatalf("fire gauges %v, want %v", got, want)
 	}
 	if err := testkit.AppendRows(f.ctx, f.b, f.ids[5], 10); err != nil {
 		t.Fatal(err)
@@ -200,9 +231,15 @@ func TestSchedulerQueuesByNeed(t *testing.T) {
 	if got := fire(t, f.ctx, e, sc, &clock); !slices.Equal(got, []string{"t005"}) {
 		t.Fatalf("after an append to t005 the fire queued %v", got)
 	}
+	if got, want := fireGauges(), map[string]float64{"fired": 12, "queued": 1, "skipped": 11, "poll_error": 0}; !maps.Equal(got, want) {
+		t.Fatalf("fire gauges %v, want %v", got, want)
+	}
 	sc.Needs = nil
 	if got := fire(t, f.ctx, e, sc, &clock); len(got) != 12 {
 		t.Fatalf("without Needs the fire queued %d tables, want all 12: %v", len(got), got)
+	}
+	if got, want := fireGauges(), map[string]float64{"fired": 12, "queued": 12, "skipped": 0, "poll_error": 0}; !maps.Equal(got, want) {
+		t.Fatalf("fire gauges %v, want %v", got, want)
 	}
 
 	// t005 is compacted (its evaluation is newer than the others'); t007

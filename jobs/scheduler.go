@@ -45,8 +45,10 @@ type Scheduler struct {
 	Needs func(ctx context.Context, t Target, typ maintenance.JobType, now time.Time) (planner.Need, error)
 	// PollParallelism bounds the tables polled at once (default 16).
 	PollParallelism int
-	Logger          *slog.Logger
-	Now             func() time.Time
+	// Fired, when set, is told what each fire did (Metrics.Fired).
+	Fired  func(typ maintenance.JobType, f Fire)
+	Logger *slog.Logger
+	Now    func() time.Time
 
 	parsed map[maintenance.JobType]cron.Schedule
 }
@@ -130,7 +132,26 @@ func (s *Scheduler) fire(ctx context.Context, typ maintenance.JobType, at time.T
 		return err
 	}
 	s.Logger.Info("schedule fired", "job", typ, "at", at, "trigger", trigger, "queued", queued)
+	s.fired(typ, Fire{Tables: len(tables), Queued: queued})
 	return s.Store.SetLastFire(ctx, typ, at)
+}
+
+// Fire is what one fire of a job type's schedule did.
+type Fire struct {
+	// Tables are the tables the type was fired for; Queued those queued.
+	Tables, Queued int
+	// A need-ordered fire also counts those it left out because their
+	// run would only skip as unchanged (Skipped) and those queued because
+	// their poll failed (PollErrors), and how long the polls took.
+	Skipped, PollErrors int
+	Poll                time.Duration
+}
+
+// fired tells Fired, if set.
+func (s *Scheduler) fired(typ maintenance.JobType, f Fire) {
+	if s.Fired != nil {
+		s.Fired(typ, f)
+	}
 }
 
 // fireByNeed polls every table, PollParallelism at a time, and queues
@@ -187,6 +208,7 @@ func (s *Scheduler) fireByNeed(ctx context.Context, typ maintenance.JobType, tab
 	}
 	s.Logger.Info("schedule fired", "job", typ, "at", at, "trigger", trigger, "polled", len(tables), "needingWork", needing,
 		"queued", queued, "skippedUnchanged", skipped, "pollErrors", errs, "pollDuration", polled)
+	s.fired(typ, Fire{Tables: len(tables), Queued: queued, Skipped: skipped, PollErrors: errs, Poll: polled})
 	return s.Store.SetLastFire(ctx, typ, at)
 }
 

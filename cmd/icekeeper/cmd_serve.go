@@ -89,7 +89,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := engine.Init(); err != nil {
 		return err
 	}
-	sched := &jobs.Scheduler{Store: w.store, Queue: engine, Tables: tables, Schedules: schedules, Rediscover: *discoverEvery, Logger: logger,
+	sched := &jobs.Scheduler{Store: w.store, Queue: engine, Tables: tables, Schedules: schedules, Rediscover: *discoverEvery, Logger: logger, Fired: metrics.Fired,
 		Skip: func(t jobs.Target, typ maintenance.JobType) bool {
 			// The resolver answers from the cache: no store round trip.
 			s, err := resolver.Table(ctx, t)
