@@ -257,10 +257,15 @@ var benchArrow = arrow.NewSchema([]arrow.Field{
 // buildCompactionInput creates bench.icekeeper and bench.iceberg_go with
 // identical contents (same seed) and returns one copy's data bytes.
 func buildCompactionInput(cfg *configs.Config, appends, rows int, partitioned bool, codec string, extra iceberg.Properties) (int64, error) {
-	ctx := context.Background()
 	reg := cfg.Registry()
 	defer reg.Close()
 	b, _ := reg.Bucket("local")
+	return buildBenchTables(context.Background(), b, []string{tableOf(child.Icekeeper), tableOf(child.IcebergGo)}, appends, rows, partitioned, codec, extra)
+}
+
+// buildBenchTables creates the tables bench.NAME in b, each filled with the
+// same appends (same seed), and returns one copy's data bytes.
+func buildBenchTables(ctx context.Context, b *bucket.Bucket, names []string, appends, rows int, partitioned bool, codec string, extra iceberg.Properties) (int64, error) {
 	cat, err := b.Catalog(ctx)
 	if err != nil {
 		return 0, err
@@ -276,7 +281,7 @@ func buildCompactionInput(cfg *configs.Config, appends, rows int, partitioned bo
 	var total int64
 	props := iceberg.Properties{"write.parquet.compression-codec": codec, "commit.manifest-merge.enabled": "false"}
 	maps.Copy(props, extra)
-	for _, name := range []string{tableOf(child.Icekeeper), tableOf(child.IcebergGo)} {
+	for _, name := range names {
 		tbl, err := cat.CreateTable(ctx, table.Identifier{"bench", name}, sc, catalog.WithPartitionSpec(&spec), catalog.WithProperties(props))
 		if err != nil {
 			return 0, err

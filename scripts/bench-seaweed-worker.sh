@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# icekeeper beside SeaweedFS's own maintenance worker, by whole-process
+# wall, over SeaweedFS's Iceberg REST catalog and S3 (BENCHMARKS.md).
+#
+# `weed mini` (the version scripts/servers.sh pins, built by it when
+# missing) runs with its admin server and maintenance worker inside a
+# private network namespace (`unshare -n`, loopback only), so nothing it
+# opens is reachable from outside; every client enters the namespace with
+# nsenter. For each input, two identical tables are built in a fresh table
+# bucket through the REST catalog (the same seed; compactor's
+# TestSeaweedWorkerBenchChild):
+#
+#   flat         200 appends of 5,000 rows (int, long, timestamp, double
+#                with nulls, a short enum string, a 50-200 character random
+#                string, p), zstd: 200 files
+#   partitioned  the same columns over 16 identity partitions of p, 312
+#                rows each per append (4,992 rows): 3,200 files
+#
+# Side "worker": SeaweedFS's iceberg_maintenance job (operations=compact,
+# target_file_size_mb=128, scoped to the bucket and table) run through the
+# admin API's POST /api/plugin/job-types/iceberg_maintenance/run, which
+# detects and executes and answers when the job is done. Its wall is that
+# call's; its CPU is what the weed process (worker, filer, volume and S3
+# servers in one) spent meanwhile.
+# Side "icekeeper": `icekeeper run --job compaction` (one-shot, bin-pack,
+# 128 MB) on the other copy; its wall and CPU are the process's
+# (/usr/bin/time), and the weed process's CPU meanwhile is reported
+# beside it. Scheduled iceberg maintenance stays off throughout.
+#
+# Then both tables are read back: each side's rows against the input's
+# (a multiset fingerprint), and its data files and bytes.
+#
+#   scripts/bench-seaweed-worker.sh [flat] [partitioned]
+#
+# REPEAT=N runs each input N times on freshly built tables, alternating
+# which side goes first (worker first on odd runs). ICEKEEPER_BENCH_COMPACT_FILES
+# changes the number of appends. One line per side and run, then the
+# check's JSON. Needs root (unshare, nsenter).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO="$PWD"
+INPUTS=("$@")
+[ ${#INPUTS[@]} -gt 0 ] || INPUTS=(flat partitioned)
+REPEAT="${REPEAT:-1}"
+
+SERVERS_START=later
+# shellcheck source=servers.sh
+source scripts/servers.sh # WEED, install_seaweedfs, stop_pid; its trap removes $WORK and stops $SW_PID
+[ -x "$WEED" ] || { log "building SeaweedFS $SEAWEEDFS_VERSION"; install_seaweedfs; }
+
+log "building icekeeper and the table child"
+mkdir -p "$WORK/bin"
+go build -o "$WORK/bin/icekeeper" ./cmd/icekeeper
+go test -c -o "$WORK/bin/compactor.test" ./compactor
+
+log "starting weed mini (SeaweedFS $SEAWEEDFS_VERSION) in a private network namespace"
+mkdir -p "$WORK/weed"
+# The S3 identity comes from the AWS variables, as in scripts/servers.sh.
+AWS_ACCESS_KEY_ID=icekeeper AWS_SECRET_ACCESS_KEY=icekeeper-secret \
+	unshare -n sh -c 'ip link set lo up && exec "$0" "$@"' \
+	"$WEED" mini -dir="$WORK/weed" -ip=127.0.0.1 -ip.bind=127.0.0.1 -master.telemetry=false \
+	-webdav=false -s3.port.lance=0 >"$WORK/weed.log" 2>&1 &
+SW_PID=$!
+
+in_ns() { nsenter --net="/proc/$SW_PID/ns/net" "$@"; }
+ADMIN=http://127.0.0.1:12535
+for i in $(seq 1 600); do
+	if in_ns curl -sf "$ADMIN/api/plugin/workers" 2>/dev/null | grep -q '"iceberg_maintenance"' &&
+		in_ns curl -sf http://127.0.0.1:8181/v1/config >/dev/null 2>&1; then
+		break
+	fi
+	if [ "$i" = 600 ] || ! kill -0 "$SW_PID" 2>/dev/null; then
+		echo "weed mini did not start with an iceberg_maintenance worker; its log:" >&2
+		tail -20 "$WORK/weed.log" >&2
+		exit 1
+	fi
+	sleep 0.2
+done
+
+export AWS_ACCESS_KEY_ID=icekeeper AWS_SECRET_ACCESS_KEY=icekeeper-secret AWS_EC2_METADATA_DISABLED=true
+export ICEKEEPER_TEST_REST=http://127.0.0.1:8181 ICEKEEPER_TEST_REST_S3=http://127.0.0.1:8333
+export ICEKEEPER_TEST_REST_KEY=icekeeper ICEKEEPER_TEST_REST_SECRET=icekeeper-secret
+
+CLK_TCK=$(getconf CLK_TCK)
+# weed_cpu prints the weed process's user+system CPU so far, in seconds.
+weed_cpu() { awk -v hz="$CLK_TCK" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$SW_PID/stat"; }
+now() { date +%s.%N; }
+sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
+
+child() { # child ARGS...: the table child, inside the namespace
+	in_ns env ICEKEEPER_BENCH_CHILD="$(printf '%s\n' "$@" | jq -R . | jq -sc .)" \
+		"$WORK/bin/compactor.test" -test.run '^TestSeaweedWorkerBenchChild$' -test.count=1
+}
+
+# configure_worker BUCKET: compaction only, toward 128 MB, on bench.worker
+# of BUCKET, and never on a schedule.
+configure_worker() {
+	in_ns curl -sf -X PUT -H 'Content-Type: application/json' \
+		"$ADMIN/api/plugin/job-types/iceberg_maintenance/config" -d @- >/dev/null <<JSON
+{
+  "admin_runtime": {"enabled": false},
+  "admin_config_values": {
+    "bucket_filter": {"string_value": "$1"},
+    "namespace_filter": {"string_value": "bench"},
+    "table_filter": {"string_value": "worker"}
+  },
+  "worker_config_values": {
+    "operations": {"string_value": "compact"},
+    "target_file_size_mb": {"int64_value": "128"},
+    "rewrite_strategy": {"string_value": "binpack"}
+  }
+}
+JSON
+}
+
+run_worker() { # run_worker INPUT RUN BUCKET
+	local t0 c0 t1 c1 res
+	configure_worker "$3"
+	c0=$(weed_cpu)
+	t0=$(now)
+	res=$(in_ns curl -sS -X POST -H 'Content-Type: application/json' \
+		"$ADMIN/api/plugin/job-types/iceberg_maintenance/run" -d '{"timeout_seconds": 3600}')
+	t1=$(now)
+	c1=$(weed_cpu)
+	if [ "$(jq -r '.success_count // 0' <<<"$res")" -lt 1 ]; then
+		echo "the worker's run did not succeed: $res" >&2
+		exit 1
+	fi
+	printf '%s run %d worker:    wall %6.2f s  weed CPU %6.2f s  (%s)\n' "$1" "$2" "$(sub "$t1" "$t0")" "$(sub "$c1" "$c0")" "$(jq -c . <<<"$res")"
+}
+
+run_icekeeper() { # run_icekeeper INPUT RUN BUCKET DIR
+	local c0 c1 tf=$4/time.txt
+	c0=$(weed_cpu)
+	in_ns /usr/bin/time -f '%e %U %S %M' -o "$tf" "$WORK/bin/icekeeper" run --config "$4/icekeeper.yaml" \
+		--table "$3/bench/icekeeper" --job compaction --json >"$4/run.json"
+	c1=$(weed_cpu)
+	read -r wall user sys rss <"$tf"
+	if [ "$(jq -r '.icebergCompaction.status' "$4/run.json")" != Successful ]; then
+		echo "icekeeper's run did not succeed: $(cat "$4/run.json")" >&2
+		exit 1
+	fi
+	printf '%s run %d icekeeper: wall %6.2f s  CPU %6.2f s  peak RSS %d MiB  weed CPU %6.2f s\n' "$1" "$2" "$wall" \
+		"$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" "$((rss / 1024))" "$(sub "$c1" "$c0")"
+}
+
+for input in "${INPUTS[@]}"; do
+	for run in $(seq 1 "$REPEAT"); do
+		dir="$WORK/$input-$run"
+		mkdir -p "$dir"
+		log "$input run $run: building the tables"
+		child build "$dir" "$input" | grep -v '^PASS$'
+		bucket=$(cat "$dir/bucket")
+		if [ $((run % 2)) = 1 ]; then
+			run_worker "$input" "$run" "$bucket"
+			run_icekeeper "$input" "$run" "$bucket" "$dir"
+		else
+			run_icekeeper "$input" "$run" "$bucket" "$dir"
+			run_worker "$input" "$run" "$bucket"
+		fi
+		log "$input run $run: reading both tables back"
+		child check "$dir" | grep -v '^PASS$'
+	done
+done
