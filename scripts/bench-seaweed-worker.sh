@@ -25,7 +25,8 @@
 # Side "icekeeper": `icekeeper run --job compaction` (one-shot, bin-pack,
 # 128 MB) on the other copy; its wall and CPU are the process's
 # (/usr/bin/time), and the weed process's CPU meanwhile is reported
-# beside it. Scheduled iceberg maintenance stays off throughout.
+# beside it. Scheduled iceberg maintenance stays off throughout, and each
+# side starts once the weed process is idle again.
 #
 # Then both tables are read back: each side's rows against the input's
 # (a multiset fingerprint), and its data files and bytes.
@@ -35,7 +36,9 @@
 # REPEAT=N runs each input N times on freshly built tables, alternating
 # which side goes first (worker first on odd runs). ICEKEEPER_BENCH_COMPACT_FILES
 # changes the number of appends. One line per side and run, then the
-# check's JSON. Needs root (unshare, nsenter).
+# check's JSON. OUT=DIR keeps each run's `icekeeper run --json` output and
+# its log there (ICEKEEPER_LOG_LEVEL=debug gives the log its timings).
+# Needs root (unshare, nsenter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO="$PWD"
@@ -87,6 +90,20 @@ weed_cpu() { awk -v hz="$CLK_TCK" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$
 now() { date +%s.%N; }
 sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
 
+# settle waits (up to 2 minutes) until the weed process spends under 5% of
+# a core: after a build it keeps working for a while (volume growth, its
+# own housekeeping), and whichever side ran first would otherwise pay for it.
+settle() {
+	local a b
+	for _ in $(seq 1 60); do
+		a=$(weed_cpu)
+		sleep 2
+		b=$(weed_cpu)
+		awk -v a="$a" -v b="$b" 'BEGIN { exit !(b - a < 0.1) }' && return 0
+	done
+	log "weed still busy after 2 minutes; measuring anyway"
+}
+
 child() { # child ARGS...: the table child, inside the namespace
 	in_ns env ICEKEEPER_BENCH_CHILD="$(printf '%s\n' "$@" | jq -R . | jq -sc .)" \
 		"$WORK/bin/compactor.test" -test.run '^TestSeaweedWorkerBenchChild$' -test.count=1
@@ -116,6 +133,7 @@ JSON
 run_worker() { # run_worker INPUT RUN BUCKET
 	local t0 c0 t1 c1 res
 	configure_worker "$3"
+	settle
 	c0=$(weed_cpu)
 	t0=$(now)
 	res=$(in_ns curl -sS -X POST -H 'Content-Type: application/json' \
@@ -131,9 +149,10 @@ run_worker() { # run_worker INPUT RUN BUCKET
 
 run_icekeeper() { # run_icekeeper INPUT RUN BUCKET DIR
 	local c0 c1 tf=$4/time.txt
+	settle
 	c0=$(weed_cpu)
 	in_ns /usr/bin/time -f '%e %U %S %M' -o "$tf" "$WORK/bin/icekeeper" run --config "$4/icekeeper.yaml" \
-		--table "$3/bench/icekeeper" --job compaction --json >"$4/run.json"
+		--table "$3/bench/icekeeper" --job compaction --json >"$4/run.json" 2>"$4/run.log"
 	c1=$(weed_cpu)
 	read -r wall user sys rss <"$tf"
 	if [ "$(jq -r '.icebergCompaction.status' "$4/run.json")" != Successful ]; then
@@ -142,6 +161,7 @@ run_icekeeper() { # run_icekeeper INPUT RUN BUCKET DIR
 	fi
 	printf '%s run %d icekeeper: wall %6.2f s  CPU %6.2f s  peak RSS %d MiB  weed CPU %6.2f s\n' "$1" "$2" "$wall" \
 		"$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" "$((rss / 1024))" "$(sub "$c1" "$c0")"
+	jq -c '.icebergCompaction.figures | {durationMs, manifestMs, rewriteMs, commitMs, groupsPlanned, groupsMerged, outputFiles}' "$4/run.json"
 }
 
 for input in "${INPUTS[@]}"; do
@@ -160,5 +180,6 @@ for input in "${INPUTS[@]}"; do
 		fi
 		log "$input run $run: reading both tables back"
 		child check "$dir" | grep -v '^PASS$'
+		[ -z "${OUT:-}" ] || { mkdir -p "$OUT/$input-$run" && cp "$dir"/run.json "$dir"/run.log "$dir"/time.txt "$OUT/$input-$run/"; }
 	done
 done
