@@ -199,7 +199,8 @@ func checkSeaweedSides(ctx context.Context, b *bucket.Bucket) (seaweedCheck, err
 }
 
 // dataFiles counts the data files of a snapshot (the current one when
-// snapshotID is 0) and their bytes.
+// snapshotID is 0) and their bytes. A file over the scan's split size is
+// planned as several tasks, so files are counted by path.
 func dataFiles(ctx context.Context, tbl *table.Table, snapshotID int64) (int, int64, error) {
 	var opts []table.ScanOption
 	if snapshotID != 0 {
@@ -209,11 +210,14 @@ func dataFiles(ctx context.Context, tbl *table.Table, snapshotID int64) (int, in
 	if err != nil {
 		return 0, 0, err
 	}
+	seen := map[string]bool{}
 	var n int64
 	for _, task := range tasks {
-		if task.File.ContentType() == iceberg.EntryContentData {
-			n += task.File.FileSizeBytes()
+		if task.File.ContentType() != iceberg.EntryContentData || seen[task.File.FilePath()] {
+			continue
 		}
+		seen[task.File.FilePath()] = true
+		n += task.File.FileSizeBytes()
 	}
-	return len(tasks), n, nil
+	return len(seen), n, nil
 }
