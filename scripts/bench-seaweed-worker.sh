@@ -4,9 +4,10 @@
 #
 # `weed mini` (the version scripts/servers.sh pins, built by it when
 # missing) runs with its admin server and maintenance worker inside a
-# private network namespace (`unshare -n`, loopback only), so nothing it
+# private network namespace (`unshare -n`, loopback only), so no port it
 # opens is reachable from outside; every client enters the namespace with
-# nsenter. For each input, two identical tables are built in a fresh table
+# nsenter. (It still makes its local gRPC Unix sockets under /tmp, which a
+# network namespace does not cover.) For each input, two identical tables are built in a fresh table
 # bucket through the REST catalog (the same seed; compactor's
 # TestSeaweedWorkerBenchChild):
 #
