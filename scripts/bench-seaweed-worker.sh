@@ -6,10 +6,11 @@
 # missing) runs with its admin server and maintenance worker inside a
 # private network namespace (`unshare -n`, loopback only), so no port it
 # opens is reachable from outside; every client enters the namespace with
-# nsenter. (It still makes its local gRPC Unix sockets under /tmp, which a
-# network namespace does not cover.) For each input, two identical tables are built in a fresh table
-# bucket through the REST catalog (the same seed; compactor's
-# TestSeaweedWorkerBenchChild):
+# nsenter. (It still makes its local gRPC Unix sockets in the system's
+# temporary directory, files that a network namespace does not cover; it
+# removes them when it stops.) For each input, two identical tables are
+# built in a fresh table bucket through the REST catalog (the same seed;
+# compactor's TestSeaweedWorkerBenchChild):
 #
 #   flat         200 appends of 5,000 rows (int, long, timestamp, double
 #                with nulls, a short enum string, a 50-200 character random
@@ -42,7 +43,6 @@
 # Needs root (unshare, nsenter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPO="$PWD"
 INPUTS=("$@")
 [ ${#INPUTS[@]} -gt 0 ] || INPUTS=(flat partitioned)
 REPEAT="${REPEAT:-1}"
