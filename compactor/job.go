@@ -184,16 +184,10 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 		return jobs.Outcome{Figures: &Figures{DryRun: opts.DryRun, TargetFileSizeMB: s.TargetFileSizeMB}}, err
 	}
 	snapID, loc := planner.CurrentSnapshotID(tbl.Metadata()), tbl.MetadataLocation()
-	var verdict *planner.UnchangedVerdict
-	if opts.Unchanged != nil {
-		v := opts.Unchanged.Check(snapID, loc, opts.Now)
-		verdict = &v
-		// A dry run shows the verdict and still plans, so the plan a
-		// full evaluation would make stays visible.
-		if v.Skip && !opts.DryRun {
-			fig := &Figures{TargetFileSizeMB: s.TargetFileSizeMB, Unchanged: verdict, DurationMs: time.Since(begin).Milliseconds()}
-			return jobs.Outcome{Figures: fig, Evaluation: opts.Unchanged.Carried()}, nil
-		}
+	verdict, skip := opts.Verdict(snapID, loc)
+	if skip {
+		fig := &Figures{TargetFileSizeMB: s.TargetFileSizeMB, Unchanged: verdict, DurationMs: time.Since(begin).Milliseconds()}
+		return jobs.Outcome{Figures: fig, Evaluation: opts.Unchanged.Carried()}, nil
 	}
 	if err := j.rewriteManifests(ctx, t, tbl, s, opts, &m); err != nil {
 		return jobs.Outcome{Figures: &Figures{DryRun: opts.DryRun, Unchanged: verdict, manifestFigures: m}}, err

@@ -131,16 +131,13 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 	if err != nil {
 		return out, err
 	}
-	if opts.Unchanged != nil {
-		// The decision is a function of the metadata, the settings and
-		// the clock; the last full evaluation says until when the clock
-		// leaves it alone (planner.SnapshotsValidUntil).
-		v := opts.Unchanged.Check(planner.CurrentSnapshotID(tbl.Metadata()), tbl.MetadataLocation(), opts.Now)
-		fig.Unchanged = &v
-		if v.Skip && !opts.DryRun {
-			out.Evaluation = opts.Unchanged.Carried()
-			return out, nil
-		}
+	// The decision is a function of the metadata, the settings and the
+	// clock; the last full evaluation says until when the clock leaves it
+	// alone (planner.SnapshotsValidUntil).
+	var skip bool
+	if fig.Unchanged, skip = opts.Verdict(planner.CurrentSnapshotID(tbl.Metadata()), tbl.MetadataLocation()); skip {
+		out.Evaluation = opts.Unchanged.Carried()
+		return out, nil
 	}
 	policy, err := commit.PolicyFor(tbl.Properties(), j.policyDefaults())
 	if err != nil {

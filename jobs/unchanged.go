@@ -54,6 +54,19 @@ func (u *Unchanged) Check(snapshotID int64, loc string, now time.Time) planner.U
 	return planner.Unchanged(last, planner.Seen{SnapshotID: snapshotID, MetadataLocation: loc, SettingsHash: u.SettingsHash}, now, u.FullEvery)
 }
 
+// Verdict is the rule's verdict for a run with o on the table whose
+// current snapshot is snapshotID in the metadata file at loc (nil
+// without the rule), and whether the run skips: a dry run never does, it
+// shows the verdict and still evaluates, so that its plan stays visible.
+// A run that skips records Unchanged.Carried.
+func (o Options) Verdict(snapshotID int64, loc string) (*planner.UnchangedVerdict, bool) {
+	if o.Unchanged == nil {
+		return nil, false
+	}
+	v := o.Unchanged.Check(snapshotID, loc, o.Now)
+	return &v, v.Skip && !o.DryRun
+}
+
 // Evaluated is what a run that evaluated the table in full, and left
 // nothing to do on it, records: a later run may rest on it. validUntil
 // is when the clock alone may change the decision (zero: never). It is

@@ -3,7 +3,6 @@ package merge
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 
 	"github.com/apache/iceberg-go"
 	"github.com/parquet-go/parquet-go"
@@ -158,39 +157,18 @@ func (lw *lineageWriter) flush() error {
 // copy writes an input's lineage column, giving its null values what the
 // row inherits.
 func (lw *lineageWriter) copy(cc parquet.ColumnChunk, values []parquet.Value, base, step int64) error {
-	pages := cc.Pages()
-	defer pages.Close()
-	for {
-		p, err := pages.ReadPage()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		vr := p.Values()
-		for {
-			n, err := vr.ReadValues(values)
-			for _, v := range values[:n] {
-				x := base + step*lw.rows
-				if !v.IsNull() {
-					x = v.Int64()
-				}
-				if werr := lw.write(x); werr != nil {
-					parquet.Release(p)
-					return werr
-				}
+	return eachBatch(cc, values, func(batch []parquet.Value) error {
+		for _, v := range batch {
+			x := base + step*lw.rows
+			if !v.IsNull() {
+				x = v.Int64()
 			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				parquet.Release(p)
+			if err := lw.write(x); err != nil {
 				return err
 			}
 		}
-		parquet.Release(p)
-	}
+		return nil
+	})
 }
 
 // lineageBoundBytes are the manifest bounds of the lineage columns: a

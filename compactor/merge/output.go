@@ -304,6 +304,15 @@ const writeBatch = 1024
 // copyChunk decodes a column chunk page by page into w. Columns are flat,
 // so each value is a row.
 func copyChunk(w *parquet.ColumnWriter, cc parquet.ColumnChunk, values []parquet.Value) error {
+	return eachBatch(cc, values, func(batch []parquet.Value) error {
+		_, err := w.WriteRowValues(batch)
+		return err
+	})
+}
+
+// eachBatch decodes a column chunk page by page, handing fn each batch of
+// values read into values; a page is released once fn is done with it.
+func eachBatch(cc parquet.ColumnChunk, values []parquet.Value, fn func([]parquet.Value) error) error {
 	pages := cc.Pages()
 	defer pages.Close()
 	for {
@@ -318,9 +327,9 @@ func copyChunk(w *parquet.ColumnWriter, cc parquet.ColumnChunk, values []parquet
 		for {
 			n, err := vr.ReadValues(values)
 			if n > 0 {
-				if _, werr := w.WriteRowValues(values[:n]); werr != nil {
+				if ferr := fn(values[:n]); ferr != nil {
 					parquet.Release(p)
-					return werr
+					return ferr
 				}
 			}
 			if err == io.EOF {

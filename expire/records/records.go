@@ -189,16 +189,13 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, s maintenance.Settings, op
 	if err != nil {
 		return out, err
 	}
-	if opts.Unchanged != nil {
-		// Which files expire is a function of the metadata, the days and
-		// the clock; the last full evaluation says until when the clock
-		// leaves it alone (ExpiryColumn.KeptUntil).
-		v := opts.Unchanged.Check(planner.CurrentSnapshotID(tbl.Metadata()), tbl.MetadataLocation(), opts.Now)
-		fig.Unchanged = &v
-		if v.Skip && !opts.DryRun {
-			out.Evaluation = opts.Unchanged.Carried()
-			return out, nil
-		}
+	// Which files expire is a function of the metadata, the days and the
+	// clock; the last full evaluation says until when the clock leaves it
+	// alone (ExpiryColumn.KeptUntil).
+	var skip bool
+	if fig.Unchanged, skip = opts.Verdict(planner.CurrentSnapshotID(tbl.Metadata()), tbl.MetadataLocation()); skip {
+		out.Evaluation = opts.Unchanged.Carried()
+		return out, nil
 	}
 	col, err := planner.ExpiryColumnOf(tbl.Metadata(), fig.Cutoff)
 	if err != nil {
