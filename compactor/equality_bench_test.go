@@ -46,8 +46,10 @@ import (
 //
 // Each iteration builds a fresh table per side and runs each side's
 // compaction in a child process (internal/testkit/child), so that peak RSS
-// is the side's own; iterations alternate which side runs first. The rows
-// are checked after, untimed. Per side it reports ms/op, peak RSS, the
+// is the side's own; iterations alternate which side runs first. After
+// each side, untimed: the rows are exact now and at the snapshot before
+// the run, no equality delete is left, and conversion left the
+// well-sized files where they were. Per side it reports ms/op, peak RSS, the
 // bytes the run read from data files (the key column chunks when
 // converting, the whole input files when rewriting) and the bytes it
 // allocated.
@@ -80,6 +82,7 @@ func BenchmarkEqualityConversion(b *testing.B) {
 					home := b.TempDir()
 					e, tbl := newEnvWith(b, configs.Embedded(home), home, in.schema, *iceberg.UnpartitionedSpec, "2")
 					tbl, big := in.cdc.fill(e, tbl)
+					snap := tbl.CurrentSnapshot().SnapshotID
 					if i == 0 && convert > 0 {
 						b.Logf("%d well-sized files of %.1f MiB on average", len(big), float64(sizeOf(e, tbl, big))/float64(len(big))/(1<<20))
 					}
@@ -99,6 +102,9 @@ func BenchmarkEqualityConversion(b *testing.B) {
 						rew.Add(r)
 					}
 					checkRows(b, e, want)
+					if got := e.Rows(e.Load(), snap); !got.Equal(want) {
+						b.Fatalf("the snapshot before the run reads %v, want %v", got, want)
+					}
 					if convert > 0 {
 						live := liveDataPaths(e, e.Load())
 						for _, p := range big {
