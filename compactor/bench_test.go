@@ -26,6 +26,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/child"
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -148,16 +149,9 @@ func benchConfigs(b *testing.B, home, storage string) (build, run *configs.Confi
 		return configs.Embedded(home), configs.Embedded(home)
 	}
 	srv := servers.S3(b)
-	mk := func(s servers.S3Server) *configs.Config {
-		cfg := configs.Embedded(home)
-		props := s.Props()
-		props["type"], props["uri"], props["warehouse"] = "sql", "file:"+filepath.Join(home, "catalog.db")+"?mode=rwc", "s3://"+srv.Bucket+"/warehouse"
-		cfg.Buckets[0].Catalog = props
-		return cfg
-	}
-	build, run = mk(srv), mk(srv)
+	build, run = tableenv.SQLOnS3(home, srv), tableenv.SQLOnS3(home, srv)
 	if storage == "s3-20ms" {
-		run = mk(srv.WithLatency(b, 20*time.Millisecond))
+		run = tableenv.SQLOnS3(home, srv.WithLatency(b, 20*time.Millisecond))
 	}
 	return build, run
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/jobs"
 )
 
@@ -68,14 +69,12 @@ func BenchmarkFleetFire(b *testing.B) {
 	})
 	b.Run("s3-20ms", func(b *testing.B) {
 		srv := servers.S3(b)
-		slow := srv.WithLatency(b, 20*time.Millisecond)
-		counter, endpoint := servers.CountRequests(b, slow.Endpoint)
-		slow.Endpoint = endpoint
+		counter, slow := srv.WithLatency(b, 20*time.Millisecond).Counted(b)
 		home := b.TempDir()
-		f := newFleetOn(b, s3Config(home, srv), home, n, 1, 8)
+		f := newFleetOn(b, tableenv.SQLOnS3(home, srv), home, n, 1, 8)
 		// The fleet is measured through the latency and the counter: the
 		// same catalog file, state store and tables, another registry.
-		reg := s3Config(home, slow).Registry()
+		reg := tableenv.SQLOnS3(home, slow).Registry()
 		b.Cleanup(reg.Close)
 		f.reg, f.b = reg, reg.Buckets()[0]
 		counter.Take()
@@ -84,18 +83,6 @@ func BenchmarkFleetFire(b *testing.B) {
 			return fmt.Sprintf("requests %v", c), servers.Total(c)
 		})
 	})
-}
-
-// s3Config is the embedded default with its bucket's catalog a SQLite
-// file under home over the S3 server srv.
-func s3Config(home string, srv servers.S3Server) *configs.Config {
-	cfg := configs.Embedded(home)
-	props := srv.Props()
-	props["type"] = "sql"
-	props["uri"] = "file:" + filepath.Join(home, "catalog.db") + "?mode=rwc&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
-	props["warehouse"] = "s3://" + srv.Bucket + "/warehouse"
-	cfg.Buckets[0].Catalog = props
-	return cfg
 }
 
 // benchFleet fires compaction over f's tables: every table queued, then

@@ -35,12 +35,9 @@ import (
 //
 //	go test -run '^$' -bench RequestsPerRun -benchtime 1x ./jobs/
 func BenchmarkRequestsPerRun(b *testing.B) {
-	srv := servers.S3(b)
-	counter, endpoint := servers.CountRequests(b, srv.Endpoint)
-	proxied := srv
-	proxied.Endpoint = endpoint
+	counter, proxied := servers.S3(b).Counted(b)
 	home := b.TempDir()
-	e, tbl := tableenv.NewWith(b, s3Config(home, proxied), home, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e, tbl := tableenv.NewWith(b, tableenv.SQLOnS3(home, proxied), home, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	tbl = e.AppendCommits(tbl, 50, 20)
 	tx := tbl.NewTransaction()
 	if err := tx.SetProperties(iceberg.Properties{records.ExpirationColumnProperty: "ts"}); err != nil {

@@ -319,10 +319,7 @@ func BenchmarkRemovalUnchanged(b *testing.B) {
 //	go test -run '^$' -bench RemovalUnchangedS3 -benchtime 5x ./orphan
 func BenchmarkRemovalUnchangedS3(b *testing.B) {
 	ctx := context.Background()
-	srv := servers.S3(b)
-	counter, endpoint := servers.CountRequests(b, srv.Endpoint)
-	proxied := srv
-	proxied.Endpoint = endpoint
+	counter, proxied := servers.S3(b).Counted(b)
 	reg := sqlS3Config(b, proxied).Registry()
 	b.Cleanup(reg.Close)
 	bk, _ := reg.Bucket("lake")

@@ -300,11 +300,11 @@ func TestWrongCatalogIsAnError(t *testing.T) {
 func TestTableLoadsShareConnections(t *testing.T) {
 	ctx := context.Background()
 	srv := servers.S3(t)
-	counter, endpoint := servers.CountRequests(t, srv.Endpoint)
+	counter, proxied := srv.Counted(t)
 	home := t.TempDir()
 	mk := func(name, secret string) bucket.Options {
-		props := srv.Props()
-		props["s3.endpoint"], props["s3.secret-access-key"] = endpoint, secret
+		props := proxied.Props()
+		props["s3.secret-access-key"] = secret
 		props["type"], props["uri"], props["warehouse"] = "sql", "file:"+filepath.Join(home, "catalog.db")+"?mode=rwc", "s3://"+srv.Bucket+"/warehouse"
 		a := "arn:aws:s3tables:us-east-1:000000000000:bucket/" + name
 		parsed, err := arn.Parse(a)

@@ -54,6 +54,15 @@ func CountRequests(t testing.TB, endpoint string) (*RequestCounter, string) {
 	return c, srv.URL
 }
 
+// Counted returns s reached through a counting proxy (CountRequests), and
+// the proxy's counter.
+func (s S3Server) Counted(t testing.TB) (*RequestCounter, S3Server) {
+	t.Helper()
+	c, endpoint := CountRequests(t, s.Endpoint)
+	s.Endpoint = endpoint
+	return c, s
+}
+
 // Take returns the counts since the last Take, and starts again.
 func (c *RequestCounter) Take() map[string]int {
 	c.mu.Lock()

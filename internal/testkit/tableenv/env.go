@@ -75,6 +75,19 @@ func NewREST(t testing.TB, sc *iceberg.Schema, spec iceberg.PartitionSpec, forma
 	return NewWith(t, cfg, home, sc, spec, format)
 }
 
+// SQLOnS3 is the embedded default with its bucket's catalog a SQLite file
+// under home, the warehouse on the S3 server srv (its endpoint as given:
+// a proxy's, to count requests or add latency).
+func SQLOnS3(home string, srv servers.S3Server) *configs.Config {
+	cfg := configs.Embedded(home)
+	props := srv.Props()
+	props["type"] = "sql"
+	props["uri"] = "file:" + filepath.Join(home, "catalog.db") + "?mode=rwc&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
+	props["warehouse"] = "s3://" + srv.Bucket + "/warehouse"
+	cfg.Buckets[0].Catalog = props
+	return cfg
+}
+
 // NewWith is an Env on cfg's first bucket, its state under home.
 // Compaction's target there is 1 MB.
 func NewWith(t testing.TB, cfg *configs.Config, home string, sc *iceberg.Schema, spec iceberg.PartitionSpec, format string) (*Env, *table.Table) {
