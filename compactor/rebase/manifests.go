@@ -63,7 +63,7 @@ func (e *Env) RewriteManifests(ctx context.Context, tbl *table.Table, op Manifes
 	if len(m.small) < op.MinManifests || dryRun {
 		return out, nil
 	}
-	if err := m.merge(tbl.Metadata()); err != nil {
+	if err := m.merge(ctx, tbl.Metadata()); err != nil {
 		m.discard(nil)
 		return out, err
 	}
@@ -116,7 +116,7 @@ func (m *manifestRewrite) cleanup(keep *attempt) {
 // gone from the head, the rewrite is staged again on it, at most
 // maxRestages times; with fewer small manifests than the minimum there
 // (another commit merged them), nothing is left to commit.
-func (m *manifestRewrite) rebase(_ context.Context, meta table.Metadata) (*attempt, error) {
+func (m *manifestRewrite) rebase(ctx context.Context, meta table.Metadata) (*attempt, error) {
 	a, err := m.attempt(meta)
 	if errors.Is(err, errManifestsReplaced) && m.restages < maxRestages {
 		m.restages++
@@ -124,7 +124,7 @@ func (m *manifestRewrite) rebase(_ context.Context, meta table.Metadata) (*attem
 			return nil, nil // another commit did it
 		}
 		if err == nil {
-			err = m.merge(meta)
+			err = m.merge(ctx, meta)
 		}
 		if err == nil {
 			a, err = m.attempt(meta)
@@ -152,19 +152,20 @@ func (m *manifestRewrite) find(meta table.Metadata) error {
 // merge reads the small manifests' live entries and writes them, sorted by
 // partition within each partition spec, into manifests near the target
 // size, estimated from the bytes per entry of the manifests merged. The
-// entries stay EXISTING with their snapshot and sequence numbers.
-func (m *manifestRewrite) merge(meta table.Metadata) error {
+// entries stay EXISTING with their snapshot and sequence numbers. The
+// small manifests are read several at once (readManifests): a streaming
+// table has hundreds, and on object storage each is a round trip.
+func (m *manifestRewrite) merge(ctx context.Context, meta table.Metadata) error {
 	bySpec := map[int32][]iceberg.ManifestEntry{}
 	var bytes int64
 	entries := 0
-	for _, mf := range m.small {
-		es, err := mf.FetchEntries(m.fs, true)
+	for mf, err := range readManifests(ctx, m.fs, m.small) {
 		if err != nil {
-			return fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
+			return err
 		}
-		bySpec[mf.PartitionSpecID()] = append(bySpec[mf.PartitionSpecID()], es...)
+		bySpec[mf.PartitionSpecID()] = append(bySpec[mf.PartitionSpecID()], mf.entries...)
 		bytes += mf.Length()
-		entries += len(es)
+		entries += len(mf.entries)
 	}
 	perManifest := int(max(m.op.TargetBytes/max(bytes/int64(max(entries, 1)), 1), 1))
 	m.merged = nil
