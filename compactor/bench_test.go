@@ -78,6 +78,8 @@ func BenchmarkCompaction(b *testing.B) {
 		{"s3-20ms/small-files", "s3-20ms", files, false, 4800, "zstd", false, false},
 		{"s3-20ms/many-partitions", "s3-20ms", files, true, 40, "zstd", false, false},
 		{"s3-20ms/flink-shaped", "s3-20ms", 8, false, flinkRows, "zstd", true, false},
+		{"s3-20ms/small-files-v3", "s3-20ms", files, false, 4800, "zstd", false, true},
+		{"s3-20ms/flink-shaped-v3", "s3-20ms", 8, false, flinkRows, "zstd", true, true},
 	} {
 		b.Run(in.name, func(b *testing.B) {
 			var ik, ig child.Result

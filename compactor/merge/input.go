@@ -37,9 +37,11 @@ const (
 // encoder. On object storage every input costs a round trip; reading one
 // at a time left the encoder waiting on latency (20 ms a request made a
 // 200-file group wait seconds), while the bytes bound keeps memory close
-// to what one group needs.
+// to what one group needs. 32 files, not 8: an S3 gateway that answers a
+// small GET in tens of milliseconds (SeaweedFS's, BENCHMARKS.md) serves
+// more of them at once, and with 8 the encoder still waited.
 const (
-	readAheadFiles = 8
+	readAheadFiles = 32
 	readAheadBytes = 32 << 20
 )
 

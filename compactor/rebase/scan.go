@@ -102,8 +102,10 @@ func LiveEntries(ctx context.Context, tbl *table.Table, content iceberg.Manifest
 }
 
 // manifestReads is how many manifests are read at once: on object storage
-// each read is a round trip, and a table can hold thousands.
-const manifestReads = 16
+// each read is a round trip, and a table can hold thousands. A manifest
+// is small (a streaming writer's holds a few entries), so 32 in flight
+// cost little memory and keep a slow gateway busy.
+const manifestReads = 32
 
 type readManifest struct {
 	iceberg.ManifestFile
