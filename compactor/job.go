@@ -223,7 +223,8 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 
 // settled reports whether a run evaluated the table in full and left
 // nothing to do: no manifest rewrite due or deferred, no group, equality
-// delete conversion or delete rewrite planned, no group deferred by the rewrite budget, no commit. Only then may a later run on the same
+// delete conversion or delete rewrite planned, no group deferred by the
+// rewrite budget, no commit. Only then may a later run on the same
 // snapshot rest on it; a run that planned work and did not finish it
 // (groups dropped, a rewrite deferred) leaves the next run to look again.
 func settled(f *Figures, ds dataStage) bool {

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
@@ -285,5 +288,41 @@ func TestPendingMetric(t *testing.T) {
 	}
 	if v := testutil.ToFloat64(m.pending.WithLabelValues(job, planner.RuleClock)); v != 4 {
 		t.Fatalf("clock tables %v", v)
+	}
+}
+
+// brokenLedger is a store whose rewrite ledger cannot be read.
+type brokenLedger struct{ state.Store }
+
+func (brokenLedger) RewrittenSince(context.Context, time.Time) (map[string]int64, error) {
+	return nil, errors.New("ledger unreadable")
+}
+
+// A job whose bytes budget cannot be read does not run unbounded: it
+// waits, spending no attempt, and holds no slot meanwhile.
+func TestEngineBudgetUnreadable(t *testing.T) {
+	ctx := context.Background()
+	s, _ := shared(t)
+	rw := &rewritingJob{want: 10}
+	budgets := &Budgets{Store: brokenLedger{s}, Daemon: Limits{MaxConcurrentRewrites: 1, RewriteBytesPerHour: 1000}}
+	e := newEngine(t, s, registry(t), "replica-1", map[maintenance.JobType]Job{Budgeted: rw}, func(e *Engine) {
+		e.SlotWait, e.Budgets = 20*time.Millisecond, budgets
+	})
+	enqueue(t, e, key(0), Budgeted)
+	stop := start(t, e)
+	time.Sleep(500 * time.Millisecond)
+	stop()
+	rw.mu.Lock()
+	ran := len(rw.caps)
+	rw.mu.Unlock()
+	if ran != 0 {
+		t.Fatalf("%d runs without a readable budget", ran)
+	}
+	res, err := e.Client().JobList(ctx, river.NewJobListParams().Kinds(RunArgs{}.Kind()))
+	if err != nil || len(res.Jobs) != 1 || res.Jobs[0].Attempt > 1 || res.Jobs[0].State == rivertype.JobStateDiscarded {
+		t.Fatalf("the waiting job: %+v %v", res, err)
+	}
+	if h, _ := s.LeaseHolder(ctx, "rewrite:*:0", time.Now()); h != "" {
+		t.Fatalf("slot held by %q while the job waits", h)
 	}
 }

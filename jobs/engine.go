@@ -409,9 +409,14 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	opts := Options{}
 	budgeted := e.Budgets != nil && a.Type == Budgeted
 	if budgeted {
+		// A job that cannot read its budget does not run unbounded: it
+		// waits like one without a slot. A snooze, unlike an error,
+		// spends no attempt, so a later attempt never looks like a
+		// takeover.
 		slots, ok, err := e.Budgets.AcquireSlots(ctx, k.Bucket, holder, time.Now(), e.LeaseTTL)
 		if err != nil {
-			return err
+			log.Warn("rewrite budget not read; the job waits", "err", err)
+			return river.JobSnooze(e.SlotWait)
 		}
 		if !ok {
 			// As many rewrites as the budget allows run already, here or
@@ -419,10 +424,9 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 			return river.JobSnooze(e.SlotWait)
 		}
 		defer e.Budgets.ReleaseSlots(ctx, slots, holder)
-		// A run that cannot read its budget does not run unbounded: River
-		// tries it again later.
 		if opts.RewriteBytes, err = e.Budgets.Allowance(ctx, k.Bucket, time.Now()); err != nil {
-			return fmt.Errorf("rewrite budget of %s: %w", k, err)
+			log.Warn("rewrite budget not read; the job waits", "err", err)
+			return river.JobSnooze(e.SlotWait)
 		}
 		leases = append(leases, slots...)
 	}
