@@ -310,6 +310,13 @@ api:
 }
 
 func TestBudget(t *testing.T) {
+	example, err := Parse("postgres-s3.yaml", mustRead(t, "postgres-s3.yaml"), func(n string) (string, bool) { return "x", true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if example.Budget.MaxConcurrentRewrites != 4 || example.Buckets[0].Budget.RewriteBytesPerHour != 200<<30 {
+		t.Fatalf("the example's budgets: %+v, %+v", example.Budget, example.Buckets[0].Budget)
+	}
 	data := []byte(`
 state: sqlite://s.db
 budget: {maxConcurrentRewrites: 4, rewriteBytesPerHour: 1099511627776}
