@@ -36,6 +36,15 @@ type Figures struct {
 	GroupsCommitted    int `json:"groupsCommitted"`
 	GroupsFailed       int `json:"groupsFailed"`
 	GroupsDropped      int `json:"groupsDropped"` // dropped for a true conflict
+	// RewriteBudget is the run's cap on input bytes (jobs.Options.
+	// RewriteBytes; nil: none). GroupsDeferredByBudget of the plan's
+	// groups, BytesDeferredByBudget of input, did not fit in it and are
+	// left for the next run, which is queued first; they are not in Plan.
+	// DeferredBecause says why when nothing fit.
+	RewriteBudget          *int64 `json:"rewriteBudget,omitempty"`
+	GroupsDeferredByBudget int    `json:"groupsDeferredByBudget,omitempty"`
+	BytesDeferredByBudget  int64  `json:"bytesDeferredByBudget,omitempty"`
+	DeferredBecause        string `json:"deferredBecause,omitempty"`
 	// GroupsFannedOut is how many groups were rewritten by the workers of
 	// every replica rather than by this run (Fanout.MinParts).
 	GroupsFannedOut int      `json:"groupsFannedOut,omitempty"`
@@ -103,6 +112,14 @@ func (f *Figures) Text() string {
 	}
 	for _, s := range f.Plan.Skipped {
 		fmt.Fprintf(&b, "\n  skip %s: %s", s.Partition, s.Reason)
+	}
+	if f.GroupsDeferredByBudget > 0 {
+		why := ""
+		if f.DeferredBecause != "" {
+			why = ": " + f.DeferredBecause
+		}
+		fmt.Fprintf(&b, "\n  %d groups (%d bytes) deferred to the next run by the rewrite budget of %d bytes%s",
+			f.GroupsDeferredByBudget, f.BytesDeferredByBudget, *f.RewriteBudget, why)
 	}
 	if f.GroupsFannedOut > 0 {
 		fmt.Fprintf(&b, "\n  %d groups fanned out to the workers of every replica", f.GroupsFannedOut)
@@ -176,6 +193,10 @@ func (f *Figures) Text() string {
 	}
 	return b.String()
 }
+
+// RewrittenBytes implements jobs.Rewriter: the input bytes of the groups
+// committed, which rewrite budgets count.
+func (f *Figures) RewrittenBytes() int64 { return f.InputBytes }
 
 // Counters implements jobs.Counter.
 func (f *Figures) Counters() map[string]float64 {

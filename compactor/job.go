@@ -45,6 +45,7 @@ package compactor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -222,13 +223,14 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 
 // settled reports whether a run evaluated the table in full and left
 // nothing to do: no manifest rewrite due or deferred, no group, equality
-// delete conversion or delete rewrite planned, no commit. Only then may a later run on the same
+// delete conversion or delete rewrite planned, no group deferred by the
+// rewrite budget, no commit. Only then may a later run on the same
 // snapshot rest on it; a run that planned work and did not finish it
 // (groups dropped, a rewrite deferred) leaves the next run to look again.
 func settled(f *Figures, ds dataStage) bool {
 	m := f.manifestFigures
 	manifestsDone := m.ManifestsRewritten == 0 && !m.ManifestsDeferred && (m.ManifestsMinimum == 0 || m.ManifestsSmall < m.ManifestsMinimum)
-	return manifestsDone && f.GroupsPlanned == 0 && len(f.ConvertPlan) == 0 && f.ConvertCommits == 0 &&
+	return manifestsDone && f.GroupsPlanned == 0 && f.GroupsDeferredByBudget == 0 && len(f.ConvertPlan) == 0 && f.ConvertCommits == 0 &&
 		len(f.DeletePlan) == 0 && !ds.committed && f.CommitAttempts == 0
 }
 
@@ -315,13 +317,17 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, tbl *table.Table, 
 	if err != nil {
 		return out, ds, err
 	}
-	fig.GroupsPlanned = len(fig.Plan.Groups)
 	ds = dataStage{tbl: tbl, sc: sc, taken: map[string]bool{}, eqs: eqs, eqsListed: eqs != nil}
+	// Groups the budget defers still take their files: their rewrite is
+	// only put off, and the delete stages leave them to it as they would
+	// without a budget.
 	for _, g := range fig.Plan.Groups {
 		for _, id := range g.FileIDs {
 			ds.taken[sc.tasks[id].File.FilePath()] = true
 		}
 	}
+	withinBudget(fig, opts.RewriteBytes)
+	fig.GroupsPlanned = len(fig.Plan.Groups)
 	if opts.DryRun || len(fig.Plan.Groups) == 0 {
 		return out, ds, nil
 	}
@@ -349,6 +355,39 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, tbl *table.Table, 
 	c.RemoveUncommitted(rec)
 	ds.committed = done.Commits > 0 || done.Unknown
 	return out, ds, err
+}
+
+// withinBudget keeps the plan's groups that fit in the run's rewrite
+// budget, in plan order, and counts the rest as deferred.
+func withinBudget(fig *Figures, budget *int64) {
+	if budget == nil {
+		return
+	}
+	fig.RewriteBudget = budget
+	kept, deferred := planner.WithinBudget(fig.Plan.Groups, *budget)
+	fig.Plan.Groups = kept
+	fig.GroupsDeferredByBudget, fig.BytesDeferredByBudget = len(deferred), planner.GroupBytes(deferred)
+	switch {
+	case len(deferred) == 0 || len(kept) > 0:
+	case *budget == 0:
+		fig.DeferredBecause = planner.BudgetSpent
+	default:
+		fig.DeferredBecause = "the first group is larger than the budget left"
+	}
+}
+
+// Pending implements jobs.Estimator: the bytes a run deferred by its
+// rewrite budget, and as the estimate of the next run those, or the
+// input bytes of the run's plan.
+func (j *Job) Pending(figures json.RawMessage) (deferred, estimate int64) {
+	var f Figures
+	if json.Unmarshal(figures, &f) != nil {
+		return 0, 0
+	}
+	if f.BytesDeferredByBudget > 0 {
+		return f.BytesDeferredByBudget, f.BytesDeferredByBudget
+	}
+	return 0, f.Plan.InputBytes()
 }
 
 // newCommitter is the committer of op's groups in a compaction run, with

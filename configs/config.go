@@ -27,6 +27,9 @@ type Config struct {
 	Schedules Schedules `yaml:"schedules"`
 	// API configures the API's authentication.
 	API API `yaml:"api"`
+	// Budget bounds compaction's rewrites across every bucket (the
+	// daemon's budget); each bucket may set its own besides.
+	Budget Budget `yaml:"budget"`
 
 	// File is the path the configuration was loaded from ("" for the
 	// embedded default); error messages and relative paths use it.
@@ -111,12 +114,35 @@ type Bucket struct {
 	// warehouse directory; it then leaves every other table's prefixes
 	// alone. Without it such a table fails removal, naming the others.
 	AllowNestedTables bool `yaml:"allowNestedTables"`
+	// Budget bounds compaction's rewrites in this bucket, within the
+	// daemon's budget.
+	Budget Budget `yaml:"budget"`
 	// Namespaces and Tables filter what icekeeper maintains, by glob.
 	Namespaces Filter `yaml:"namespaces"`
 	Tables     Filter `yaml:"tables"`
 
 	// Parsed is ARN, parsed; set by Load.
 	Parsed arn.BucketARN `yaml:"-"`
+}
+
+// Budget bounds compaction's rewrites in a scope (a bucket, or the whole
+// daemon): only compaction counts, by the input bytes its runs rewrite.
+// Zero values leave a bound off.
+type Budget struct {
+	// MaxConcurrentRewrites is how many compaction runs may rewrite at
+	// once in the scope, across replicas (0: no bound).
+	MaxConcurrentRewrites int `yaml:"maxConcurrentRewrites"`
+	// RewriteBytesPerHour bounds the input bytes compaction rewrites in
+	// the scope over any sliding hour (0: no bound). A run takes the
+	// groups of its plan that fit; the rest is deferred, and queued first
+	// at the next fire.
+	RewriteBytesPerHour int64 `yaml:"rewriteBytesPerHour"`
+	// TableSharePercent is the share, 1 to 100, of the smaller hourly
+	// bytes limit that applies to a table that one run may take (default
+	// 25 when a bytes limit is set), so one huge table cannot starve the
+	// rest. A group larger than that share never fits: keep it above the
+	// largest group (ten times the target file size).
+	TableSharePercent int `yaml:"tableSharePercent"`
 }
 
 // CompactionOptions tune compaction for streaming-fed tables.

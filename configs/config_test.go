@@ -105,6 +105,12 @@ buckets:
 		{"removal days", base + `    maintenance: {icebergUnreferencedFileRemoval: {nonCurrentDays: 0}}`, `icebergUnreferencedFileRemoval.nonCurrentDays: 0 is below the minimum 1`},
 		{"delete files", base + `    compaction: {minDeleteFilesToRewrite: -1}`, `buckets[0].compaction.minDeleteFilesToRewrite: -1 is below the minimum 0 (0 turns delete-file compaction off)`},
 		{"equality delete files", base + `    compaction: {minEqualityDeleteFilesToConvert: -1}`, `buckets[0].compaction.minEqualityDeleteFilesToConvert: -1 is below the minimum 0 (0 turns equality-delete conversion off)`},
+		{"negative concurrent rewrites", base + "budget: {maxConcurrentRewrites: -1}\n", "icekeeper.yaml: budget.maxConcurrentRewrites: -1 is below the minimum 0 (0: no bound)"},
+		{"negative bucket bytes", base + "    budget: {rewriteBytesPerHour: -5}\n", "buckets[0].budget.rewriteBytesPerHour: -5 is below the minimum 0 (0: no bound)"},
+		{"share above 100", base + "budget: {rewriteBytesPerHour: 100, tableSharePercent: 101}\n", "budget.tableSharePercent: 101 is not from 1 to 100"},
+		{"negative share", base + "    budget: {tableSharePercent: -1}\n", "buckets[0].budget.tableSharePercent: -1 is not from 1 to 100"},
+		{"bytes as a size string", base + "budget: {rewriteBytesPerHour: 10GiB}\n", `budget.rewriteBytesPerHour: "10GiB" is not a whole number`},
+		{"unknown budget key", base + "budget: {maxRewrites: 1}\n", "budget.maxRewrites: unknown key"},
 		{"unknown top key", base + "lisen: x\n", "icekeeper.yaml: lisen: unknown key"},
 		{"unknown nested key", base + `    maintenance: {icebergCompaction: {targetFileSize: 5}}`, "buckets[0].maintenance.icebergCompaction.targetFileSize: unknown key"},
 		{"unknown job type", base + `    maintenance: {compaction: {}}`, "buckets[0].maintenance.compaction: unknown key"},
@@ -300,5 +306,38 @@ api:
 	}
 	if len(cfg.API.AllowedHosts) != 4 || cfg.API.Keys[0].SecretAccessKey != "sixteen-chars-ok" {
 		t.Fatalf("api = %+v", cfg.API)
+	}
+}
+
+func TestBudget(t *testing.T) {
+	example, err := Parse("postgres-s3.yaml", mustRead(t, "postgres-s3.yaml"), func(n string) (string, bool) { return "x", true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if example.Budget.MaxConcurrentRewrites != 4 || example.Buckets[0].Budget.RewriteBytesPerHour != 200<<30 {
+		t.Fatalf("the example's budgets: %+v, %+v", example.Budget, example.Buckets[0].Budget)
+	}
+	data := []byte(`
+state: sqlite://s.db
+budget: {maxConcurrentRewrites: 4, rewriteBytesPerHour: 1099511627776}
+buckets:
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/one
+    catalog: {type: sql, uri: "file:x.db"}
+    budget: {maxConcurrentRewrites: 1, rewriteBytesPerHour: 1000, tableSharePercent: 100}
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/two
+    catalog: {type: sql, uri: "file:x.db"}
+`)
+	cfg, err := Parse("icekeeper.yaml", data, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Budget{MaxConcurrentRewrites: 4, RewriteBytesPerHour: 1 << 40, TableSharePercent: 25}); cfg.Budget != want {
+		t.Errorf("daemon budget %+v, want %+v (the default share applied)", cfg.Budget, want)
+	}
+	if want := (Budget{MaxConcurrentRewrites: 1, RewriteBytesPerHour: 1000, TableSharePercent: 100}); cfg.Buckets[0].Budget != want {
+		t.Errorf("bucket budget %+v, want %+v", cfg.Buckets[0].Budget, want)
+	}
+	if cfg.Buckets[1].Budget != (Budget{}) {
+		t.Errorf("a bucket without a budget got %+v (no share without a bytes limit)", cfg.Buckets[1].Budget)
 	}
 }

@@ -155,12 +155,12 @@ func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 	switch v.Kind() {
 	case reflect.String:
 		v.SetString(s)
-	case reflect.Int:
-		i, err := strconv.Atoi(strings.TrimSpace(s))
+	case reflect.Int, reflect.Int64:
+		i, err := strconv.ParseInt(strings.TrimSpace(s), 10, v.Type().Bits())
 		if err != nil {
 			return d.errorf(path, "%q is not a whole number", s)
 		}
-		v.SetInt(int64(i))
+		v.SetInt(i)
 	case reflect.Bool:
 		b, err := strconv.ParseBool(strings.TrimSpace(s))
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/arn"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // CatalogTypes are the catalog implementations icekeeper links in.
@@ -97,6 +98,10 @@ func (c *Config) finish() error {
 		if b.MaxDeletesPerRun < 0 {
 			return errf(p+".maxDeletesPerRun", "%d is below the minimum 0 (0 means the default)", b.MaxDeletesPerRun)
 		}
+		if err := b.Budget.finish(p + ".budget"); err != nil {
+			err.File = c.File
+			return err
+		}
 		for gi, g := range b.SchemeEquivalence {
 			if len(g) < 2 {
 				return errf(fmt.Sprintf("%s.schemeEquivalence[%d]", p, gi), "a group needs at least two schemes")
@@ -124,6 +129,11 @@ func (c *Config) finish() error {
 				}
 			}
 		}
+	}
+
+	if err := c.Budget.finish("budget"); err != nil {
+		err.File = c.File
+		return err
 	}
 
 	switch c.API.SigningName {
@@ -177,6 +187,23 @@ func (c *Config) finish() error {
 		if _, err := cron.ParseStandard(c.Schedules[typ.Name]); err != nil {
 			return errf("schedules."+string(typ.Name), "%q is not a cron expression: %v", c.Schedules[typ.Name], err)
 		}
+	}
+	return nil
+}
+
+// finish validates a budget at key path p and applies its default share.
+func (b *Budget) finish(p string) *Error {
+	if b.MaxConcurrentRewrites < 0 {
+		return &Error{Path: p + ".maxConcurrentRewrites", Msg: fmt.Sprintf("%d is below the minimum 0 (0: no bound)", b.MaxConcurrentRewrites)}
+	}
+	if b.RewriteBytesPerHour < 0 {
+		return &Error{Path: p + ".rewriteBytesPerHour", Msg: fmt.Sprintf("%d is below the minimum 0 (0: no bound)", b.RewriteBytesPerHour)}
+	}
+	if s := b.TableSharePercent; s != 0 && (s < 1 || s > 100) {
+		return &Error{Path: p + ".tableSharePercent", Msg: fmt.Sprintf("%d is not from 1 to 100", s)}
+	}
+	if b.TableSharePercent == 0 && b.RewriteBytesPerHour > 0 {
+		b.TableSharePercent = planner.DefaultTableSharePercent
 	}
 	return nil
 }

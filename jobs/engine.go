@@ -99,6 +99,13 @@ type Engine struct {
 	// OnTakeover, when set, is called when a job whose worker died runs
 	// again.
 	OnTakeover func(RunArgs)
+	// Budgets, when set, bound the Budgeted job type's rewrites: a job
+	// takes a concurrency slot of its bucket and of the daemon, or is
+	// snoozed for SlotWait, and runs with its bytes allowance.
+	Budgets *Budgets
+	// SlotWait is how long a job that found no free rewrite slot waits
+	// before it tries again (default 5s).
+	SlotWait time.Duration
 
 	client   *river.Client[*sql.Tx]
 	driver   riverdriver.Driver[*sql.Tx]
@@ -116,6 +123,7 @@ func (e *Engine) Init() error {
 	e.JobTimeout = cmp.Or(max(e.JobTimeout, 0), time.Hour)
 	e.LeaseTTL = cmp.Or(max(e.LeaseTTL, 0), time.Minute)
 	e.Poll = cmp.Or(max(e.Poll, 0), time.Second)
+	e.SlotWait = cmp.Or(max(e.SlotWait, 0), 5*time.Second)
 	e.partRetry = cmp.Or(e.partRetry, time.Second)
 	if e.Logger == nil {
 		e.Logger = slog.New(slog.DiscardHandler)
@@ -397,11 +405,36 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		}
 	}
 
+	leases := []string{lease}
+	opts := Options{}
+	budgeted := e.Budgets != nil && a.Type == Budgeted
+	if budgeted {
+		// A job that cannot read its budget does not run unbounded: it
+		// waits like one without a slot. A snooze, unlike an error,
+		// spends no attempt, so a later attempt never looks like a
+		// takeover.
+		slots, ok, err := e.Budgets.AcquireSlots(ctx, k.Bucket, holder, time.Now(), e.LeaseTTL)
+		if err != nil {
+			log.Warn("rewrite budget not read; the job waits", "err", err)
+			return river.JobSnooze(e.SlotWait)
+		}
+		if !ok {
+			// As many rewrites as the budget allows run already, here or
+			// on another replica.
+			return river.JobSnooze(e.SlotWait)
+		}
+		defer e.Budgets.ReleaseSlots(ctx, slots, holder)
+		if opts.RewriteBytes, err = e.Budgets.Allowance(ctx, k.Bucket, time.Now()); err != nil {
+			log.Warn("rewrite budget not read; the job waits", "err", err)
+			return river.JobSnooze(e.SlotWait)
+		}
+		leases = append(leases, slots...)
+	}
+
 	jobCtx, cancel := context.WithTimeoutCause(ctx, e.JobTimeout, fmt.Errorf("job exceeded its timeout of %v", e.JobTimeout))
 	defer cancel()
-	stopRenewing := e.renew(ctx, lease, holder, cancel)
+	stopRenewing := e.renew(ctx, leases, holder, cancel)
 	t := Target{Bucket: b, Table: bucket.TableIDOf(k.Namespace, k.Name)}
-	opts := Options{}
 	if e.FanOutParts > 0 {
 		opts.Fanout = &fanout{e: e, key: k, typ: a.Type, coordinator: holder}
 	}
@@ -409,6 +442,14 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	stopRenewing()
 	if err != nil {
 		log.Error("job could not be recorded", "err", err)
+	}
+	if budgeted {
+		if err := e.Budgets.Record(ctx, k.Bucket, time.Now(), out); err != nil {
+			log.Error("bytes rewritten could not be recorded in the rewrite ledger", "err", err)
+		}
+		if err := e.Budgets.Refresh(context.WithoutCancel(ctx), time.Now()); err != nil {
+			log.Warn("rewrite budgets not refreshed", "err", err)
+		}
 	}
 	if out.Status == state.Failed {
 		log.Warn("job failed", "message", out.FailureMessage)
@@ -421,10 +462,10 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	return nil
 }
 
-// renew renews the lease every third of its TTL until the returned func is
-// called, and calls cancel if the lease was lost: the job must stop, for
-// another worker runs it now.
-func (e *Engine) renew(ctx context.Context, lease, holder string, cancel context.CancelFunc) (stop func()) {
+// renew renews the leases every third of the TTL until the returned func
+// is called, and calls cancel if one was lost: the job must stop, for
+// another worker runs it now, or its rewrite slot is someone else's.
+func (e *Engine) renew(ctx context.Context, leases []string, holder string, cancel context.CancelFunc) (stop func()) {
 	done := make(chan struct{})
 	var beats sync.WaitGroup
 	beats.Go(func() {
@@ -435,10 +476,12 @@ func (e *Engine) renew(ctx context.Context, lease, holder string, cancel context
 			case <-done:
 				return
 			case <-t.C:
-				if ok, err := e.Store.AcquireLease(ctx, lease, holder, time.Now(), e.LeaseTTL); err == nil && !ok {
-					e.Logger.Error("lost the lease of a running job; cancelling it", "lease", lease)
-					cancel()
-					return
+				for _, lease := range leases {
+					if ok, err := e.Store.AcquireLease(ctx, lease, holder, time.Now(), e.LeaseTTL); err == nil && !ok {
+						e.Logger.Error("lost the lease of a running job; cancelling it", "lease", lease)
+						cancel()
+						return
+					}
 				}
 			}
 		}
@@ -458,3 +501,41 @@ func (h warnings) WithAttrs(attrs []slog.Attr) slog.Handler {
 }
 
 func (h warnings) WithGroup(name string) slog.Handler { return warnings{h.Handler.WithGroup(name)} }
+
+// QueuedRun is a run waiting in the queue or running.
+type QueuedRun struct {
+	Table   state.TableKey
+	Type    maintenance.JobType
+	Trigger string
+	// Due is when the run may start: River's scheduled time, which a
+	// need-ordered fire sets a millisecond apart in its order.
+	Due time.Time
+	// Running says a worker has it now.
+	Running bool
+}
+
+// Queued lists up to limit runs queued or running, in the order they
+// run: those running first, then by due time.
+func (e *Engine) Queued(ctx context.Context, limit int) ([]QueuedRun, error) {
+	var out []QueuedRun
+	for _, states := range [][]rivertype.JobState{{rivertype.JobStateRunning},
+		{rivertype.JobStateAvailable, rivertype.JobStateRetryable, rivertype.JobStateScheduled, rivertype.JobStatePending}} {
+		if len(out) >= limit {
+			break
+		}
+		res, err := e.client.JobList(ctx, river.NewJobListParams().Kinds(RunArgs{}.Kind()).States(states...).
+			OrderBy(river.JobListOrderByScheduledAt, river.SortOrderAsc).First(limit-len(out)))
+		if err != nil {
+			return nil, fmt.Errorf("list queued jobs: %w", err)
+		}
+		for _, j := range res.Jobs {
+			var a RunArgs
+			if json.Unmarshal(j.EncodedArgs, &a) != nil {
+				continue
+			}
+			out = append(out, QueuedRun{Table: a.Key(), Type: a.Type, Trigger: a.Trigger, Due: j.ScheduledAt,
+				Running: j.State == rivertype.JobStateRunning})
+		}
+	}
+	return out, nil
+}

@@ -55,6 +55,11 @@ type Options struct {
 	// Unchanged is the unchanged rule's state, set by the Runner for an
 	// Evaluator (nil: evaluate in full, record nothing).
 	Unchanged *Unchanged
+	// RewriteBytes, when set, caps the input bytes a compaction run
+	// rewrites (its rewrite budget's allowance, Budgets.Allowance): the
+	// groups of its plan that fit run, the rest are deferred to the next
+	// run; 0 rewrites nothing. Nil: no cap.
+	RewriteBytes *int64
 }
 
 // Outcome is a job's result.

@@ -35,6 +35,9 @@ type Metrics struct {
 	Takeovers  prometheus.Counter
 	fireTables *prometheus.GaugeVec
 	firePoll   *prometheus.GaugeVec
+	pending    *prometheus.GaugeVec
+	budgetUsed *prometheus.GaugeVec
+	budgetCap  *prometheus.GaugeVec
 	tables     *tableCollector
 	// healthCache spares a refresh the manifests of unchanged tables.
 	healthCache health.Cache
@@ -64,6 +67,13 @@ func NewMetrics(reg prometheus.Registerer, store MetricsStore) *Metrics {
 			[]string{"job", "outcome"}),
 		firePoll: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "icekeeper_fire_poll_seconds",
 			Help: "How long the last need-ordered fire of each job type took to poll its tables."}, []string{"job"}),
+		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "icekeeper_pending_tables",
+			Help: "Tables the last need-ordered fire of each job type queued, by reason: budget (work a rewrite budget deferred), the unchanged rule's verdict, or due."},
+			[]string{"job", "reason"}),
+		budgetUsed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "icekeeper_budget_rewrite_bytes_used",
+			Help: "Input bytes compaction rewrote over the last hour, by budget scope (a bucket's name, or daemon)."}, []string{"scope"}),
+		budgetCap: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "icekeeper_budget_rewrite_bytes_limit",
+			Help: "Input bytes compaction may rewrite per hour, by budget scope (0: unbounded)."}, []string{"scope"}),
 	}
 	for _, typ := range maintenance.JobTypes() {
 		for _, st := range []state.RunStatus{state.Successful, state.Failed, state.Disabled, state.Skipped} {
@@ -84,7 +94,7 @@ func NewMetrics(reg prometheus.Registerer, store MetricsStore) *Metrics {
 		}
 		return float64(n)
 	})
-	reg.MustRegister(m.runs, m.duration, m.Takeovers, depth, m.tables, m.fireTables, m.firePoll)
+	reg.MustRegister(m.runs, m.duration, m.Takeovers, depth, m.tables, m.fireTables, m.firePoll, m.pending, m.budgetUsed, m.budgetCap)
 	return m
 }
 
@@ -95,6 +105,21 @@ func (m *Metrics) Fired(typ maintenance.JobType, f Fire) {
 		m.fireTables.WithLabelValues(job, outcome).Set(float64(n))
 	}
 	m.firePoll.WithLabelValues(job).Set(f.Poll.Seconds())
+	if f.Pending != nil {
+		// Reasons absent from this fire count no table now.
+		m.pending.DeletePartialMatch(prometheus.Labels{"job": job})
+		for reason, n := range f.Pending {
+			m.pending.WithLabelValues(job, reason).Set(float64(n))
+		}
+	}
+}
+
+// Budget records the rewrite budgets' use; use it as Budgets.Observe.
+func (m *Metrics) Budget(use []BudgetUse) {
+	for _, u := range use {
+		m.budgetUsed.WithLabelValues(u.Scope).Set(float64(u.Used))
+		m.budgetCap.WithLabelValues(u.Scope).Set(float64(u.BytesPerHour))
+	}
 }
 
 // Observe records a finished run; use it as Runner.Observe.

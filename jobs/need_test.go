@@ -301,3 +301,70 @@ func TestSchedulerQueuesFailedPolls(t *testing.T) {
 func removeLocal(loc string) error {
 	return os.Remove(strings.TrimPrefix(loc, "file://"))
 }
+
+// A compaction run that its rewrite budget held back puts its table
+// first at the next fire, ahead of one that changed earlier, with the
+// deferred bytes as its estimate; the pending gauge counts it as budget.
+func TestSchedulerCarriesDeferredWorkFirst(t *testing.T) {
+	f := newFleet(t, 4)
+	e := &jobs.Engine{Store: f.store, Registry: f.reg, Holder: "w"}
+	if err := e.Init(); err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Now()
+	sc := f.scheduler(t, e, &clock)
+	reg := prometheus.NewRegistry()
+	sc.Fired = jobs.NewMetrics(reg, f.store).Fired
+	sc.Needs = f.runner.Need
+	if err := testkit.AppendRows(f.ctx, f.b, f.ids[1], 10); err != nil {
+		t.Fatal(err)
+	}
+	for range 6 {
+		if err := testkit.AppendRows(f.ctx, f.b, f.ids[3], 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spent := int64(0)
+	out, err := f.runner.Run(f.ctx, f.target(3), maintenance.Compaction, "test", jobs.Options{RewriteBytes: &spent})
+	if err != nil || out.Status != state.Successful {
+		t.Fatalf("capped run: %+v %v", out, err)
+	}
+	fig := out.Figures.(*compactor.Figures)
+	if fig.GroupsDeferredByBudget == 0 || fig.GroupsCommitted != 0 {
+		t.Fatalf("a run with nothing to spend: %d deferred, %d committed", fig.GroupsDeferredByBudget, fig.GroupsCommitted)
+	}
+	// Without the carry-over, t003 (its success the newest) would come
+	// after t001.
+	if got := fire(t, f.ctx, e, sc, &clock); !slices.Equal(got, []string{"t003", "t001"}) {
+		t.Fatalf("the fire queued %v, want t003 (deferred work) before t001", got)
+	}
+	p, ok := sc.Pending(maintenance.Compaction, f.target(3).Key())
+	if !ok || p.Reason != planner.NeedBudget || p.Estimate != fig.BytesDeferredByBudget {
+		t.Fatalf("pending of t003: %+v %v, want %q and %d bytes", p, ok, planner.NeedBudget, fig.BytesDeferredByBudget)
+	}
+	if p, ok := sc.Pending(maintenance.Compaction, f.target(1).Key()); !ok || p.Reason != planner.RuleSnapshotChanged {
+		t.Fatalf("pending of t001: %+v %v", p, ok)
+	}
+	if _, ok := sc.Pending(maintenance.Compaction, f.target(0).Key()); ok {
+		t.Fatal("an unchanged table is pending")
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() == "icekeeper_pending_tables" {
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "reason" {
+						reasons[l.GetValue()] = m.GetGauge().GetValue()
+					}
+				}
+			}
+		}
+	}
+	if want := map[string]float64{"budget": 1, planner.RuleSnapshotChanged: 1}; !maps.Equal(reasons, want) {
+		t.Fatalf("pending tables %v, want %v", reasons, want)
+	}
+}

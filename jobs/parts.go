@@ -207,7 +207,7 @@ func (w *partWorker) Work(ctx context.Context, job *river.Job[PartArgs]) error {
 	defer e.Store.ReleaseLease(context.WithoutCancel(ctx), lease, holder)
 	ctx, cancel := context.WithTimeoutCause(ctx, e.JobTimeout, fmt.Errorf("part exceeded the job timeout of %v", e.JobTimeout))
 	defer cancel()
-	defer e.renew(ctx, lease, holder, cancel)()
+	defer e.renew(ctx, []string{lease}, holder, cancel)()
 	t := Target{Bucket: b, Table: bucket.TableIDOf(k.Namespace, k.Name)}
 	out, err := p.RunPart(ctx, t, a.Part)
 	if err != nil {

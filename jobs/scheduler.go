@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"hash/fnv"
@@ -51,6 +52,47 @@ type Scheduler struct {
 	Now    func() time.Time
 
 	parsed map[maintenance.JobType]cron.Schedule
+
+	mu sync.Mutex
+	// pending is what the last need-ordered fire of each type found of
+	// the tables it queued, for the API's queue.
+	pending map[maintenance.JobType]map[state.TableKey]Pending
+}
+
+// Pending is why a need-ordered fire queued a table, and how much work
+// it expects there.
+type Pending struct {
+	// Reason is planner.NeedBudget for work a rewrite budget deferred,
+	// else the unchanged rule's verdict, else NeedDue.
+	Reason string
+	// Estimate is the bytes the run is expected to rewrite (0: unknown).
+	Estimate int64
+}
+
+// NeedDue is the reason of a table queued by a job type the unchanged
+// rule does not cover: its schedule fired.
+const NeedDue = "due"
+
+// pendingOf is the Pending of a polled need.
+func pendingOf(n planner.Need) Pending {
+	return Pending{Reason: cmp.Or(n.Reason(), NeedDue), Estimate: n.Estimate}
+}
+
+// reasonLabel is a need's reason as the pending-tables metric counts it.
+func reasonLabel(n planner.Need) string {
+	if n.Deferred > 0 {
+		return "budget"
+	}
+	return cmp.Or(n.Rule, NeedDue)
+}
+
+// Pending returns what the last need-ordered fire of typ found of the
+// table k, if it queued it.
+func (s *Scheduler) Pending(typ maintenance.JobType, k state.TableKey) (Pending, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.pending[typ][k]
+	return p, ok
 }
 
 // Init parses the schedules; Run calls it.
@@ -145,6 +187,10 @@ type Fire struct {
 	// their poll failed (PollErrors), and how long the polls took.
 	Skipped, PollErrors int
 	Poll                time.Duration
+	// Pending counts the tables a need-ordered fire queued by reason:
+	// "budget" for work a rewrite budget deferred, else the unchanged
+	// rule's verdict, else NeedDue.
+	Pending map[string]int
 }
 
 // fired tells Fired, if set.
@@ -187,6 +233,7 @@ func (s *Scheduler) fireByNeed(ctx context.Context, typ maintenance.JobType, tab
 	keys := make([]state.TableKey, 0, len(tables))
 	due := make(map[state.TableKey]time.Time, len(tables))
 	needing, errs := 0, 0
+	pending, reasons := map[state.TableKey]Pending{}, map[string]int{}
 	for rank, i := range order {
 		if failed[i] {
 			continue
@@ -194,7 +241,15 @@ func (s *Scheduler) fireByNeed(ctx context.Context, typ maintenance.JobType, tab
 		needing++
 		keys = append(keys, tables[i].Key())
 		due[tables[i].Key()] = at.Add(time.Duration(rank) * time.Millisecond)
+		pending[tables[i].Key()] = pendingOf(needs[i])
+		reasons[reasonLabel(needs[i])]++
 	}
+	s.mu.Lock()
+	if s.pending == nil {
+		s.pending = map[maintenance.JobType]map[state.TableKey]Pending{}
+	}
+	s.pending[typ] = pending
+	s.mu.Unlock()
 	for i, t := range tables {
 		if failed[i] {
 			errs++
@@ -208,7 +263,7 @@ func (s *Scheduler) fireByNeed(ctx context.Context, typ maintenance.JobType, tab
 	}
 	s.Logger.Info("schedule fired", "job", typ, "at", at, "trigger", trigger, "polled", len(tables), "needingWork", needing,
 		"queued", queued, "skippedUnchanged", skipped, "pollErrors", errs, "pollDuration", polled)
-	s.fired(typ, Fire{Tables: len(tables), Queued: queued, Skipped: skipped, PollErrors: errs, Poll: polled})
+	s.fired(typ, Fire{Tables: len(tables), Queued: queued, Skipped: skipped, PollErrors: errs, Poll: polled, Pending: reasons})
 	return s.Store.SetLastFire(ctx, typ, at)
 }
 

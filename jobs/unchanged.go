@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -89,6 +90,16 @@ func (u *Unchanged) Carried() *state.Evaluation {
 	return &ev
 }
 
+// Estimator is implemented by job types whose recorded figures tell how
+// much work a run left on its table.
+type Estimator interface {
+	// Pending reads a successful run's recorded figures: the bytes it
+	// deferred for its rewrite budget (0: none), and the bytes the next
+	// run is expected to rewrite (0: unknown). Figures it cannot read
+	// are zeros.
+	Pending(figures json.RawMessage) (deferred, estimate int64)
+}
+
 // Need is the cheap look a scheduler takes at t before queueing typ on
 // it at now: for an Evaluator, the verdict a run at now would reach, from
 // one load of the table's metadata and the unchanged rule's state as the
@@ -96,19 +107,23 @@ func (u *Unchanged) Carried() *state.Evaluation {
 // LastSuccess is the end of the latest run when it succeeded, else the
 // last full evaluation (zero: neither). A table the rule would skip still
 // needs a run (planner.NeedHeartbeat) once its last success is half the
-// backstop old. An error is a table whose run
+// backstop old. Deferred and Estimate come from the last successful
+// run's figures, for an Estimator. An error is a table whose run
 // must say what went wrong.
 func (r *Runner) Need(ctx context.Context, t Target, typ maintenance.JobType, now time.Time) (planner.Need, error) {
 	var need planner.Need
+	job, known := r.Jobs[typ]
 	// A store that cannot say when the last run was costs only the
 	// table's place in the order, never its run.
 	if runs, err := r.Store.LastRuns(ctx, t.Key()); err == nil {
 		if last, ok := runs[typ]; ok && last.Status == state.Successful {
 			need.LastSuccess = last.Finished
+			if est, ok := job.(Estimator); ok && known {
+				need.Deferred, need.Estimate = est.Pending(last.Metrics)
+			}
 		}
 	}
-	job, ok := r.Jobs[typ]
-	if !ok {
+	if !known {
 		return need, nil
 	}
 	settings, err := r.resolver().Table(ctx, t)

@@ -23,26 +23,52 @@ type Need struct {
 	// LastSuccess is when the job last succeeded on the table (zero:
 	// never).
 	LastSuccess time.Time
+	// Deferred is the bytes the table's last run left undone for its
+	// rewrite budget (0: none): that work is taken first at the next
+	// fire, before any table's new work.
+	Deferred int64
+	// Estimate is the bytes the table's next run is expected to rewrite,
+	// when the last run's figures say (the deferred bytes, or its plan's
+	// input); 0 when unknown. It is shown, never used to order.
+	Estimate int64
 }
 
-// needClass ranks why a table needs a run: one never evaluated or
+// NeedBudget is the reason shown for a table queued first because its
+// last run deferred work for its rewrite budget.
+const NeedBudget = "budget carry-over"
+
+// Reason is why the table is queued: NeedBudget for carried-over work,
+// else the unchanged rule's verdict ("" where the rule does not apply).
+func (n Need) Reason() string {
+	if n.Deferred > 0 {
+		return NeedBudget
+	}
+	return n.Rule
+}
+
+// needClass ranks why a table needs a run: work a budget deferred
+// comes first, since it was due already at an earlier fire; then one never evaluated or
 // changed since is likely to have work; one due by the clock, the
 // backstop or a heartbeat likely has none. A fire is of one job type, so
 // a type the rule does not cover has all its tables in the last class,
 // and only staleness orders them.
 func needClass(n Need) int {
+	if n.Deferred > 0 {
+		return 0
+	}
 	switch n.Rule {
 	case RuleFirst, RuleSnapshotChanged, RuleMetadataChanged, RuleSettingsChanged:
-		return 0
-	case RuleClock, RuleBackstop, NeedHeartbeat:
 		return 1
-	default:
+	case RuleClock, RuleBackstop, NeedHeartbeat:
 		return 2
+	default:
+		return 3
 	}
 }
 
 // NeedOrder is the order in which a fire queues tables whose needs were
-// polled: the indexes of those that need a run, first those never
+// polled: the indexes of those that need a run, first those whose last
+// run deferred work for its budget, then those never
 // evaluated or changed since their last evaluation, then those due by the
 // clock or the backstop, each by staleness (never succeeded first, then
 // the oldest success); ties keep the poll order. skipped counts those left

@@ -35,6 +35,17 @@ func TestNeedOrder(t *testing.T) {
 				{Rule: RuleSnapshotChanged, LastSuccess: t0.Add(-2 * time.Hour)},
 			},
 			order: []int{1, 2, 0}},
+		{name: "budget carry-over before changed",
+			needs: []Need{
+				{Rule: RuleFirst},
+				{Rule: RuleSnapshotChanged, LastSuccess: t0, Deferred: 10},
+				{Rule: RuleSnapshotChanged, LastSuccess: t0.Add(-time.Hour)},
+				{Rule: RuleClock, LastSuccess: t0.Add(-time.Hour), Deferred: 1},
+			},
+			order: []int{3, 1, 0, 2}},
+		{name: "carry-over of a type without the rule",
+			needs: []Need{{}, {LastSuccess: t0, Deferred: 5}},
+			order: []int{1, 0}},
 		{name: "no rule: by staleness, ties in poll order",
 			needs: []Need{{LastSuccess: t0}, {}, {LastSuccess: t0.Add(-time.Hour)}, {LastSuccess: t0}, {}},
 			order: []int{1, 4, 2, 0, 3}},
@@ -45,5 +56,14 @@ func TestNeedOrder(t *testing.T) {
 				t.Fatalf("order %v skipped %d, want %v and %d", order, skipped, tc.order, tc.skipped)
 			}
 		})
+	}
+}
+
+func TestNeedReason(t *testing.T) {
+	if r := (Need{Rule: RuleSnapshotChanged, Deferred: 3}).Reason(); r != NeedBudget {
+		t.Fatalf("carried-over need's reason %q", r)
+	}
+	if r := (Need{Rule: RuleClock}).Reason(); r != RuleClock {
+		t.Fatalf("reason %q, want the rule", r)
 	}
 }

@@ -383,6 +383,12 @@ func (s *Server) authorize(r *http.Request, bucket, namespace string) error {
 	return forbidden(fmt.Sprintf("access key %s may not access %s", key.AccessKeyID, what))
 }
 
+// scoped reports whether the caller's key is limited to some buckets.
+func (s *Server) scoped(r *http.Request) bool {
+	key, ok := r.Context().Value(callerKey{}).(configs.APIKey)
+	return ok && len(key.Scopes) > 0
+}
+
 // sees checks the caller's key may see bucket in listings.
 func (s *Server) sees(r *http.Request, bucket string) error {
 	key, ok := r.Context().Value(callerKey{}).(configs.APIKey)

@@ -87,6 +87,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	step("wait for the demo table", err)
 	list, err = chromedp.Run(ctx, chromedp.Text("#tables"))
 	step("read the table list", err)
+	// The queue section renders its route: nothing queued yet, and this
+	// server has no budgets.
+	_, err = chromedp.Run(ctx, textContains("#queue", "nothing queued"))
+	step("see the empty queue", err)
+	_, err = chromedp.Run(ctx, textContains("#budgets", "no budgets"))
+	step("see no budgets", err)
 	_, err = chromedp.Run(ctx, chromedp.Click(`a[data-table="demo.events"]`))
 	step("open the table", err)
 	_, err = chromedp.Run(ctx, chromedp.WaitVisible(`#runs`))

@@ -26,7 +26,11 @@ type Scheduler interface {
 //	GET  …/noncurrent            noncurrent objects and when they go
 //	POST …/restore               {"paths": [...]} or {"all": true}: protect them
 //	POST …/release               the same body: end their protection
+//
+// and GET /icekeeper/v1/queue, the runs queued in their order with the
+// rewrite budgets (queue.go).
 func (s *Server) extraRoutes(api func(string, handlerFunc)) {
+	api("GET /icekeeper/v1/queue", s.getQueue)
 	const p = "/icekeeper/v1/tables/{arn}/{namespace}/{name}"
 	api("GET "+p+"/runs", s.getRuns)
 	api("POST "+p+"/runs/{type}", s.triggerRun)

@@ -55,6 +55,9 @@ type Server struct {
 	Runner    *jobs.Runner // checks settings before they are stored
 	Scheduler Scheduler    // nil: no schedule to report
 	Queue     *jobs.Engine // queues runs asked for; nil: none can be
+	// Budgets are the rewrite budgets GET /icekeeper/v1/queue shows; nil:
+	// none.
+	Budgets *jobs.Budgets
 	// RiverUI is River's web UI, served under /river/; nil: not served.
 	RiverUI http.Handler
 	// Tables answers which tables there are; nil: a Discovery of its own,

@@ -34,6 +34,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	dryRun := fs.Bool("dry-run", false, "show what would be done; change nothing and record nothing")
 	asJSON := fs.Bool("json", false, "print one JSON object keyed by job type")
 	nowFlag := fs.String("now", "", "the run's clock (RFC 3339), to preview a later day with --dry-run")
+	rewriteBytes := fs.Int64("rewrite-bytes", 0, "cap compaction's input bytes as a rewrite budget would: the groups of its plan that fit are rewritten, the rest deferred (0 rewrites nothing); unset: no cap")
 	clockShift := fs.Bool("allow-clock-shift", false, "let --now change data without --dry-run: for rehearsals and tests only, as it marks and deletes by a clock that is not the real one")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -61,6 +62,17 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 			return usagef("--now previews a later day and needs --dry-run: without it the run would mark and delete by that clock (--allow-clock-shift, for rehearsals and tests, allows it)")
 		}
 	}
+	// Like --now, whether --rewrite-bytes was given is asked of the flag
+	// set: 0 is a cap.
+	var rewriteCap *int64
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "rewrite-bytes" {
+			rewriteCap = rewriteBytes
+		}
+	})
+	if rewriteCap != nil && *rewriteCap < 0 {
+		return usagef("--rewrite-bytes: %d is below 0", *rewriteCap)
+	}
 	w, target, err := c.openTable(ctx, *ref)
 	if err != nil {
 		return err
@@ -76,7 +88,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	failed := false
 	for _, t := range types {
 		update, finish := progress.Bar(env.stderr, string(t))
-		out, err := runner.Run(ctx, target, t, jobs.TriggerCLI, jobs.Options{DryRun: *dryRun, Now: now, Progress: update})
+		out, err := runner.Run(ctx, target, t, jobs.TriggerCLI, jobs.Options{DryRun: *dryRun, Now: now, Progress: update, RewriteBytes: rewriteCap})
 		finish()
 		if err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"riverqueue.com/riverui"
 
+	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
@@ -83,13 +84,21 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	if !pg {
 		*fanOut = 0 // one process: nowhere to fan out to
 	}
+	budgets := budgetsOf(w.cfg, cache)
+	budgets.Observe = metrics.Budget
 	engine := &jobs.Engine{Store: cache, Registry: w.registry, Runner: runner, Holder: holderName(),
 		Parallelism: *parallel, FanOutParts: *fanOut, PartParallelism: *groupPar, JobTimeout: *timeout, LeaseTTL: *leaseTTL, Logger: logger,
-		OnTakeover: func(jobs.RunArgs) { metrics.Takeovers.Inc() }}
+		OnTakeover: func(jobs.RunArgs) { metrics.Takeovers.Inc() }, Budgets: budgets}
 	if err := engine.Init(); err != nil {
 		return err
 	}
-	sched := &jobs.Scheduler{Store: w.store, Queue: engine, Tables: tables, Schedules: schedules, Rediscover: *discoverEvery, Logger: logger, Fired: metrics.Fired,
+	fired := func(typ maintenance.JobType, f jobs.Fire) {
+		metrics.Fired(typ, f)
+		if err := budgets.Refresh(ctx, time.Now()); err != nil {
+			logger.Warn("rewrite budgets not refreshed", "err", err)
+		}
+	}
+	sched := &jobs.Scheduler{Store: w.store, Queue: engine, Tables: tables, Schedules: schedules, Rediscover: *discoverEvery, Logger: logger, Fired: fired,
 		Skip: func(t jobs.Target, typ maintenance.JobType) bool {
 			// The resolver answers from the cache: no store round trip.
 			s, err := resolver.Table(ctx, t)
@@ -101,7 +110,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := sched.Init(); err != nil {
 		return usageError{err}
 	}
-	srv := &status.Server{Registry: w.registry, Store: cache, Runner: runner, Resolver: resolver, Scheduler: sched, Queue: engine, Tables: tables, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, AllowedHosts: w.cfg.API.AllowedHosts, Logger: logger}
+	srv := &status.Server{Registry: w.registry, Store: cache, Runner: runner, Resolver: resolver, Scheduler: sched, Queue: engine, Budgets: budgets, Tables: tables, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, AllowedHosts: w.cfg.API.AllowedHosts, Logger: logger}
 
 	if pg {
 		ui, err := riverui.NewHandler(&riverui.HandlerOpts{Endpoints: riverui.NewEndpoints(engine.Client(), nil),
@@ -145,6 +154,19 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	timer.Stop()
 	logger.Info("icekeeper stopped")
 	return err
+}
+
+// budgetsOf is the daemon's rewrite budgets from the configuration,
+// kept in store.
+func budgetsOf(cfg *configs.Config, store jobs.BudgetStore) *jobs.Budgets {
+	limits := func(b configs.Budget) jobs.Limits {
+		return jobs.Limits{MaxConcurrentRewrites: b.MaxConcurrentRewrites, RewriteBytesPerHour: b.RewriteBytesPerHour, TableSharePercent: b.TableSharePercent}
+	}
+	out := &jobs.Budgets{Store: store, Daemon: limits(cfg.Budget), Buckets: map[string]jobs.BucketLimits{}}
+	for _, b := range cfg.Buckets {
+		out.Buckets[b.ARN] = jobs.BucketLimits{Name: b.Name(), Limits: limits(b.Budget)}
+	}
+	return out
 }
 
 // refreshHealth recomputes the per-table gauges now and every interval

@@ -96,6 +96,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--table", "local/demo/events", "--now", "0001-01-01T00:00:00Z", "--dry-run"}, 2, "--now: 0001-01-01T00:00:00Z is before 1970-01-01T00:00:00Z"},
 		{[]string{"run", "--table", "local/demo/events", "--now", "1969-12-31T23:59:59Z", "--dry-run"}, 2, "--now: 1969-12-31T23:59:59Z is before 1970"},
 		{[]string{"run", "--table", "local/demo/events", "--now", "", "--dry-run"}, 2, `--now: "" is not an RFC 3339 time`},
+		{[]string{"run", "--table", "local/demo/events", "--rewrite-bytes", "-1", "--dry-run"}, 2, "--rewrite-bytes: -1 is below 0"},
 		{[]string{"run", "--bogus"}, 2, "unknown flag --bogus; icekeeper run -h lists the flags"},
 		{[]string{"run", "--tabel", "local/demo/events"}, 2, "unknown flag --tabel (did you mean --table?)"},
 		{[]string{"tabels"}, 2, `unknown command "tabels" (did you mean tables?)`},
@@ -152,6 +153,20 @@ func TestUsageErrors(t *testing.T) {
 	}
 	if code, _, _ := c.run("run", "-h"); code != 0 {
 		t.Errorf("run -h exits %d", code)
+	}
+}
+
+// --rewrite-bytes caps a dry run's rewrite as a budget would, and the
+// plan says what it defers.
+func TestRunRewriteBytes(t *testing.T) {
+	c := newCLI(t)
+	c.must("demo")
+	out := c.must("run", "--table", "local/demo/events", "--job", "compaction", "--dry-run", "--rewrite-bytes", "0")
+	if !strings.Contains(out, "0 groups would be rewritten") || !strings.Contains(out, "deferred to the next run by the rewrite budget of 0 bytes: rewrite budget spent") {
+		t.Fatalf("dry run with nothing to spend:\n%s", out)
+	}
+	if out := c.must("run", "--table", "local/demo/events", "--job", "compaction", "--dry-run"); strings.Contains(out, "rewrite budget") {
+		t.Fatalf("dry run without a cap mentions a budget:\n%s", out)
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+	"github.com/icekeeper/icekeeper/jobs"
 )
 
 // writeHomeConfig writes a configuration file for the embedded layout in
@@ -130,7 +132,8 @@ func TestServeRunsSchedules(t *testing.T) {
 	demoLabels := `bucket="` + configs.LocalBucketARN + `",namespace="demo",table="events"`
 	for _, m := range []string{`icekeeper_job_runs_total{job="icebergCompaction",status="Successful"}`, "icekeeper_queue_depth",
 		`icekeeper_table_last_success_timestamp_seconds{bucket="` + configs.LocalBucketARN + `",job="icebergCompaction",namespace="demo",table="events"}`,
-		`icekeeper_table_data_files{` + demoLabels + `}`, `icekeeper_table_small_files{` + demoLabels + `}`} {
+		`icekeeper_table_data_files{` + demoLabels + `}`, `icekeeper_table_small_files{` + demoLabels + `}`,
+		`icekeeper_budget_rewrite_bytes_limit{scope="daemon"} 0`, `icekeeper_budget_rewrite_bytes_used{scope="daemon"}`} {
 		if !strings.Contains(string(body), m) {
 			t.Fatalf("metrics lack %s:\n%s", m, body)
 		}
@@ -144,6 +147,20 @@ func TestServeRunsSchedules(t *testing.T) {
 		t.Fatalf("schedule: %v %v", resp, err)
 	}
 	resp.Body.Close()
+	// Without limits, the queue route still shows what compaction
+	// rewrote in the last hour, from the ledger.
+	resp, err = http.Get("http://" + addr + "/icekeeper/v1/queue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q struct {
+		Budgets []jobs.BudgetUse `json:"budgets"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&q)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || len(q.Budgets) != 1 || q.Budgets[0].Scope != jobs.DaemonScope || q.Budgets[0].Used <= 0 || q.Budgets[0].BytesPerHour != 0 {
+		t.Fatalf("queue: %d %+v %v", resp.StatusCode, q, err)
+	}
 }
 
 // counterAbove0 reports whether the exposition text has the unlabelled

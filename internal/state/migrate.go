@@ -71,6 +71,13 @@ var migrations = []string{
 		bucket TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL, path TEXT NOT NULL,
 		table_uuid TEXT NOT NULL, refs {{blob}} NOT NULL, indexed_at BIGINT NOT NULL,
 		PRIMARY KEY (bucket, namespace, name, path));`,
+	// 8: the rewrite ledger: input bytes compaction rewrote, by bucket and
+	// time, which rewrite budgets sum over the last hour. Rows, not a
+	// counter: every replica appends, and a sum over a window needs no
+	// coordination.
+	`CREATE TABLE rewrite_ledger (
+		id {{id}}, bucket TEXT NOT NULL, finished_at BIGINT NOT NULL, bytes BIGINT NOT NULL);
+	CREATE INDEX rewrite_ledger_by_time ON rewrite_ledger (finished_at);`,
 }
 
 // migrationLockID is an arbitrary constant key for pg_advisory_lock, so that

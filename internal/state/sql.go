@@ -530,6 +530,42 @@ func (s *sqlStore) ReleaseLease(ctx context.Context, name, holder string) error 
 	return nil
 }
 
+func (s *sqlStore) RecordRewrite(ctx context.Context, bucket string, at time.Time, bytes int64) error {
+	if bytes <= 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("record %d bytes rewritten in %s: %w", bytes, bucket, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO rewrite_ledger (bucket, finished_at, bytes) VALUES (?, ?, ?)`), bucket, millis(at), bytes); err != nil {
+		return fmt.Errorf("record %d bytes rewritten in %s: %w", bytes, bucket, err)
+	}
+	if _, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM rewrite_ledger WHERE finished_at < ?`), millis(at.Add(-LedgerKeep))); err != nil {
+		return fmt.Errorf("forget old rewrite ledger rows: %w", err)
+	}
+	return tx.Commit()
+}
+
+func (s *sqlStore) RewrittenSince(ctx context.Context, since time.Time) (map[string]int64, error) {
+	rows, err := s.query(ctx, `SELECT bucket, CAST(SUM(bytes) AS BIGINT) FROM rewrite_ledger WHERE finished_at >= ? GROUP BY bucket`, millis(since))
+	if err != nil {
+		return nil, fmt.Errorf("read the rewrite ledger: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var bucket string
+		var n int64
+		if err := rows.Scan(&bucket, &n); err != nil {
+			return nil, fmt.Errorf("read the rewrite ledger: %w", err)
+		}
+		out[bucket] = n
+	}
+	return out, rows.Err()
+}
+
 // indexBatch bounds the paths of one IndexedRefs query: SQLite limits a
 // statement's parameters, and one round trip per few hundred rows is
 // cheap enough.

@@ -109,6 +109,7 @@ type Store interface {
 	Leases
 	Queue
 	RefIndex
+	Ledger
 	// Ping checks that the store answers: the daemon's readiness.
 	Ping(ctx context.Context) error
 	Close() error
@@ -202,6 +203,22 @@ type IndexRow struct {
 	TableUUID string
 	// Refs is the encoded list of references (package orphan's format).
 	Refs []byte
+}
+
+// LedgerKeep is how long the rewrite ledger keeps a row: budgets look
+// back an hour; the rest is for a person reading the table.
+const LedgerKeep = 24 * time.Hour
+
+// Ledger is the record of the bytes compaction rewrote, by bucket, that
+// rewrite budgets sum over a sliding hour.
+type Ledger interface {
+	// RecordRewrite appends bytes rewritten in the bucket (its ARN) at
+	// at, and forgets rows older than LedgerKeep before at. Zero or
+	// negative bytes record nothing.
+	RecordRewrite(ctx context.Context, bucket string, at time.Time, bytes int64) error
+	// RewrittenSince returns the bytes rewritten at or after since, per
+	// bucket ARN; buckets without any are absent.
+	RewrittenSince(ctx context.Context, since time.Time) (map[string]int64, error)
 }
 
 // Leases are named, expiring locks: one job per table at a time.

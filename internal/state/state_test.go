@@ -50,6 +50,7 @@ func suite(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("Leases", func(t *testing.T) { testLeases(t, newStore(t)) })
 	t.Run("LeaseRace", func(t *testing.T) { testLeaseRace(t, newStore(t), newStore(t)) })
 	t.Run("Queue", func(t *testing.T) { testQueue(t, newStore(t)) })
+	t.Run("Ledger", func(t *testing.T) { testLedger(t, newStore(t), newStore(t)) })
 	t.Run("Reopen", func(t *testing.T) {
 		// Migrations are idempotent: a second Open of the same store
 		// applies nothing and keeps the data.
@@ -555,5 +556,51 @@ func testRefIndex(t *testing.T, s Store) {
 	}
 	if got, err := s.IndexedRefs(ctx, other, paths); err != nil || len(got) != 1 {
 		t.Fatalf("another table's rows: %+v %v", got, err)
+	}
+}
+
+// testLedger appends from two handles, as two replicas do, and sums over
+// a window.
+func testLedger(t *testing.T, a, b Store) {
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	if got, err := a.RewrittenSince(ctx, now.Add(-time.Hour)); err != nil || len(got) != 0 {
+		t.Fatalf("empty ledger: %v %v", got, err)
+	}
+	for _, r := range []struct {
+		s      Store
+		bucket string
+		ago    time.Duration
+		bytes  int64
+	}{
+		{a, "arn:x", 2 * time.Hour, 1000},  // outside the hour
+		{a, "arn:x", 59 * time.Minute, 10}, // inside
+		{b, "arn:x", time.Minute, 5},
+		{b, "arn:y", 30 * time.Minute, 7},
+		{a, "arn:y", time.Minute, 0},  // nothing rewritten: no row
+		{b, "arn:z", time.Minute, -3}, // never a negative row
+		{a, "arn:x", 0, 1 << 40},      // large values keep 64 bits
+	} {
+		if err := r.s.RecordRewrite(ctx, r.bucket, now.Add(-r.ago), r.bytes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := b.RewrittenSince(ctx, now.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"arn:x": 15 + 1<<40, "arn:y": 7}
+	if len(got) != len(want) || got["arn:x"] != want["arn:x"] || got["arn:y"] != want["arn:y"] {
+		t.Fatalf("last hour: %v, want %v", got, want)
+	}
+	if got, _ := a.RewrittenSince(ctx, now.Add(-3*time.Hour)); got["arn:x"] != 1015+1<<40 {
+		t.Fatalf("last three hours of arn:x: %d", got["arn:x"])
+	}
+	// A row past LedgerKeep is forgotten by the next append.
+	if err := a.RecordRewrite(ctx, "arn:y", now.Add(LedgerKeep-30*time.Second), 1); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := a.RewrittenSince(ctx, time.Time{}); got["arn:x"] != 1<<40 || got["arn:y"] != 1 {
+		t.Fatalf("after forgetting rows older than %v: %v", LedgerKeep, got)
 	}
 }

@@ -134,4 +134,28 @@ async function detail(t, keep) {
   d.append(el("h2", {}, "noncurrent files"), nc.noncurrent.length ? nt : el("p", {}, "none"));
 }
 
+// queue renders the runs queued, in the order they run, with why and how
+// much each is expected to rewrite, and the rewrite budgets' use.
+async function queue() {
+  const qb = document.querySelector("#queue tbody"), bb = document.querySelector("#budgets tbody");
+  let q;
+  try { q = await get("/icekeeper/v1/queue"); } catch (e) {
+    qb.replaceChildren(el("tr", {}, el("td", {colspan: 7}, e.message)));
+    bb.replaceChildren();
+    return;
+  }
+  bb.replaceChildren(...q.budgets.map(b => el("tr", {},
+    el("td", {}, b.scope), el("td", {}, bytes(b.rewriteBytesUsed)),
+    el("td", {}, b.rewriteBytesPerHour ? bytes(b.rewriteBytesPerHour) : "unbounded"),
+    el("td", {}, b.tableSharePercent ? b.tableSharePercent + "%" : ""),
+    el("td", {}, b.rewritesRunning + (b.maxConcurrentRewrites ? " of " + b.maxConcurrentRewrites : "")))));
+  if (!q.budgets.length) bb.append(el("tr", {}, el("td", {colspan: 5}, "no budgets")));
+  qb.replaceChildren(...q.queue.map((r, i) => el("tr", {class: r.running ? "running" : ""},
+    el("td", {}, r.running ? "running" : i + 1), el("td", {}, r.bucket + "/" + r.namespace + "." + r.table), el("td", {}, r.type),
+    el("td", {}, r.due), el("td", {}, r.trigger), el("td", {}, r.reason),
+    el("td", {}, r.estimatedBytes == null ? "" : bytes(r.estimatedBytes)))));
+  if (!q.queue.length) qb.append(el("tr", {}, el("td", {colspan: 7}, "nothing queued")));
+}
+
 load().catch(e => { document.getElementById("mode").textContent = e.message; console.error(e); });
+queue().catch(e => console.error(e));

@@ -1,0 +1,94 @@
+package compactor
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
+	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/planner"
+)
+
+// A run capped by its rewrite budget rewrites the first groups of its
+// plan and defers the rest, keeps the rows, and does not settle; one with
+// nothing left rewrites nothing and says why; the next run with budget
+// finishes the work.
+func TestRewriteBudget(t *testing.T) {
+	e, tbl := newEnv(t, tableenv.BaseSchema, iceberg.NewPartitionSpec(tableenv.PF(2, 1000, "cat", iceberg.IdentityTransform{})), "2")
+	for range 6 {
+		tbl = e.Append(tbl, 50)
+	}
+	want := e.Rows(tbl, 0)
+	before := tbl.CurrentSnapshot().SnapshotID
+
+	// The plan, from a dry run.
+	e.opts.DryRun = true
+	_, plan := e.compact(&Job{})
+	groups := plan.Plan.Groups
+	if len(groups) < 2 {
+		t.Fatalf("want a plan of several groups, got %d", len(groups))
+	}
+	budget := groups[0].InputBytes
+	// A dry run with a cap counts what the cap would defer.
+	e.opts.RewriteBytes = &budget
+	_, dry := e.compact(&Job{})
+	if dry.GroupsPlanned != 1 || dry.GroupsDeferredByBudget != len(groups)-1 || dry.BytesDeferredByBudget != planner.GroupBytes(groups[1:]) {
+		t.Fatalf("dry run with a cap of %d: %d planned, %d groups (%d bytes) deferred", budget, dry.GroupsPlanned, dry.GroupsDeferredByBudget, dry.BytesDeferredByBudget)
+	}
+	if !strings.Contains(dry.Text(), "deferred to the next run by the rewrite budget") {
+		t.Fatalf("the dry run does not show the deferral:\n%s", dry.Text())
+	}
+
+	// Nothing left: a successful run that rewrites nothing, and says why.
+	e.opts.DryRun = false
+	zero := int64(0)
+	e.opts.RewriteBytes = &zero
+	out, fig := e.compact(&Job{})
+	if out.Status != state.Successful || fig.GroupsCommitted != 0 || fig.Commits != 0 || fig.GroupsDeferredByBudget != len(groups) ||
+		fig.DeferredBecause != planner.BudgetSpent || out.Evaluation != nil {
+		t.Fatalf("run with a spent budget: %s, %d committed, %d deferred, %q, evaluation %v", out.Status, fig.GroupsCommitted, fig.GroupsDeferredByBudget, fig.DeferredBecause, out.Evaluation)
+	}
+	if got := e.Load().CurrentSnapshot().SnapshotID; got != before {
+		t.Fatalf("a run with a spent budget committed snapshot %d", got)
+	}
+
+	// The first group fits: it alone is rewritten.
+	e.opts.RewriteBytes = &budget
+	out, fig = e.compact(&Job{})
+	if out.Status != state.Successful || fig.GroupsCommitted != 1 || fig.InputBytes != budget || fig.RewrittenBytes() != budget ||
+		fig.GroupsDeferredByBudget != len(groups)-1 || fig.DeferredBecause != "" {
+		t.Fatalf("capped run: %s %s, %d committed (%d bytes), %d deferred", out.Status, out.FailureMessage, fig.GroupsCommitted, fig.InputBytes, fig.GroupsDeferredByBudget)
+	}
+	if out.Evaluation != nil {
+		t.Fatal("a run that deferred work left a verdict a later run may rest on")
+	}
+	e.checkSameRows(want, before)
+	// What the run recorded tells the next fire to take the table first.
+	runs, err := e.Store.Runs(e.Ctx, e.Target().Key(), jobs.Budgeted, 1)
+	if err != nil || len(runs) != 1 {
+		t.Fatal(runs, err)
+	}
+	deferred, estimate := (&Job{}).Pending(runs[0].Metrics)
+	if deferred != planner.GroupBytes(groups[1:]) || estimate != deferred {
+		t.Fatalf("pending from the recorded figures: %d deferred, %d estimated", deferred, estimate)
+	}
+	if d, est := (&Job{}).Pending(json.RawMessage(`{"plan":`)); d != 0 || est != 0 {
+		t.Fatalf("pending from broken figures: %d %d", d, est)
+	}
+
+	// With budget for the rest, the next run finishes.
+	e.opts.RewriteBytes = nil
+	out, fig = e.compact(&Job{})
+	if out.Status != state.Successful || fig.GroupsCommitted != len(groups)-1 || fig.GroupsDeferredByBudget != 0 {
+		t.Fatalf("run after: %s %s, %d committed, %d deferred", out.Status, out.FailureMessage, fig.GroupsCommitted, fig.GroupsDeferredByBudget)
+	}
+	e.checkSameRows(want, before)
+	_, fig = e.compact(&Job{})
+	if fig.GroupsPlanned != 0 {
+		t.Fatalf("%d groups left after the budgeted runs", fig.GroupsPlanned)
+	}
+}
