@@ -15,8 +15,9 @@ import (
 
 // A run capped by its rewrite budget rewrites the first groups of its
 // plan and defers the rest, keeps the rows, and does not settle; one with
-// nothing left rewrites nothing and says why; the next run with budget
-// finishes the work.
+// nothing left rewrites nothing and says why; one with less left than its
+// first group rewrites that group; the next run with budget finishes the
+// work.
 func TestRewriteBudget(t *testing.T) {
 	e, tbl := newEnv(t, tableenv.BaseSchema, iceberg.NewPartitionSpec(tableenv.PF(2, 1000, "cat", iceberg.IdentityTransform{})), "2")
 	for range 6 {
@@ -56,8 +57,11 @@ func TestRewriteBudget(t *testing.T) {
 		t.Fatalf("a run with a spent budget committed snapshot %d", got)
 	}
 
-	// The first group fits: it alone is rewritten.
-	e.opts.RewriteBytes = &budget
+	// One byte left, less than the first group: it alone is rewritten
+	// (an overdraft; a group larger than every allowance would
+	// otherwise never run).
+	one := int64(1)
+	e.opts.RewriteBytes = &one
 	out, fig = e.compact(&Job{})
 	if out.Status != state.Successful || fig.GroupsCommitted != 1 || fig.InputBytes != budget || fig.RewrittenBytes() != budget ||
 		fig.GroupsDeferredByBudget != len(groups)-1 || fig.DeferredBecause != "" {

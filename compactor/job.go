@@ -367,12 +367,8 @@ func withinBudget(fig *Figures, budget *int64) {
 	kept, deferred := planner.WithinBudget(fig.Plan.Groups, *budget)
 	fig.Plan.Groups = kept
 	fig.GroupsDeferredByBudget, fig.BytesDeferredByBudget = len(deferred), planner.GroupBytes(deferred)
-	switch {
-	case len(deferred) == 0 || len(kept) > 0:
-	case *budget == 0:
+	if len(kept) == 0 && len(deferred) > 0 {
 		fig.DeferredBecause = planner.BudgetSpent
-	default:
-		fig.DeferredBecause = "the first group is larger than the budget left"
 	}
 }
 

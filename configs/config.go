@@ -140,8 +140,8 @@ type Budget struct {
 	// TableSharePercent is the share, 1 to 100, of the smaller hourly
 	// bytes limit that applies to a table that one run may take (default
 	// 25 when a bytes limit is set), so one huge table cannot starve the
-	// rest. A group larger than that share never fits: keep it above the
-	// largest group (ten times the target file size).
+	// rest. A run with any budget left still takes its first group when
+	// that group is larger (an overdraft the ledger charges).
 	TableSharePercent int `yaml:"tableSharePercent"`
 }
 

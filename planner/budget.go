@@ -65,10 +65,17 @@ func RewriteAllowance(b RewriteBudget, bucketUsed, daemonUsed int64) (allowance 
 // It stops at the first group that does not fit rather than skipping to
 // smaller ones behind it: the plan's order is its priority, and the
 // deferred groups are the next run's first. A budget of 0 keeps none.
+//
+// A run with any budget left always keeps its first group, even one
+// larger than the budget: a group is the unit of a rewrite, and one
+// larger than a run's share would otherwise never run, its table never
+// compacted. The overdraft is written to the ledger like any rewrite, so
+// the runs after it wait until the sliding hour has absorbed it; the
+// hourly rate still holds on average.
 func WithinBudget(groups []Group, budget int64) (kept, deferred []Group) {
 	var sum int64
 	for i, g := range groups {
-		if sum+g.InputBytes > budget {
+		if sum+g.InputBytes > budget && (i > 0 || budget <= 0) {
 			return groups[:i:i], groups[i:]
 		}
 		sum += g.InputBytes
