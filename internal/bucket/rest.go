@@ -35,12 +35,13 @@ func RESTKeys(props iceberg.Properties) (id, secret, token, source string) {
 }
 
 // loadREST opens a REST catalog with the options iceberg-go's Load would
-// read from the properties, and two more. Load signs SigV4 requests with
+// read from the properties, and three more. Load signs SigV4 requests with
 // the host's default AWS credentials only: when the configuration names
 // keys, an AWS configuration holding them signs instead. And iceberg-go's
 // errors drop the HTTP status and the request ("REST error: failed to
 // decode error response"): every error response passes through
-// statusTransport, which puts them into the message.
+// statusTransport, which puts them into the message. And table loads are
+// conditional where the server sends ETags (etagTransport).
 func loadREST(ctx context.Context, name string, props iceberg.Properties) (catalog.Catalog, error) {
 	others := maps.Clone(props)
 	take := func(k string) (string, bool) {
@@ -55,7 +56,7 @@ func loadREST(ctx context.Context, name string, props iceberg.Properties) (catal
 	if v, ok := take("rest.tls.skip-verify"); ok && strings.EqualFold(v, "true") {
 		base.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
 	}
-	opts = append(opts, rest.WithCustomTransport(statusTransport{base}))
+	opts = append(opts, rest.WithCustomTransport(statusTransport{newETagTransport(base, defaultETagBytes)}))
 	sigv4, _ := take("rest.sigv4-enabled")
 	region, _ := take("rest.signing-region")
 	service, _ := take("rest.signing-name")
