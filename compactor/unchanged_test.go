@@ -107,7 +107,11 @@ func TestUnchangedCompaction(t *testing.T) {
 	skipped(t, fig, opens, first)
 
 	t.Run("a writer commits", func(t *testing.T) {
-		u.Append(u.Load(), 10)
+		// As many files as a rewrite needs: fewer, and the snapshot's
+		// summary totals settle the table (TestSummaryTotalsCompaction).
+		for range planner.DefaultMinInput {
+			u.Append(u.Load(), 10)
+		}
 		fig, _, opens := u.check(now.Add(3 * time.Minute))
 		full(t, fig, opens, planner.RuleSnapshotChanged)
 		id := u.settle(t, now.Add(4*time.Minute))
@@ -158,6 +162,68 @@ func TestUnchangedCompaction(t *testing.T) {
 			t.Fatalf("with the rule off, a run had verdict %+v and opened %+v", fig.Unchanged, opens)
 		}
 	})
+}
+
+// A writer's commit that leaves the table with fewer files than a rewrite
+// needs, no delete files and one partition spec is settled by the
+// snapshot's summary totals: one metadata.json read, the last full
+// evaluation carried on, so that the backstop still comes; a dry run
+// shows the verdict and plans; enough files bring a full evaluation back.
+func TestSummaryTotalsCompaction(t *testing.T) {
+	u := newUnchangedEnv(t)
+	now := time.Now()
+	fig, first, opens := u.check(now)
+	full(t, fig, opens, planner.RuleFirst)
+
+	summarised := func(fig *Figures, opens testkit.OpenCounts) {
+		t.Helper()
+		if fig.Unchanged == nil || !fig.Unchanged.Skip || fig.Unchanged.Rule != planner.RuleSummary || fig.Unchanged.SinceRun != first {
+			t.Fatalf("verdict %+v, want %q resting on run %d", fig.Unchanged, planner.RuleSummary, first)
+		}
+		if opens != (testkit.OpenCounts{Metadata: 1}) {
+			t.Fatalf("a check settled by the totals opened %+v, want one metadata.json", opens)
+		}
+		if !strings.Contains(fig.Text(), "skipped (skip: summary totals): snapshot") {
+			t.Fatalf("the run's text does not say why it skipped:\n%s", fig.Text())
+		}
+	}
+	u.Append(u.Load(), 10) // two files now
+	fig, _, opens = u.check(now.Add(time.Minute))
+	summarised(fig, opens)
+	fig, _, opens = u.check(now.Add(2 * time.Minute))
+	summarised(fig, opens)
+	ev, ok, err := u.Store.LastEvaluation(u.Ctx, u.Target().Key(), maintenance.Compaction)
+	if err != nil || !ok || ev.RunID != first {
+		t.Fatalf("the evaluation carried on is run %d (%v %v), want %d", ev.RunID, ok, err, first)
+	}
+
+	dry, err := u.Runner(&Job{}).Run(u.Ctx, u.Target(), maintenance.Compaction, "test", jobs.Options{DryRun: true, Now: now.Add(3 * time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := dry.Figures.(*Figures); d.Unchanged == nil || d.Unchanged.Rule != planner.RuleSummary || d.GroupsPlanned != 0 ||
+		!strings.Contains(d.Text(), "a run would skip") {
+		t.Fatalf("dry run: %+v, %d groups\n%s", d.Unchanged, d.GroupsPlanned, d.Text())
+	}
+
+	// Once the last full evaluation is the backstop's age, the table is
+	// read in full, whatever the totals say (the verdict names what
+	// changed since that evaluation, as it does without the totals).
+	fig, _, opens = u.check(now.Add(jobs.DefaultFullEvery + time.Hour))
+	full(t, fig, opens, planner.RuleSnapshotChanged)
+	fig, _, opens = u.check(now.Add(jobs.DefaultFullEvery + 90*time.Minute))
+	if fig.Unchanged == nil || fig.Unchanged.Rule != planner.RuleUnchanged || opens != (testkit.OpenCounts{Metadata: 1}) {
+		t.Fatalf("after the backstop's full run: %+v, opened %+v", fig.Unchanged, opens)
+	}
+
+	for range planner.DefaultMinInput {
+		u.Append(u.Load(), 10)
+	}
+	fig, _, opens = u.check(now.Add(jobs.DefaultFullEvery + 2*time.Hour))
+	full(t, fig, opens, planner.RuleSnapshotChanged)
+	if fig.GroupsPlanned == 0 {
+		t.Fatal("enough small files, and no group planned")
+	}
 }
 
 // A dry run shows the verdict, and still plans: on a fresh table with no

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
@@ -271,6 +272,35 @@ func TestNeedHeartbeat(t *testing.T) {
 	}
 	if n, err := f.runner.Need(f.ctx, f.target(0), maintenance.Compaction, now.Add(25*time.Hour)); err != nil || n.Skip || n.Rule != planner.RuleBackstop {
 		t.Fatalf("25 h after its last run: %+v %v, want the backstop", n, err)
+	}
+}
+
+// A table changed since its last evaluation into nothing compaction
+// would act on (one data file, no delete files; here a property commit) is
+// settled by its snapshot's summary totals at the poll, and not queued;
+// past the backstop it is polled as needing a full run again.
+func TestNeedSettledBySummary(t *testing.T) {
+	f := newFleet(t, 1)
+	tbl, err := f.b.LoadTable(f.ctx, f.ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files := tbl.CurrentSnapshot().Summary.Properties["total-data-files"]; files != "1" {
+		t.Fatalf("the fleet's table holds %s data files, want 1", files)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{"owner": "someone else"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if n, err := f.runner.Need(f.ctx, f.target(0), maintenance.Compaction, now.Add(time.Hour)); err != nil || !n.Skip || n.Rule != planner.RuleSummary {
+		t.Fatalf("after a property commit: %+v %v, want a skip by %q", n, err, planner.RuleSummary)
+	}
+	if n, err := f.runner.Need(f.ctx, f.target(0), maintenance.Compaction, now.Add(25*time.Hour)); err != nil || n.Skip || n.Rule != planner.RuleMetadataChanged {
+		t.Fatalf("past the backstop: %+v %v, want a full run for %q", n, err, planner.RuleMetadataChanged)
 	}
 }
 

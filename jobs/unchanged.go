@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
@@ -55,6 +57,12 @@ func (u *Unchanged) Check(snapshotID int64, loc string, now time.Time) planner.U
 	return planner.Unchanged(last, planner.Seen{SnapshotID: snapshotID, MetadataLocation: loc, SettingsHash: u.SettingsHash}, now, u.FullEvery)
 }
 
+// SummaryMay reports whether the summary totals may stand in for the full
+// evaluation that v, a verdict at now, calls for (planner.SummaryApplies).
+func (u *Unchanged) SummaryMay(v planner.UnchangedVerdict, now time.Time) bool {
+	return u != nil && u.Last != nil && planner.SummaryApplies(v.Rule, now.Sub(u.Last.At), u.FullEvery)
+}
+
 // Verdict is the rule's verdict for a run with o on the table whose
 // current snapshot is snapshotID in the metadata file at loc (nil
 // without the rule), and whether the run skips: a dry run never does, it
@@ -100,6 +108,15 @@ type Estimator interface {
 	Pending(figures json.RawMessage) (deferred, estimate int64)
 }
 
+// Idler is implemented by job types that can tell from a table's metadata
+// alone, its current snapshot's summary totals, that a run on a table
+// changed since its last full evaluation has nothing to do
+// (planner.RuleSummary, where Unchanged.SummaryMay): the run reads no
+// manifest, and the need-ordered fire does not queue it.
+type Idler interface {
+	Idle(meta table.Metadata, s maintenance.Settings) (reason string, ok bool)
+}
+
 // Need is the cheap look a scheduler takes at t before queueing typ on
 // it at now: for an Evaluator, the verdict a run at now would reach, from
 // one load of the table's metadata and the unchanged rule's state as the
@@ -140,6 +157,11 @@ func (r *Runner) Need(ctx context.Context, t Target, typ maintenance.JobType, no
 	}
 	v := u.Check(planner.CurrentSnapshotID(tbl.Metadata()), tbl.MetadataLocation(), now)
 	need.Rule, need.Skip = v.Rule, v.Skip
+	if idler, ok := job.(Idler); ok && u.SummaryMay(v, now) {
+		if _, idle := idler.Idle(tbl.Metadata(), settings); idle {
+			need.Rule, need.Skip = planner.RuleSummary, true
+		}
+	}
 	if need.LastSuccess.IsZero() && u.Last != nil {
 		need.LastSuccess = u.Last.At
 	}
