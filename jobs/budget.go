@@ -137,16 +137,22 @@ func (b *Budgets) Allowance(ctx context.Context, bucketARN string, now time.Time
 	if !budget.Bounded() {
 		return nil, nil
 	}
-	used, err := b.Store.RewrittenSince(ctx, now.Add(-time.Hour))
+	used, all, err := b.lastHour(ctx, now)
 	if err != nil {
 		return nil, err
 	}
-	var all int64
-	for _, n := range used {
-		all += n
-	}
 	allow, _ := planner.RewriteAllowance(budget, used[bucketARN], all)
 	return &allow, nil
+}
+
+// lastHour is what the ledger holds of the hour before now: the bytes
+// rewritten by bucket ARN, and in all.
+func (b *Budgets) lastHour(ctx context.Context, now time.Time) (byBucket map[string]int64, all int64, err error) {
+	byBucket, err = b.Store.RewrittenSince(ctx, now.Add(-time.Hour))
+	for _, n := range byBucket {
+		all += n
+	}
+	return byBucket, all, err
 }
 
 // Record adds a finished run's rewritten bytes to the ledger.
@@ -177,13 +183,9 @@ type BudgetUse struct {
 // Use is every bounded scope's budget and use at now, the daemon first,
 // then the buckets by name.
 func (b *Budgets) Use(ctx context.Context, now time.Time) ([]BudgetUse, error) {
-	used, err := b.Store.RewrittenSince(ctx, now.Add(-time.Hour))
+	used, all, err := b.lastHour(ctx, now)
 	if err != nil {
 		return nil, err
-	}
-	var all int64
-	for _, n := range used {
-		all += n
 	}
 	running := func(scope string, n int) (int, error) {
 		held := 0
