@@ -19,6 +19,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/errtext"
 	"github.com/icekeeper/icekeeper/internal/redact"
@@ -109,6 +111,9 @@ type Runner struct {
 	Logger   *slog.Logger
 	// Observe, when set, sees every recorded run when it ends (metrics).
 	Observe func(state.Run, Outcome)
+	// Loaded, when set, sees every table Need loads, with its settings
+	// (Metrics.Polled: health gauges from the poll's load).
+	Loaded func(t Target, tbl *table.Table, s maintenance.Settings, now time.Time)
 	// FullEvery is the unchanged rule's backstop: a run evaluates in full
 	// once the last full evaluation is this old, even if nothing changed
 	// (0: DefaultFullEvery; negative: the rule is off, every run is full).

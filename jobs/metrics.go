@@ -4,15 +4,18 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/health"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // counterMetrics maps every counter a run's figures may report to its
@@ -61,7 +64,7 @@ func NewMetrics(reg prometheus.Registerer, store MetricsStore) *Metrics {
 		counts: map[string]prometheus.Counter{},
 		Takeovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "icekeeper_lease_takeovers_total",
 			Help: "Jobs taken over after the worker holding them stopped."}),
-		tables: &tableCollector{store: store, health: map[state.TableKey]health.Health{}},
+		tables: &tableCollector{store: store, health: map[state.TableKey]health.Health{}, polled: map[state.TableKey]time.Time{}},
 		fireTables: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "icekeeper_fire_tables",
 			Help: "Tables of the last fire of each job type's schedule, by what the fire did with them: fired (all), queued, skipped (unchanged, need order), poll_error (queued to report it)."},
 			[]string{"job", "outcome"}),
@@ -136,10 +139,34 @@ func (m *Metrics) Observe(r state.Run, out Outcome) {
 	}
 }
 
+// Polled takes a table's health from a load made for another reason
+// (Runner.Loaded: a need-ordered fire's poll) when the health cache holds
+// that metadata file already, which costs no read; a table whose
+// metadata changed is left to the next RefreshHealth, which reads what
+// changed. A table whose health a poll gave is not loaded again by the
+// next RefreshHealth.
+func (m *Metrics) Polled(t Target, tbl *table.Table, s maintenance.Settings, now time.Time) {
+	h, ok := m.healthCache.Cached(t.Key().String(), tbl, *s.For(maintenance.Compaction).Compaction.TargetFileSizeMB, planner.DefaultMinInput, now)
+	if !ok {
+		return
+	}
+	m.tables.mu.Lock()
+	defer m.tables.mu.Unlock()
+	m.tables.health[t.Key()] = h
+	m.tables.polled[t.Key()] = now
+}
+
 // RefreshHealth computes the health of every table of every bucket for
-// the per-table gauges; a table that cannot be read keeps no gauges.
+// the per-table gauges; a table that cannot be read keeps no gauges. A
+// table whose health a poll gave since the last refresh (Polled) keeps
+// it, unread: with need-ordered fires at least as often as the refresh,
+// an unchanged table costs the refresh nothing.
 func (m *Metrics) RefreshHealth(ctx context.Context, reg *bucket.Registry, resolver *Resolver, now time.Time) error {
 	fresh := map[state.TableKey]health.Health{}
+	m.tables.mu.Lock()
+	since, polled, known := m.tables.lastRefresh, maps.Clone(m.tables.polled), maps.Clone(m.tables.health)
+	m.tables.lastRefresh = now
+	m.tables.mu.Unlock()
 	var firstErr error
 	for _, b := range reg.Buckets() {
 		ids, err := b.Tables(ctx)
@@ -149,6 +176,12 @@ func (m *Metrics) RefreshHealth(ctx context.Context, reg *bucket.Registry, resol
 		}
 		for _, id := range ids {
 			t := Target{Bucket: b, Table: id}
+			if at, ok := polled[t.Key()]; ok && !since.IsZero() && !at.Before(since) {
+				if h, ok := known[t.Key()]; ok {
+					fresh[t.Key()] = h
+					continue
+				}
+			}
 			s, err := resolver.Table(ctx, t)
 			if err != nil {
 				firstErr = cmp.Or(firstErr, err)
@@ -181,6 +214,10 @@ type tableCollector struct {
 	store  MetricsStore
 	mu     sync.Mutex
 	health map[state.TableKey]health.Health
+	// polled is when a poll last gave a table's health (Polled), and
+	// lastRefresh when the last RefreshHealth began.
+	polled      map[state.TableKey]time.Time
+	lastRefresh time.Time
 }
 
 var (

@@ -304,6 +304,80 @@ func TestNeedSettledBySummary(t *testing.T) {
 	}
 }
 
+// The health gauges come from the polls' loads: after a refresh has read
+// every table once, a poll gives the unchanged tables' health without a
+// read, and the next refresh loads only the table a writer changed (whose
+// manifests the poll did not read).
+func TestHealthFromPolls(t *testing.T) {
+	f := newFleet(t, 3)
+	var dirs []string
+	for i := range f.ids {
+		tbl, err := f.b.LoadTable(f.ctx, f.ids[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, strings.TrimPrefix(tbl.Location(), "file://")+"/metadata")
+	}
+	opens := testkit.WatchOpens(t, dirs[0], dirs[1:]...)
+	reg := prometheus.NewRegistry()
+	m := jobs.NewMetrics(reg, f.store)
+	f.runner.Loaded = m.Polled
+	resolver := &jobs.Resolver{Store: f.store}
+	now := time.Now()
+	if err := m.RefreshHealth(f.ctx, f.reg, resolver, now); err != nil {
+		t.Fatal(err)
+	}
+	if got := opens.Take(); got.Metadata != 3 || got.ManifestLists != 3 {
+		t.Fatalf("the first refresh opened %+v, want every table's metadata and manifest list", got)
+	}
+	if err := testkit.AppendRows(f.ctx, f.b, f.ids[2], 10); err != nil {
+		t.Fatal(err)
+	}
+	opens.Take()
+	for i := range f.ids {
+		if _, err := f.runner.Need(f.ctx, f.target(i), maintenance.Compaction, now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := opens.Take(); got != (testkit.OpenCounts{Metadata: 3}) {
+		t.Fatalf("the polls opened %+v, want one metadata.json each", got)
+	}
+	if err := m.RefreshHealth(f.ctx, f.reg, resolver, now.Add(time.Hour+time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got := opens.Take(); got.Metadata != 1 || got.ManifestLists != 1 {
+		t.Fatalf("the refresh after the polls opened %+v, want the changed table's metadata and manifest list only", got)
+	}
+	// Every table keeps its gauges, the changed one with its new file.
+	files := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "icekeeper_table_data_files" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				if l.GetName() == "table" {
+					files[l.GetValue()] = mt.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	if len(files) != 3 || files["t002"] != files["t000"]+1 {
+		t.Fatalf("data-file gauges %v: want all three tables, t002 one file more", files)
+	}
+	// With no poll since, the next refresh loads every table again.
+	if err := m.RefreshHealth(f.ctx, f.reg, resolver, now.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got := opens.Take(); got != (testkit.OpenCounts{Metadata: 3}) {
+		t.Fatalf("a refresh with no poll since opened %+v, want one metadata.json each", got)
+	}
+}
+
 // A table whose poll fails is queued, so that its run reports why.
 func TestSchedulerQueuesFailedPolls(t *testing.T) {
 	f := newFleet(t, 3)

@@ -155,6 +155,9 @@ func (r *Runner) Need(ctx context.Context, t Target, typ maintenance.JobType, no
 	if err != nil {
 		return need, err
 	}
+	if r.Loaded != nil {
+		r.Loaded(t, tbl, settings, now)
+	}
 	v := u.Check(planner.CurrentSnapshotID(tbl.Metadata()), tbl.MetadataLocation(), now)
 	need.Rule, need.Skip = v.Rule, v.Skip
 	if idler, ok := job.(Idler); ok && u.SummaryMay(v, now) {

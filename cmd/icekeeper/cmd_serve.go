@@ -41,7 +41,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	leaseTTL := fs.Duration("lease-ttl", time.Minute, "how long a job's table lease outlives a replica that stops renewing it; its job is taken over after one to two of these")
 	refreshEvery := fs.Duration("refresh-interval", 10*time.Second, "how often the API's in-memory view takes in what other replicas and the CLI wrote to the state store")
 	discoverEvery := fs.Duration("discover-interval", 5*time.Minute, "how often every bucket's tables are listed again (a table the API is asked about is looked up at once)")
-	healthEvery := fs.Duration("health-interval", 5*time.Minute, "how often the per-table health gauges of /metrics are recomputed (each reads every table's metadata, and the manifests of those that changed)")
+	healthEvery := fs.Duration("health-interval", time.Hour, "how often the per-table health gauges of /metrics are recomputed for the tables no need-ordered fire polled since the last time (a poll gives an unchanged table's health without a read; a recompute reads the table's metadata, and the manifests of a changed table)")
 	needOrder := fs.Bool("need-order", true, "at each fire, read every table's metadata first (16 at a time) and queue only the tables whose compaction or snapshot management would not skip as unchanged, changed ones first; false queues every table, spread over the jitter window")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -78,7 +78,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	runner := &jobs.Runner{Store: cache, Resolver: resolver, Jobs: registered, Logger: logger, Observe: metrics.Observe}
+	runner := &jobs.Runner{Store: cache, Resolver: resolver, Jobs: registered, Logger: logger, Observe: metrics.Observe, Loaded: metrics.Polled}
 	schedules := map[maintenance.JobType]string(w.cfg.Schedules)
 	pg := strings.HasPrefix(w.cfg.State, "postgres")
 	if !pg {

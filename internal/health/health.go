@@ -134,24 +134,8 @@ func (c *Cache) put(key string, e cached) {
 // Of is the package's Of for the table named key, reading what the cache
 // does not hold for tbl's current metadata and snapshot.
 func (c *Cache) Of(ctx context.Context, key string, tbl *table.Table, targetMB, minInput int, now time.Time) (Health, error) {
-	h := Health{TargetFileSizeMB: targetMB}
-	meta := tbl.Metadata()
-	snaps := meta.Snapshots()
-	h.Snapshots = len(snaps)
-	for i, s := range snaps {
-		if i == 0 || s.TimestampMs < snaps[0].TimestampMs {
-			t := time.UnixMilli(s.TimestampMs).UTC()
-			h.OldestSnapshot = t.Format(time.RFC3339)
-			h.OldestAgeHours = float64(now.Sub(t).Round(time.Minute)) / float64(time.Hour)
-		}
-	}
-	e := cached{metadata: tbl.MetadataLocation(), snapshot: -1, targetMB: targetMB, minInput: minInput}
-	if cur := tbl.CurrentSnapshot(); cur != nil {
-		e.snapshot = cur.SnapshotID
-	}
-	if old, ok := c.get(key); ok && old.metadata == e.metadata && old.snapshot == e.snapshot && old.targetMB == targetMB && old.minInput == minInput {
-		h.MetadataBytes, h.Files = old.metadataBytes, old.files
-		h.Score = scoreOf(h)
+	h, e, ok := c.cached(key, tbl, targetMB, minInput, now)
+	if ok {
 		return h, nil
 	}
 	fs, err := tbl.FS(ctx)
@@ -170,6 +154,43 @@ func (c *Cache) Of(ctx context.Context, key string, tbl *table.Table, targetMB, 
 	c.put(key, e)
 	h.Score = scoreOf(h)
 	return h, nil
+}
+
+// Cached is the health of tbl, as Of gives it, when the cache already
+// holds its current metadata file under these settings: it reads
+// nothing, so a caller that loaded the table for another reason (a
+// need-ordered fire's poll) gets its health for free. ok is false when
+// Of would have to read.
+func (c *Cache) Cached(key string, tbl *table.Table, targetMB, minInput int, now time.Time) (h Health, ok bool) {
+	h, _, ok = c.cached(key, tbl, targetMB, minInput, now)
+	return h, ok
+}
+
+// cached is the part of Of that needs no read: the metadata's figures,
+// and the cached files' when the entry matches; e is the entry Of stores
+// after reading.
+func (c *Cache) cached(key string, tbl *table.Table, targetMB, minInput int, now time.Time) (h Health, e cached, ok bool) {
+	h = Health{TargetFileSizeMB: targetMB}
+	meta := tbl.Metadata()
+	snaps := meta.Snapshots()
+	h.Snapshots = len(snaps)
+	for i, s := range snaps {
+		if i == 0 || s.TimestampMs < snaps[0].TimestampMs {
+			t := time.UnixMilli(s.TimestampMs).UTC()
+			h.OldestSnapshot = t.Format(time.RFC3339)
+			h.OldestAgeHours = float64(now.Sub(t).Round(time.Minute)) / float64(time.Hour)
+		}
+	}
+	e = cached{metadata: tbl.MetadataLocation(), snapshot: -1, targetMB: targetMB, minInput: minInput}
+	if cur := tbl.CurrentSnapshot(); cur != nil {
+		e.snapshot = cur.SnapshotID
+	}
+	if old, ok := c.get(key); ok && old.metadata == e.metadata && old.snapshot == e.snapshot && old.targetMB == targetMB && old.minInput == minInput {
+		h.MetadataBytes, h.Files = old.metadataBytes, old.files
+		h.Score = scoreOf(h)
+		return h, e, true
+	}
+	return h, e, false
 }
 
 // filesOf reads the figures of snapshot cur's manifests.
