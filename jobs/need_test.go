@@ -105,6 +105,46 @@ func newFleetOn(t testing.TB, cfg *configs.Config, home string, n, appends, work
 
 func (f *fleet) target(i int) jobs.Target { return jobs.Target{Bucket: f.b, Table: f.ids[i]} }
 
+// engine is a queue-only engine on f's store.
+func (f *fleet) engine(t testing.TB) *jobs.Engine {
+	t.Helper()
+	e := &jobs.Engine{Store: f.store, Registry: f.reg, Holder: "w"}
+	if err := e.Init(); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// gauges are the values of the gauge name in reg, keyed by their label
+// key, of the series whose labels include where.
+func gauges(t testing.TB, reg *prometheus.Registry, name, key string, where map[string]string) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			matches := true
+			for k, v := range where {
+				matches = matches && labels[k] == v
+			}
+			if matches {
+				got[labels[key]] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return got
+}
+
 func (f *fleet) compact(t testing.TB, i int) jobs.Outcome {
 	t.Helper()
 	out, err := f.runner.Run(f.ctx, f.target(i), maintenance.Compaction, "test", jobs.Options{})
@@ -186,10 +226,7 @@ func fireDue(t testing.TB, ctx context.Context, e *jobs.Engine, sc *jobs.Schedul
 // without Needs it queues every table.
 func TestSchedulerQueuesByNeed(t *testing.T) {
 	f := newFleet(t, 12)
-	e := &jobs.Engine{Store: f.store, Registry: f.reg, Holder: "w"}
-	if err := e.Init(); err != nil {
-		t.Fatal(err)
-	}
+	e := f.engine(t)
 	clock := time.Now()
 	sc := f.scheduler(t, e, &clock)
 	reg := prometheus.NewRegistry()
@@ -197,26 +234,7 @@ func TestSchedulerQueuesByNeed(t *testing.T) {
 	// fireGauges are the fire gauges of compaction, by outcome.
 	fireGauges := func() map[string]float64 {
 		t.Helper()
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]float64{}
-		for _, mf := range mfs {
-			if mf.GetName() != "icekeeper_fire_tables" {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				labels := map[string]string{}
-				for _, l := range m.GetLabel() {
-					labels[l.GetName()] = l.GetValue()
-				}
-				if labels["job"] == string(maintenance.Compaction) {
-					got[labels["outcome"]] = m.GetGauge().GetValue()
-				}
-			}
-		}
-		return got
+		return gauges(t, reg, "icekeeper_fire_tables", "outcome", map[string]string{"job": string(maintenance.Compaction)})
 	}
 
 	sc.Needs = f.runner.Need
@@ -349,23 +367,7 @@ func TestHealthFromPolls(t *testing.T) {
 		t.Fatalf("the refresh after the polls opened %+v, want the changed table's metadata and manifest list only", got)
 	}
 	// Every table keeps its gauges, the changed one with its new file.
-	files := map[string]float64{}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "icekeeper_table_data_files" {
-			continue
-		}
-		for _, mt := range mf.GetMetric() {
-			for _, l := range mt.GetLabel() {
-				if l.GetName() == "table" {
-					files[l.GetValue()] = mt.GetGauge().GetValue()
-				}
-			}
-		}
-	}
+	files := gauges(t, reg, "icekeeper_table_data_files", "table", nil)
 	if len(files) != 3 || files["t002"] != files["t000"]+1 {
 		t.Fatalf("data-file gauges %v: want all three tables, t002 one file more", files)
 	}
@@ -381,10 +383,7 @@ func TestHealthFromPolls(t *testing.T) {
 // A table whose poll fails is queued, so that its run reports why.
 func TestSchedulerQueuesFailedPolls(t *testing.T) {
 	f := newFleet(t, 3)
-	e := &jobs.Engine{Store: f.store, Registry: f.reg, Holder: "w"}
-	if err := e.Init(); err != nil {
-		t.Fatal(err)
-	}
+	e := f.engine(t)
 	clock := time.Now()
 	sc := f.scheduler(t, e, &clock)
 	// The metadata of t001 is gone: its load fails.
@@ -411,10 +410,7 @@ func removeLocal(loc string) error {
 // deferred bytes as its estimate; the pending gauge counts it as budget.
 func TestSchedulerCarriesDeferredWorkFirst(t *testing.T) {
 	f := newFleet(t, 4)
-	e := &jobs.Engine{Store: f.store, Registry: f.reg, Holder: "w"}
-	if err := e.Init(); err != nil {
-		t.Fatal(err)
-	}
+	e := f.engine(t)
 	clock := time.Now()
 	sc := f.scheduler(t, e, &clock)
 	reg := prometheus.NewRegistry()
@@ -452,22 +448,7 @@ func TestSchedulerCarriesDeferredWorkFirst(t *testing.T) {
 	if _, ok := sc.Pending(maintenance.Compaction, f.target(0).Key()); ok {
 		t.Fatal("an unchanged table is pending")
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reasons := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() == "icekeeper_pending_tables" {
-			for _, m := range mf.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "reason" {
-						reasons[l.GetValue()] = m.GetGauge().GetValue()
-					}
-				}
-			}
-		}
-	}
+	reasons := gauges(t, reg, "icekeeper_pending_tables", "reason", map[string]string{"job": string(maintenance.Compaction)})
 	if want := map[string]float64{"budget": 1, planner.RuleSnapshotChanged: 1}; !maps.Equal(reasons, want) {
 		t.Fatalf("pending tables %v, want %v", reasons, want)
 	}
