@@ -196,15 +196,16 @@ func (j *Job) partTasks(ctx context.Context, t jobs.Target, p groupPart) (*table
 		if err != nil {
 			return nil, err
 		}
-		if tbl.Metadata().SnapshotByID(p.Snapshot) == nil {
+		snap := tbl.Metadata().SnapshotByID(p.Snapshot)
+		if snap == nil {
 			return nil, fmt.Errorf("snapshot %d of %s, which the group was planned on, is gone", p.Snapshot, t.Table)
 		}
-		tasks, err := tbl.Scan(table.WithSnapshotID(p.Snapshot), table.WithMaxConcurrency(manifestReads)).PlanFiles(ctx)
+		tasks, err := rebase.PlanVerified(ctx, tbl, snap)
 		if err != nil {
-			return nil, fmt.Errorf("plan scan of %s at snapshot %d: %w", t.Table, p.Snapshot, err)
+			return nil, err
 		}
 		sc := &snapshotScan{tbl: tbl, byPath: map[string]table.FileScanTask{}}
-		for _, task := range rebase.WholeFiles(tasks) {
+		for _, task := range tasks {
 			sc.byPath[task.File.FilePath()] = task
 		}
 		return sc, nil

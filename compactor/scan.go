@@ -92,7 +92,3 @@ func fileAges(ctx context.Context, tbl *table.Table) (map[string]time.Time, erro
 	}
 	return out, nil
 }
-
-// manifestReads is how many manifests a scan reads at once: on object
-// storage each read is a round trip, and a table can hold thousands.
-const manifestReads = 16

@@ -3,12 +3,12 @@ package expire
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/internal/verified"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
@@ -29,9 +29,9 @@ func unused(fs icebergio.IO, meta table.Metadata, d planner.SnapshotDecision) (s
 			return nil, nil, nil
 		}
 		usedSchemas[*snap.SchemaID] = true
-		manifests, err := snap.Manifests(fs)
+		manifests, err := verified.Manifests(fs, &snap)
 		if err != nil {
-			return nil, nil, fmt.Errorf("read manifest list %s: %w", snap.ManifestList, err)
+			return nil, nil, err
 		}
 		for _, m := range manifests {
 			usedSpecs[int(m.PartitionSpecID())] = true
@@ -76,17 +76,17 @@ func (j *Job) deleteExpired(ctx context.Context, t jobs.Target, s maintenance.Se
 			continue
 		}
 		add(snap.ManifestList)
-		manifests, err := snap.Manifests(fs)
+		manifests, err := verified.Manifests(fs, snap)
 		if err != nil {
-			return fmt.Errorf("read manifest list %s: %w", snap.ManifestList, err)
+			return err
 		}
 		for _, m := range manifests {
 			if !add(m.FilePath()) {
 				continue // shared with an expired snapshot already read
 			}
-			for entry, err := range m.Entries(fs, false) {
+			for entry, err := range verified.Entries(fs, m, false) {
 				if err != nil {
-					return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+					return err
 				}
 				add(entry.DataFile().FilePath())
 			}

@@ -36,7 +36,11 @@ import (
 // A store that cannot be read or written only costs reads.
 
 // refsMagic starts every encoded row: the format and its version.
-const refsMagic = "ikr\x01"
+// Version 2 rows are written only from manifest lists and manifests that
+// matched their counts (package verified); a version 1 row may hold what
+// a manifest cut short yielded, so it is not trusted and its file is read
+// once more.
+const refsMagic = "ikr\x02"
 
 // maxDecodedRefs bounds what one row may decode to; a manifest of a
 // million files of 200-byte paths stays well under it.

@@ -16,6 +16,8 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/sourcegraph/conc/pool"
+
+	"github.com/icekeeper/icekeeper/internal/verified"
 )
 
 // ErrReferencedMissing is returned when a file the table's snapshots need
@@ -305,9 +307,9 @@ func walkRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, parallelis
 				var live []string
 				// DELETED entries record a removal; the file stays alive only
 				// through the snapshots whose manifests still list it live.
-				for e, err := range mf.Entries(fs, true) {
+				for e, err := range verified.Entries(fs, mf, true) {
 					if err != nil {
-						return fmt.Errorf("read manifest %s: %w", m, err)
+						return err
 					}
 					if err := ctx.Err(); err != nil {
 						return err
@@ -361,9 +363,9 @@ type manifestLists struct {
 
 // readList reads snap's manifest list and returns the manifests it names.
 func (l *manifestLists) readList(snap *table.Snapshot) ([]string, error) {
-	list, err := snap.Manifests(l.fs)
+	list, err := verified.Manifests(l.fs, snap)
 	if err != nil {
-		return nil, fmt.Errorf("read manifest list %s of snapshot %d: %w", snap.ManifestList, snap.SnapshotID, err)
+		return nil, err
 	}
 	l.read.Add(1)
 	named := make([]string, len(list))

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/commit"
+	"github.com/icekeeper/icekeeper/internal/verified"
 	"github.com/icekeeper/icekeeper/planner"
 )
 
@@ -136,9 +137,9 @@ func (m *manifestRewrite) rebase(ctx context.Context, meta table.Metadata) (*att
 // find picks the head's data manifests under half the target size.
 func (m *manifestRewrite) find(meta table.Metadata) error {
 	head := meta.CurrentSnapshot()
-	all, err := head.Manifests(m.fs)
+	all, err := verified.Manifests(m.fs, head)
 	if err != nil {
-		return fmt.Errorf("read manifest list %s: %w", head.ManifestList, err)
+		return err
 	}
 	m.head, m.small = head.SnapshotID, nil
 	for _, mf := range all {
@@ -208,9 +209,9 @@ func (m *manifestRewrite) attempt(meta table.Metadata) (*attempt, error) {
 	if head.SnapshotID != m.head {
 		m.rebases++
 	}
-	all, err := head.Manifests(m.fs)
+	all, err := verified.Manifests(m.fs, head)
 	if err != nil {
-		return nil, fmt.Errorf("read manifest list %s: %w", head.ManifestList, err)
+		return nil, err
 	}
 	replaced := map[string]bool{}
 	for _, mf := range m.small {

@@ -14,6 +14,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/internal/verified"
 	"github.com/icekeeper/icekeeper/planner"
 )
 
@@ -177,9 +178,9 @@ func (r *replace) rebase(ctx context.Context, meta table.Metadata) (*attempt, er
 		return nil, nil
 	}
 	r.head = head.SnapshotID
-	manifests, err := head.Manifests(r.fs)
+	manifests, err := verified.Manifests(r.fs, head)
 	if err != nil {
-		return nil, fmt.Errorf("read manifest list %s: %w", head.ManifestList, err)
+		return nil, err
 	}
 	// Read what has not been read yet: on the first attempt every
 	// manifest, later only those committed since.
@@ -479,8 +480,8 @@ func (r *replace) rewriteManifests(meta table.Metadata, rk rewriteKey, ms []iceb
 			entries, ok := r.entries[m.FilePath()]
 			if !ok {
 				var err error
-				if entries, err = m.FetchEntries(r.fs, true); err != nil {
-					return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+				if entries, err = verified.FetchEntries(r.fs, m, true); err != nil {
+					return err
 				}
 			}
 			for _, e := range entries {

@@ -9,6 +9,8 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/internal/verified"
 )
 
 // Base is the table as a rewrite found it: the snapshot it plans on, the
@@ -26,16 +28,42 @@ func Scan(ctx context.Context, tbl *table.Table) (Base, error) {
 	b := Base{Start: tbl.CurrentSnapshot()}
 	// Planning reads every manifest; on object storage each is a round
 	// trip, so more are read at once than there are cores.
-	tasks, err := tbl.Scan(table.WithMaxConcurrency(manifestReads)).PlanFiles(ctx)
+	tasks, err := PlanVerified(ctx, tbl, b.Start)
 	if err != nil {
-		return b, fmt.Errorf("plan scan of %s: %w", tbl.Identifier(), err)
+		return b, err
 	}
-	b.Tasks = WholeFiles(tasks)
+	b.Tasks = tasks
 	b.Deletes = Attachments(b.Tasks)
 	if b.Deletes.Dangling, err = DanglingDeletes(ctx, tbl, b.Deletes.Covers); err != nil {
 		return b, err
 	}
 	return b, nil
+}
+
+// PlanVerified plans a scan of every live data file of tbl's snapshot
+// snap, each once (WholeFiles), and checks that it found as many as the
+// snapshot counts (verified.LiveDataFiles): iceberg-go reads the manifests,
+// and a manifest cut short at a block boundary reads without an error.
+// Files without rows are counted, then left out, as iceberg-go's scans
+// leave them.
+func PlanVerified(ctx context.Context, tbl *table.Table, snap *table.Snapshot) ([]table.FileScanTask, error) {
+	if snap == nil {
+		return nil, nil
+	}
+	tasks, err := tbl.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithMaxConcurrency(manifestReads),
+		table.WithOptions(iceberg.Properties{"include_empty_files": "true"})).PlanFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plan scan of %s at snapshot %d: %w", tbl.Identifier(), snap.SnapshotID, err)
+	}
+	tasks = WholeFiles(tasks)
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := verified.LiveDataFiles(fs, snap, len(tasks)); err != nil {
+		return nil, fmt.Errorf("plan scan of %s: %w", tbl.Identifier(), err)
+	}
+	return slices.DeleteFunc(tasks, func(t table.FileScanTask) bool { return t.File.Count() == 0 }), nil
 }
 
 // WholeFiles joins the scan's splits of one file (a large Parquet file is
@@ -81,9 +109,9 @@ func LiveEntries(ctx context.Context, tbl *table.Table, content iceberg.Manifest
 			return
 		}
 		snap := tbl.CurrentSnapshot()
-		manifests, err := snap.Manifests(fs)
+		manifests, err := verified.Manifests(fs, snap)
 		if err != nil {
-			yield(nil, fmt.Errorf("read manifest list %s: %w", snap.ManifestList, err))
+			yield(nil, err)
 			return
 		}
 		manifests = slices.DeleteFunc(manifests, func(m iceberg.ManifestFile) bool { return m.ManifestContent() != content })
@@ -135,10 +163,7 @@ func readManifests(ctx context.Context, fs icebergio.IO, manifests []iceberg.Man
 					return
 				}
 				go func() {
-					entries, err := m.FetchEntries(fs, true)
-					if err != nil {
-						err = fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-					}
+					entries, err := verified.FetchEntries(fs, m, true)
 					results[i] <- result{entries, err}
 				}()
 			}

@@ -13,6 +13,8 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/internal/verified"
 )
 
 // SmallFileRatio is the fraction of the target size under which a data file
@@ -197,15 +199,15 @@ func (c *Cache) cached(key string, tbl *table.Table, targetMB, minInput int, now
 func filesOf(fs icebergio.IO, cur *table.Snapshot, targetMB, minInput int) (Files, error) {
 	var h Files
 	small := int64(float64(targetMB) * SmallFileRatio * (1 << 20))
-	manifests, err := cur.Manifests(fs)
+	manifests, err := verified.Manifests(fs, cur)
 	if err != nil {
-		return h, fmt.Errorf("read manifest list %s: %w", cur.ManifestList, err)
+		return h, err
 	}
 	smallIn := map[string]int{} // small data files per partition
 	for _, m := range manifests {
-		for e, err := range m.Entries(fs, true) {
+		for e, err := range verified.Entries(fs, m, true) {
 			if err != nil {
-				return h, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+				return h, err
 			}
 			df := e.DataFile()
 			h.TotalBytes += df.FileSizeBytes()
