@@ -56,7 +56,7 @@ func walked(t *testing.T, ctx context.Context, tbl *table.Table, idx *runIndex) 
 // independent walk of the metadata reaches.
 func sameAsFull(t *testing.T, ctx context.Context, j *Job, target jobs.Target, tbl *table.Table) {
 	t.Helper()
-	viaIndex, st := walked(t, ctx, tbl, j.index(target, tbl, indexOnly))
+	viaIndex, st := walked(t, ctx, tbl, j.index(target.Key(), tbl, indexOnly))
 	full, _ := walked(t, ctx, tbl, nil)
 	if !maps.Equal(viaIndex, full) {
 		t.Fatalf("references through the index differ from a full read (%d vs %d paths)", len(viaIndex), len(full))
@@ -88,7 +88,7 @@ func fullPaths(t *testing.T, f *fixture) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, st, err := collectRefs(f.Ctx, tbl, fs, pfx, nil, 0, nil)
+	_, st, err := collectRefs(f.Ctx, tbl, fs, scope{pfx: pfx}, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,8 +57,9 @@ type Job struct {
 	Parallelism int
 	// storage overrides the storage for tests (fault injection).
 	storage func(ctx context.Context, prefix loc) (Storage, error)
-	// locations remembers other tables' prefixes across runs.
-	locations locations
+	// held remembers what other tables reference outside their own
+	// prefixes, by the metadata file it was read from.
+	held holdings
 	// codec encodes and decodes reference index rows.
 	codec refCodec
 }
@@ -75,6 +76,8 @@ type Figures struct {
 	// left alone (with allowNestedTables).
 	OtherTablePrefixes []string `json:"otherTablePrefixes,omitempty"`
 	References         refStats `json:"references"`
+	// Bucket is what the check of the bucket's other tables read.
+	Bucket bucketStats `json:"bucket"`
 	planner.RemovalPlan
 
 	Marked        int      `json:"marked"`
@@ -113,6 +116,11 @@ func (f *Figures) Text() string {
 			fmt.Fprintf(&b, ", %d not saved to the index", r.IndexUnsaved)
 		}
 		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "  other tables of the bucket: %d (%d unchanged), %d manifests read, %d from the reference index; they reference %d paths here\n",
+		f.Bucket.Tables, f.Bucket.Unchanged, f.Bucket.ManifestsRead, f.Bucket.ManifestsFromIndex, f.Bucket.References)
+	if f.ReferencedByOthers > 0 {
+		fmt.Fprintf(&b, "  kept: %d objects other tables reference\n", f.ReferencedByOthers)
 	}
 	if f.OtherTables > 0 || len(f.OtherTablePrefixes) > 0 {
 		fmt.Fprintf(&b, "  left alone: %d objects of other tables under %s\n", f.OtherTables, strings.Join(f.OtherTablePrefixes, ", "))
@@ -168,11 +176,11 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 	if err != nil {
 		return out, err
 	}
-	fig.References = v.stats
-	for _, p := range v.pfx {
+	fig.References, fig.Bucket = v.stats, v.others.stats
+	for _, p := range v.sc.pfx {
 		fig.Prefixes = append(fig.Prefixes, p.String())
 	}
-	for _, p := range v.exclude {
+	for _, p := range v.others.exclude {
 		fig.OtherTablePrefixes = append(fig.OtherTablePrefixes, p.String())
 	}
 	marks, err := j.Store.Marks(ctx, key)
@@ -180,13 +188,13 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 		return out, err
 	}
 	pl := planner.NewRemoval(rules.RemovalRules, opts.Now, planMarks(marks))
-	for _, p := range v.pfx {
+	for _, p := range v.sc.pfx {
 		st, err := j.storageFor(ctx, t.Bucket, p)
 		if err != nil {
 			return out, err
 		}
 		if err := st.List(ctx, p, func(o Object) error {
-			if !under(o.Loc, v.pfx) { // a listing must never stray outside
+			if !under(o.Loc, v.sc.pfx) { // a listing must never stray outside
 				return fmt.Errorf("storage listed %s outside the table's prefixes", o.Loc)
 			}
 			pl.Observe(planner.RemovalObject{Path: o.Loc.String(), Size: o.Size, LastModified: o.LastModified}, v.standing(o.Loc))
@@ -203,7 +211,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 	unlisted, missing := v.refs.unlisted()
 	fig.References.NotInStorage = unlisted
 	if len(missing) > 0 {
-		return out, missingError(ctx, v.tbl, v.fs, v.pfx, rules.Equivalence, j.Parallelism, v.refs, missing)
+		return out, missingError(ctx, v.tbl, v.fs, v.sc, j.Parallelism, v.refs, missing)
 	}
 	fig.MarkedPaths = firstPaths(plan.Mark)
 	fig.UnmarkedPaths = first(plan.Unmark)
@@ -237,19 +245,20 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 	return out, nil
 }
 
-// view is what a run knows of its table: the table, its prefixes, the
-// other tables' prefixes inside them, and the reference set.
+// view is what a run knows of its table: the table, where its files are,
+// what the bucket's other tables hold there, and the reference set.
 type view struct {
-	tbl     *table.Table
-	fs      icebergio.IO
-	pfx     []loc
-	exclude []loc
-	refs    *refSet
-	stats   refStats
+	tbl    *table.Table
+	fs     icebergio.IO
+	sc     scope
+	others others
+	refs   *refSet
+	stats  refStats
 }
 
 // view loads the table afresh and collects what it owns, using the
-// reference index as use says.
+// reference index as use says, and what the other tables of the bucket
+// hold under its prefixes.
 func (j *Job) view(ctx context.Context, t jobs.Target, rules Rules, use indexUse) (view, error) {
 	var v view
 	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
@@ -260,22 +269,25 @@ func (j *Job) view(ctx context.Context, t jobs.Target, rules Rules, use indexUse
 		return v, err
 	}
 	v.tbl = tbl
-	if v.pfx, err = prefixes(tbl.Metadata()); err != nil {
+	raw, err := prefixes(tbl.Metadata())
+	if err != nil {
 		return v, err
 	}
-	if v.exclude, err = j.sharing(ctx, t, v.pfx, rules.AllowNested); err != nil {
+	res := newResolver()
+	v.sc = scope{pfx: resolved(raw, res), eq: rules.Equivalence, res: res}
+	if v.others, err = j.others(ctx, t, v.sc, rules.AllowNested, use); err != nil {
 		return v, err
 	}
 	if v.fs, err = tbl.FS(ctx); err != nil {
 		return v, fmt.Errorf("open file system of %s: %w", tbl.Location(), err)
 	}
-	v.refs, v.stats, err = collectRefs(ctx, tbl, v.fs, v.pfx, rules.Equivalence, j.Parallelism, j.index(t, tbl, use))
+	v.refs, v.stats, err = collectRefs(ctx, tbl, v.fs, v.sc, j.Parallelism, j.index(t.Key(), tbl, use))
 	return v, err
 }
 
-// index is a walk's use of the reference index for tbl; nil when use
-// is readAll.
-func (j *Job) index(t jobs.Target, tbl *table.Table, use indexUse) *runIndex {
+// index is a walk's use of the reference index for the table tbl under
+// key; nil when use is readAll.
+func (j *Job) index(key state.TableKey, tbl *table.Table, use indexUse) *runIndex {
 	if use == readAll {
 		return nil
 	}
@@ -283,23 +295,25 @@ func (j *Job) index(t jobs.Target, tbl *table.Table, use indexUse) *runIndex {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &runIndex{store: j.Store, codec: &j.codec, key: t.Key(), uuid: tbl.Metadata().TableUUID().String(),
+	return &runIndex{store: j.Store, codec: &j.codec, key: key, uuid: tbl.Metadata().TableUUID().String(),
 		save: use == indexAndSave, logger: logger}
 }
 
 // standing classifies the listed object at l for the planner: whether
 // the table references it (which also records that it was listed, for
-// the check that no required file is missing), whether storage may
-// resolve its name to another object, and whether it is another table's.
-// The order is the planner's: a referenced object is referenced whatever
-// its name.
+// the check that no required file is missing), whether another table of
+// the bucket does, whether storage may resolve its name to another
+// object, and whether it is under another table's prefix. The order is
+// the planner's: a referenced object is referenced whatever its name.
 func (v view) standing(l loc) planner.Standing {
 	switch {
 	case v.refs.see(l):
 		return planner.StandingReferenced
+	case v.others.refs.contains(l):
+		return planner.StandingOtherReference
 	case !l.clean():
 		return planner.StandingUnsafeName
-	case under(l, v.exclude):
+	case under(l, v.others.exclude):
 		return planner.StandingOtherTable
 	}
 	return planner.StandingUnreferenced
@@ -307,20 +321,26 @@ func (v view) standing(l loc) planner.Standing {
 
 // keeps says why l may not be deleted on the strength of v, or ""
 // when it may: it must be a clean name under the table's own prefixes,
-// outside every other table's, and no form of it referenced.
+// outside every other table's, naming the file it names (no symlink on
+// the way), and no form of it referenced by any table of the bucket.
 func (v view) keeps(l loc) string {
 	switch {
 	case !l.clean():
 		return "its name has an empty, . or .. segment"
-	case !under(l, v.pfx):
+	case !under(l, v.sc.pfx):
 		return "outside the table's prefixes"
-	case under(l, v.exclude):
+	case under(l, v.others.exclude):
 		return "under another table's prefix"
+	case v.sc.res.loc(l) != l:
+		return "it resolves to another file now"
 	}
-	forms, n := l.forms()
+	forms, n := v.sc.forms(l)
 	for _, f := range forms[:n] {
 		if v.refs.contains(f) {
 			return "referenced"
+		}
+		if v.others.refs.contains(f) {
+			return "referenced by another table"
 		}
 	}
 	return ""
@@ -427,6 +447,10 @@ func (j *Job) DeleteUnreferenced(ctx context.Context, t jobs.Target, s maintenan
 		l, err := refLoc(p)
 		if err != nil {
 			return 0, err
+		}
+		// Delete the file the path names, as storage resolves it.
+		if forms, n := v.sc.forms(l); n == 1 {
+			l = forms[0]
 		}
 		if v.keeps(l) == "" {
 			del = append(del, l)

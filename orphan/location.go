@@ -147,19 +147,35 @@ func (e Equivalence) same(a, b string) bool {
 	return false
 }
 
+// locationKeys are the table properties that put a table's files outside
+// its location: write.data.path and write.metadata.path, and the older
+// write.folder-storage.path and write.object-storage.path that Java's
+// writers still honour (the first in place of write.data.path, the second
+// for the object-storage layout).
+var locationKeys = [...]string{table.WriteDataPathKey, table.WriteMetadataPathKey, "write.folder-storage.path", "write.object-storage.path"}
+
 // prefixes are the directories whose objects belong to the table: its
-// location and the write.data.path / write.metadata.path it sets, each with
-// a trailing slash so that …/events never covers …/events_v2, without
-// prefixes nested in others.
+// location and those locationKeys set, each with a trailing slash so that
+// …/events never covers …/events_v2, without prefixes nested in others.
 func prefixes(meta table.Metadata) ([]loc, error) {
 	raw := []string{meta.Location()}
 	props := meta.Properties()
-	for _, k := range []string{table.WriteDataPathKey, table.WriteMetadataPathKey} {
+	for _, k := range locationKeys {
 		if v := props[k]; v != "" {
 			raw = append(raw, v)
 		}
 	}
 	return dirs(raw)
+}
+
+// resolved returns pfx as the file system resolves them (see resolver),
+// without prefixes nested in others.
+func resolved(pfx []loc, res *resolver) []loc {
+	out := make([]loc, len(pfx))
+	for i, p := range pfx {
+		out[i] = res.prefix(p)
+	}
+	return nest(out)
 }
 
 // dirs turns locations into listing prefixes: each ends in a slash, none
@@ -184,33 +200,59 @@ func dirs(raw []string) ([]loc, error) {
 		}
 		out = append(out, l)
 	}
-	slices.SortFunc(out, func(a, b loc) int { return strings.Compare(a.String(), b.String()) })
+	return nest(out), nil
+}
+
+// nest sorts prefixes and drops those inside another.
+func nest(pfx []loc) []loc {
+	slices.SortFunc(pfx, func(a, b loc) int { return strings.Compare(a.String(), b.String()) })
 	var kept []loc
-	for _, l := range out {
+	for _, l := range pfx {
 		if !slices.ContainsFunc(kept, l.within) {
 			kept = append(kept, l)
 		}
 	}
-	return kept, nil
+	return kept
 }
 
-// classify places a referenced path relative to the table's prefixes. It
-// returns the forms of the path (see forms) that lie under a prefix, n of
-// them; none when the path is outside every prefix (never listed, never
-// deleted); and ErrSchemeMismatch when its path is under a prefix's path
-// but its scheme or authority differs without a configured equivalence.
-func classify(ref string, pfx []loc, eq Equivalence) (in [2]loc, n int, err error) {
+// scope is where a table's files are: its prefixes (resolved), the
+// schemes that name the same storage, and how the local file system
+// resolves names.
+type scope struct {
+	pfx []loc
+	eq  Equivalence
+	res *resolver
+}
+
+// forms are the names under which storage may list the object a
+// reference at l names: on local disk, the one file it resolves to (see
+// resolver); in an object store, the reference as written and its cleaned
+// form (loc.forms).
+func (s scope) forms(l loc) ([2]loc, int) {
+	if l.scheme == "file" && s.res != nil {
+		return [2]loc{s.res.loc(l)}, 1
+	}
+	return l.forms()
+}
+
+// classify places a referenced path relative to the prefixes. It returns
+// the forms of the path (see forms) that lie under a prefix, n of them,
+// and how many forms the path has; none when the path is outside every
+// prefix (never listed, never deleted); and ErrSchemeMismatch when its
+// path is under a prefix's path but its scheme or authority differs
+// without a configured equivalence.
+func (s scope) classify(ref string) (in [2]loc, n, forms int, err error) {
 	l, err := refLoc(ref)
 	if err != nil {
-		return in, 0, err
+		return in, 0, 0, err
 	}
-	forms, nf := l.forms()
-	for _, f := range forms[:nf] {
-		for _, p := range pfx {
+	all, nf := s.forms(l)
+	for _, f := range all[:nf] {
+		for _, p := range s.pfx {
 			if !strings.HasPrefix(f.path, p.path) {
 				continue
 			}
-			if f.authority == p.authority && eq.same(f.scheme, p.scheme) {
+			if f.authority == p.authority && s.eq.same(f.scheme, p.scheme) {
 				in[n] = f
 				n++
 				break
@@ -218,10 +260,10 @@ func classify(ref string, pfx []loc, eq Equivalence) (in [2]loc, n int, err erro
 			if f.scheme == "file" && p.scheme == "file" {
 				continue
 			}
-			return in, 0, fmt.Errorf("%w: %s is referenced, but the table's files are listed under %s", ErrSchemeMismatch, ref, p)
+			return in, 0, nf, fmt.Errorf("%w: %s is referenced, but the table's files are listed under %s", ErrSchemeMismatch, ref, p)
 		}
 	}
-	return in, n, nil
+	return in, n, nf, nil
 }
 
 // under reports whether the listed object at l is inside one of the prefixes.

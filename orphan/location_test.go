@@ -23,7 +23,7 @@ func TestClassify(t *testing.T) {
 		{"oss://b/wh/db/events/data/x.parquet", Equivalence{{"s3", "s3a"}}, false, true},
 		{"s3://alias--table-s3/wh/db/events/data/x.parquet", nil, false, true}, // another authority, same path
 	} {
-		_, n, err := classify(tc.ref, pfx, tc.eq)
+		_, n, _, err := scope{pfx: pfx, eq: tc.eq}.classify(tc.ref)
 		if inside := n > 0; inside != tc.inside || (err != nil) != tc.err {
 			t.Errorf("classify(%s, %v) = %v, %v; want inside=%v err=%v", tc.ref, tc.eq, inside, err, tc.inside, tc.err)
 		}
@@ -119,12 +119,12 @@ func TestCleanAndForms(t *testing.T) {
 // key (AWS S3) and its clean one (a file system, a posix-backed gateway).
 func TestClassifyForms(t *testing.T) {
 	pfx := []loc{{scheme: "s3", authority: "b", path: "/wh/t/"}}
-	in, n, err := classify("s3://b/wh/t//data/x.parquet", pfx, nil)
+	in, n, _, err := scope{pfx: pfx}.classify("s3://b/wh/t//data/x.parquet")
 	if err != nil || n != 2 || in[0].key() != "b/wh/t//data/x.parquet" || in[1].key() != "b/wh/t/data/x.parquet" {
 		t.Errorf("forms %v, %v", in[:n], err)
 	}
 	// "..": the literal key is inside, the resolved one is not.
-	in, n, err = classify("s3://b/wh/t/data/../../u/x.parquet", pfx, nil)
+	in, n, _, err = scope{pfx: pfx}.classify("s3://b/wh/t/data/../../u/x.parquet")
 	if err != nil || n != 1 || in[0].key() != "b/wh/t/data/../../u/x.parquet" {
 		t.Errorf("forms %v, %v", in[:n], err)
 	}

@@ -58,9 +58,9 @@ type refBatch struct {
 	alt    map[uint64][]uint64
 }
 
-// add classifies ref and records the forms of it under the prefixes.
-func (b *refBatch) add(seed maphash.Seed, p string, required bool, pfx []loc, eq Equivalence) error {
-	in, n, err := classify(p, pfx, eq)
+// add classifies ref and records the forms of it under sc's prefixes.
+func (b *refBatch) add(seed maphash.Seed, p string, required bool, sc scope) error {
+	in, n, _, err := sc.classify(p)
 	if err != nil || n == 0 {
 		return err
 	}
@@ -417,29 +417,29 @@ func (l *manifestLists) manifest(path string) (iceberg.ManifestFile, error) {
 // once, so the lock is not taken per reference.
 type batchSink struct {
 	refBatch
-	rs  *refSet
-	mu  *sync.Mutex
-	pfx []loc
-	eq  Equivalence
+	rs *refSet
+	mu *sync.Mutex
+	sc scope
 }
 
 func (s *batchSink) add(p string, required bool) error {
-	return s.refBatch.add(s.rs.seed, p, required, s.pfx, s.eq)
+	return s.refBatch.add(s.rs.seed, p, required, s.sc)
 }
 
 func (s *batchSink) flush() {
 	s.mu.Lock()
 	s.rs.merge(&s.refBatch)
 	s.mu.Unlock()
+	s.refBatch = refBatch{}
 }
 
-// collectRefs gathers the reference set of the table's files under pfx,
-// taking what idx holds from it (nil: reading everything).
-func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []loc, eq Equivalence, parallelism int, idx *runIndex) (*refSet, refStats, error) {
+// collectRefs gathers the reference set of the table's files under sc's
+// prefixes, taking what idx holds from it (nil: reading everything).
+func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, sc scope, parallelism int, idx *runIndex) (*refSet, refStats, error) {
 	rs := &refSet{seed: maphash.MakeSeed()}
 	var mu sync.Mutex
 	st, err := walkRefs(ctx, tbl, fs, parallelism, idx, func() refSink {
-		return &batchSink{rs: rs, mu: &mu, pfx: pfx, eq: eq}
+		return &batchSink{rs: rs, mu: &mu, sc: sc}
 	})
 	ix := idx.result()
 	st.IndexRejected, st.IndexUnsaved, st.IndexForgotten = ix.Rejected, ix.Unsaved, ix.Forgotten
@@ -454,14 +454,13 @@ func collectRefs(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []l
 // nameSink finds the paths of references by the hash of their first form.
 type nameSink struct {
 	rs    *refSet
-	pfx   []loc
-	eq    Equivalence
+	sc    scope
 	mu    *sync.Mutex
 	names map[uint64]string
 }
 
 func (s *nameSink) add(p string, _ bool) error {
-	in, n, err := classify(p, s.pfx, s.eq)
+	in, n, _, err := s.sc.classify(p)
 	if err != nil || n == 0 {
 		return err
 	}
@@ -479,14 +478,14 @@ func (*nameSink) flush() {}
 // missingError names up to five of the required references the listing
 // lacked, reading the metadata once more to find their paths: the set
 // holds hashes only, and this is the failure path.
-func missingError(ctx context.Context, tbl *table.Table, fs icebergio.IO, pfx []loc, eq Equivalence, parallelism int, rs *refSet, missing []uint64) error {
+func missingError(ctx context.Context, tbl *table.Table, fs icebergio.IO, sc scope, parallelism int, rs *refSet, missing []uint64) error {
 	names := map[uint64]string{}
 	for _, h := range missing[:min(len(missing), 5)] {
 		names[h] = ""
 	}
 	var mu sync.Mutex
 	_, err := walkRefs(ctx, tbl, fs, parallelism, nil, func() refSink {
-		return &nameSink{rs: rs, pfx: pfx, eq: eq, mu: &mu, names: names}
+		return &nameSink{rs: rs, sc: sc, mu: &mu, names: names}
 	})
 	var found []string
 	for _, n := range names {

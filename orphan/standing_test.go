@@ -21,16 +21,19 @@ func refsOf(keys ...string) *refSet {
 	return rs
 }
 
-// Where each listed object stands: referenced whatever its name, then an
-// unsafe name, then another table's, else unreferenced.
+// Where each listed object stands: referenced whatever its name, then
+// referenced by another table whatever its name, then an unsafe name, then
+// under another table's prefix, else unreferenced.
 func TestStanding(t *testing.T) {
 	v := view{refs: refsOf("b/t/data/live", "b/t/data/../ref", "b/t/nested/data/ref"),
-		exclude: []loc{{scheme: "s3", authority: "b", path: "/t/nested/"}}}
+		others: others{exclude: []loc{{scheme: "s3", authority: "b", path: "/t/nested/"}}, refs: refsOf("b/t/data/added", "b/t//data/odd", "b/t/data/live")}}
 	for _, tc := range []struct {
 		path string
 		want planner.Standing
 	}{
 		{"/t/data/live", planner.StandingReferenced},
+		{"/t/data/added", planner.StandingOtherReference},
+		{"/t//data/odd", planner.StandingOtherReference},
 		{"/t/data/../ref", planner.StandingReferenced},
 		{"/t/nested/data/ref", planner.StandingReferenced},
 		{"/t/data/old", planner.StandingUnreferenced},
@@ -56,7 +59,7 @@ func TestStandingPlan(t *testing.T) {
 	day := 24 * time.Hour
 	rules := planner.RemovalRules{UnreferencedAge: 3 * day, NonCurrentAge: 10 * day}
 	refs := refsOf("b/t/data/live", "b/t/data/gone")
-	v := view{refs: refs, exclude: []loc{{scheme: "s3", authority: "b", path: "/t/nested/"}}}
+	v := view{refs: refs, others: others{exclude: []loc{{scheme: "s3", authority: "b", path: "/t/nested/"}}, refs: refsOf()}}
 	marks := []planner.Mark{{Path: "s3://b/t/data/../x", MarkedAt: now.Add(-20 * day)}, {Path: "s3://b/t/nested/data/y", MarkedAt: now.Add(-20 * day)}}
 	p := planner.NewRemoval(rules, now, marks)
 	for _, path := range []string{"/t/data/live", "/t/data/../x", "/t//data/y", "/t/./z", "/t/data/dir/", "/t/nested/data/y", "/t/nestedness/old"} {

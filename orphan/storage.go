@@ -79,9 +79,17 @@ func (localStorage) List(ctx context.Context, prefix loc, fn func(Object) error)
 	return nil
 }
 
+// Delete removes each file whose directory still resolves to itself: a
+// directory swapped for a symlink since the listing would make the name
+// reach another file, perhaps another table's.
 func (localStorage) Delete(ctx context.Context, objs []loc) map[string]error {
 	errs := map[string]error{}
 	for _, o := range objs {
+		dir := filepath.Dir(o.path)
+		if r, err := filepath.EvalSymlinks(dir); err == nil && r != dir {
+			errs[o.String()] = fmt.Errorf("not deleted: its directory %s resolves to %s since it was listed", dir, r)
+			continue
+		}
 		if err := os.Remove(o.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs[o.String()] = err
 		}

@@ -135,10 +135,23 @@ func newTrapRunner(t *testing.T, b *bucket.Bucket, ns, name string) *trapRunner 
 		target: jobs.Target{Bucket: b, Table: bucket.TableID{Namespace: []string{ns}, Name: name}}}
 }
 
+func (r *trapRunner) resolver() *jobs.Resolver {
+	return &jobs.Resolver{Store: r.store, Defaults: map[string]maintenance.BucketDefaults{r.b.ARN(): {Knobs: r.knobs}}}
+}
+
+// settings are the table's settings under the runner's knobs.
+func (r *trapRunner) settings() maintenance.Settings {
+	r.t.Helper()
+	s, err := r.resolver().Table(context.Background(), r.target)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return s
+}
+
 func (r *trapRunner) run(after time.Duration) (jobs.Outcome, *Figures) {
 	r.t.Helper()
-	resolver := &jobs.Resolver{Store: r.store, Defaults: map[string]maintenance.BucketDefaults{r.b.ARN(): {Knobs: r.knobs}}}
-	runner := &jobs.Runner{Store: r.store, Resolver: resolver, Jobs: map[maintenance.JobType]jobs.Job{r.job.Type(): r.job}}
+	runner := &jobs.Runner{Store: r.store, Resolver: r.resolver(), Jobs: map[maintenance.JobType]jobs.Job{r.job.Type(): r.job}}
 	out, err := runner.Run(context.Background(), r.target, r.job.Type(), "test", jobs.Options{Now: r.now.Add(after)})
 	if err != nil {
 		r.t.Fatal(err)

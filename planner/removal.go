@@ -57,6 +57,9 @@ const (
 	// StandingReferenced: the table's metadata references the object. The
 	// zero value, so that an unclassified object is kept.
 	StandingReferenced Standing = iota
+	// StandingOtherReference: another table of the bucket references
+	// it; kept.
+	StandingOtherReference
 	// StandingUnsafeName: its key has an empty, "." or ".." segment, which
 	// storage may resolve to another object; never marked, never deleted.
 	StandingUnsafeName
@@ -103,6 +106,9 @@ type RemovalPlan struct {
 	// OtherTables are objects under another table's prefix (with
 	// allowNestedTables): left alone.
 	OtherTables int `json:"otherTables"`
+	// ReferencedByOthers are objects another table of the bucket
+	// references: kept.
+	ReferencedByOthers int `json:"referencedByOthers"`
 
 	UnsafePaths []string `json:"unsafePaths,omitempty"` // the first of UnsafeNames
 
@@ -152,6 +158,8 @@ func (p *Removal) Observe(o RemovalObject, where Standing) {
 		}
 	case StandingOtherTable:
 		p.plan.OtherTables++
+	case StandingOtherReference:
+		p.plan.ReferencedByOthers++
 	default:
 		p.plan.Referenced++
 	}
