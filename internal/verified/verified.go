@@ -188,8 +188,37 @@ func FetchEntries(fs icebergio.IO, m iceberg.ManifestFile, discardDeleted bool) 
 // live data files: the summary's total-data-files, or where the summary
 // has none, what snap's manifest list counts (read for it). A scan reads
 // its manifests through iceberg-go, past this package; its result is
-// checked instead.
+// checked instead, and on a mismatch every manifest is read again to name
+// the one that is damaged.
 func LiveDataFiles(fs icebergio.IO, snap *table.Snapshot, read int) error {
+	err := liveDataFiles(fs, snap, read)
+	if err == nil {
+		return nil
+	}
+	if culprit := Snapshot(fs, snap); culprit != nil {
+		return culprit
+	}
+	return err
+}
+
+// Snapshot reads snap's manifest list and every manifest it names, and
+// returns the first error: the damaged file, by name.
+func Snapshot(fs icebergio.IO, snap *table.Snapshot) error {
+	list, err := Manifests(fs, snap)
+	if err != nil {
+		return err
+	}
+	for _, m := range list {
+		for _, err := range Entries(fs, m, false) {
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func liveDataFiles(fs icebergio.IO, snap *table.Snapshot, read int) error {
 	if snap == nil {
 		if read != 0 {
 			return fmt.Errorf("%w: a table without a current snapshot planned %d data files", ErrDamaged, read)

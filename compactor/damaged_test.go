@@ -1,0 +1,69 @@
+package compactor
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
+)
+
+// A compaction over a manifest that reads cleanly but short fails naming
+// the manifest and both counts, and commits nothing: the data rewrite
+// would otherwise drop the lost files' delete files as dangling, and a
+// manifest rewrite would drop the lost entries from the table itself.
+func TestDamagedManifestFailsCompaction(t *testing.T) {
+	t.Run("data rewrite", func(t *testing.T) {
+		e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+		tbl = e.Append(tbl, 20)
+		tbl, err := testkit.AddCopies(e.Ctx, tbl, 300)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path, n, err := testkit.LargestManifest(e.Ctx, tbl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		damagedRun(t, e, &Job{}, path, n, func(b []byte) ([]byte, error) { return testkit.CutAfterBlocks(b, 1) })
+	})
+	t.Run("manifest rewrite", func(t *testing.T) {
+		e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+		for range 20 {
+			tbl = e.Append(tbl, 5)
+		}
+		fs, err := tbl.FS(e.Ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, err := tbl.CurrentSnapshot().Manifests(fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Files this small compact too; the minimum keeps the data alone,
+		// so the manifest rewrite is what reads the damaged manifest.
+		damagedRun(t, e, &Job{MinInputFiles: 1000}, list[3].FilePath(), 1, func(b []byte) ([]byte, error) { return testkit.CutAfterBlocks(b, 0) })
+	})
+}
+
+// damagedRun damages the manifest at path (n entries) with how and
+// asserts that a compaction fails naming it and changes nothing.
+func damagedRun(t *testing.T, e *env, job *Job, path string, n int, how func([]byte) ([]byte, error)) {
+	t.Helper()
+	before := e.Load()
+	if _, err := testkit.Damage(e.Ctx, before, path, how); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := e.compact(job)
+	if out.Status != state.Failed || !strings.Contains(out.FailureMessage, path) ||
+		!strings.Contains(out.FailureMessage, fmt.Sprintf("counts %d", n)) {
+		t.Fatalf("compaction over a damaged manifest: %s %s", out.Status, out.FailureMessage)
+	}
+	if after := e.Load(); after.MetadataLocation() != before.MetadataLocation() {
+		t.Fatalf("compaction over a damaged manifest committed %s", after.MetadataLocation())
+	}
+	t.Log(out.FailureMessage)
+}
