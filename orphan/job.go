@@ -76,8 +76,9 @@ type Figures struct {
 	// left alone (with allowNestedTables).
 	OtherTablePrefixes []string `json:"otherTablePrefixes,omitempty"`
 	References         refStats `json:"references"`
-	// Bucket is what the check of the bucket's other tables read.
-	Bucket bucketStats `json:"bucket"`
+	// Bucket is what the check of the bucket's other tables read (absent
+	// from runs recorded before the check).
+	Bucket *bucketStats `json:"bucket,omitempty"`
 	planner.RemovalPlan
 
 	Marked        int      `json:"marked"`
@@ -117,8 +118,10 @@ func (f *Figures) Text() string {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "  other tables of the bucket: %d (%d unchanged), %d manifests read, %d from the reference index; they reference %d paths here\n",
-		f.Bucket.Tables, f.Bucket.Unchanged, f.Bucket.ManifestsRead, f.Bucket.ManifestsFromIndex, f.Bucket.References)
+	if o := f.Bucket; o != nil {
+		fmt.Fprintf(&b, "  other tables of the bucket: %d (%d unchanged), %d manifests read, %d from the reference index; they reference %d paths here\n",
+			o.Tables, o.Unchanged, o.ManifestsRead, o.ManifestsFromIndex, o.References)
+	}
 	if f.ReferencedByOthers > 0 {
 		fmt.Fprintf(&b, "  kept: %d objects other tables reference\n", f.ReferencedByOthers)
 	}
@@ -176,7 +179,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 	if err != nil {
 		return out, err
 	}
-	fig.References, fig.Bucket = v.stats, v.others.stats
+	fig.References, fig.Bucket = v.stats, &v.others.stats
 	for _, p := range v.sc.pfx {
 		fig.Prefixes = append(fig.Prefixes, p.String())
 	}

@@ -108,7 +108,7 @@ type RemovalPlan struct {
 	OtherTables int `json:"otherTables"`
 	// ReferencedByOthers are objects another table of the bucket
 	// references: kept.
-	ReferencedByOthers int `json:"referencedByOthers"`
+	ReferencedByOthers int `json:"referencedByOthers,omitempty"`
 
 	UnsafePaths []string `json:"unsafePaths,omitempty"` // the first of UnsafeNames
 
