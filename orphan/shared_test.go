@@ -92,7 +92,9 @@ func newSharedTables(t *testing.T, b *bucket.Bucket, st objectStore, tableBucket
 	if err != nil {
 		t.Fatal(err)
 	}
-	folder := loc + "/folder-storage"
+	// Under data/: a table bucket's S3 takes objects only there and under
+	// metadata/.
+	folder := loc + "/data/folder-storage"
 	_, err = cat.CreateTable(ctx, table.Identifier{"db", "folder"}, demo.Schema(), catalog.WithProperties(iceberg.Properties{"write.folder-storage.path": folder}))
 	switch {
 	case err != nil && tableBucket:
