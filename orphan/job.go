@@ -57,9 +57,8 @@ type Job struct {
 	Parallelism int
 	// storage overrides the storage for tests (fault injection).
 	storage func(ctx context.Context, prefix loc) (Storage, error)
-	// held remembers what other tables reference outside their own
-	// prefixes, by the metadata file it was read from.
-	held holdings
+	// views are what every table of each bucket holds (see others).
+	views views
 	// codec encodes and decodes reference index rows.
 	codec refCodec
 }
@@ -119,8 +118,8 @@ func (f *Figures) Text() string {
 		b.WriteString("\n")
 	}
 	if o := f.Bucket; o != nil {
-		fmt.Fprintf(&b, "  other tables of the bucket: %d (%d unchanged), %d manifests read, %d from the reference index; they reference %d paths here\n",
-			o.Tables, o.Unchanged, o.ManifestsRead, o.ManifestsFromIndex, o.References)
+		fmt.Fprintf(&b, "  other tables of the bucket: %d (%d unchanged, %d loaded), %d manifests read, %d from the reference index; they reference %d paths here\n",
+			o.Tables, o.Unchanged, o.Loaded, o.ManifestsRead, o.ManifestsFromIndex, o.References)
 	}
 	if f.ReferencedByOthers > 0 {
 		fmt.Fprintf(&b, "  kept: %d objects other tables reference\n", f.ReferencedByOthers)

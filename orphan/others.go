@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/sourcegraph/conc/pool"
@@ -31,12 +32,24 @@ var ErrSharedLocation = errors.New("the table's location is shared with other ta
 // references it, not only when no other table's prefix covers it.
 //
 // Reading every table of a bucket at every run would make removal's cost
-// follow the bucket, not the change. Two things keep it proportional:
-// each other table's manifest lists and manifests come from the
-// reference index (its own rows, which its own runs share), so only what
-// it committed since is read; and what a table references outside its
-// own prefixes (usually nothing) is remembered by its metadata file, so
-// an unchanged table costs its load (its metadata file) and nothing more.
+// follow the bucket, not the change, and a fleet's runs the square of it.
+// So the job keeps a view of each bucket, shared by its tables' runs: per
+// table, its metadata file, its prefixes and the files it references
+// outside them (usually none). A table whose metadata file is the one the
+// view was read from is not read again; a changed one is loaded, and its
+// manifest lists and manifests come from the reference index (its own
+// rows, which its own runs share), so only what it committed since is
+// read. How a run learns that a table is unchanged depends on the
+// catalog: a SQL catalog gives every table's metadata file in one query,
+// at every run; other catalogs are loaded table by table, which marking
+// runs (and dry runs) do at most once per viewTTL, while the re-check
+// before deleting, and snapshot management's deletion, always do.
+
+// viewTTL is how long a marking run trusts a bucket view it cannot check
+// in one query. A marking run that misses a reference made since can only
+// mark a file: the re-check before deleting loads every table afresh and
+// unmarks it.
+const viewTTL = 5 * time.Minute
 
 // others is what the other tables of the bucket hold inside this table's
 // prefixes.
@@ -52,10 +65,12 @@ type others struct {
 // bucketStats is what the check of the other tables read.
 type bucketStats struct {
 	// Tables is how many other tables the catalog holds; Unchanged how
-	// many of them had the metadata file of an earlier run, whose
-	// references outside their own prefixes were remembered.
+	// many of them had the metadata file the bucket's view was read from,
+	// and were not read again; Loaded how many were loaded (to learn
+	// that, or because they changed).
 	Tables    int `json:"tables"`
 	Unchanged int `json:"unchanged"`
+	Loaded    int `json:"loaded"`
 	// ManifestsRead and ManifestsFromIndex count their manifest lists
 	// and manifests read from storage and taken from the reference index.
 	ManifestsRead      int `json:"manifestsRead"`
@@ -65,117 +80,240 @@ type bucketStats struct {
 	References int `json:"references"`
 }
 
-// holding is what another table's metadata file says it holds beyond its
-// own prefixes.
-type holding struct {
+// held is what one table's metadata file says it holds: its prefixes and
+// the files it references outside them.
+type held struct {
+	id       bucket.TableID
 	metadata string // the metadata file it was read from
+	prefixes []loc  // as its metadata writes them (not resolved)
 	// foreign are the files it references outside its own prefixes, as
-	// its metadata writes them.
-	foreign []string
+	// its metadata writes them; nil with !complete when there were more
+	// than maxRemembered (a snapshot of a large table references all of
+	// its files), and a run walks the table itself.
+	foreign  []string
+	complete bool
 }
 
-// holdings remembers other tables' holdings by bucket and table.
-type holdings struct {
+// bucketView is what every table of one bucket holds, and when it was
+// read.
+type bucketView struct {
+	mu     sync.Mutex // one refresh at a time
+	at     time.Time
+	tables map[string]held // by TableID.String
+}
+
+// views holds the job's bucket views, by bucket ARN.
+type views struct {
 	mu sync.Mutex
-	m  map[string]holding
+	m  map[string]*bucketView
 }
 
-// maxRemembered bounds the foreign references remembered of one table: a
-// snapshot of a large table references all of its files, and is walked
-// from the index at each run rather than held.
+func (vs *views) of(arn string) *bucketView {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	if vs.m == nil {
+		vs.m = map[string]*bucketView{}
+	}
+	v, ok := vs.m[arn]
+	if !ok {
+		v = &bucketView{}
+		vs.m[arn] = v
+	}
+	return v
+}
+
+// maxRemembered bounds the foreign references remembered of one table.
 const maxRemembered = 1 << 16
 
-// others collects what the bucket's other tables hold under sc's
-// prefixes. With allow unset, a table inside them, or a namespace or
-// warehouse directory there, fails with ErrSharedLocation; with it set,
-// such tables' prefixes are returned to be left alone. use is how the
-// reference index serves the other tables' manifests (readAll reads
-// them through it too: see deleteDue).
-func (j *Job) others(ctx context.Context, t jobs.Target, sc scope, allow bool, use indexUse) (others, error) {
-	o := others{refs: &refSet{seed: maphash.MakeSeed()}}
-	if err := j.containers(ctx, t, sc, allow); err != nil {
-		return o, err
+// viewStats is what a refresh of a bucket view did.
+type viewStats struct {
+	unchanged, loaded, read, indexed int
+}
+
+// bucketView returns what every table of b but self holds, refreshed as
+// the header says; fresh forces every table to be checked now. self, the
+// table asking, is neither loaded nor walked: its run reads it anyway,
+// and what it held before stays for the other tables' runs to check.
+func (j *Job) bucketView(ctx context.Context, b *bucket.Bucket, self bucket.TableID, eq Equivalence, fresh bool, use indexUse) (map[string]held, viewStats, error) {
+	var st viewStats
+	v := j.views.of(b.ARN())
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	locs, err := b.MetadataLocations(ctx)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		locs = nil
+		if !fresh && v.tables != nil && time.Since(v.at) < viewTTL {
+			st.unchanged = len(v.tables)
+			if _, ok := v.tables[self.String()]; ok {
+				st.unchanged--
+			}
+			return v.tables, st, nil
+		}
+	case err != nil:
+		return nil, st, err
 	}
-	ids, err := t.Bucket.AllTables(ctx)
+	ids, err := b.AllTables(ctx)
 	if err != nil {
-		return o, fmt.Errorf("list the tables of bucket %s: %w", t.Bucket.Name(), err)
+		return nil, st, fmt.Errorf("list the tables of bucket %s: %w", b.Name(), err)
 	}
-	if use == readAll {
-		use = indexOnly
-	}
-	type found struct {
-		id     bucket.TableID
-		inside []loc
-	}
+	at := time.Now()
+	res := newResolver()
+	next := make(map[string]held, len(ids))
 	var (
-		mu      sync.Mutex
-		nested  []found
-		refMu   sync.Mutex
-		unch    atomic.Int64
-		read    atomic.Int64
-		indexed atomic.Int64
+		mu                          sync.Mutex
+		unch, loaded, read, indexed atomic.Int64
 	)
 	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(8)
 	for _, id := range ids {
-		if id.String() == t.Table.String() {
+		prev, known := v.tables[id.String()]
+		if id.String() == self.String() {
+			if known {
+				next[id.String()] = prev
+			}
 			continue
 		}
-		o.stats.Tables++
+		if known && prev.complete && locs[id.String()] == prev.metadata {
+			next[id.String()] = prev
+			unch.Add(1)
+			continue
+		}
 		p.Go(func(ctx context.Context) error {
-			tbl, err := t.Bucket.LoadTable(ctx, id)
+			tbl, err := b.LoadTable(ctx, id)
 			if errors.Is(err, bucket.ErrNoSuchTable) {
 				return nil // dropped since the listing
 			}
 			if err != nil {
 				return fmt.Errorf("load table %s, to keep what it references: %w", id, err)
 			}
-			raw, err := prefixes(tbl.Metadata())
-			if err != nil {
-				return fmt.Errorf("table %s: %w", id, err)
-			}
-			theirs := resolved(raw, sc.res)
-			if in := inside(theirs, sc.pfx); len(in) > 0 {
-				mu.Lock()
-				nested = append(nested, found{id, in})
-				mu.Unlock()
-			}
-			key := state.TableKey{Bucket: t.Bucket.ARN(), Namespace: id.NamespaceString(), Name: id.Name}
-			sink := func() refSink { return &batchSink{rs: o.refs, mu: &refMu, sc: sc} }
-			var st refStats
-			if len(inside(sc.pfx, theirs)) > 0 {
-				// This table lies inside the other: all of its
-				// references may fall under this table's prefixes.
-				st, err = j.walkOther(ctx, tbl, key, use, sink)
-			} else {
-				var h holding
-				var fresh bool
-				if h, fresh, st, err = j.holding(ctx, t.Bucket.ARN(), tbl, key, scope{pfx: theirs, eq: sc.eq, res: sc.res}, use); err == nil {
-					if !fresh {
-						unch.Add(1)
-					}
-					s := sink()
-					for _, r := range h.foreign {
-						if err = s.add(r, false); err != nil {
-							break
-						}
-					}
-					s.flush()
+			loaded.Add(1)
+			h := prev
+			if !known || !prev.complete || prev.metadata != tbl.MetadataLocation() {
+				var ws refStats
+				h, ws, err = j.hold(ctx, b, id, tbl, eq, res, use)
+				read.Add(int64(ws.ManifestsRead))
+				indexed.Add(int64(ws.ManifestsFromIndex))
+				if err != nil {
+					return fmt.Errorf("table %s: %w", id, err)
 				}
+			} else {
+				unch.Add(1)
 			}
-			read.Add(int64(st.ManifestsRead))
-			indexed.Add(int64(st.ManifestsFromIndex))
-			if err != nil {
-				return fmt.Errorf("table %s: %w", id, err)
-			}
+			mu.Lock()
+			next[id.String()] = h
+			mu.Unlock()
 			return nil
 		})
 	}
 	if err := p.Wait(); err != nil {
+		return nil, st, err
+	}
+	v.tables, v.at = next, at
+	st = viewStats{int(unch.Load()), int(loaded.Load()), int(read.Load()), int(indexed.Load())}
+	return next, st, nil
+}
+
+// hold reads what tbl holds: its prefixes, and what it references outside
+// them (its manifests served by the reference index under its own key).
+func (j *Job) hold(ctx context.Context, b *bucket.Bucket, id bucket.TableID, tbl *table.Table, eq Equivalence, res *resolver, use indexUse) (held, refStats, error) {
+	h := held{id: id, metadata: tbl.MetadataLocation()}
+	var err error
+	if h.prefixes, err = prefixes(tbl.Metadata()); err != nil {
+		return h, refStats{}, err
+	}
+	own := scope{pfx: resolved(h.prefixes, res), eq: eq, res: res}
+	var mu sync.Mutex
+	st, err := j.walkOther(ctx, b, id, tbl, use, func() refSink { return &foreignSink{own: own, mu: &mu, out: &h.foreign} })
+	if err != nil {
+		return h, st, err
+	}
+	slices.Sort(h.foreign)
+	h.foreign = slices.Compact(h.foreign)
+	if h.complete = len(h.foreign) <= maxRemembered; !h.complete {
+		h.foreign = nil
+	}
+	return h, st, nil
+}
+
+// walkOther walks every reference of another table, its manifests
+// served by the index under its own key, into sinks.
+func (j *Job) walkOther(ctx context.Context, b *bucket.Bucket, id bucket.TableID, tbl *table.Table, use indexUse, sink func() refSink) (refStats, error) {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return refStats{}, fmt.Errorf("open file system of %s: %w", tbl.Location(), err)
+	}
+	key := state.TableKey{Bucket: b.ARN(), Namespace: id.NamespaceString(), Name: id.Name}
+	return walkRefs(ctx, tbl, fs, j.Parallelism, j.index(key, tbl, use), sink)
+}
+
+// others collects what the bucket's other tables hold under sc's
+// prefixes. With allow unset, a table inside them, or a namespace or
+// warehouse directory there, fails with ErrSharedLocation; with it set,
+// such tables' prefixes are returned to be left alone. use is how the
+// reference index serves the other tables' manifests (readAll, the
+// re-check before deleting, reads them through it too, but checks every
+// table afresh).
+func (j *Job) others(ctx context.Context, t jobs.Target, sc scope, allow bool, use indexUse) (others, error) {
+	o := others{refs: &refSet{seed: maphash.MakeSeed()}}
+	if err := j.containers(ctx, t, sc, allow); err != nil {
 		return o, err
 	}
-	j.forgetHoldings(t.Bucket.ARN(), ids)
+	fresh := use == readAll
+	if fresh {
+		use = indexOnly
+	}
+	tables, vs, err := j.bucketView(ctx, t.Bucket, t.Table, sc.eq, fresh, use)
+	if err != nil {
+		return o, err
+	}
+	o.stats = bucketStats{Unchanged: vs.unchanged, Loaded: vs.loaded, ManifestsRead: vs.read, ManifestsFromIndex: vs.indexed}
+	type found struct {
+		id     bucket.TableID
+		inside []loc
+	}
+	var nested []found
+	var mu sync.Mutex
+	var walked []held
+	for _, h := range tables {
+		if h.id.String() == t.Table.String() {
+			continue
+		}
+		o.stats.Tables++
+		theirs := resolved(h.prefixes, sc.res)
+		if in := inside(theirs, sc.pfx); len(in) > 0 {
+			nested = append(nested, found{h.id, in})
+		}
+		if !h.complete || len(inside(sc.pfx, theirs)) > 0 {
+			// Too many to remember, or this table lies inside the
+			// other: all of its references may matter here.
+			walked = append(walked, h)
+			continue
+		}
+		sink := &batchSink{rs: o.refs, mu: &mu, sc: sc}
+		for _, r := range h.foreign {
+			if err := sink.add(r, false); err != nil {
+				return o, fmt.Errorf("table %s: %w", h.id, err)
+			}
+		}
+		sink.flush()
+	}
+	for _, h := range walked {
+		tbl, err := t.Bucket.LoadTable(ctx, h.id)
+		if errors.Is(err, bucket.ErrNoSuchTable) {
+			continue
+		}
+		if err != nil {
+			return o, fmt.Errorf("load table %s, to keep what it references: %w", h.id, err)
+		}
+		st, err := j.walkOther(ctx, t.Bucket, h.id, tbl, use, func() refSink { return &batchSink{rs: o.refs, mu: &mu, sc: sc} })
+		o.stats.Loaded++
+		o.stats.ManifestsRead += st.ManifestsRead
+		o.stats.ManifestsFromIndex += st.ManifestsFromIndex
+		if err != nil {
+			return o, fmt.Errorf("table %s: %w", h.id, err)
+		}
+	}
 	o.refs.seal()
-	o.stats.Unchanged, o.stats.ManifestsRead, o.stats.ManifestsFromIndex = int(unch.Load()), int(read.Load()), int(indexed.Load())
 	o.stats.References = len(o.refs.refs)
 
 	slices.SortFunc(nested, func(a, b found) int { return strings.Compare(a.id.String(), b.id.String()) })
@@ -189,62 +327,6 @@ func (j *Job) others(ctx context.Context, t jobs.Target, sc scope, allow bool, u
 			ErrSharedLocation, sc.pfx[0], len(named), strings.Join(named[:min(len(named), 5)], ", "))
 	}
 	return o, nil
-}
-
-// walkOther walks every reference of another table, its manifests
-// served by the index under its own key, into sinks.
-func (j *Job) walkOther(ctx context.Context, tbl *table.Table, key state.TableKey, use indexUse, sink func() refSink) (refStats, error) {
-	fs, err := tbl.FS(ctx)
-	if err != nil {
-		return refStats{}, fmt.Errorf("open file system of %s: %w", tbl.Location(), err)
-	}
-	return walkRefs(ctx, tbl, fs, j.Parallelism, j.index(key, tbl, use), sink)
-}
-
-// holding returns what tbl references outside own, its own prefixes,
-// from memory when its metadata file is the one read last time (fresh
-// is false then), else walking it.
-func (j *Job) holding(ctx context.Context, arn string, tbl *table.Table, key state.TableKey, own scope, use indexUse) (h holding, fresh bool, st refStats, err error) {
-	id := arn + "\x00" + key.Namespace + "\x00" + key.Name
-	j.held.mu.Lock()
-	h, ok := j.held.m[id]
-	j.held.mu.Unlock()
-	if ok && h.metadata == tbl.MetadataLocation() {
-		return h, false, st, nil
-	}
-	var mu sync.Mutex
-	h = holding{metadata: tbl.MetadataLocation()}
-	st, err = j.walkOther(ctx, tbl, key, use, func() refSink { return &foreignSink{own: own, mu: &mu, out: &h.foreign} })
-	if err != nil {
-		return h, true, st, err
-	}
-	slices.Sort(h.foreign)
-	h.foreign = slices.Compact(h.foreign)
-	if len(h.foreign) <= maxRemembered {
-		j.held.mu.Lock()
-		if j.held.m == nil {
-			j.held.m = map[string]holding{}
-		}
-		j.held.m[id] = h
-		j.held.mu.Unlock()
-	}
-	return h, true, st, nil
-}
-
-// forgetHoldings drops what is remembered of the bucket's tables that
-// are no longer in its catalog.
-func (j *Job) forgetHoldings(arn string, ids []bucket.TableID) {
-	live := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		live[arn+"\x00"+id.NamespaceString()+"\x00"+id.Name] = true
-	}
-	j.held.mu.Lock()
-	defer j.held.mu.Unlock()
-	for k := range j.held.m {
-		if strings.HasPrefix(k, arn+"\x00") && !live[k] {
-			delete(j.held.m, k)
-		}
-	}
 }
 
 // foreignSink keeps the references that some form of lies outside own.

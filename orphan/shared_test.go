@@ -326,3 +326,59 @@ func TestSymlinkedPaths(t *testing.T) {
 	sound(t, b, r.target.Table, aRows)
 	sound(t, b, bucket.TableID{Namespace: []string{"db"}, Name: "c"}, cRows)
 }
+
+// On a catalog that cannot give every table's metadata file in one query
+// (REST), a marking run may use a view of the bucket up to viewTTL old;
+// the re-check before deleting loads every table afresh. A file another
+// table started to reference after it was marked is kept when it falls
+// due, and its mark dropped.
+func TestStaleViewRecheckOnREST(t *testing.T) {
+	srv := servers.REST(t)
+	cfg := configs.Embedded(t.TempDir())
+	cfg.Buckets[0].Catalog = srv.Props()
+	reg := cfg.Registry()
+	t.Cleanup(reg.Close)
+	b, _ := reg.Bucket("local")
+	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.S3Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.Key, srv.Secret, "")})
+	st := s3Store{servers.S3Server{Endpoint: srv.S3Endpoint, Key: srv.Key, Secret: srv.Secret, Bucket: srv.Bucket, Client: client}}
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 3))
+	a := testkit.NewTable(t, b, "db", "a", demo.Schema())
+	var err error
+	if a, err = testkit.AppendRandom(ctx, a, 10, 0, rng); err != nil {
+		t.Fatal(err)
+	}
+	later := testkit.NewTable(t, b, "db", "later", demo.Schema())
+	tasks, err := a.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stray := strings.TrimSuffix(a.Location(), "/") + "/data/stray.parquet"
+	st.put(t, stray, st.get(t, tasks[0].File.FilePath()))
+
+	r := newTrapRunner(t, b, "db", "a")
+	if out, fig := r.run(4 * day); out.Status != state.Successful || !slices.Contains(fig.MarkedPaths, stray) {
+		t.Fatalf("+4d: %+v, marked %v", out, fig.MarkedPaths)
+	}
+	// After the mark, another table takes the stray in.
+	tx := later.NewTransaction()
+	if err := tx.AddFiles(ctx, []string{stray}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if later, err = tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tablecheck.Rows(ctx, later, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, fig := r.run(15 * day)
+	if out.Status != state.Successful || fig.RecheckKept != 1 || slices.Contains(fig.DeletedPaths, stray) || !st.exists(t, stray) {
+		t.Fatalf("+15d: %+v, deleted %v, kept on re-check %d", out, fig.DeletedPaths, fig.RecheckKept)
+	}
+	if m := r.marks(); slices.ContainsFunc(m, func(m state.Mark) bool { return m.Path == stray }) {
+		t.Fatal("the mark of a file another table references now was kept")
+	}
+	sound(t, b, bucket.TableID{Namespace: []string{"db"}, Name: "later"}, rows)
+}
