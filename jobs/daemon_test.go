@@ -239,12 +239,11 @@ func TestTakeoverAfterCrash(t *testing.T) {
 	reg := registry(t)
 	ctx := context.Background()
 	k := key(1)
-	ttl := 300 * time.Millisecond
 
 	frozen := newFake(maintenance.Compaction)
 	release := make(chan struct{})
 	frozen.hang = release
-	dead := newEngine(t, dying, reg, "dead", map[maintenance.JobType]Job{maintenance.Compaction: frozen}, func(e *Engine) { e.LeaseTTL = ttl })
+	dead := newEngine(t, dying, reg, "dead", map[maintenance.JobType]Job{maintenance.Compaction: frozen}, nil)
 	enqueue(t, dead, k, maintenance.Compaction)
 	stopDead, cancelDead := context.WithCancel(ctx)
 	go func() { _ = dead.Run(stopDead, stopDead) }()
@@ -256,9 +255,13 @@ func TestTakeoverAfterCrash(t *testing.T) {
 
 	fake := newFake(maintenance.Compaction)
 	var takeovers atomic.Int32
+	// The survivor's clock runs two lease TTLs (a minute each) ahead: the
+	// dead replica's lease has lapsed by it, while the survivor's own
+	// leases, renewed every 20 s, never lapse however slow the machine.
 	survivor := newEngine(t, s2, reg, "survivor", map[maintenance.JobType]Job{maintenance.Compaction: fake}, func(e *Engine) {
-		e.LeaseTTL = ttl
 		e.OnTakeover = func(RunArgs) { takeovers.Add(1) }
+		e.now = func() time.Time { return time.Now().Add(2 * time.Minute) }
+		e.sweepEvery, e.rescueAfter = 20*time.Millisecond, 3*time.Second
 	})
 	stop := start(t, survivor)
 	waitEmpty(t, s2, 20*time.Second)
@@ -277,19 +280,27 @@ func TestTakeoverAfterCrash(t *testing.T) {
 }
 
 // A live job is not rescued: the sweep leaves a job alone while its
-// worker renews the table lease, however long it runs.
+// worker holds the table lease, however long it runs. The engine's clock
+// runs two minutes ahead, so that every job looks older than the lease
+// TTL; the sweep runs every 20 ms and would rescue a job found without a
+// lease for 2 s (River records a job complete a moment after its worker
+// released the lease); the lease lives a minute, so no renewal on a busy
+// machine is ever late.
 func TestSweepSparesLiveJobs(t *testing.T) {
 	s, _ := shared(t)
 	reg := registry(t)
 	slow := newFake(maintenance.Compaction)
-	slow.sleep = 5 * time.Second
-	e := newEngine(t, s, reg, "w", map[maintenance.JobType]Job{maintenance.Compaction: slow}, func(e *Engine) { e.LeaseTTL = 500 * time.Millisecond })
+	slow.sleep = 4 * time.Second
+	e := newEngine(t, s, reg, "w", map[maintenance.JobType]Job{maintenance.Compaction: slow}, func(e *Engine) {
+		e.sweepEvery, e.rescueAfter = 20*time.Millisecond, 2*time.Second
+		e.now = func() time.Time { return time.Now().Add(2 * time.Minute) }
+	})
 	enqueue(t, e, key(1), maintenance.Compaction)
 	stop := start(t, e)
 	waitEmpty(t, s, 20*time.Second)
 	stop()
 	if n := slow.count(key(1)); n != 1 {
-		t.Fatalf("a job running ten lease TTLs ran %d times", n)
+		t.Fatalf("a job running through 200 sweeps ran %d times", n)
 	}
 }
 

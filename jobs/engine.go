@@ -109,7 +109,17 @@ type Engine struct {
 
 	client   *river.Client[*sql.Tx]
 	driver   riverdriver.Driver[*sql.Tx]
-	suspects map[int64]int // running jobs without a live lease on the last sweep: ID to attempt
+	suspects map[int64]suspect // running jobs without a live lease on the last sweep, by ID
+	// now is the clock leases, sweeps and budgets are kept by (time.Now;
+	// tests shift it, so that a lease lapses by the clock they set, not
+	// by how busy the machine is).
+	now func() time.Time
+	// sweepEvery is how often Run sweeps (half the lease TTL), and
+	// rescueAfter how long a job must have been found without a lease,
+	// by the wall clock, before it is rescued (as long: two sweeps in a
+	// row). A job that just finished releases its lease a moment before
+	// River records it complete; tests shorten both.
+	sweepEvery, rescueAfter time.Duration
 	// partRetry is the wait before a failed part's second attempt, twice
 	// it before the third, and so on (1s; tests shorten it).
 	partRetry time.Duration
@@ -125,6 +135,11 @@ func (e *Engine) Init() error {
 	e.Poll = cmp.Or(max(e.Poll, 0), time.Second)
 	e.SlotWait = cmp.Or(max(e.SlotWait, 0), 5*time.Second)
 	e.partRetry = cmp.Or(e.partRetry, time.Second)
+	e.sweepEvery = cmp.Or(e.sweepEvery, e.LeaseTTL/2)
+	e.rescueAfter = cmp.Or(e.rescueAfter, e.LeaseTTL/2)
+	if e.now == nil {
+		e.now = time.Now
+	}
 	if e.Logger == nil {
 		e.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -154,7 +169,7 @@ func (e *Engine) Init() error {
 	if err != nil {
 		return fmt.Errorf("job engine: %w", err)
 	}
-	e.client, e.suspects = c, map[int64]int{}
+	e.client, e.suspects = c, map[int64]suspect{}
 	return nil
 }
 
@@ -210,7 +225,7 @@ func (e *Engine) Run(stop, hard context.Context) error {
 		e.Logger.Warn("sweep for runs whose outcome was not recorded", "err", err)
 	}
 	sweeper.Go(func() {
-		t := time.NewTicker(e.LeaseTTL / 2)
+		t := time.NewTicker(e.sweepEvery)
 		defer t.Stop()
 		for {
 			select {
@@ -240,17 +255,18 @@ func (e *Engine) Run(stop, hard context.Context) error {
 }
 
 // Sweep rescues the running jobs whose worker stopped: their lease (a
-// run's table lease, a part's own) has lapsed, on this sweep and the one
-// before (a job that just finished releases its lease a moment before
-// River records it complete), and they started more than a lease TTL ago.
+// run's table lease, a part's own) has lapsed, on this sweep and on every
+// sweep for rescueAfter before it (a job that just finished releases its
+// lease a moment before River records it complete), and they started more
+// than a lease TTL ago.
 func (e *Engine) Sweep(ctx context.Context) error {
 	res, err := e.client.JobList(ctx, river.NewJobListParams().Kinds(RunArgs{}.Kind(), PartArgs{}.Kind()).States(rivertype.JobStateRunning).First(10000))
 	if err != nil {
 		return err
 	}
-	now := time.Now()
+	now := e.now()
 	horizon := now.Add(-e.LeaseTTL)
-	suspects := map[int64]int{}
+	suspects := map[int64]suspect{}
 	rescue := riverdriver.JobRescueManyParams{StuckHorizon: horizon}
 	for _, j := range res.Jobs {
 		if j.AttemptedAt == nil || j.AttemptedAt.After(horizon) {
@@ -271,15 +287,20 @@ func (e *Engine) Sweep(ctx context.Context) error {
 		if holder != "" {
 			continue
 		}
-		suspects[j.ID] = j.Attempt
-		if attempt, ok := e.suspects[j.ID]; !ok || attempt != j.Attempt {
+		seen, ok := e.suspects[j.ID]
+		if !ok || seen.attempt != j.Attempt {
+			seen = suspect{attempt: j.Attempt, since: time.Now()}
+		}
+		suspects[j.ID] = seen
+		if time.Since(seen.since) < e.rescueAfter {
 			continue
 		}
 		msg, _ := json.Marshal(rivertype.AttemptError{At: now, Attempt: j.Attempt, Error: "the worker running this job stopped renewing its lease"})
 		rescue.ID = append(rescue.ID, j.ID)
 		rescue.Error = append(rescue.Error, msg)
 		rescue.FinalizedAt = append(rescue.FinalizedAt, nil)
-		rescue.ScheduledAt = append(rescue.ScheduledAt, now)
+		// River schedules by the wall clock: available at once.
+		rescue.ScheduledAt = append(rescue.ScheduledAt, time.Now())
 		rescue.State = append(rescue.State, string(rivertype.JobStateAvailable))
 		delete(suspects, j.ID)
 	}
@@ -292,6 +313,13 @@ func (e *Engine) Sweep(ctx context.Context) error {
 	}
 	e.Logger.Warn("rescued jobs whose worker stopped", "jobs", len(rescue.ID))
 	return nil
+}
+
+// suspect is a running job found without a live lease: its attempt, and
+// since when (wall clock).
+type suspect struct {
+	attempt int
+	since   time.Time
 }
 
 // OutcomeNotRecorded is the failure message of a run whose end was never
@@ -318,7 +346,7 @@ const OutcomeNotRecorded = "outcome not recorded"
 // be running when its run is failed here; when it records its end, the
 // real outcome replaces the failure.
 func (e *Engine) SweepRuns(ctx context.Context) (int, error) {
-	now := time.Now()
+	now := e.now()
 	runs, err := e.Store.RunningRuns(ctx, now.Add(-e.LeaseTTL))
 	if err != nil || len(runs) == 0 {
 		return 0, err
@@ -386,7 +414,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	// one table on one replica must not share the lease, nor an attempt
 	// the one before it.
 	lease, holder := leaseName(k), fmt.Sprintf("%s/%d/%d", e.Holder, job.ID, job.Attempt)
-	ok, err := e.Store.AcquireLease(ctx, lease, holder, time.Now(), e.LeaseTTL)
+	ok, err := e.Store.AcquireLease(ctx, lease, holder, e.now(), e.LeaseTTL)
 	if err != nil {
 		return fmt.Errorf("take the lease of %s: %w", k, err)
 	}
@@ -398,7 +426,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	if job.Attempt > 1 {
 		// An earlier attempt was rescued: its worker died, and the run it
 		// recorded as Running never finished.
-		n, _ := e.Store.FailRunning(ctx, k, a.Type, "the worker running this job stopped before it finished; the job was run again", time.Now())
+		n, _ := e.Store.FailRunning(ctx, k, a.Type, "the worker running this job stopped before it finished; the job was run again", e.now())
 		log.Warn("took over a job whose worker stopped", "attempt", job.Attempt, "abandonedRuns", n)
 		if e.OnTakeover != nil {
 			e.OnTakeover(a)
@@ -413,7 +441,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		// waits like one without a slot. A snooze, unlike an error,
 		// spends no attempt, so a later attempt never looks like a
 		// takeover.
-		slots, ok, err := e.Budgets.AcquireSlots(ctx, k.Bucket, holder, time.Now(), e.LeaseTTL)
+		slots, ok, err := e.Budgets.AcquireSlots(ctx, k.Bucket, holder, e.now(), e.LeaseTTL)
 		if err != nil {
 			log.Warn("rewrite budget not read; the job waits", "err", err)
 			return river.JobSnooze(e.SlotWait)
@@ -424,7 +452,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 			return river.JobSnooze(e.SlotWait)
 		}
 		defer e.Budgets.ReleaseSlots(ctx, slots, holder)
-		if opts.RewriteBytes, err = e.Budgets.Allowance(ctx, k.Bucket, time.Now()); err != nil {
+		if opts.RewriteBytes, err = e.Budgets.Allowance(ctx, k.Bucket, e.now()); err != nil {
 			log.Warn("rewrite budget not read; the job waits", "err", err)
 			return river.JobSnooze(e.SlotWait)
 		}
@@ -444,10 +472,10 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		log.Error("job could not be recorded", "err", err)
 	}
 	if budgeted {
-		if err := e.Budgets.Record(ctx, k.Bucket, time.Now(), out); err != nil {
+		if err := e.Budgets.Record(ctx, k.Bucket, e.now(), out); err != nil {
 			log.Error("bytes rewritten could not be recorded in the rewrite ledger", "err", err)
 		}
-		if err := e.Budgets.Refresh(context.WithoutCancel(ctx), time.Now()); err != nil {
+		if err := e.Budgets.Refresh(context.WithoutCancel(ctx), e.now()); err != nil {
 			log.Warn("rewrite budgets not refreshed", "err", err)
 		}
 	}
@@ -477,7 +505,7 @@ func (e *Engine) renew(ctx context.Context, leases []string, holder string, canc
 				return
 			case <-t.C:
 				for _, lease := range leases {
-					if ok, err := e.Store.AcquireLease(ctx, lease, holder, time.Now(), e.LeaseTTL); err == nil && !ok {
+					if ok, err := e.Store.AcquireLease(ctx, lease, holder, e.now(), e.LeaseTTL); err == nil && !ok {
 						e.Logger.Error("lost the lease of a running job; cancelling it", "lease", lease)
 						cancel()
 						return

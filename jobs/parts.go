@@ -182,7 +182,7 @@ func (w *partWorker) NextRetry(job *river.Job[PartArgs]) time.Time {
 func (w *partWorker) Work(ctx context.Context, job *river.Job[PartArgs]) error {
 	e, a := w.e, job.Args
 	k := a.Key()
-	if holder, err := e.Store.LeaseHolder(ctx, leaseName(k), time.Now()); err != nil {
+	if holder, err := e.Store.LeaseHolder(ctx, leaseName(k), e.now()); err != nil {
 		return fmt.Errorf("look up the coordinator of %s: %w", k, err)
 	} else if holder != a.Coordinator {
 		return river.JobCancel(fmt.Errorf("the job that queued this part (%s) has stopped", a.Coordinator))
@@ -196,7 +196,7 @@ func (w *partWorker) Work(ctx context.Context, job *river.Job[PartArgs]) error {
 		return river.JobCancel(err)
 	}
 	lease, holder := partLease(job.ID), fmt.Sprintf("%s/%d/%d", e.Holder, job.ID, job.Attempt)
-	ok, err = e.Store.AcquireLease(ctx, lease, holder, time.Now(), e.LeaseTTL)
+	ok, err = e.Store.AcquireLease(ctx, lease, holder, e.now(), e.LeaseTTL)
 	if err != nil {
 		return fmt.Errorf("take the lease of part %d: %w", job.ID, err)
 	}
