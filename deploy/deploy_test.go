@@ -7,9 +7,7 @@ package deploy_test
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 )
 
 // serviceMonitor is the part of prometheus-operator's ServiceMonitor the
@@ -46,29 +45,10 @@ type serviceMonitor struct {
 	} `json:"spec"`
 }
 
-// tool finds a command that scripts/test.sh installs into GOPATH/bin.
-func tool(t *testing.T, name string) string {
-	t.Helper()
-	if gopath, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-		p := filepath.Join(strings.TrimSpace(string(gopath)), "bin", name)
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	if os.Getenv("ICEKEEPER_REQUIRE_SERVERS") == "1" {
-		t.Fatalf("%s is not installed (scripts/test.sh installs it)", name)
-	}
-	t.Skipf("%s is not installed", name)
-	return ""
-}
-
 // The alert rules are valid, and fire when they should and not before:
 // promtool's own rule tests in prometheus/alerts_test.yaml.
 func TestAlertRules(t *testing.T) {
-	promtool := tool(t, "promtool")
+	promtool := servers.Tool(t, "promtool")
 	for _, args := range [][]string{{"check", "rules", "prometheus/alerts.yaml"}, {"test", "rules", "prometheus/alerts_test.yaml"}} {
 		if out, err := exec.Command(promtool, args...).CombinedOutput(); err != nil {
 			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -92,7 +72,7 @@ func strict(doc []byte, v any) error {
 // install` would fail on a cluster without the Prometheus Operator) and no
 // CronJob.
 func TestHelmChart(t *testing.T) {
-	bin := tool(t, "helm")
+	bin := servers.Tool(t, "helm")
 	kinds := render(t, bin, "--set", "cronJob.enabled=true", "--set", "serviceMonitor.enabled=true")
 	for _, k := range []string{"Deployment", "Service", "ConfigMap", "CronJob", "ServiceMonitor"} {
 		if kinds[k] != 1 {

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -27,13 +27,8 @@ import (
 // lists the demo table, and shows the run's figures and the noncurrent
 // files; the screenshot is kept in $ICEKEEPER_TEST_ARTIFACTS.
 func TestDashboardInBrowser(t *testing.T) {
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("ICEKEEPER_REQUIRE_SERVERS") == "1" {
-			t.Fatal("chromium is not installed (scripts/test.sh installs it)")
-		}
-		t.Skip("chromium is not installed")
-	}
+	browser := servers.Tool(t, "chromium")
+	var err error
 	f := newServer(t, configs.API{})
 	if out, err := f.runner.Run(context.Background(), f.Target(), maintenance.SnapshotManagement, "test", jobs.Options{}); err != nil || out.Status != "Successful" {
 		t.Fatalf("run: %+v %v", out, err)

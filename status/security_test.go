@@ -416,13 +416,7 @@ func checkStored(t *testing.T, f *fixture) {
 // botocore signs (content-type;host;x-amz-date); a read-only key's write
 // is refused for its scope, never for its signature.
 func TestAWSCLIWithKeys(t *testing.T) {
-	awsCLI, err := exec.LookPath("aws")
-	if err != nil {
-		if os.Getenv(servers.EnvRequire) == "1" {
-			t.Fatal("the AWS CLI (aws) is not installed")
-		}
-		t.Skip("the AWS CLI (aws) is not installed")
-	}
+	awsCLI := servers.Tool(t, "aws")
 	f := keyedServer(t)
 	home := t.TempDir()
 	run := func(id, secret string, args ...string) (string, error) {

@@ -6,7 +6,10 @@
 // When the servers' variables are unset the tests that need them are
 // skipped, unless ICEKEEPER_REQUIRE_SERVERS=1 (set by scripts/test.sh and so
 // by CI), where a missing server fails the test instead: CI can never pass
-// by skipping the real-component tests.
+// by skipping the real-component tests. Under go test -short they are
+// skipped whatever is set: -short is the in-process tier a contributor
+// runs before every commit, and scripts/test.sh runs it under the race
+// detector beside the servers.
 package servers
 
 import (
@@ -17,6 +20,8 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -47,6 +52,9 @@ const (
 
 func need(t testing.TB, vars ...string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("needs %s; -short runs the in-process tests only", vars[0])
+	}
 	for _, v := range vars {
 		if os.Getenv(v) == "" {
 			if os.Getenv(EnvRequire) == "1" {
@@ -57,9 +65,44 @@ func need(t testing.TB, vars ...string) {
 	}
 }
 
-// PostgresAvailable reports whether the PostgreSQL test server is there,
-// for tests that run on it when they can and on SQLite otherwise.
-func PostgresAvailable() bool { return os.Getenv(EnvPostgres) != "" }
+// PostgresAvailable reports whether the PostgreSQL test server is there
+// (never under -short), for tests that run on it when they can and on
+// SQLite otherwise.
+func PostgresAvailable() bool { return !testing.Short() && os.Getenv(EnvPostgres) != "" }
+
+// Tool returns the path of the command name (a browser, a CLI, a tool
+// scripts/test.sh installs into GOPATH/bin), skipping the test when it is
+// missing, or under -short, and failing it when it is missing under
+// ICEKEEPER_REQUIRE_SERVERS=1.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("runs %s; -short runs the in-process tests only", name)
+	}
+	if gopath := os.Getenv("GOPATH"); gopath != "" {
+		if p := filepath.Join(gopath, "bin", name); isExecutable(p) {
+			return p
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		if p := filepath.Join(home, "go", "bin", name); isExecutable(p) {
+			return p
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if os.Getenv(EnvRequire) == "1" {
+		t.Fatalf("%s is not installed (scripts/test.sh installs what it needs)", name)
+	}
+	t.Skipf("%s is not installed", name)
+	return ""
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
 
 // RandomName returns prefix followed by 12 random hex digits.
 func RandomName(prefix string) string {
