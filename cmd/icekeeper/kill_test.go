@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -127,13 +128,38 @@ func TestKillDuringJobAndRestart(t *testing.T) {
 // buildBinary builds icekeeper for tests that run and kill it.
 func buildBinary(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "icekeeper")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	binary.once.Do(func() {
+		if binary.dir, binary.err = os.MkdirTemp("", "icekeeper-test-bin-"); binary.err != nil {
+			return
+		}
+		binary.path = filepath.Join(binary.dir, "icekeeper")
+		build := exec.Command("go", "build", "-o", binary.path, ".")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			binary.err = fmt.Errorf("build: %v\n%s", err, out)
+		}
+	})
+	if binary.err != nil {
+		t.Fatal(binary.err)
 	}
-	return bin
+	return binary.path
+}
+
+// binary is the icekeeper binary that the tests running it share: built
+// once per test process (a link of the whole program each time cost more
+// than most of those tests), removed by TestMain.
+var binary struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binary.dir != "" {
+		os.RemoveAll(binary.dir)
+	}
+	os.Exit(code)
 }
 
 // A one-shot compaction is killed with SIGKILL inside its commit: the
