@@ -70,13 +70,13 @@ install_apt() {
 }
 
 install_versitygw() {
-	GOFLAGS= go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+	CGO_ENABLED= GOFLAGS= go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
 }
 
 TOXIPROXY="$GOBIN_DIR/toxiproxy-server-$TOXIPROXY_VERSION"
 install_toxiproxy() {
 	# Its command is named "server"; it is kept under a name of its own.
-	GOFLAGS= GOBIN="$WORK/bin" go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION"
+	CGO_ENABLED= GOFLAGS= GOBIN="$WORK/bin" go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION"
 	mv "$WORK/bin/server" "$TOXIPROXY"
 }
 
@@ -88,7 +88,7 @@ install_seaweedfs() {
 	src="$WORK/seaweedfs-src"
 	cp -r "$dir" "$src"
 	chmod -R u+w "$src"
-	(cd "$src" && GOFLAGS= go build -o "$WEED.tmp" ./weed)
+	(cd "$src" && CGO_ENABLED= GOFLAGS= go build -o "$WEED.tmp" ./weed)
 	mv "$WEED.tmp" "$WEED"
 	rm -rf "$src"
 }
@@ -102,6 +102,7 @@ GO_LANE_A=()
 GO_LANE_B=()
 plan_server_installs() {
 	pg_bin >/dev/null || APT_PACKAGES+=(postgresql)
+	command -v curl >/dev/null || APT_PACKAGES+=(curl) # readiness checks below
 	[ -x "$WEED" ] || GO_LANE_A+=(install_seaweedfs)
 	command -v versitygw >/dev/null || GO_LANE_B+=(install_versitygw)
 	[ -x "$TOXIPROXY" ] || GO_LANE_B+=(install_toxiproxy)
