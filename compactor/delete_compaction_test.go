@@ -11,6 +11,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -168,6 +169,7 @@ func (e *env) checkDeleteCompaction(job *Job, v3 bool) *Figures {
 }
 
 func TestDeleteFileCompaction(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	for _, tc := range []struct {
 		name   string
 		format string
@@ -200,6 +202,7 @@ func TestDeleteFileCompaction(t *testing.T) {
 // vector, so the group is dropped and the next run does it. Either way
 // the rows are the writer's.
 func TestDeleteFileCompactionBesideWriter(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	for _, tc := range []struct {
 		format  string
 		dropped int
@@ -256,6 +259,7 @@ func TestDeleteFileCompactionREST(t *testing.T) {
 // a delete file that also applies to one of those is not among the files
 // the rewrite of the others replaces.
 func TestPlanDeletesLeavesSharedDeleteFiles(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	tbl = deleteTable{bigRows: 60000, parts: 1, deletes: 6, perCommit: 5}.fill(e, tbl)
 	sc, err := scan(e.Ctx, tbl, false)
@@ -299,6 +303,7 @@ func TestPlanDeletesLeavesSharedDeleteFiles(t *testing.T) {
 // before: the branch keeps its delete files and rows, main's rows are
 // exact.
 func TestDeleteFileCompactionSchemaChangeAndBranch(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	tbl = deleteTable{bigRows: 60000, parts: 1, deletes: 3, perCommit: 5}.fill(e, tbl)
 	tx := tbl.NewTransaction()
@@ -334,6 +339,7 @@ func TestDeleteFileCompactionSchemaChangeAndBranch(t *testing.T) {
 // A delete file that cannot be read fails the run with its name; nothing
 // is committed, and what the other partition's rewrite wrote is removed.
 func TestDeleteFileCompactionUnreadable(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	e, tbl := newEnv(t, tableenv.BaseSchema, iceberg.NewPartitionSpec(tableenv.PF(1, 1000, "id_bucket", iceberg.BucketTransform{NumBuckets: 2})), "2")
 	tbl = deleteTable{bigRows: 120000, parts: 2, deletes: 6, perCommit: 5, noSmall: true}.fill(e, tbl)
 	tasks, err := tbl.Scan().PlanFiles(e.Ctx)
@@ -372,6 +378,7 @@ func TestDeleteFileCompactionUnreadable(t *testing.T) {
 // files become one vector, both vectors are in one Puffin file, and the
 // legacy files go.
 func TestDeleteFileCompactionUpgradedToV3(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	e, _ := upgradedToV3(t)
 	fig := e.checkDeleteCompaction(&Job{}, true)
 	// The first file's 15 legacy positions, and the second's vector's 1:
@@ -389,6 +396,7 @@ func TestDeleteFileCompactionUpgradedToV3(t *testing.T) {
 // rewrite leaves the partition for the next run, as a data file has at
 // most one vector.
 func TestDeleteFileCompactionUpgradedToV3BesideWriter(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	e, first := upgradedToV3(t)
 	var during *table.Table
 	job := &Job{beforeCommit: func(attempt int) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 )
 
@@ -77,6 +78,7 @@ func TestDeadEqualityDeletesRemoved(t *testing.T) {
 // would bring its rows back in the files the first commit left alone.)
 // Once it applies to nothing, the next run removes it.
 func TestEqualityDeleteAcrossBatches(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	// The data rewrite's rule; conversion would remove the delete at once.
 	e.Defaults.Knobs.MinEqualityDeleteFilesToConvert = 0
@@ -112,6 +114,7 @@ func TestEqualityDeleteAcrossBatches(t *testing.T) {
 // several byte ranges; compaction must treat it as one file, or one commit
 // would remove it while another still had rows of it to copy.
 func TestSplitFilesAreOneFile(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	tx := tbl.NewTransaction()
 	if err := tx.SetProperties(iceberg.Properties{"read.split.target-size": "65536", "write.parquet.row-group-limit": "1000"}); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
@@ -101,6 +102,7 @@ func (e *env) checkSameRows(want tablecheck.Fingerprint, before int64) *table.Ta
 }
 
 func TestDifferential(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	for _, tc := range []struct {
 		name   string
 		format string
@@ -245,6 +247,7 @@ func TestNestedAndNulls(t *testing.T) {
 // commits (one group per commit). Removing it with the first commit would
 // resurrect rows in the files of the later one.
 func TestMultiFilePositionDeleteAcrossBatches(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	// One delete touching rows of many data files: one position delete file.
 	tbl, ids := e.manyFiles(tbl)

@@ -189,6 +189,7 @@ func (e *env) checkConversion(job *Job, big []string) *Figures {
 // exact, now and at the snapshot before; on v2 into position delete
 // files, on v3 into deletion vectors; unpartitioned and by day.
 func TestEqualityConversion(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	for _, tc := range []struct {
 		name   string
 		format string
@@ -240,7 +241,7 @@ func (e *env) convertTwice(tbl *table.Table, cdc cdcTable, young bool) {
 // the table as it is. Either way the rows are the
 // writer's.
 func TestEqualityConversionBesideWriter(t *testing.T) {
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		name    string
 		format  string
 		remove  bool // rewrite a converted data file instead of upserting
@@ -253,6 +254,7 @@ func TestEqualityConversionBesideWriter(t *testing.T) {
 		{"v3 data file rewritten", "3", true, 1, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			testkit.FirstUnderRace(t, i)
 			e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, tc.format)
 			_, big := cdcTable{appends: 3, bigRows: 60000, checkpoints: 3, upserts: 100}.fill(e, tbl)
 			var during *table.Table
@@ -345,6 +347,7 @@ func rewriteCopy(e *env, path string) *table.Table {
 // (id, name), a long and a nullable string. Each delete file's keys are
 // matched on its own field set, nulls equal to nulls.
 func TestEqualityConversionFieldSetChanged(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	for _, format := range []string{"2", "3"} {
 		t.Run("v"+format, func(t *testing.T) {
 			e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, format)
@@ -392,6 +395,7 @@ func TestEqualityConversionREST(t *testing.T) {
 // it is newer. Once with every delete file read by ranges, as a big one
 // is.
 func TestEqualityConversionChunked(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	const bound, chunks = 70, 6 // 370 keys
 	for _, tc := range []struct {
 		format string

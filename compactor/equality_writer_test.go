@@ -242,6 +242,7 @@ func (w *upsertWriter) commit(ctx context.Context, tbl *table.Table, idField int
 // catalog with SigV4 and S3 (SeaweedFS), whose slower commits leave the
 // writer more room to land between a run's plan and its commit.
 func TestEqualityConversionBesideUpsertWriter(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	for _, c := range []struct {
 		name string
 		new  func(testing.TB, *iceberg.Schema, iceberg.PartitionSpec, string) (*env, *table.Table)

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/compactor/rebase"
+	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
 )
@@ -21,6 +22,7 @@ import (
 // random text column that holds most of the bytes: the column where an
 // encoder without literal entropy coding stores zstd blocks raw.
 func TestOutputSize(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	for _, tc := range []struct {
 		name  string
 		props iceberg.Properties

@@ -44,6 +44,7 @@ func streamingRuns(t *testing.T) int {
 // exactly those before plus those the writer committed, no reachable file
 // is missing, and the writer committed every batch it began.
 func TestBesideStreamingWriter(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	besideWriter(t, e, tbl, 300, streamingRuns(t))
 }

@@ -165,16 +165,21 @@ func (j *Job) bucketView(ctx context.Context, b *bucket.Bucket, self bucket.Tabl
 		unch, loaded, read, indexed atomic.Int64
 	)
 	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(8)
+	keep := func(id bucket.TableID, h held) {
+		mu.Lock()
+		next[id.String()] = h
+		mu.Unlock()
+	}
 	for _, id := range ids {
 		prev, known := v.tables[id.String()]
 		if id.String() == self.String() {
 			if known {
-				next[id.String()] = prev
+				keep(id, prev)
 			}
 			continue
 		}
 		if known && prev.complete && locs[id.String()] == prev.metadata {
-			next[id.String()] = prev
+			keep(id, prev)
 			unch.Add(1)
 			continue
 		}
@@ -199,9 +204,7 @@ func (j *Job) bucketView(ctx context.Context, b *bucket.Bucket, self bucket.Tabl
 			} else {
 				unch.Add(1)
 			}
-			mu.Lock()
-			next[id.String()] = h
-			mu.Unlock()
+			keep(id, h)
 			return nil
 		})
 	}

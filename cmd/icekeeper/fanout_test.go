@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"math/rand/v2"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,6 +84,28 @@ func newBigTable(tb testing.TB) bigTable {
 	return bt
 }
 
+// frozenOn stops replica with SIGSTOP and returns it and job when the job
+// is still running there once it is stopped: the job can then finish only
+// by a takeover. Otherwise (it finished meanwhile) the replica goes on and
+// frozenOn returns nil.
+func frozenOn(t *testing.T, db *sql.DB, replica *exec.Cmd, job int64) (*exec.Cmd, int64) {
+	t.Helper()
+	if replica == nil {
+		return nil, 0
+	}
+	if err := replica.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var st string
+	if err := db.QueryRowContext(context.Background(), `SELECT state FROM river_job WHERE id = $1`, job).Scan(&st); err == nil && st == "running" {
+		return replica, job
+	}
+	if err := replica.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	return nil, 0
+}
+
 var bigKey = state.TableKey{Bucket: configs.LocalBucketARN, Namespace: "demo", Name: "big"}
 
 func oneTableAcrossReplicas(t *testing.T, bin, victimKind string) {
@@ -112,7 +136,7 @@ func oneTableAcrossReplicas(t *testing.T, bin, victimKind string) {
 			continue
 		}
 		if victimKind == "coordinator" {
-			victim, victimJob = replicaOf(replicas, coordinator), runJob
+			victim, victimJob = frozenOn(t, db, replicaOf(replicas, coordinator), runJob)
 			continue
 		}
 		rows, err := db.QueryContext(ctx, `SELECT id, attempted_by[array_upper(attempted_by, 1)] FROM river_job
@@ -120,14 +144,23 @@ func oneTableAcrossReplicas(t *testing.T, bin, victimKind string) {
 		if err != nil {
 			continue
 		}
-		for rows.Next() && victim == nil {
-			var part int64
-			var by string
-			if rows.Scan(&part, &by) == nil && replicaOf(replicas, by) != replicaOf(replicas, coordinator) {
-				victim, victimJob = replicaOf(replicas, by), part
+		type running struct {
+			part int64
+			by   string
+		}
+		var parts []running
+		for rows.Next() {
+			var r running
+			if rows.Scan(&r.part, &r.by) == nil && replicaOf(replicas, r.by) != replicaOf(replicas, coordinator) {
+				parts = append(parts, r)
 			}
 		}
 		rows.Close()
+		for _, r := range parts {
+			if victim, victimJob = frozenOn(t, db, replicaOf(replicas, r.by), r.part); victim != nil {
+				break
+			}
+		}
 	}
 	kill(t, replicas, victim)
 

@@ -29,6 +29,9 @@ import (
 // container runtime is needed, or run: this machine has none, so the
 // binary runs directly, not inside a container.
 func TestImage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds icekeeper with go build and runs it: the whole suite runs it")
+	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "icekeeper")
 	// Without -trimpath (a release adds it): the build then reuses the

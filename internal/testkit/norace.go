@@ -1,0 +1,6 @@
+//go:build !race
+
+package testkit
+
+// Race reports whether the race detector is on.
+const Race = false
