@@ -6,16 +6,20 @@
 // mark can be cleared (restored) during its window.
 //
 // Safety, in the order the code enforces it: gc.enabled=false refuses the
-// table; a table whose location holds other tables, or a namespace or
-// warehouse directory, is refused (or, with allowNestedTables, those
-// tables' prefixes are left alone); any unreadable part of the metadata
-// fails the run before anything is marked; a reference that names a listed
-// path through another scheme or authority fails the run; a file the
-// snapshots need that the listing lacks fails the run; object names are
-// opaque (stored and deleted verbatim, never percent-decoded) and a name
-// with an empty, "." or ".." segment is never marked or deleted; only
-// objects under the table's own prefixes are listed or deleted; deletions
-// are capped per run.
+// table; local paths are compared as the file system resolves them
+// (symlinks of every prefix, reference and other table's location); a
+// table whose location holds other tables, or a namespace or warehouse
+// directory, is refused (or, with allowNestedTables, those tables'
+// prefixes are left alone); what any other table of the bucket references
+// is kept; any unreadable part of the metadata, or a manifest list or
+// manifest that does not match its counts, fails the run before anything
+// is marked; a reference that names a listed path through another scheme
+// or authority fails the run; a file the snapshots need that the listing
+// lacks fails the run; object names are opaque (stored and deleted
+// verbatim, never percent-decoded) and a name with an empty, "." or ".."
+// segment is never marked or deleted; only objects under the table's own
+// prefixes are listed or deleted, and a due file whose path resolves
+// elsewhere is kept; deletions are capped per run.
 package orphan
 
 import (
