@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/icekeeper/icekeeper/compactor/merge"
+	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/internal/version"
 	"github.com/parquet-go/parquet-go"
@@ -105,16 +106,19 @@ func statsOf(sc *iceberg.Schema, files []iceberg.DataFile) columnStats {
 // low-cardinality column, and manifest metrics that add up to the
 // inputs' — counts equal, bounds no narrower.
 func TestMergePath(t *testing.T) {
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		name  string
 		spec  iceberg.PartitionSpec
 		whole int64
 	}{
-		{"unpartitioned", *iceberg.UnpartitionedSpec, 0},
+		// First, the variant with the most concurrency: each input read
+		// in concurrent ranges.
 		{"unpartitioned, ranged reads", *iceberg.UnpartitionedSpec, 1},
+		{"unpartitioned", *iceberg.UnpartitionedSpec, 0},
 		{"identity+day", iceberg.NewPartitionSpec(tableenv.PF(2, 1000, "cat", iceberg.IdentityTransform{}), tableenv.PF(3, 1001, "ts_day", iceberg.DayTransform{})), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			testkit.FirstUnderRace(t, i)
 			e, _ := appendOnly(t, tc.spec, nil)
 			before := statsOf(tableenv.BaseSchema, e.dataFiles())
 			fig := e.checkCompaction(&Job{MinInputFiles: 2, wholeFileBytes: tc.whole})

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -86,6 +87,7 @@ func (e *env) outputs(fig *Figures) [][]map[string]any {
 // auto on a table with a sort order sorts: every output file is ordered by
 // cat ascending (nulls first), then amount descending (nulls last).
 func TestSortStrategy(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	e, _ := sortedTable(t,
 		table.SortField{SourceIDs: []int{2}, Transform: iceberg.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst},
 		table.SortField{SourceIDs: []int{4}, Transform: iceberg.IdentityTransform{}, Direction: table.SortDESC, NullOrder: table.NullsLast})
@@ -121,6 +123,7 @@ func TestSortStrategy(t *testing.T) {
 }
 
 func TestZOrderStrategy(t *testing.T) {
+	testkit.SkipUnderRace(t)
 	e, _ := sortedTable(t,
 		table.SortField{SourceIDs: []int{2}, Transform: iceberg.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst},
 		table.SortField{SourceIDs: []int{4}, Transform: iceberg.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst})
