@@ -206,8 +206,8 @@ func TestCompactionBenchChild(t *testing.T) {
 		}
 		cfg.Buckets[0].Maintenance.Compaction = &configs.CompactionConfig{CompactionSettings: maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(targetMB), Strategy: maintenance.StrategyBinpack}}
 		job := &Job{}
-		r := &jobs.Runner{Store: store, Resolver: &jobs.Resolver{Store: store, Defaults: cfg.Defaults()}, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
-		out, err := r.Run(ctx, jobs.Target{Bucket: b, Table: id}, job.Type(), "bench", jobs.Options{})
+		r := &jobs.Runner{Store: store, Resolver: &jobs.Resolver{Store: store, Defaults: cfg.Defaults()}, Jobs: jobs.Map(job.Definition())}
+		out, err := r.Run(ctx, jobs.Target{Bucket: b, Table: id}, maintenance.Compaction, "bench", jobs.Options{})
 		if err != nil || out.Status != state.Successful {
 			t.Fatalf("%+v %v", out, err)
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
-	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
 )
 
@@ -63,7 +63,7 @@ func TestRewriteBudget(t *testing.T) {
 	one := int64(1)
 	e.opts.RewriteBytes = &one
 	out, fig = e.compact(&Job{})
-	if out.Status != state.Successful || fig.GroupsCommitted != 1 || fig.InputBytes != budget || fig.RewrittenBytes() != budget ||
+	if out.Status != state.Successful || fig.GroupsCommitted != 1 || fig.InputBytes != budget || out.Rewritten != budget ||
 		fig.GroupsDeferredByBudget != len(groups)-1 || fig.DeferredBecause != "" {
 		t.Fatalf("capped run: %s %s, %d committed (%d bytes), %d deferred", out.Status, out.FailureMessage, fig.GroupsCommitted, fig.InputBytes, fig.GroupsDeferredByBudget)
 	}
@@ -72,15 +72,15 @@ func TestRewriteBudget(t *testing.T) {
 	}
 	e.checkSameRows(want, before)
 	// What the run recorded tells the next fire to take the table first.
-	runs, err := e.Store.Runs(e.Ctx, e.Target().Key(), jobs.Budgeted, 1)
+	runs, err := e.Store.Runs(e.Ctx, e.Target().Key(), maintenance.Compaction, 1)
 	if err != nil || len(runs) != 1 {
 		t.Fatal(runs, err)
 	}
-	deferred, estimate := (&Job{}).Pending(runs[0].Metrics)
+	deferred, estimate := pending(runs[0].Metrics)
 	if deferred != planner.GroupBytes(groups[1:]) || estimate != deferred {
 		t.Fatalf("pending from the recorded figures: %d deferred, %d estimated", deferred, estimate)
 	}
-	if d, est := (&Job{}).Pending(json.RawMessage(`{"plan":`)); d != 0 || est != 0 {
+	if d, est := pending(json.RawMessage(`{"plan":`)); d != 0 || est != 0 {
 		t.Fatalf("pending from broken figures: %d %d", d, est)
 	}
 

@@ -182,7 +182,7 @@ func TestCancelBeforeCommit(t *testing.T) {
 	ctx, cancel := context.WithCancel(e.Ctx)
 	job := &Job{MinInputFiles: 2}
 	job.beforeCommit = func(int) { cancel() }
-	r := e.Runner(job)
+	r := e.Runner(job.Definition())
 	out, err := r.Run(ctx, e.Target(), maintenance.Compaction, "test", jobs.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +258,7 @@ func TestMinimumFileAge(t *testing.T) {
 	e, _ := smallTable(t)
 	e.Defaults.Knobs.MinFileAgeMinutes = 60
 	run := func(now time.Time) (jobs.Outcome, *Figures) {
-		r := e.Runner(&Job{MinInputFiles: 2})
+		r := e.Runner((&Job{MinInputFiles: 2}).Definition())
 		out, err := r.Run(e.Ctx, e.Target(), maintenance.Compaction, "test", jobs.Options{Now: now})
 		if err != nil {
 			t.Fatal(err)

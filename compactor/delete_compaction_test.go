@@ -360,7 +360,7 @@ func TestDeleteFileCompactionUnreadable(t *testing.T) {
 	}
 	files := tableenv.CountData(t, tbl.Location())
 	head := tbl.CurrentSnapshot().SnapshotID
-	r := e.Runner(&Job{Parallelism: 1})
+	r := e.Runner((&Job{Parallelism: 1}).Definition())
 	out, err := r.Run(e.Ctx, e.Target(), maintenance.Compaction, "test", e.opts)
 	if err != nil || out.Status != state.Failed || !strings.Contains(out.FailureMessage, bad) {
 		t.Fatalf("%s %q, %v; want a failure naming %s", out.Status, out.FailureMessage, err, bad)

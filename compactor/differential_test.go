@@ -54,7 +54,7 @@ func newEnvWith(t testing.TB, cfg *configs.Config, home string, sc *iceberg.Sche
 
 func (e *env) compact(job *Job) (jobs.Outcome, *Figures) {
 	e.T.Helper()
-	r := e.Runner(job)
+	r := e.Runner(job.Definition())
 	out, err := r.Run(e.Ctx, e.Target(), maintenance.Compaction, "test", e.opts)
 	if err != nil {
 		e.T.Fatal(err)

@@ -5,25 +5,24 @@ import (
 	"strings"
 
 	"github.com/icekeeper/icekeeper/compactor/rebase"
+	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/planner"
 )
 
 // Figures is what a run reports and records.
 type Figures struct {
-	DryRun bool `json:"dryRun,omitempty"`
-	// Unchanged is the unchanged rule's verdict (planner.Unchanged); a run
-	// it skipped reports nothing else.
-	Unchanged          *planner.UnchangedVerdict `json:"unchanged,omitempty"`
-	Strategy           string                    `json:"strategy"`
-	TargetFileSizeMB   int                       `json:"targetFileSizeMB"`
-	Plan               planner.CompactionPlan    `json:"plan"`
-	InputFiles         int                       `json:"inputFiles"`
-	InputBytes         int64                     `json:"inputBytes"`
-	InputRecords       int64                     `json:"inputRecords"`
-	OutputFiles        int                       `json:"outputFiles"`
-	OutputBytes        int64                     `json:"outputBytes"`
-	OutputRecords      int64                     `json:"outputRecords"`
-	DeleteFilesRemoved int                       `json:"deleteFilesRemoved"`
+	// Common: a run the unchanged rule skipped reports nothing else.
+	jobs.Common
+	Strategy           string                 `json:"strategy"`
+	TargetFileSizeMB   int                    `json:"targetFileSizeMB"`
+	Plan               planner.CompactionPlan `json:"plan"`
+	InputFiles         int                    `json:"inputFiles"`
+	InputBytes         int64                  `json:"inputBytes"`
+	InputRecords       int64                  `json:"inputRecords"`
+	OutputFiles        int                    `json:"outputFiles"`
+	OutputBytes        int64                  `json:"outputBytes"`
+	OutputRecords      int64                  `json:"outputRecords"`
+	DeleteFilesRemoved int                    `json:"deleteFilesRemoved"`
 	// MetadataFilesRemoved are old metadata.json files deleted after the
 	// commits, as write.metadata.delete-after-commit.enabled asks.
 	MetadataFilesRemoved int `json:"metadataFilesRemoved"`
@@ -60,9 +59,8 @@ type Figures struct {
 	manifestFigures
 	convertFigures
 	deleteFigures
-	RewriteMs  int64 `json:"rewriteMs"`
-	CommitMs   int64 `json:"commitMs"`
-	DurationMs int64 `json:"durationMs"`
+	RewriteMs int64 `json:"rewriteMs"`
+	CommitMs  int64 `json:"commitMs"`
 }
 
 // manifestFigures are the manifest rewrite's.
@@ -193,10 +191,6 @@ func (f *Figures) Text() string {
 	}
 	return b.String()
 }
-
-// RewrittenBytes implements jobs.Rewriter: the input bytes of the groups
-// committed, which rewrite budgets count.
-func (f *Figures) RewrittenBytes() int64 { return f.InputBytes }
 
 // Counters implements jobs.Counter.
 func (f *Figures) Counters() map[string]float64 {

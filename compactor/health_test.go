@@ -28,7 +28,7 @@ func TestCompactionRaisesHealthScore(t *testing.T) {
 		return h
 	}
 	before := score()
-	if out := d.Run(&Job{}, jobs.Options{}); out.Status != state.Successful {
+	if out := d.Run((&Job{}).Definition(), jobs.Options{}); out.Status != state.Successful {
 		t.Fatalf("compaction: %+v", out)
 	}
 	after := score()
@@ -70,7 +70,7 @@ func TestHealthCacheReadsOnlyMetadata(t *testing.T) {
 	s := d.Settings()
 	check(s, true)
 	check(s, false) // unchanged
-	if out := d.Run(&Job{}, jobs.Options{}); out.Status != state.Successful {
+	if out := d.Run((&Job{}).Definition(), jobs.Options{}); out.Status != state.Successful {
 		t.Fatalf("compaction: %+v", out)
 	}
 	check(s, true) // a new snapshot

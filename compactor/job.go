@@ -115,8 +115,25 @@ type Job struct {
 	scans scanCache
 }
 
-// Type implements jobs.Job.
-func (j *Job) Type() maintenance.JobType { return maintenance.Compaction }
+// Definition is icebergCompaction's definition, with the job's knobs.
+func (j *Job) Definition() *jobs.Definition[Settings, *Figures] {
+	return &jobs.Definition[Settings, *Figures]{
+		Name:     maintenance.Compaction,
+		Settings: settingsOf,
+		Figures: func(s Settings, _ jobs.Options) *Figures {
+			return &Figures{TargetFileSizeMB: s.TargetFileSizeMB}
+		},
+		Run:   j.run,
+		Check: check,
+		Unchanged: &jobs.Rule[Settings]{
+			Knobs: j.MinInputFiles,
+			Idle:  j.idle,
+		},
+		Pending:   pending,
+		RunPart:   j.RunPart,
+		Rewritten: func(f *Figures) int64 { return f.InputBytes },
+	}
+}
 
 // Settings are what steers a compaction run.
 type Settings struct {
@@ -145,95 +162,59 @@ func SettingsOf(s maintenance.Settings) Settings {
 		MinDeleteFiles: s.Knobs.MinDeleteFilesToRewrite, MinEqualityDeletes: s.Knobs.MinEqualityDeleteFilesToConvert}
 }
 
-// Identity implements jobs.Evaluator: the settings a compaction run
-// reads (its Config and the bucket knobs in Settings) and the job's own
-// planner knob.
-func (j *Job) Identity(s maintenance.Settings) any {
-	return struct {
-		Settings      Settings
-		MinInputFiles int
-	}{SettingsOf(s), j.MinInputFiles}
-}
+func settingsOf(s maintenance.Settings) (Settings, error) { return SettingsOf(s), nil }
 
-// CheckSettings implements jobs.Checker: a strategy the table cannot take
-// (sort or z-order without a sort order this engine applies) is refused
-// when it is configured, not at the next scheduled run.
-func (j *Job) CheckSettings(ctx context.Context, t jobs.Target, s maintenance.Settings) error {
-	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
-	if err != nil {
-		return err
-	}
-	if _, err := planner.Strategy(SettingsOf(s).Strategy, tbl.Metadata()); err != nil {
-		return fmt.Errorf("%w: %s: %w", maintenance.ErrInvalid, t.Table, err)
+// check refuses a strategy the table cannot take (sort or z-order
+// without a sort order this engine applies) when it is configured, not
+// at the next scheduled run.
+func check(tbl *table.Table, s Settings) error {
+	if _, err := planner.Strategy(s.Strategy, tbl.Metadata()); err != nil {
+		return fmt.Errorf("%w: %s: %w", maintenance.ErrInvalid, strings.Join(tbl.Identifier(), "."), err)
 	}
 	return nil
 }
 
-// Run implements jobs.Job: the manifests, then the data files, whose
-// planning then reads the fewer manifests, then the equality deletes and
-// the position deletes of the data files left alone. The table is loaded
-// once, and the stages plan on that load; only a stage's own commit makes
-// the next load it again. First the unchanged rule looks at that load
-// alone: a table whose snapshot, metadata file and settings are those the
-// last full evaluation found nothing to do on is not read further.
-func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
-	var m manifestFigures
-	begin := time.Now()
-	s := SettingsOf(all)
-	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
+// run is the manifests, then the data files, whose planning then reads
+// the fewer manifests, then the equality deletes and the position deletes
+// of the data files left alone. The stages plan on the table as the run
+// loaded it; only a stage's own commit makes the next load it again.
+func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) error {
+	s := r.Settings
+	tbl, err := r.Load(ctx)
 	if err != nil {
-		return jobs.Outcome{Figures: &Figures{DryRun: opts.DryRun, TargetFileSizeMB: s.TargetFileSizeMB}}, err
+		return err
 	}
-	snapID, loc := planner.CurrentSnapshotID(tbl.Metadata()), tbl.MetadataLocation()
-	verdict, skip := opts.Verdict(snapID, loc)
-	if verdict != nil && opts.Unchanged.SummaryMay(*verdict, opts.Now) {
-		if reason, idle := j.Idle(tbl.Metadata(), all); idle {
-			// The totals stand in for this evaluation, not for the last
-			// full one: the run carries that one on, so the backstop
-			// still counts from it.
-			verdict = &planner.UnchangedVerdict{Skip: true, Rule: planner.RuleSummary, Reason: reason, SinceRun: verdict.SinceRun}
-			skip = !opts.DryRun
-		}
-	}
-	if skip {
-		fig := &Figures{TargetFileSizeMB: s.TargetFileSizeMB, Unchanged: verdict, DurationMs: time.Since(begin).Milliseconds()}
-		return jobs.Outcome{Figures: fig, Evaluation: opts.Unchanged.Carried()}, nil
-	}
-	if err := j.rewriteManifests(ctx, t, tbl, s, opts, &m); err != nil {
-		return jobs.Outcome{Figures: &Figures{DryRun: opts.DryRun, Unchanged: verdict, manifestFigures: m}}, err
+	start := tbl
+	begin := time.Now()
+	m := &fig.manifestFigures
+	if err := j.rewriteManifests(ctx, r.Target, tbl, s, r.Options, m); err != nil {
+		return err
 	}
 	m.ManifestMs = time.Since(begin).Milliseconds()
 	if m.ManifestsRewritten > 0 {
 		// The manifest rewrite committed: the data stage plans on the
 		// table as that commit left it.
-		if tbl, err = t.Bucket.LoadTable(ctx, t.Table); err != nil {
-			return jobs.Outcome{Figures: &Figures{DryRun: opts.DryRun, Unchanged: verdict, manifestFigures: m}}, err
+		if tbl, err = r.Bucket.LoadTable(ctx, r.Table); err != nil {
+			return err
 		}
 	}
-	out, ds, err := j.compactData(ctx, t, tbl, all, opts)
-	fig := out.Figures.(*Figures)
-	fig.Unchanged = verdict
-	fig.manifestFigures = m
-	fig.DurationMs += m.ManifestMs
+	ds, err := j.compactData(ctx, r.Target, tbl, s, r.Options, fig)
 	fig.MetadataFilesRemoved += m.metadataRemoved
 	if err == nil && ds.tbl != nil {
-		err = j.convertStage(ctx, t, s, opts, &ds, &fig.convertFigures)
-		fig.DurationMs += fig.ConvertMs
+		err = j.convertStage(ctx, r.Target, s, r.Options, &ds, &fig.convertFigures)
 	}
 	if err == nil && ds.tbl != nil {
-		err = j.deleteStage(ctx, t, s, opts, ds, &fig.deleteFigures)
-		fig.DurationMs += fig.DeleteMs
+		err = j.deleteStage(ctx, r.Target, s, r.Options, ds, &fig.deleteFigures)
 	}
-	if err == nil && !opts.DryRun && settled(fig, ds) {
-		out.Evaluation = opts.Unchanged.Evaluated(opts.RunID, snapID, loc, opts.Now, planner.CompactionValidUntil(ds.sc.files, s.MinFileAge, opts.Now))
+	if err == nil && settled(fig, ds) {
+		r.Settled(start, planner.CompactionValidUntil(ds.sc.files, s.MinFileAge, r.Now))
 	}
-	return out, err
+	return err
 }
 
-// Idle implements jobs.Idler: planner.CompactionIdle with the job's
-// minimum of small files and the settings' target and manifest minimum.
-func (j *Job) Idle(meta table.Metadata, all maintenance.Settings) (string, bool) {
-	s := SettingsOf(all)
+// idle is planner.CompactionIdle with the job's minimum of small files
+// and the settings' target and manifest minimum.
+func (j *Job) idle(meta table.Metadata, s Settings) (string, bool) {
 	return planner.CompactionIdle(meta, orDefault(j.MinInputFiles, planner.DefaultMinInput), s.MinManifests, int64(s.TargetFileSizeMB)<<20)
 }
 
@@ -291,37 +272,32 @@ func (j *Job) deleteStage(ctx context.Context, t jobs.Target, s Settings, opts j
 }
 
 // compactData plans on tbl, as the run loaded it, and rewrites.
-func (j *Job) compactData(ctx context.Context, t jobs.Target, tbl *table.Table, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, dataStage, error) {
-	begin := time.Now()
-	s := SettingsOf(all)
+func (j *Job) compactData(ctx context.Context, t jobs.Target, tbl *table.Table, s Settings, opts jobs.Options, fig *Figures) (dataStage, error) {
 	targetMB := s.TargetFileSizeMB
-	fig := &Figures{TargetFileSizeMB: targetMB, DryRun: opts.DryRun}
-	out := jobs.Outcome{Figures: fig}
 	var ds dataStage
-	defer func() { fig.DurationMs = time.Since(begin).Milliseconds() }()
 	var err error
 	if fig.Strategy, err = planner.Strategy(s.Strategy, tbl.Metadata()); err != nil {
-		return out, ds, err
+		return ds, err
 	}
 	policy, err := j.policy(tbl)
 	if err != nil {
-		return out, ds, fmt.Errorf("compaction of %s: %w", t.Table, err)
+		return ds, fmt.Errorf("compaction of %s: %w", t.Table, err)
 	}
 	if tbl.CurrentSnapshot() == nil {
-		return out, ds, nil // an empty table
+		return ds, nil // an empty table
 	}
 
 	minAge := s.MinFileAge
 	sc, err := scan(ctx, tbl, minAge > 0)
 	if err != nil {
-		return out, ds, err
+		return ds, err
 	}
 	// A well-sized file whose equality deletes conversion takes is not
 	// rewritten for them (planner.Converting).
 	var eqs []planner.EqualityDelete
 	if conv := convertOptions(s); conv.MinFiles > 0 && slices.ContainsFunc(sc.tasks, func(t table.FileScanTask) bool { return len(t.EqualityDeleteFiles) > 0 }) {
 		if eqs, err = equalityDeletes(ctx, tbl); err != nil {
-			return out, ds, fmt.Errorf("list equality deletes of %s: %w", t.Table, err)
+			return ds, fmt.Errorf("list equality deletes of %s: %w", t.Table, err)
 		}
 		for i, ok := range planner.Converting(tbl.Metadata(), sc.tasks, eqs, conv) {
 			sc.files[i].Converts = ok
@@ -331,7 +307,7 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, tbl *table.Table, 
 	fig.Plan, err = planner.Rewrite(tbl.Metadata(), sc.tasks, sc.files, planner.CompactionOptions{TargetBytes: target,
 		MinInputFiles: j.MinInputFiles, MinFileAge: minAge, Now: opts.Now, Strategy: fig.Strategy, Mergeable: mergeable})
 	if err != nil {
-		return out, ds, err
+		return ds, err
 	}
 	ds = dataStage{tbl: tbl, sc: sc, taken: map[string]bool{}, eqs: eqs, eqsListed: eqs != nil}
 	// Groups the budget defers still take their files: their rewrite is
@@ -345,17 +321,17 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, tbl *table.Table, 
 	withinBudget(fig, opts.RewriteBytes)
 	fig.GroupsPlanned = len(fig.Plan.Groups)
 	if opts.DryRun || len(fig.Plan.Groups) == 0 {
-		return out, ds, nil
+		return ds, nil
 	}
 
 	wfs, cat, err := rebase.OpenWriting(ctx, t, tbl)
 	if err != nil {
-		return out, ds, err
+		return ds, err
 	}
 	op := rebase.DataRewrite{Caller: rebase.Caller{Job: string(maintenance.Compaction), Name: "compaction"}}
 	c, err := j.newCommitter(op, t, tbl, cat, wfs, sc, policy)
 	if err != nil {
-		return out, ds, err
+		return ds, err
 	}
 	// Every file the rewrite creates is recorded, so that whatever does
 	// not end up committed — outputs of dropped groups, partial outputs of
@@ -370,7 +346,7 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, tbl *table.Table, 
 	fig.addCommits(done)
 	c.RemoveUncommitted(rec)
 	ds.committed = done.Commits > 0 || done.Unknown
-	return out, ds, err
+	return ds, err
 }
 
 // withinBudget keeps the plan's groups that fit in the run's rewrite
@@ -388,10 +364,9 @@ func withinBudget(fig *Figures, budget *int64) {
 	}
 }
 
-// Pending implements jobs.Estimator: the bytes a run deferred by its
-// rewrite budget, and as the estimate of the next run those, or the
-// input bytes of the run's plan.
-func (j *Job) Pending(figures json.RawMessage) (deferred, estimate int64) {
+// pending is the bytes a run deferred by its rewrite budget, and as the
+// estimate of the next run those, or the input bytes of the run's plan.
+func pending(figures json.RawMessage) (deferred, estimate int64) {
 	var f Figures
 	if json.Unmarshal(figures, &f) != nil {
 		return 0, 0

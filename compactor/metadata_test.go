@@ -38,7 +38,7 @@ func TestMetadataPrunedAfterCommit(t *testing.T) {
 			}
 			checkMetadataFiles(t, e, tbl, after)
 
-			out, err := e.Runner(&expire.Job{}).Run(e.Ctx, e.Target(), maintenance.SnapshotManagement, "test",
+			out, err := e.Runner((&expire.Job{}).Definition()).Run(e.Ctx, e.Target(), maintenance.SnapshotManagement, "test",
 				jobs.Options{Now: time.Now().Add(30 * 24 * time.Hour)})
 			if err != nil || out.Status != state.Successful {
 				t.Fatalf("snapshot management: %+v %v", out, err)

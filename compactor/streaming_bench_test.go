@@ -155,7 +155,7 @@ func (s *side) run(b *testing.B) {
 func (s *side) expire(b *testing.B) {
 	b.StopTimer()
 	defer b.StartTimer()
-	r := &jobs.Runner{Store: s.e.Store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.SnapshotManagement: &expire.Job{}}}
+	r := &jobs.Runner{Store: s.e.Store, Jobs: jobs.Map((&expire.Job{}).Definition())}
 	out, err := r.Run(s.e.Ctx, s.e.Target(), maintenance.SnapshotManagement, "bench", jobs.Options{Now: time.Now().Add(1000 * time.Hour)})
 	if err != nil || out.Status != state.Successful {
 		b.Fatalf("expire between runs: %+v %v", out, err)

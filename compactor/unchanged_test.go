@@ -38,7 +38,7 @@ func newUnchangedEnv(t *testing.T) *unchangedEnv {
 func (u *unchangedEnv) check(now time.Time) (*Figures, int64, testkit.OpenCounts) {
 	u.T.Helper()
 	u.opens.Take()
-	r := u.Runner(&Job{})
+	r := u.Runner((&Job{}).Definition())
 	r.FullEvery = u.fullEvery
 	out, err := r.Run(u.Ctx, u.Target(), maintenance.Compaction, "test", jobs.Options{Now: now})
 	if err != nil || out.Status != state.Successful {
@@ -197,7 +197,7 @@ func TestSummaryTotalsCompaction(t *testing.T) {
 		t.Fatalf("the evaluation carried on is run %d (%v %v), want %d", ev.RunID, ok, err, first)
 	}
 
-	dry, err := u.Runner(&Job{}).Run(u.Ctx, u.Target(), maintenance.Compaction, "test", jobs.Options{DryRun: true, Now: now.Add(3 * time.Minute)})
+	dry, err := u.Runner((&Job{}).Definition()).Run(u.Ctx, u.Target(), maintenance.Compaction, "test", jobs.Options{DryRun: true, Now: now.Add(3 * time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestUnchangedDryRun(t *testing.T) {
 	e.Fill(tbl, 6, 50)
 	dry := func() *Figures {
 		t.Helper()
-		out, err := e.Runner(&Job{}).Run(e.Ctx, e.Target(), maintenance.Compaction, "test", jobs.Options{DryRun: true})
+		out, err := e.Runner((&Job{}).Definition()).Run(e.Ctx, e.Target(), maintenance.Compaction, "test", jobs.Options{DryRun: true})
 		if err != nil || out.Status != state.Successful {
 			t.Fatalf("dry run: %v %+v", err, out)
 		}
@@ -265,7 +265,7 @@ func BenchmarkUnchangedCheckS3(b *testing.B) {
 	e.Fill(tbl, 20, 50)
 	run := func(fullEvery time.Duration) map[string]int {
 		b.Helper()
-		r := e.Runner(&Job{})
+		r := e.Runner((&Job{}).Definition())
 		r.FullEvery = fullEvery
 		counter.Take()
 		out, err := r.Run(e.Ctx, e.Target(), maintenance.Compaction, "test", jobs.Options{})

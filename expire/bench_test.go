@@ -82,7 +82,7 @@ func TestBenchChild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.SnapshotManagement: &Job{}}}
+		r := &jobs.Runner{Store: store, Jobs: jobs.Map((&Job{}).Definition())}
 		out, err := r.Run(ctx, jobs.Target{Bucket: b, Table: id}, maintenance.SnapshotManagement, "bench", jobs.Options{})
 		if err != nil || out.Status != state.Successful {
 			t.Fatalf("%+v %v", out, err)

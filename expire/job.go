@@ -38,32 +38,52 @@ type Job struct {
 	beforeCommit func(attempt int)
 }
 
-// Type implements jobs.Job.
-func (j *Job) Type() maintenance.JobType { return maintenance.SnapshotManagement }
+// Settings are what steers a run: the snapshot settings, and the
+// table's resolved settings that DeleteFiles hands unreferenced file
+// removal. Only the first decide whether a run has anything to do, so
+// only they are the unchanged rule's identity.
+type Settings struct {
+	planner.SnapshotSettings
+	Removal maintenance.Settings `json:"-"`
+}
+
+// Definition is icebergSnapshotManagement's definition, with the job's
+// knobs.
+func (j *Job) Definition() *jobs.Definition[Settings, *Figures] {
+	return &jobs.Definition[Settings, *Figures]{
+		Name: maintenance.SnapshotManagement,
+		Settings: func(s maintenance.Settings) (Settings, error) {
+			return Settings{SnapshotSettings: planner.SnapshotSettingsOf(s), Removal: s}, nil
+		},
+		Figures: func(_ Settings, opts jobs.Options) *Figures { return &Figures{Now: opts.Now.UTC()} },
+		Run:     j.run,
+		// The decision is a function of the metadata, the settings and
+		// the clock; the last full evaluation says until when the clock
+		// leaves it alone (planner.SnapshotsValidUntil).
+		Unchanged: &jobs.Rule[Settings]{},
+	}
+}
 
 // Figures is what a run reports and records.
 type Figures struct {
-	Now    time.Time `json:"now"`
-	DryRun bool      `json:"dryRun,omitempty"`
-	// Unchanged is the unchanged rule's verdict (planner.Unchanged); a run
-	// it skipped reports nothing else.
-	Unchanged           *planner.UnchangedVerdict `json:"unchanged,omitempty"`
-	SnapshotsBefore     int                       `json:"snapshotsBefore"`
-	SnapshotsExpired    int                       `json:"snapshotsExpired"`
-	SnapshotsKept       int                       `json:"snapshotsKept"`
-	RefsRemoved         int                       `json:"refsRemoved"`
-	Decision            planner.SnapshotDecision  `json:"decision"`
-	MetadataBytesBefore int64                     `json:"metadataBytesBefore"`
-	MetadataBytesAfter  int64                     `json:"metadataBytesAfter,omitempty"`
-	SchemasRemoved      []int                     `json:"schemasRemoved,omitempty"`
-	SpecsRemoved        []int                     `json:"specsRemoved,omitempty"`
-	FilesDeleted        int                       `json:"filesDeleted,omitempty"`
+	// Common: a run the unchanged rule skipped reports nothing else.
+	jobs.Common
+	Now                 time.Time                `json:"now"`
+	SnapshotsBefore     int                      `json:"snapshotsBefore"`
+	SnapshotsExpired    int                      `json:"snapshotsExpired"`
+	SnapshotsKept       int                      `json:"snapshotsKept"`
+	RefsRemoved         int                      `json:"refsRemoved"`
+	Decision            planner.SnapshotDecision `json:"decision"`
+	MetadataBytesBefore int64                    `json:"metadataBytesBefore"`
+	MetadataBytesAfter  int64                    `json:"metadataBytesAfter,omitempty"`
+	SchemasRemoved      []int                    `json:"schemasRemoved,omitempty"`
+	SpecsRemoved        []int                    `json:"specsRemoved,omitempty"`
+	FilesDeleted        int                      `json:"filesDeleted,omitempty"`
 	// MetadataFilesRemoved are old metadata.json files deleted after the
 	// commit, as write.metadata.delete-after-commit.enabled asks.
-	MetadataFilesRemoved int   `json:"metadataFilesRemoved"`
-	CommitAttempts       int   `json:"commitAttempts"`
-	Conflicts            int   `json:"conflicts"` // attempts lost to a concurrent commit
-	DurationMs           int64 `json:"durationMs"`
+	MetadataFilesRemoved int `json:"metadataFilesRemoved"`
+	CommitAttempts       int `json:"commitAttempts"`
+	Conflicts            int `json:"conflicts"` // attempts lost to a concurrent commit
 }
 
 // Text is the readable form `icekeeper run` prints.
@@ -109,39 +129,23 @@ func (f *Figures) Counters() map[string]float64 {
 	return map[string]float64{"snapshots_expired": float64(f.SnapshotsExpired), "refs_removed": float64(f.RefsRemoved)}
 }
 
-// Identity implements jobs.Evaluator: snapshot management reads only its
-// snapshot settings.
-func (j *Job) Identity(s maintenance.Settings) any { return planner.SnapshotSettingsOf(s) }
-
-// Run implements jobs.Job: load, decide, commit. When a writer commits
-// meanwhile, the next attempt loads the table again and decides on the new
-// state: a decision is cheap next to the load, and deciding again is the
-// only way to honour refs that moved.
-func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
-	start := time.Now()
-	s := planner.SnapshotSettingsOf(all)
+// run is load, decide, commit. When a writer commits meanwhile, the next
+// attempt loads the table again and decides on the new state: a decision
+// is cheap next to the load, and deciding again is the only way to honour
+// refs that moved.
+func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) error {
+	t, s, opts := r.Target, r.Settings.SnapshotSettings, r.Options
 	cat, err := t.Bucket.Catalog(ctx)
 	if err != nil {
-		return jobs.Outcome{}, err
+		return err
 	}
-	fig := &Figures{Now: opts.Now.UTC(), DryRun: opts.DryRun}
-	out := jobs.Outcome{Figures: fig}
-	defer func() { fig.DurationMs = time.Since(start).Milliseconds() }()
-	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
+	tbl, err := r.Load(ctx)
 	if err != nil {
-		return out, err
-	}
-	// The decision is a function of the metadata, the settings and the
-	// clock; the last full evaluation says until when the clock leaves it
-	// alone (planner.SnapshotsValidUntil).
-	var skip bool
-	if fig.Unchanged, skip = opts.Verdict(planner.CurrentSnapshotID(tbl.Metadata()), tbl.MetadataLocation()); skip {
-		out.Evaluation = opts.Unchanged.Carried()
-		return out, nil
+		return err
 	}
 	policy, err := commit.PolicyFor(tbl.Properties(), j.policyDefaults())
 	if err != nil {
-		return out, fmt.Errorf("snapshot management of %s: %w", t.Table, err)
+		return fmt.Errorf("snapshot management of %s: %w", t.Table, err)
 	}
 	var committed table.Metadata
 	var newLoc string
@@ -193,28 +197,26 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 		return err
 	})
 	fig.Conflicts = st.Conflicts
-	if err == nil && committed == nil && d.Empty() && !opts.DryRun {
+	if err == nil && committed == nil && d.Empty() {
 		// Nothing expires: a later run on this metadata decides the same
 		// until a snapshot or ref ages past a max age.
-		meta := tbl.Metadata()
-		out.Evaluation = opts.Unchanged.Evaluated(opts.RunID, planner.CurrentSnapshotID(meta), tbl.MetadataLocation(), opts.Now,
-			planner.SnapshotsValidUntil(meta, s, opts.Now))
+		r.Settled(tbl, planner.SnapshotsValidUntil(tbl.Metadata(), s, opts.Now))
 	}
 	if err != nil || committed == nil {
-		return out, err
+		return err
 	}
 	// tbl is the base the commit landed on. A metadata file that stays is
 	// left to unreferenced file removal.
 	fig.MetadataFilesRemoved, _ = commit.PruneMetadata(fs, tbl.Metadata(), committed)
 	if fig.MetadataBytesAfter, err = health.MetadataBytes(fs, newLoc); err != nil {
-		return out, err
+		return err
 	}
 	if s.DeleteExpiredFiles {
-		if err := j.deleteExpired(ctx, t, all, fs, tbl.Metadata(), d, fig); err != nil {
-			return out, fmt.Errorf("expired snapshots committed; deleting their files failed (unreferenced file removal will collect them): %w", err)
+		if err := j.deleteExpired(ctx, t, r.Settings.Removal, fs, tbl.Metadata(), d, fig); err != nil {
+			return fmt.Errorf("expired snapshots committed; deleting their files failed (unreferenced file removal will collect them): %w", err)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func (j *Job) policyDefaults() commit.Policy {

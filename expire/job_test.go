@@ -38,7 +38,7 @@ func newFixture(t *testing.T, appends int) *fixture {
 func (f *fixture) load() *table.Table { return f.Load() }
 
 func (f *fixture) run(opts jobs.Options) (jobs.Outcome, *Figures) {
-	out := f.Run(f.job, opts)
+	out := f.Run(f.job.Definition(), opts)
 	fig, _ := out.Figures.(*Figures)
 	return out, fig
 }

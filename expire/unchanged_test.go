@@ -20,7 +20,7 @@ func TestUnchangedSnapshotManagement(t *testing.T) {
 	opens := testkit.WatchOpens(t, strings.TrimPrefix(f.load().Location(), "file://")+"/metadata")
 	now := time.Now()
 	// A backstop far off, so that only the clock's bound decides.
-	r := &jobs.Runner{Store: f.Store, Resolver: f.Resolver(), Jobs: map[maintenance.JobType]jobs.Job{maintenance.SnapshotManagement: f.job},
+	r := &jobs.Runner{Store: f.Store, Resolver: f.Resolver(), Jobs: jobs.Map(f.job.Definition()),
 		FullEvery: 1000 * 24 * time.Hour}
 	run := func(at time.Time) *Figures {
 		t.Helper()

@@ -8,13 +8,8 @@ import (
 	"time"
 
 	"github.com/icekeeper/icekeeper/internal/state"
-	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
 )
-
-// Budgeted is the job type rewrite budgets apply to: only compaction
-// rewrites data in bulk, and only its input bytes are counted.
-const Budgeted = maintenance.Compaction
 
 // DaemonScope names the daemon-wide budget in metrics and the API.
 const DaemonScope = "daemon"
@@ -38,12 +33,6 @@ func (l Limits) bounded() bool { return l.MaxConcurrentRewrites > 0 || l.Rewrite
 type BucketLimits struct {
 	Name string
 	Limits
-}
-
-// Rewriter is implemented by the figures of runs that rewrite data: the
-// input bytes they rewrote, which rewrite budgets count.
-type Rewriter interface {
-	RewrittenBytes() int64
 }
 
 // BudgetStore is what rewrite budgets keep in the state store: the ledger
@@ -157,11 +146,10 @@ func (b *Budgets) lastHour(ctx context.Context, now time.Time) (byBucket map[str
 
 // Record adds a finished run's rewritten bytes to the ledger.
 func (b *Budgets) Record(ctx context.Context, bucketARN string, at time.Time, out Outcome) error {
-	r, ok := out.Figures.(Rewriter)
-	if !ok || r.RewrittenBytes() <= 0 {
+	if out.Rewritten <= 0 {
 		return nil
 	}
-	return b.Store.RecordRewrite(context.WithoutCancel(ctx), bucketARN, at, r.RewrittenBytes())
+	return b.Store.RecordRewrite(context.WithoutCancel(ctx), bucketARN, at, out.Rewritten)
 }
 
 // BudgetUse is one scope's budget and its use.

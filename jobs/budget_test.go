@@ -22,16 +22,6 @@ import (
 	"github.com/icekeeper/icekeeper/planner"
 )
 
-// rewritingFigures report bytes rewritten, as compaction's do.
-type rewritingFigures struct {
-	Bytes    int64 `json:"inputBytes"`
-	Deferred int64 `json:"bytesDeferredByBudget"`
-}
-
-func (rewritingFigures) Counters() map[string]float64 { return nil }
-func (rewritingFigures) Text() string                 { return "" }
-func (f rewritingFigures) RewrittenBytes() int64      { return f.Bytes }
-
 // rewritingJob rewrites up to its allowance of want bytes per run, and
 // counts how many of its runs overlap.
 type rewritingJob struct {
@@ -43,9 +33,16 @@ type rewritingJob struct {
 	most    atomic.Int32
 }
 
-func (j *rewritingJob) Type() maintenance.JobType { return Budgeted }
+// def is the job's definition: compaction's, under the rewrite budgets.
+func (j *rewritingJob) def() Job {
+	d := define(maintenance.Compaction, j.run)
+	d.Rewritten = func(f *testFigures) int64 { return f.Bytes }
+	d.Pending = j.pending
+	return d
+}
 
-func (j *rewritingJob) Run(_ context.Context, _ Target, _ maintenance.Settings, o Options) (Outcome, error) {
+func (j *rewritingJob) run(_ context.Context, r *Run[struct{}], fig *testFigures) error {
+	o := r.Options
 	n := j.running.Add(1)
 	defer j.running.Add(-1)
 	for {
@@ -57,20 +54,19 @@ func (j *rewritingJob) Run(_ context.Context, _ Target, _ maintenance.Settings, 
 	j.caps = append(j.caps, o.RewriteBytes)
 	j.mu.Unlock()
 	time.Sleep(j.sleep)
-	f := rewritingFigures{Bytes: j.want}
+	fig.Bytes = j.want
 	if o.RewriteBytes != nil && *o.RewriteBytes < j.want {
-		f = rewritingFigures{Bytes: *o.RewriteBytes, Deferred: j.want - *o.RewriteBytes}
+		fig.Bytes, fig.Defer = *o.RewriteBytes, j.want-*o.RewriteBytes
 	}
-	return Outcome{Figures: f}, nil
+	return nil
 }
 
-// Pending implements Estimator.
-func (j *rewritingJob) Pending(figures json.RawMessage) (int64, int64) {
-	var f rewritingFigures
+func (j *rewritingJob) pending(figures json.RawMessage) (int64, int64) {
+	var f testFigures
 	if json.Unmarshal(figures, &f) != nil {
 		return 0, 0
 	}
-	return f.Deferred, f.Deferred
+	return f.Defer, f.Defer
 }
 
 func ledgerStore(t *testing.T) state.Store {
@@ -188,7 +184,7 @@ func TestEngineBudget(t *testing.T) {
 	reg := registry(t)
 	rw := &rewritingJob{want: 600, sleep: 30 * time.Millisecond}
 	other := newFake(maintenance.SnapshotManagement)
-	jobsOf := map[maintenance.JobType]Job{Budgeted: rw, maintenance.SnapshotManagement: other}
+	jobsOf := map[maintenance.JobType]Job{maintenance.Compaction: rw.def(), maintenance.SnapshotManagement: other.def()}
 	budgets := &Budgets{Store: s1, Daemon: Limits{MaxConcurrentRewrites: 1, RewriteBytesPerHour: 1000, TableSharePercent: 100}}
 	e := newEngine(t, s1, reg, "replica-1", jobsOf, func(e *Engine) {
 		e.Parallelism, e.SlotWait, e.Budgets = 3, 20*time.Millisecond, budgets
@@ -198,7 +194,7 @@ func TestEngineBudget(t *testing.T) {
 		t.Fatal(ok, err)
 	}
 	for i := 0; i < 3; i++ {
-		enqueue(t, e, key(i), Budgeted)
+		enqueue(t, e, key(i), maintenance.Compaction)
 	}
 	enqueue(t, e, key(0), maintenance.SnapshotManagement)
 	stop := start(t, e)
@@ -249,7 +245,7 @@ func TestEngineBudget(t *testing.T) {
 	runner.FullEvery = -1
 	var deferred []planner.Need
 	for i := 0; i < 3; i++ {
-		n, err := runner.Need(ctx, Target{Bucket: reg.Buckets()[0], Table: bucket.TableIDOf(key(i).Namespace, key(i).Name)}, Budgeted, time.Now())
+		n, err := runner.Need(ctx, Target{Bucket: reg.Buckets()[0], Table: bucket.TableIDOf(key(i).Namespace, key(i).Name)}, maintenance.Compaction, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,12 +273,12 @@ func TestEngineBudget(t *testing.T) {
 func TestPendingMetric(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m := NewMetrics(reg, ledgerStore(t))
-	job := string(Budgeted)
-	m.Fired(Budgeted, Fire{Pending: map[string]int{"budget": 2, planner.RuleFirst: 1}})
+	job := string(maintenance.Compaction)
+	m.Fired(maintenance.Compaction, Fire{Pending: map[string]int{"budget": 2, planner.RuleFirst: 1}})
 	if v := testutil.ToFloat64(m.pending.WithLabelValues(job, "budget")); v != 2 {
 		t.Fatalf("budget tables %v", v)
 	}
-	m.Fired(Budgeted, Fire{Pending: map[string]int{planner.RuleClock: 4}})
+	m.Fired(maintenance.Compaction, Fire{Pending: map[string]int{planner.RuleClock: 4}})
 	if n := testutil.CollectAndCount(m.pending); n != 1 {
 		t.Fatalf("%d series after a fire with one reason", n)
 	}
@@ -305,10 +301,10 @@ func TestEngineBudgetUnreadable(t *testing.T) {
 	s, _ := shared(t)
 	rw := &rewritingJob{want: 10}
 	budgets := &Budgets{Store: brokenLedger{s}, Daemon: Limits{MaxConcurrentRewrites: 1, RewriteBytesPerHour: 1000}}
-	e := newEngine(t, s, registry(t), "replica-1", map[maintenance.JobType]Job{Budgeted: rw}, func(e *Engine) {
+	e := newEngine(t, s, registry(t), "replica-1", map[maintenance.JobType]Job{maintenance.Compaction: rw.def()}, func(e *Engine) {
 		e.SlotWait, e.Budgets = 20*time.Millisecond, budgets
 	})
-	enqueue(t, e, key(0), Budgeted)
+	enqueue(t, e, key(0), maintenance.Compaction)
 	stop := start(t, e)
 	time.Sleep(500 * time.Millisecond)
 	stop()

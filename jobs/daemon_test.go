@@ -46,7 +46,8 @@ func newFake(typ maintenance.JobType) *fakeJob {
 	return &fakeJob{typ: typ, runs: map[string]int{}, guard: &inflight{tables: map[string]bool{}}}
 }
 
-func (f *fakeJob) Type() maintenance.JobType { return f.typ }
+// def is the fake's definition.
+func (f *fakeJob) def() Job { return define(f.typ, f.run) }
 
 func (f *fakeJob) count(k state.TableKey) int {
 	f.mu.Lock()
@@ -54,8 +55,8 @@ func (f *fakeJob) count(k state.TableKey) int {
 	return f.runs[k.String()]
 }
 
-func (f *fakeJob) Run(ctx context.Context, t Target, _ maintenance.Settings, _ Options) (Outcome, error) {
-	key := t.Key().String()
+func (f *fakeJob) run(ctx context.Context, r *Run[struct{}], fig *testFigures) error {
+	key := r.Key().String()
 	f.mu.Lock()
 	f.runs[key]++
 	f.mu.Unlock()
@@ -76,14 +77,15 @@ func (f *fakeJob) Run(ctx context.Context, t Target, _ maintenance.Settings, _ O
 	}
 	if f.block {
 		<-ctx.Done()
-		return Outcome{}, context.Cause(ctx)
+		return context.Cause(ctx)
 	}
 	if f.hang != nil {
 		<-f.hang // a stuck process: deaf to cancellation
-		return Outcome{}, errors.New("released")
+		return errors.New("released")
 	}
 	time.Sleep(f.sleep)
-	return Outcome{Figures: plainFigures{"n": 1}}, nil
+	fig.Values = map[string]float64{"n": 1}
+	return nil
 }
 
 // shared is one state store (PostgreSQL when the test server is there,
@@ -178,7 +180,7 @@ func TestWorkersRunEachJobOnce(t *testing.T) {
 		fakes[typ] = newFake(typ)
 		fakes[typ].sleep = 15 * time.Millisecond
 		fakes[typ].guard = guard
-		jobsOf[typ] = fakes[typ]
+		jobsOf[typ] = fakes[typ].def()
 	}
 	e1 := newEngine(t, s1, reg, "replica-1", jobsOf, func(e *Engine) { e.Parallelism = 3 })
 	e2 := newEngine(t, s2, reg, "replica-2", jobsOf, func(e *Engine) { e.Parallelism = 3 })
@@ -243,7 +245,7 @@ func TestTakeoverAfterCrash(t *testing.T) {
 	frozen := newFake(maintenance.Compaction)
 	release := make(chan struct{})
 	frozen.hang = release
-	dead := newEngine(t, dying, reg, "dead", map[maintenance.JobType]Job{maintenance.Compaction: frozen}, nil)
+	dead := newEngine(t, dying, reg, "dead", map[maintenance.JobType]Job{maintenance.Compaction: frozen.def()}, nil)
 	enqueue(t, dead, k, maintenance.Compaction)
 	stopDead, cancelDead := context.WithCancel(ctx)
 	go func() { _ = dead.Run(stopDead, stopDead) }()
@@ -258,7 +260,7 @@ func TestTakeoverAfterCrash(t *testing.T) {
 	// The survivor's clock runs two lease TTLs (a minute each) ahead: the
 	// dead replica's lease has lapsed by it, while the survivor's own
 	// leases, renewed every 20 s, never lapse however slow the machine.
-	survivor := newEngine(t, s2, reg, "survivor", map[maintenance.JobType]Job{maintenance.Compaction: fake}, func(e *Engine) {
+	survivor := newEngine(t, s2, reg, "survivor", map[maintenance.JobType]Job{maintenance.Compaction: fake.def()}, func(e *Engine) {
 		e.OnTakeover = func(RunArgs) { takeovers.Add(1) }
 		e.now = func() time.Time { return time.Now().Add(2 * time.Minute) }
 		e.sweepEvery, e.rescueAfter = 20*time.Millisecond, 3*time.Second
@@ -291,7 +293,7 @@ func TestSweepSparesLiveJobs(t *testing.T) {
 	reg := registry(t)
 	slow := newFake(maintenance.Compaction)
 	slow.sleep = 4 * time.Second
-	e := newEngine(t, s, reg, "w", map[maintenance.JobType]Job{maintenance.Compaction: slow}, func(e *Engine) {
+	e := newEngine(t, s, reg, "w", map[maintenance.JobType]Job{maintenance.Compaction: slow.def()}, func(e *Engine) {
 		e.sweepEvery, e.rescueAfter = 20*time.Millisecond, 2*time.Second
 		e.now = func() time.Time { return time.Now().Add(2 * time.Minute) }
 	})
@@ -314,7 +316,7 @@ func TestPanicAndTimeout(t *testing.T) {
 	p.panicky = true
 	slow := newFake(maintenance.SnapshotManagement)
 	slow.block = true
-	e := newEngine(t, s, reg, "w", map[maintenance.JobType]Job{maintenance.Compaction: p, maintenance.SnapshotManagement: slow},
+	e := newEngine(t, s, reg, "w", map[maintenance.JobType]Job{maintenance.Compaction: p.def(), maintenance.SnapshotManagement: slow.def()},
 		func(e *Engine) { e.JobTimeout = 200 * time.Millisecond })
 	for _, typ := range []maintenance.JobType{maintenance.Compaction, maintenance.SnapshotManagement} {
 		enqueue(t, e, key(1), typ)
@@ -339,7 +341,7 @@ func TestShutdownRequeues(t *testing.T) {
 	ctx := context.Background()
 	slow := newFake(maintenance.Compaction)
 	slow.block = true
-	e := newEngine(t, s, reg, "w", map[maintenance.JobType]Job{maintenance.Compaction: slow}, nil)
+	e := newEngine(t, s, reg, "w", map[maintenance.JobType]Job{maintenance.Compaction: slow.def()}, nil)
 	enqueue(t, e, key(1), maintenance.Compaction)
 	stop, cancelStop := context.WithCancel(ctx)
 	hard, cancelHard := context.WithCancel(ctx)

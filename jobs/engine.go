@@ -99,9 +99,10 @@ type Engine struct {
 	// OnTakeover, when set, is called when a job whose worker died runs
 	// again.
 	OnTakeover func(RunArgs)
-	// Budgets, when set, bound the Budgeted job type's rewrites: a job
-	// takes a concurrency slot of its bucket and of the daemon, or is
-	// snoozed for SlotWait, and runs with its bytes allowance.
+	// Budgets, when set, bound the rewrites of the job types they apply
+	// to (Definition.Rewritten): a job takes a concurrency slot of its
+	// bucket and of the daemon, or is snoozed for SlotWait, and runs with
+	// its bytes allowance.
 	Budgets *Budgets
 	// SlotWait is how long a job that found no free rewrite slot waits
 	// before it tries again (default 5s).
@@ -435,7 +436,7 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 
 	leases := []string{lease}
 	opts := Options{}
-	budgeted := e.Budgets != nil && a.Type == Budgeted
+	budgeted := e.Budgets != nil && e.Runner.Jobs[a.Type] != nil && e.Runner.Jobs[a.Type].budgeted()
 	if budgeted {
 		// A job that cannot read its budget does not run unbounded: it
 		// waits like one without a slot. A snooze, unlike an error,

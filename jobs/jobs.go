@@ -4,9 +4,11 @@
 // run in the state store. The scheduler and job queue (River) of the daemon
 // build on the same runner.
 //
-// A job type implements Job: settings in, plan, execute, figures out. The
-// runner does what is common: resolution, disabled handling, the run
-// record, panics turned into failed runs.
+// A job type is one Definition (definition.go): its settings, its run and
+// its optional behaviours in one literal, registered with one line. The
+// runner does what is common: resolution, disabled handling, the table's
+// one load, the unchanged rule, the run record, panics turned into failed
+// runs.
 package jobs
 
 import (
@@ -26,7 +28,6 @@ import (
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
-	"github.com/icekeeper/icekeeper/planner"
 )
 
 // Target is the table a job runs on.
@@ -54,9 +55,6 @@ type Options struct {
 	// Fanout, when set, lets a job with parts run them on every replica's
 	// workers (the daemon sets it; one-shot runs do all the work here).
 	Fanout Fanout
-	// Unchanged is the unchanged rule's state, set by the Runner for an
-	// Evaluator (nil: evaluate in full, record nothing).
-	Unchanged *Unchanged
 	// RewriteBytes, when set, caps the input bytes a compaction run
 	// rewrites (its rewrite budget's allowance, Budgets.Allowance): the
 	// groups of its plan that fit run, the rest are deferred to the next
@@ -72,27 +70,23 @@ type Outcome struct {
 	// the run's metrics and printed by `icekeeper run`.
 	Figures Figures
 	// Evaluation, when set, is recorded with a successful run for the
-	// unchanged rule (Unchanged.Evaluated, Unchanged.Carried).
+	// unchanged rule (Run.Settled, Unchanged.Carried).
 	Evaluation *state.Evaluation
+	// Rewritten is the input bytes the run rewrote, for the rewrite
+	// budgets (Definition.Rewritten).
+	Rewritten int64
 }
 
 // Figures is a job's report of one run. Its JSON is stored with the run
-// and served by the history API, so its fields keep their names.
+// and served by the history API, so its fields keep their names. Figures
+// embed Common, which the runner fills.
 type Figures interface {
 	// Counters are what the run did, for the metrics: each key must be
 	// one of the job type's Counters in maintenance's type table.
 	Counters() map[string]float64
 	// Text is the report for a terminal.
 	Text() string
-}
-
-// Job is one maintenance job type.
-type Job interface {
-	Type() maintenance.JobType
-	// Run runs the job on t with t's resolved settings, which are all it
-	// reads of the configuration. A returned error means the run failed;
-	// its message becomes the failure message.
-	Run(ctx context.Context, t Target, settings maintenance.Settings, opts Options) (Outcome, error)
+	common() *Common
 }
 
 // ErrNotAvailable marks a job type this build of icekeeper does not have.
@@ -124,18 +118,11 @@ type Runner struct {
 	FinishWithin, FinishRetry time.Duration
 }
 
-// Checker is implemented by jobs whose settings depend on the table, so
-// that a configuration the job cannot run is refused when it is written.
-type Checker interface {
-	// CheckSettings returns an error wrapping maintenance.ErrInvalid, with
-	// the reason, when the job cannot run on t with s.
-	CheckSettings(ctx context.Context, t Target, s maintenance.Settings) error
-}
-
 // CheckTableConfig checks that typ's job can run on t once override is
-// t's table-level configuration of typ.
+// t's table-level configuration of typ (Definition.Settings and
+// Definition.Check).
 func (r *Runner) CheckTableConfig(ctx context.Context, t Target, typ maintenance.JobType, override maintenance.Config) error {
-	c, ok := r.Jobs[typ].(Checker)
+	job, ok := r.Jobs[typ]
 	if !ok {
 		return nil
 	}
@@ -143,7 +130,7 @@ func (r *Runner) CheckTableConfig(ctx context.Context, t Target, typ maintenance
 	if err != nil {
 		return err
 	}
-	return c.CheckSettings(ctx, t, s)
+	return job.check(ctx, t, s)
 }
 
 // resolver is the Runner's Resolver, or one with the built-in defaults
@@ -181,10 +168,7 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 	if settings.For(typ).Status == maintenance.Disabled {
 		out = Outcome{Status: state.Disabled}
 	} else {
-		if opts.Unchanged, err = r.unchanged(ctx, t, job, settings); err != nil {
-			return Outcome{}, err
-		}
-		out = r.safeRun(ctx, job, t, settings, opts)
+		out = r.safeRun(ctx, job, t, settings, r.rule(ctx, t, job), opts)
 	}
 	run.Finished, run.Status, run.FailureMessage = time.Now(), out.Status, out.FailureMessage
 	if out.Status == state.Successful {
@@ -215,30 +199,25 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 	return out, nil
 }
 
-// unchanged is the unchanged rule's state for a run of job on t, nil
-// where the rule does not apply or is off. A store that cannot say what
-// the last run saw costs a full evaluation, never a wrong skip.
-func (r *Runner) unchanged(ctx context.Context, t Target, job Job, s maintenance.Settings) (*Unchanged, error) {
-	ev, ok := job.(Evaluator)
-	if !ok || r.FullEvery < 0 {
-		return nil, nil
+// rule is the unchanged rule's state for a run of job on t, nil where the
+// rule does not apply or is off. A store that cannot say what the last
+// run saw costs a full evaluation, never a wrong skip.
+func (r *Runner) rule(ctx context.Context, t Target, job Job) *ruleState {
+	if !job.underRule() || r.FullEvery < 0 {
+		return nil
 	}
-	hash, err := planner.SettingsHash(job.Type(), s.For(job.Type()), ev.Identity(s))
-	if err != nil {
-		return nil, fmt.Errorf("settings identity of %s on %s: %w", job.Type(), t.Key(), err)
-	}
-	u := &Unchanged{SettingsHash: hash, FullEvery: cmp.Or(r.FullEvery, DefaultFullEvery)}
+	rule := &ruleState{fullEvery: cmp.Or(r.FullEvery, DefaultFullEvery)}
 	last, found, err := r.Store.LastEvaluation(ctx, t.Key(), job.Type())
 	if err != nil {
 		if r.Logger != nil {
 			r.Logger.Warn("last evaluation not read; evaluating in full", "table", t.Key().String(), "job", job.Type(), "err", err)
 		}
-		return u, nil
+		return rule
 	}
 	if found {
-		u.Last = &last
+		rule.last = &last
 	}
-	return u, nil
+	return rule
 }
 
 // finish records the end of run, retrying with growing waits: the job's
@@ -272,7 +251,7 @@ func (r *Runner) finish(ctx context.Context, run state.Run) error {
 
 // safeRun turns errors and panics of a job into a Failed outcome: a bug in
 // one job must never take the process down.
-func (r *Runner) safeRun(ctx context.Context, job Job, t Target, settings maintenance.Settings, opts Options) (out Outcome) {
+func (r *Runner) safeRun(ctx context.Context, job Job, t Target, settings maintenance.Settings, rule *ruleState, opts Options) (out Outcome) {
 	defer func() {
 		if p := recover(); p != nil {
 			if r.Logger != nil {
@@ -281,7 +260,7 @@ func (r *Runner) safeRun(ctx context.Context, job Job, t Target, settings mainte
 			out = Outcome{Status: state.Failed, FailureMessage: fmt.Sprintf("internal error: %v", p)}
 		}
 	}()
-	out, err := job.Run(ctx, t, settings, opts)
+	out, err := job.run(ctx, t, settings, rule, opts)
 	if err != nil {
 		out.Status, out.FailureMessage = state.Failed, errtext.Short(err)
 	}

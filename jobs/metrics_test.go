@@ -15,16 +15,35 @@ import (
 	"github.com/icekeeper/icekeeper/maintenance"
 )
 
-type countingFigures map[string]float64
+// testFigures are a test job's figures: Values, which it counts when
+// counted is set.
+type testFigures struct {
+	Common
+	Values  map[string]float64 `json:"values,omitempty"`
+	Bytes   int64              `json:"bytes,omitempty"`
+	Defer   int64              `json:"deferred,omitempty"`
+	counted bool
+}
 
-func (c countingFigures) Counters() map[string]float64 { return c }
-func (c countingFigures) Text() string                 { return "" }
+func (f *testFigures) Counters() map[string]float64 {
+	if !f.counted {
+		return nil
+	}
+	return f.Values
+}
+func (*testFigures) Text() string { return "" }
 
-// plainFigures are a test job's figures that count nothing.
-type plainFigures map[string]int
-
-func (plainFigures) Counters() map[string]float64 { return nil }
-func (plainFigures) Text() string                 { return "" }
+// define is the definition of test job type typ, which runs run: its
+// figures start empty, it has no settings of its own and none of the
+// optional behaviours.
+func define(typ maintenance.JobType, run func(ctx context.Context, r *Run[struct{}], fig *testFigures) error) *Definition[struct{}, *testFigures] {
+	return &Definition[struct{}, *testFigures]{
+		Name:     typ,
+		Settings: func(maintenance.Settings) (struct{}, error) { return struct{}{}, nil },
+		Figures:  func(struct{}, Options) *testFigures { return &testFigures{} },
+		Run:      run,
+	}
+}
 
 // Every counter is there before any run, at 0, so an alert on its rate
 // sees a series; a run adds to its own counters only, and each table's
@@ -65,7 +84,7 @@ func TestMetrics(t *testing.T) {
 	if _, err := store.ProtectMarks(ctx, key, []string{"s3://b/t/c"}, finished); err != nil {
 		t.Fatal(err)
 	}
-	m.Observe(run, Outcome{Status: state.Successful, Figures: countingFigures{"bytes_compacted": 1000, "files_compacted": 7}})
+	m.Observe(run, Outcome{Status: state.Successful, Figures: &testFigures{Values: map[string]float64{"bytes_compacted": 1000, "files_compacted": 7}, counted: true}})
 
 	want := `
 # HELP icekeeper_compaction_input_bytes_total Sum of bytes_compacted over all runs.

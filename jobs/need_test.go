@@ -64,7 +64,7 @@ func newFleetOn(t testing.TB, cfg *configs.Config, home string, n, appends, work
 	}
 	t.Cleanup(func() { store.Close() })
 	f := &fleet{ctx: ctx, reg: reg, b: b, store: store,
-		runner: &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.Compaction: &compactor.Job{MinInputFiles: 2}}}}
+		runner: &jobs.Runner{Store: store, Jobs: jobs.Map((&compactor.Job{MinInputFiles: 2}).Definition())}}
 	cat, err := b.Catalog(ctx)
 	if err != nil {
 		t.Fatal(err)

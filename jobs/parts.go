@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -55,15 +56,6 @@ func (PartArgs) InsertOpts() river.InsertOpts {
 // Key is the part's table.
 func (a PartArgs) Key() state.TableKey {
 	return state.TableKey{Bucket: a.Bucket, Namespace: a.Namespace, Name: a.Name}
-}
-
-// Parter is a job whose runs can fan parts out. RunPart does one part and
-// returns its output, for the coordinator; it may run on any replica, more
-// than once, and must leave nothing behind when it fails. A part is JSON
-// that River keeps; on PostgreSQL its numbers come back as float64 (53
-// bits), so a part carries large integers as strings.
-type Parter interface {
-	RunPart(ctx context.Context, t Target, part json.RawMessage) (json.RawMessage, error)
 }
 
 // Fanout runs the parts of one run on the workers of every replica. The
@@ -187,9 +179,9 @@ func (w *partWorker) Work(ctx context.Context, job *river.Job[PartArgs]) error {
 	} else if holder != a.Coordinator {
 		return river.JobCancel(fmt.Errorf("the job that queued this part (%s) has stopped", a.Coordinator))
 	}
-	p, ok := e.Runner.Jobs[a.Type].(Parter)
+	p, ok := e.Runner.Jobs[a.Type]
 	if !ok {
-		return river.JobCancel(fmt.Errorf("%s has no parts", a.Type))
+		return river.JobCancel(fmt.Errorf("%s is %w", a.Type, ErrNotAvailable))
 	}
 	b, err := e.Registry.Bucket(k.Bucket)
 	if err != nil {
@@ -209,7 +201,10 @@ func (w *partWorker) Work(ctx context.Context, job *river.Job[PartArgs]) error {
 	defer cancel()
 	defer e.renew(ctx, []string{lease}, holder, cancel)()
 	t := Target{Bucket: b, Table: bucket.TableIDOf(k.Namespace, k.Name)}
-	out, err := p.RunPart(ctx, t, a.Part)
+	out, err := p.runPart(ctx, t, a.Part)
+	if errors.Is(err, errNoParts) {
+		return river.JobCancel(err)
+	}
 	if err != nil {
 		return fmt.Errorf("part %d of %s on %s: %w", a.Index, a.Type, k, err)
 	}

@@ -29,11 +29,17 @@ type partsJob struct {
 
 func newPartsJob(n int) *partsJob { return &partsJob{n: n, fail: -1, did: map[int]int{}} }
 
-func (p *partsJob) Type() maintenance.JobType { return maintenance.Compaction }
+// def is the job's definition.
+func (p *partsJob) def() Job {
+	d := define(maintenance.Compaction, p.run)
+	d.RunPart = p.runPart
+	return d
+}
 
-func (p *partsJob) Run(ctx context.Context, t Target, _ maintenance.Settings, opts Options) (Outcome, error) {
+func (p *partsJob) run(ctx context.Context, r *Run[struct{}], fig *testFigures) error {
+	opts := r.Options
 	if opts.Fanout == nil || p.n < opts.Fanout.MinParts() {
-		return Outcome{}, errors.New("no fan-out")
+		return errors.New("no fan-out")
 	}
 	parts := make([]json.RawMessage, p.n)
 	for i := range parts {
@@ -59,10 +65,11 @@ func (p *partsJob) Run(ctx context.Context, t Target, _ maintenance.Settings, op
 	p.mu.Lock()
 	p.sum = sum
 	p.mu.Unlock()
-	return Outcome{Figures: plainFigures{"sum": sum}}, err
+	fig.Values = map[string]float64{"sum": float64(sum)}
+	return err
 }
 
-func (p *partsJob) RunPart(ctx context.Context, _ Target, raw json.RawMessage) (json.RawMessage, error) {
+func (p *partsJob) runPart(ctx context.Context, _ Target, raw json.RawMessage) (json.RawMessage, error) {
 	var i int
 	if err := json.Unmarshal(raw, &i); err != nil {
 		return nil, err
@@ -96,8 +103,8 @@ func TestFanOutAcrossReplicas(t *testing.T) {
 	const n = 24
 	j1, j2 := newPartsJob(n), newPartsJob(n)
 	tune := func(e *Engine) { e.FanOutParts = 4 }
-	e1 := newEngine(t, s1, reg, "replica-1", map[maintenance.JobType]Job{maintenance.Compaction: j1}, tune)
-	e2 := newEngine(t, s2, reg, "replica-2", map[maintenance.JobType]Job{maintenance.Compaction: j2}, tune)
+	e1 := newEngine(t, s1, reg, "replica-1", map[maintenance.JobType]Job{maintenance.Compaction: j1.def()}, tune)
+	e2 := newEngine(t, s2, reg, "replica-2", map[maintenance.JobType]Job{maintenance.Compaction: j2.def()}, tune)
 	enqueue(t, e1, key(1), maintenance.Compaction)
 	stop1, stop2 := start(t, e1), start(t, e2)
 	waitEmpty(t, s1, 30*time.Second)
@@ -128,7 +135,7 @@ func TestFanOutPartFails(t *testing.T) {
 	s, _ := shared(t)
 	job := newPartsJob(6)
 	job.fail = 0
-	e := newEngine(t, s, registry(t), "replica", map[maintenance.JobType]Job{maintenance.Compaction: job}, func(e *Engine) {
+	e := newEngine(t, s, registry(t), "replica", map[maintenance.JobType]Job{maintenance.Compaction: job.def()}, func(e *Engine) {
 		e.FanOutParts, e.PartParallelism, e.partRetry = 2, 1, 10*time.Millisecond
 	})
 	enqueue(t, e, key(1), maintenance.Compaction)
@@ -149,7 +156,7 @@ func TestFanOutPartFails(t *testing.T) {
 func TestPartOfAStoppedRun(t *testing.T) {
 	s, _ := shared(t)
 	job := newPartsJob(1)
-	e := newEngine(t, s, registry(t), "replica", map[maintenance.JobType]Job{maintenance.Compaction: job}, nil)
+	e := newEngine(t, s, registry(t), "replica", map[maintenance.JobType]Job{maintenance.Compaction: job.def()}, nil)
 	k := key(1)
 	res, err := e.client.Insert(context.Background(), PartArgs{Bucket: k.Bucket, Namespace: k.Namespace, Name: k.Name,
 		Type: maintenance.Compaction, Coordinator: "gone/1/1", Part: json.RawMessage("0")}, nil)

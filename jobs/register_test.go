@@ -13,7 +13,7 @@ func TestRegister(t *testing.T) {
 	all := func(extra ...Job) []Job {
 		var js []Job
 		for _, typ := range maintenance.JobTypes() {
-			js = append(js, &fakeJob{typ: typ})
+			js = append(js, (&fakeJob{typ: typ}).def())
 		}
 		return append(js, extra...)
 	}
@@ -26,8 +26,8 @@ func TestRegister(t *testing.T) {
 		want string
 	}{
 		"missing": {all()[1:], "no job runs " + string(maintenance.JobTypes()[0])},
-		"twice":   {all(&fakeJob{typ: maintenance.Compaction}), "icebergCompaction registered twice"},
-		"unknown": {all(&fakeJob{typ: "icebergTableRepair"}), "icebergTableRepair is not in the type table"},
+		"twice":   {all((&fakeJob{typ: maintenance.Compaction}).def()), "icebergCompaction registered twice"},
+		"unknown": {all((&fakeJob{typ: "icebergTableRepair"}).def()), "icebergTableRepair is not in the type table"},
 	} {
 		if _, err := Register(tc.jobs...); !errors.Is(err, ErrRegistry) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)

@@ -60,10 +60,10 @@ func BenchmarkRequestsPerRun(b *testing.B) {
 			removal.Store = testkit.FailingIndex{Store: e.Store}
 		}
 		job := map[maintenance.JobType]jobs.Job{
-			maintenance.Compaction:              &compactor.Job{},
-			maintenance.SnapshotManagement:      &expire.Job{},
-			maintenance.UnreferencedFileRemoval: removal,
-			maintenance.RecordExpiration:        &records.Job{},
+			maintenance.Compaction:              (&compactor.Job{}).Definition(),
+			maintenance.SnapshotManagement:      (&expire.Job{}).Definition(),
+			maintenance.UnreferencedFileRemoval: removal.Definition(),
+			maintenance.RecordExpiration:        (&records.Job{}).Definition(),
 		}[typ]
 		r := e.Runner(job)
 		r.FullEvery = s.fullEvery

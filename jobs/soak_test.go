@@ -25,11 +25,11 @@ func TestSoak(t *testing.T) {
 		t.Skip("soak test")
 	}
 	d := testkit.NewDemoTable(t, demo.Options{Appends: 10})
-	r := &jobs.Runner{Store: d.Store, Jobs: map[maintenance.JobType]jobs.Job{
-		maintenance.Compaction:              &compactor.Job{MinInputFiles: 2},
-		maintenance.SnapshotManagement:      &expire.Job{},
-		maintenance.UnreferencedFileRemoval: &orphan.Job{Store: d.Store},
-	}}
+	r := &jobs.Runner{Store: d.Store, Jobs: jobs.Map(
+		(&compactor.Job{MinInputFiles: 2}).Definition(),
+		(&expire.Job{}).Definition(),
+		(&orphan.Job{Store: d.Store}).Definition(),
+	)}
 	heap := func() uint64 {
 		runtime.GC()
 		runtime.GC()

@@ -136,8 +136,8 @@ func TestRemovalBenchChild(t *testing.T) {
 			t.Fatal(err)
 		}
 		job := &Job{Store: store}
-		r := &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
-		out, err := r.Run(ctx, jobs.Target{Bucket: bk, Table: id}, job.Type(), "bench", jobs.Options{DryRun: true, Now: time.Now().Add(ahead)})
+		r := &jobs.Runner{Store: store, Jobs: jobs.Map(job.Definition())}
+		out, err := r.Run(ctx, jobs.Target{Bucket: bk, Table: id}, maintenance.UnreferencedFileRemoval, "bench", jobs.Options{DryRun: true, Now: time.Now().Add(ahead)})
 		if err != nil || out.Status != state.Successful {
 			t.Fatalf("%+v %v", out, err)
 		}
@@ -281,7 +281,7 @@ func BenchmarkRemovalUnchanged(b *testing.B) {
 		b.Helper()
 		opens.Take()
 		start := time.Now()
-		out := d.Run(job, jobs.Options{Now: time.Now()})
+		out := d.Run(job.Definition(), jobs.Options{Now: time.Now()})
 		took := time.Since(start)
 		if out.Status != state.Successful {
 			b.Fatalf("%s %s", out.Status, out.FailureMessage)
@@ -335,9 +335,9 @@ func BenchmarkRemovalUnchangedS3(b *testing.B) {
 	target := jobs.Target{Bucket: bk, Table: bucket.TableID{Namespace: []string{"db"}, Name: "events"}}
 	run := func(job *Job) map[string]int {
 		b.Helper()
-		runner := &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
+		runner := &jobs.Runner{Store: store, Jobs: jobs.Map(job.Definition())}
 		counter.Take()
-		out, err := runner.Run(ctx, target, job.Type(), "test", jobs.Options{Now: time.Now()})
+		out, err := runner.Run(ctx, target, maintenance.UnreferencedFileRemoval, "test", jobs.Options{Now: time.Now()})
 		if err != nil || out.Status != state.Successful {
 			b.Fatalf("%v %s %s", err, out.Status, out.FailureMessage)
 		}

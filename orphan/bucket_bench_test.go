@@ -46,10 +46,10 @@ func BenchmarkRemovalBucket(b *testing.B) {
 	target := jobs.Target{Bucket: bk, Table: tablesID(tables[0])}
 	run := func(job *Job, store state.Store) (float64, *Figures, testkit.OpenCounts) {
 		b.Helper()
-		r := &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
+		r := &jobs.Runner{Store: store, Jobs: jobs.Map(job.Definition())}
 		opens.Take()
 		start := time.Now()
-		out, err := r.Run(ctx, target, job.Type(), "bench", jobs.Options{DryRun: false, Now: time.Now()})
+		out, err := r.Run(ctx, target, maintenance.UnreferencedFileRemoval, "bench", jobs.Options{DryRun: false, Now: time.Now()})
 		if err != nil || out.Status != state.Successful {
 			b.Fatalf("%+v %v", out, err)
 		}

@@ -85,7 +85,7 @@ func TestIndexBesideWriterOnS3(t *testing.T) {
 	target := jobs.Target{Bucket: b, Table: id}
 	removal := &Job{Store: store}
 	runner := &jobs.Runner{Store: store, Resolver: &jobs.Resolver{Store: store},
-		Jobs: map[maintenance.JobType]jobs.Job{removal.Type(): removal, maintenance.SnapshotManagement: &expire.Job{}}}
+		Jobs: jobs.Map(removal.Definition(), (&expire.Job{}).Definition())}
 	now := time.Now()
 	run := func(typ maintenance.JobType, after time.Duration) jobs.Outcome {
 		t.Helper()
@@ -111,7 +111,7 @@ func TestIndexBesideWriterOnS3(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fig := run(removal.Type(), after).Figures.(*Figures)
+		fig := run(maintenance.UnreferencedFileRemoval, after).Figures.(*Figures)
 		marks, err := store.Marks(ctx, target.Key())
 		if err != nil {
 			t.Fatal(err)

@@ -165,7 +165,7 @@ func testIndexUnchanged(t *testing.T, open func(t *testing.T) state.Store) {
 	// Snapshot expiry drops the lists and manifests of the old snapshots
 	// from the metadata, not from storage: their rows are forgotten, and
 	// their files are marked like any other unreferenced object.
-	if exp := f.Run(&expire.Job{}, jobs.Options{Now: f.now.Add(30 * day)}); exp.Status != state.Successful {
+	if exp := f.Run((&expire.Job{}).Definition(), jobs.Options{Now: f.now.Add(30 * day)}); exp.Status != state.Successful {
 		t.Fatalf("expire: %+v", exp)
 	}
 	opens.Take()

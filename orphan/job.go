@@ -67,13 +67,22 @@ type Job struct {
 	codec refCodec
 }
 
-// Type implements jobs.Job.
-func (j *Job) Type() maintenance.JobType { return maintenance.UnreferencedFileRemoval }
+// Definition is icebergUnreferencedFileRemoval's definition, with the
+// job's knobs. Removal is outside the unchanged rule: objects appear in
+// storage without a commit, so every run lists the table's prefixes.
+func (j *Job) Definition() *jobs.Definition[Rules, *Figures] {
+	return &jobs.Definition[Rules, *Figures]{
+		Name:     maintenance.UnreferencedFileRemoval,
+		Settings: func(s maintenance.Settings) (Rules, error) { return RulesOf(s), nil },
+		Figures:  func(_ Rules, opts jobs.Options) *Figures { return &Figures{Now: opts.Now.UTC()} },
+		Run:      j.run,
+	}
+}
 
 // Figures is what a run reports and records.
 type Figures struct {
+	jobs.Common
 	Now      time.Time `json:"now"`
-	DryRun   bool      `json:"dryRun,omitempty"`
 	Prefixes []string  `json:"prefixes"`
 	// OtherTablePrefixes are other tables' prefixes inside the table's,
 	// left alone (with allowNestedTables).
@@ -166,21 +175,22 @@ func (f *Figures) Counters() map[string]float64 {
 		"manifests_read": float64(f.References.ManifestsRead), "manifests_from_index": float64(f.References.ManifestsFromIndex)}
 }
 
-// Run implements jobs.Job.
-func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
-	start := time.Now()
-	rules := RulesOf(all)
-	fig := &Figures{Now: opts.Now.UTC(), DryRun: opts.DryRun}
-	out := jobs.Outcome{Figures: fig}
+// run marks what nothing references and deletes what is due.
+func (j *Job) run(ctx context.Context, r *jobs.Run[Rules], fig *Figures) error {
+	t, rules, opts := r.Target, r.Settings, r.Options
 	key := t.Key()
+	tbl, err := r.Load(ctx)
+	if err != nil {
+		return err
+	}
 
 	use := indexAndSave
 	if opts.DryRun {
 		use = indexOnly
 	}
-	v, err := j.view(ctx, t, rules, use)
+	v, err := j.view(ctx, t, tbl, rules, use)
 	if err != nil {
-		return out, err
+		return err
 	}
 	fig.References, fig.Bucket = v.stats, &v.others.stats
 	for _, p := range v.sc.pfx {
@@ -191,13 +201,13 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 	}
 	marks, err := j.Store.Marks(ctx, key)
 	if err != nil {
-		return out, err
+		return err
 	}
 	pl := planner.NewRemoval(rules.RemovalRules, opts.Now, planMarks(marks))
 	for _, p := range v.sc.pfx {
 		st, err := j.storageFor(ctx, t.Bucket, p)
 		if err != nil {
-			return out, err
+			return err
 		}
 		if err := st.List(ctx, p, func(o Object) error {
 			if !under(o.Loc, v.sc.pfx) { // a listing must never stray outside
@@ -206,7 +216,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 			pl.Observe(planner.RemovalObject{Path: o.Loc.String(), Size: o.Size, LastModified: o.LastModified}, v.standing(o.Loc))
 			return nil
 		}); err != nil {
-			return out, err
+			return err
 		}
 	}
 	plan := pl.Finish()
@@ -217,7 +227,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 	unlisted, missing := v.refs.unlisted()
 	fig.References.NotInStorage = unlisted
 	if len(missing) > 0 {
-		return out, missingError(ctx, v.tbl, v.fs, v.sc, j.Parallelism, v.refs, missing)
+		return missingError(ctx, v.tbl, v.fs, v.sc, j.Parallelism, v.refs, missing)
 	}
 	fig.MarkedPaths = firstPaths(plan.Mark)
 	fig.UnmarkedPaths = first(plan.Unmark)
@@ -228,27 +238,25 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, all maintenance.Settings, 
 		for _, m := range plan.Delete {
 			fig.DeletedBytes += m.Size
 		}
-		fig.DurationMs = time.Since(start).Milliseconds()
-		return out, nil
+		return nil
 	}
 
 	if err := j.Store.PutMarks(ctx, storeMarks(plan.Mark, key, opts.RunID)); err != nil {
-		return out, err
+		return err
 	}
 	if _, err := j.Store.DeleteMarks(ctx, key, slices.Concat(plan.Unmark, plan.Vanished)); err != nil {
-		return out, err
+		return err
 	}
 	fig.Deleted = 0
 	if len(plan.Delete) > 0 {
 		if err := j.deleteDue(ctx, t, rules, plan.Delete, fig); err != nil {
-			return out, err
+			return err
 		}
 	}
-	fig.DurationMs = time.Since(start).Milliseconds()
 	if fig.DeleteFailed > 0 {
-		return out, fmt.Errorf("%d of %d deletions failed, first: %s", fig.DeleteFailed, fig.DeleteFailed+fig.Deleted, fig.Errors[0])
+		return fmt.Errorf("%d of %d deletions failed, first: %s", fig.DeleteFailed, fig.DeleteFailed+fig.Deleted, fig.Errors[0])
 	}
-	return out, nil
+	return nil
 }
 
 // view is what a run knows of its table: the table, where its files are,
@@ -262,15 +270,11 @@ type view struct {
 	stats  refStats
 }
 
-// view loads the table afresh and collects what it owns, using the
-// reference index as use says, and what the other tables of the bucket
-// hold under its prefixes.
-func (j *Job) view(ctx context.Context, t jobs.Target, rules Rules, use indexUse) (view, error) {
+// view collects what tbl, t as loaded, owns, using the reference index as
+// use says, and what the other tables of the bucket hold under its
+// prefixes.
+func (j *Job) view(ctx context.Context, t jobs.Target, tbl *table.Table, rules Rules, use indexUse) (view, error) {
 	var v view
-	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
-	if err != nil {
-		return v, err
-	}
 	if err := maintenance.CheckGC(tbl.Properties()); err != nil {
 		return v, err
 	}
@@ -365,7 +369,11 @@ func (v view) keeps(l loc) string {
 // mark a live file, never delete it. The price is one full read in the
 // runs that have deletions due.
 func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []planner.Mark, fig *Figures) error {
-	v, err := j.view(ctx, t, rules, readAll)
+	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
+	if err != nil {
+		return fmt.Errorf("re-check before deleting: %w", err)
+	}
+	v, err := j.view(ctx, t, tbl, rules, readAll)
 	if err != nil {
 		return fmt.Errorf("re-check before deleting: %w", err)
 	}
@@ -444,7 +452,11 @@ func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []p
 // Like deleteDue's re-check, it reads the metadata in full, never the
 // reference index.
 func (j *Job) DeleteUnreferenced(ctx context.Context, t jobs.Target, s maintenance.Settings, paths []string) (int, error) {
-	v, err := j.view(ctx, t, RulesOf(s), readAll)
+	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
+	if err != nil {
+		return 0, err
+	}
+	v, err := j.view(ctx, t, tbl, RulesOf(s), readAll)
 	if err != nil {
 		return 0, err
 	}

@@ -46,7 +46,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) run(after time.Duration, dryRun bool) (jobs.Outcome, *Figures) {
 	f.t.Helper()
-	out := f.Run(f.job, jobs.Options{Now: f.now.Add(after), DryRun: dryRun})
+	out := f.Run(f.job.Definition(), jobs.Options{Now: f.now.Add(after), DryRun: dryRun})
 	fig, _ := out.Figures.(*Figures)
 	return out, fig
 }
@@ -232,7 +232,7 @@ func TestStrayScenarios(t *testing.T) {
 // then deleted; every kept snapshot still reads.
 func TestExpireThenRemove(t *testing.T) {
 	f := newFixture(t)
-	exp := f.Run(&expire.Job{}, jobs.Options{Now: f.now.Add(30 * day)})
+	exp := f.Run((&expire.Job{}).Definition(), jobs.Options{Now: f.now.Add(30 * day)})
 	if exp.Status != state.Successful {
 		t.Fatalf("expire: %+v", exp)
 	}
@@ -255,7 +255,7 @@ func TestExpireThenRemove(t *testing.T) {
 func TestRollbackUnmarks(t *testing.T) {
 	f := newFixture(t)
 	oldLoc := f.Load().MetadataLocation()
-	if exp := f.Run(&expire.Job{}, jobs.Options{Now: f.now.Add(30 * day)}); exp.Status != state.Successful {
+	if exp := f.Run((&expire.Job{}).Definition(), jobs.Options{Now: f.now.Add(30 * day)}); exp.Status != state.Successful {
 		t.Fatalf("expire: %+v", exp)
 	}
 	marked := f.mustRun(4 * day).Marked
@@ -440,7 +440,7 @@ func TestExpireDeletesExpiredFiles(t *testing.T) {
 	dataDir := filepath.Join(f.dir, "metadata")
 	before, _ := os.ReadDir(dataDir)
 	job := &expire.Job{DeleteFiles: f.job.DeleteUnreferenced}
-	out := f.Run(job, jobs.Options{Now: f.now.Add(30 * day)})
+	out := f.Run(job.Definition(), jobs.Options{Now: f.now.Add(30 * day)})
 	fig := out.Figures.(*expire.Figures)
 	if out.Status != state.Successful || fig.FilesDeleted == 0 || len(fig.SchemasRemoved) != 1 {
 		t.Fatalf("%+v %+v", out, fig)

@@ -90,12 +90,12 @@ func TestOldMetadataFilesRemoved(t *testing.T) {
 			}
 			t.Cleanup(func() { store.Close() })
 			job := &Job{Store: store}
-			runner := &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
+			runner := &jobs.Runner{Store: store, Jobs: jobs.Map(job.Definition())}
 			target := jobs.Target{Bucket: b, Table: bucket.TableID{Namespace: []string{"demo"}, Name: name}}
 			now := time.Now()
 			run := func(after time.Duration) *Figures {
 				t.Helper()
-				out, err := runner.Run(ctx, target, job.Type(), "test", jobs.Options{Now: now.Add(after)})
+				out, err := runner.Run(ctx, target, maintenance.UnreferencedFileRemoval, "test", jobs.Options{Now: now.Add(after)})
 				if err != nil || out.Status != state.Successful {
 					t.Fatalf("removal at +%v: %+v %v", after, out, err)
 				}

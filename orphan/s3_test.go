@@ -91,8 +91,8 @@ func TestS3(t *testing.T) {
 	run := func(after time.Duration) (jobs.Outcome, *Figures) {
 		t.Helper()
 		resolver := &jobs.Resolver{Store: store, Defaults: map[string]maintenance.BucketDefaults{b.ARN(): {Knobs: knobs}}}
-		runner := &jobs.Runner{Store: store, Resolver: resolver, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
-		out, err := runner.Run(ctx, target, job.Type(), "test", jobs.Options{Now: now.Add(after)})
+		runner := &jobs.Runner{Store: store, Resolver: resolver, Jobs: jobs.Map(job.Definition())}
+		out, err := runner.Run(ctx, target, maintenance.UnreferencedFileRemoval, "test", jobs.Options{Now: now.Add(after)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,8 +159,8 @@ func TestS3(t *testing.T) {
 	db, _ := downReg.Bucket("lake")
 	ctxDown, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	runner := &jobs.Runner{Store: store, Jobs: map[maintenance.JobType]jobs.Job{job.Type(): job}}
-	out, err = runner.Run(ctxDown, jobs.Target{Bucket: db, Table: target.Table}, job.Type(), "test", jobs.Options{Now: now.Add(30 * day)})
+	runner := &jobs.Runner{Store: store, Jobs: jobs.Map(job.Definition())}
+	out, err = runner.Run(ctxDown, jobs.Target{Bucket: db, Table: target.Table}, maintenance.UnreferencedFileRemoval, "test", jobs.Options{Now: now.Add(30 * day)})
 	if err != nil {
 		t.Fatal(err)
 	}

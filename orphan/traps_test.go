@@ -151,8 +151,8 @@ func (r *trapRunner) settings() maintenance.Settings {
 
 func (r *trapRunner) run(after time.Duration) (jobs.Outcome, *Figures) {
 	r.t.Helper()
-	runner := &jobs.Runner{Store: r.store, Resolver: r.resolver(), Jobs: map[maintenance.JobType]jobs.Job{r.job.Type(): r.job}}
-	out, err := runner.Run(context.Background(), r.target, r.job.Type(), "test", jobs.Options{Now: r.now.Add(after)})
+	runner := &jobs.Runner{Store: r.store, Resolver: r.resolver(), Jobs: jobs.Map(r.job.Definition())}
+	out, err := runner.Run(context.Background(), r.target, maintenance.UnreferencedFileRemoval, "test", jobs.Options{Now: r.now.Add(after)})
 	if err != nil {
 		r.t.Fatal(err)
 	}

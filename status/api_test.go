@@ -50,8 +50,7 @@ func newServer(t *testing.T, api configs.API) *fixture {
 	}
 	reg := cfg.Registry()
 	t.Cleanup(reg.Close)
-	runner := &jobs.Runner{Store: d.Store, Jobs: map[maintenance.JobType]jobs.Job{maintenance.SnapshotManagement: &expire.Job{},
-		maintenance.RecordExpiration: &records.Job{}}}
+	runner := &jobs.Runner{Store: d.Store, Jobs: jobs.Map((&expire.Job{}).Definition(), (&records.Job{}).Definition())}
 	queue := &jobs.Engine{Store: d.Store, Registry: reg} // queues only: no worker runs here
 	if err := queue.Init(); err != nil {
 		t.Fatal(err)
@@ -364,7 +363,7 @@ func TestRawBadInput(t *testing.T) {
 // is written, and nothing is stored.
 func TestPutChecksTable(t *testing.T) {
 	f := newServer(t, configs.API{})
-	f.runner.Jobs[maintenance.Compaction] = &compactor.Job{}
+	f.runner.Jobs[maintenance.Compaction] = (&compactor.Job{}).Definition()
 	ctx := context.Background()
 	c := client(f.url, "any", "any")
 	put := func(s types.IcebergCompactionStrategy) error {
@@ -610,21 +609,23 @@ func TestUnsupportedOperations(t *testing.T) {
 
 // namingFigures name objects; they count nothing.
 type namingFigures struct {
+	jobs.Common
 	Files  []string `json:"files"`
 	Source string   `json:"source"`
 }
 
-func (namingFigures) Counters() map[string]float64 { return nil }
-func (namingFigures) Text() string                 { return "" }
+func (*namingFigures) Counters() map[string]float64 { return nil }
+func (*namingFigures) Text() string                 { return "" }
 
-// figuresJob reports figures naming objects with quotes, backslashes,
-// non-ASCII letters and percent signs, and a presigned URI.
-type figuresJob struct{ figures jobs.Figures }
-
-func (figuresJob) Type() maintenance.JobType { return maintenance.Compaction }
-
-func (j figuresJob) Run(context.Context, jobs.Target, maintenance.Settings, jobs.Options) (jobs.Outcome, error) {
-	return jobs.Outcome{Figures: j.figures}, nil
+// figuresJob reports fig: figures naming objects with quotes,
+// backslashes, non-ASCII letters and percent signs, and a presigned URI.
+func figuresJob(fig *namingFigures) jobs.Job {
+	return &jobs.Definition[struct{}, *namingFigures]{
+		Name:     maintenance.Compaction,
+		Settings: func(maintenance.Settings) (struct{}, error) { return struct{}{}, nil },
+		Figures:  func(struct{}, jobs.Options) *namingFigures { return fig },
+		Run:      func(context.Context, *jobs.Run[struct{}], *namingFigures) error { return nil },
+	}
 }
 
 // A run's figures go through the runner, the store and the runs route
@@ -633,7 +634,7 @@ func (j figuresJob) Run(context.Context, jobs.Target, maintenance.Settings, jobs
 func TestRunFiguresRoundTrip(t *testing.T) {
 	f := newServer(t, configs.API{})
 	names := []string{`s3://b/ns/t/data/q"uote.parquet`, `s3://b/ns/t/data/back\slash`, "s3://b/ns/t/data/café-日本 100%.parquet"}
-	f.runner.Jobs[maintenance.Compaction] = figuresJob{namingFigures{Files: names, Source: "https://h/o?X-Amz-Signature=s1gn&a=1"}}
+	f.runner.Jobs[maintenance.Compaction] = figuresJob(&namingFigures{Files: names, Source: "https://h/o?X-Amz-Signature=s1gn&a=1"})
 	if out, err := f.runner.Run(context.Background(), f.Target(), maintenance.Compaction, "test", jobs.Options{}); err != nil || out.Status != state.Successful {
 		t.Fatalf("run: %+v %v", out, err)
 	}

@@ -166,9 +166,9 @@ func printOutcome(env *cliEnv, t maintenance.JobType, out jobs.Outcome, dryRun b
 func availableJobs(w *world) (map[maintenance.JobType]jobs.Job, error) {
 	removal := &orphan.Job{Store: w.store, Logger: w.logger}
 	return jobs.Register(
-		&records.Job{},
-		&compactor.Job{},
-		&expire.Job{DeleteFiles: removal.DeleteUnreferenced},
-		removal,
+		(&records.Job{}).Definition(),
+		(&compactor.Job{}).Definition(),
+		(&expire.Job{DeleteFiles: removal.DeleteUnreferenced}).Definition(),
+		removal.Definition(),
 	)
 }

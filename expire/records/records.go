@@ -51,8 +51,34 @@ type Job struct {
 	beforeCommit func(attempt int)
 }
 
-// Type implements jobs.Job.
-func (j *Job) Type() maintenance.JobType { return maintenance.RecordExpiration }
+// Settings are record expiration's: after how many days rows expire.
+type Settings struct {
+	Days int
+}
+
+// Definition is icebergRecordExpiration's definition, with the job's
+// knobs.
+func (j *Job) Definition() *jobs.Definition[Settings, *ExpirationFigures] {
+	return &jobs.Definition[Settings, *ExpirationFigures]{
+		Name:     maintenance.RecordExpiration,
+		Settings: settingsOf,
+		Figures: func(s Settings, opts jobs.Options) *ExpirationFigures {
+			return &ExpirationFigures{Days: s.Days, Cutoff: cutoff(s, opts.Now)}
+		},
+		Run:   j.run,
+		Check: check,
+		// Which files expire is a function of the metadata, the days and
+		// the clock; the last full evaluation says until when the clock
+		// leaves it alone (ExpiryColumn.KeptUntil). The column is a table
+		// property, part of the metadata.
+		Unchanged: &jobs.Rule[Settings]{},
+	}
+}
+
+// cutoff is the instant before which rows expire in a run at now.
+func cutoff(s Settings, now time.Time) time.Time {
+	return now.Add(-time.Duration(s.Days) * 24 * time.Hour).UTC()
+}
 
 // ExpirationFigures are what a record expiration run did. The first three
 // are S3 Tables' job metrics (GetTableRecordExpirationJobStatus): data
@@ -63,13 +89,11 @@ type ExpirationFigures struct {
 	DeletedRecords   int64 `json:"deletedRecords"`
 	RemovedFilesSize int64 `json:"removedFilesSize"`
 
-	DryRun bool `json:"dryRun,omitempty"`
-	// Unchanged is the unchanged rule's verdict (planner.Unchanged); a run
-	// it skipped reports nothing else.
-	Unchanged *planner.UnchangedVerdict `json:"unchanged,omitempty"`
-	Column    string                    `json:"column,omitempty"`
-	Days      int                       `json:"days"`
-	Cutoff    time.Time                 `json:"cutoff"`
+	// Common: a run the unchanged rule skipped reports nothing else.
+	jobs.Common
+	Column string    `json:"column,omitempty"`
+	Days   int       `json:"days"`
+	Cutoff time.Time `json:"cutoff"`
 	// FilesScanned are the live data files; FilesKept those whose bounds
 	// prove no row expired.
 	FilesScanned int `json:"filesScanned"`
@@ -89,7 +113,6 @@ type ExpirationFigures struct {
 	CommitAttempts int      `json:"commitAttempts"`
 	Conflicts      int      `json:"conflicts"`
 	Rebases        int      `json:"rebases"`
-	DurationMs     int64    `json:"durationMs"`
 }
 
 // Text is the readable form `icekeeper run` prints.
@@ -128,36 +151,21 @@ func (f *ExpirationFigures) Counters() map[string]float64 {
 	return map[string]float64{"records_expired": float64(f.DeletedRecords), "files_expired": float64(f.DeletedDataFiles)}
 }
 
-// Identity implements jobs.Evaluator: besides its resolved settings (the
-// days), record expiration's decision reads only the table's metadata
-// (the column property among it) and the clock.
-func (j *Job) Identity(maintenance.Settings) any { return nil }
-
-// expirationDays is the resolved setting, or an error naming what is
+// settingsOf is the resolved setting, or an error naming what is
 // missing.
-func expirationDays(s maintenance.Settings) (int, error) {
+func settingsOf(s maintenance.Settings) (Settings, error) {
 	c := s.For(maintenance.RecordExpiration).RecordExpiration
 	if c == nil || c.Days == nil {
-		return 0, fmt.Errorf("%w: %s is enabled without settings.days: say after how many days rows expire", maintenance.ErrInvalid, maintenance.RecordExpiration)
+		return Settings{}, fmt.Errorf("%w: %s is enabled without settings.days: say after how many days rows expire", maintenance.ErrInvalid, maintenance.RecordExpiration)
 	}
-	return *c.Days, nil
+	return Settings{Days: *c.Days}, nil
 }
 
-// CheckSettings implements jobs.Checker: enabling record expiration on a
-// table it cannot run on is refused when it is configured, with why.
-func (j *Job) CheckSettings(ctx context.Context, t jobs.Target, s maintenance.Settings) error {
-	if s.For(maintenance.RecordExpiration).Status != maintenance.Enabled {
-		return nil
-	}
-	if _, err := expirationDays(s); err != nil {
-		return err
-	}
-	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
-	if err != nil {
-		return err
-	}
+// check refuses, when it is configured, to enable record expiration on a
+// table it cannot run on, with why.
+func check(tbl *table.Table, _ Settings) error {
 	if _, err := planner.ExpiryColumnOf(tbl.Metadata(), time.Now()); err != nil {
-		return fmt.Errorf("%w: %s: %w", maintenance.ErrInvalid, t.Table, err)
+		return fmt.Errorf("%w: %s: %w", maintenance.ErrInvalid, strings.Join(tbl.Identifier(), "."), err)
 	}
 	return nil
 }
@@ -174,36 +182,20 @@ type expiryRead struct {
 	err     error
 }
 
-// Run implements jobs.Job.
-func (j *Job) Run(ctx context.Context, t jobs.Target, s maintenance.Settings, opts jobs.Options) (jobs.Outcome, error) {
-	begin := time.Now()
-	fig := &ExpirationFigures{DryRun: opts.DryRun}
-	out := jobs.Outcome{Figures: fig}
-	defer func() { fig.DurationMs = time.Since(begin).Milliseconds() }()
-	days, err := expirationDays(s)
+// run expires the rows older than the run's cutoff.
+func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *ExpirationFigures) error {
+	t, opts := r.Target, r.Options
+	tbl, err := r.Load(ctx)
 	if err != nil {
-		return out, err
-	}
-	fig.Days, fig.Cutoff = days, opts.Now.Add(-time.Duration(days)*24*time.Hour).UTC()
-	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
-	if err != nil {
-		return out, err
-	}
-	// Which files expire is a function of the metadata, the days and the
-	// clock; the last full evaluation says until when the clock leaves it
-	// alone (ExpiryColumn.KeptUntil).
-	var skip bool
-	if fig.Unchanged, skip = opts.Verdict(planner.CurrentSnapshotID(tbl.Metadata()), tbl.MetadataLocation()); skip {
-		out.Evaluation = opts.Unchanged.Carried()
-		return out, nil
+		return err
 	}
 	col, err := planner.ExpiryColumnOf(tbl.Metadata(), fig.Cutoff)
 	if err != nil {
-		return out, fmt.Errorf("record expiration of %s: %w", t.Table, err)
+		return fmt.Errorf("record expiration of %s: %w", t.Table, err)
 	}
 	fig.Column = col.Name
 	if tbl.CurrentSnapshot() == nil {
-		return out, nil
+		return nil
 	}
 	def := commit.DefaultPolicy()
 	if j.Retry != nil {
@@ -211,11 +203,11 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, s maintenance.Settings, op
 	}
 	policy, err := commit.PolicyFor(tbl.Properties(), def)
 	if err != nil {
-		return out, fmt.Errorf("record expiration of %s: %w", t.Table, err)
+		return fmt.Errorf("record expiration of %s: %w", t.Table, err)
 	}
 	sc, err := rebase.Scan(ctx, tbl)
 	if err != nil {
-		return out, err
+		return err
 	}
 	fig.FilesScanned = len(sc.Tasks)
 	// Its own file size, not compaction's: see planner.ExpiryTargetBytes.
@@ -227,11 +219,8 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, s maintenance.Settings, op
 	groups, kept := planner.PlanExpiry(col, files, target)
 	fig.FilesKept = kept
 	if len(groups) == 0 {
-		if !opts.DryRun {
-			out.Evaluation = opts.Unchanged.Evaluated(opts.RunID, planner.CurrentSnapshotID(tbl.Metadata()), tbl.MetadataLocation(), opts.Now,
-				col.KeptUntil(files, days, opts.Now))
-		}
-		return out, nil
+		r.Settled(tbl, col.KeptUntil(files, r.Settings.Days, opts.Now))
+		return nil
 	}
 
 	// A dry run only counts, so it needs no writable storage; rec then
@@ -240,7 +229,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, s maintenance.Settings, op
 	var cat catalog.Catalog
 	if !opts.DryRun {
 		if rec.WriteFileIO, cat, err = rebase.OpenWriting(ctx, t, tbl); err != nil {
-			return out, err
+			return err
 		}
 		rtbl = rec.Table(tbl, cat)
 	}
@@ -250,7 +239,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, s maintenance.Settings, op
 		switch {
 		case rd.err != nil:
 			rec.RemoveExcept(nil)
-			return out, fmt.Errorf("record expiration of %s: group %s: %w", t.Table, groups[i].Partition, rd.err)
+			return fmt.Errorf("record expiration of %s: group %s: %w", t.Table, groups[i].Partition, rd.err)
 		case rd.result == nil:
 			fig.FilesUnchanged += len(groups[i].Tasks)
 		case opts.DryRun:
@@ -262,14 +251,14 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, s maintenance.Settings, op
 	}
 	if len(results) == 0 {
 		rec.RemoveExcept(nil)
-		return out, nil
+		return nil
 	}
 
 	env := rebase.Env{Target: t, Catalog: cat, FS: rec.WriteFileIO, Policy: policy, BeforeCommit: j.beforeCommit}
 	op := rebase.RowRemoval{Caller: rebase.Caller{Job: string(maintenance.RecordExpiration), Name: "record expiration"}}
 	c, err := rebase.NewCommitter(env, op, tbl, sc)
 	if err != nil {
-		return out, err
+		return err
 	}
 	err = c.Run(ctx, results)
 	done := c.Committed()
@@ -279,7 +268,7 @@ func (j *Job) Run(ctx context.Context, t jobs.Target, s maintenance.Settings, op
 		fig.add(g, expiredBy[g.OldDataFiles[0].FilePath()], len(g.NewDataFiles) > 0)
 	}
 	c.RemoveUncommitted(rec)
-	return out, err
+	return err
 }
 
 // add counts one group's removal: its files rewritten without their

@@ -56,7 +56,7 @@ func (e *env) expire(job *Job, dryRun bool) (jobs.Outcome, *ExpirationFigures) {
 	e.T.Helper()
 	e.Defaults.Configs[maintenance.RecordExpiration] = maintenance.Config{Status: maintenance.Enabled,
 		RecordExpiration: &maintenance.ExpirationSettings{Days: maintenance.Int(30)}}
-	out, err := e.Runner(job).Run(e.Ctx, e.Target(), maintenance.RecordExpiration, "test", jobs.Options{Now: expiryNow, DryRun: dryRun})
+	out, err := e.Runner(job.Definition()).Run(e.Ctx, e.Target(), maintenance.RecordExpiration, "test", jobs.Options{Now: expiryNow, DryRun: dryRun})
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -377,23 +377,23 @@ func TestRecordExpirationRefusals(t *testing.T) {
 		if e.Load().CurrentSnapshot().SnapshotID != snap {
 			t.Errorf("column %q: the refused run committed", tc.column)
 		}
-		err := (&Job{}).CheckSettings(e.Ctx, e.Target(), enabledExpiry(30))
+		err := e.Runner((&Job{}).Definition()).CheckTableConfig(e.Ctx, e.Target(), maintenance.RecordExpiration, enabledExpiry(30))
 		if !strings.Contains(errString(err), tc.want) {
-			t.Errorf("column %q: CheckSettings = %v", tc.column, err)
+			t.Errorf("column %q: CheckTableConfig = %v", tc.column, err)
 		}
 	}
-	err := (&Job{}).CheckSettings(e.Ctx, e.Target(), enabledExpiry(0))
+	_, err := settingsOf(maintenance.Settings{Configs: map[maintenance.JobType]maintenance.Config{maintenance.RecordExpiration: enabledExpiry(0)}})
 	if !strings.Contains(errString(err), "without settings.days") {
-		t.Errorf("no days: CheckSettings = %v", err)
+		t.Errorf("no days: %v", err)
 	}
 }
 
-func enabledExpiry(days int) maintenance.Settings {
+func enabledExpiry(days int) maintenance.Config {
 	c := maintenance.Config{Status: maintenance.Enabled, RecordExpiration: &maintenance.ExpirationSettings{}}
 	if days > 0 {
 		c.RecordExpiration.Days = maintenance.Int(days)
 	}
-	return maintenance.Settings{Configs: map[maintenance.JobType]maintenance.Config{maintenance.RecordExpiration: c}}
+	return c
 }
 
 func errString(err error) string {
@@ -496,7 +496,7 @@ func TestExpiryUnchangedRule(t *testing.T) {
 		RecordExpiration: &maintenance.ExpirationSettings{Days: maintenance.Int(30)}}
 	run := func(now time.Time) *ExpirationFigures {
 		t.Helper()
-		r := e.Runner(&Job{})
+		r := e.Runner((&Job{}).Definition())
 		r.FullEvery = 1000 * time.Hour
 		out, err := r.Run(e.Ctx, e.Target(), maintenance.RecordExpiration, "test", jobs.Options{Now: now})
 		if err != nil || out.Status != state.Successful {
