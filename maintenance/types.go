@@ -2,7 +2,9 @@ package maintenance
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // JobType names a maintenance job exactly as S3 Tables does on the wire.
@@ -73,52 +75,68 @@ type Type struct {
 // adder collects one validation failure of a setting.
 type adder func(key, format string, args ...any)
 
-// Types returns every job type in the order icekeeper runs them for
-// `--job all`: record expiration first (it removes rows, so compaction
-// does not rewrite them), then compaction (it creates garbage), then
-// snapshot expiration (it makes garbage unreferenced), then removal (it
-// collects it). Each call builds the table afresh, so no caller can
-// change another's.
-func Types() []Type {
-	return []Type{
-		recordExpirationType(),
-		compactionType(),
-		snapshotManagementType(),
-		removalType(),
-	}
+// table is the type table, built once, on first use, and never changed:
+// the API reads it on every request.
+type table struct {
+	types       []Type
+	byName      map[JobType]int
+	byAlias     map[string]JobType
+	names       []JobType
+	maintenance []JobType
 }
+
+// theTable builds the table once. Its rows hold maps and closures that
+// no caller may change; Types and the lists hand out copies of the
+// slices, so that no caller can reorder another's.
+var theTable = sync.OnceValue(func() *table {
+	t := &table{
+		// The order icekeeper runs them in for `--job all`: record
+		// expiration first (it removes rows, so compaction does not
+		// rewrite them), then compaction (it creates garbage), then
+		// snapshot expiration (it makes garbage unreferenced), then
+		// removal (it collects it).
+		types: []Type{
+			recordExpirationType(),
+			compactionType(),
+			snapshotManagementType(),
+			removalType(),
+		},
+		byName:  map[JobType]int{},
+		byAlias: map[string]JobType{},
+	}
+	for i, typ := range t.types {
+		t.byName[typ.Name] = i
+		t.byAlias[typ.Alias] = typ.Name
+		t.names = append(t.names, typ.Name)
+		if typ.Dialect == MaintenanceDialect {
+			t.maintenance = append(t.maintenance, typ.Name)
+		}
+	}
+	return t
+})
+
+// Types returns every job type in the order icekeeper runs them for
+// `--job all` (see theTable). The rows' maps and functions are shared:
+// callers read them and never change them.
+func Types() []Type { return slices.Clone(theTable().types) }
 
 // Lookup returns job type t's row of the type table.
 func Lookup(t JobType) (Type, bool) {
-	for _, typ := range Types() {
-		if typ.Name == t {
-			return typ, true
-		}
+	tt := theTable()
+	i, ok := tt.byName[t]
+	if !ok {
+		return Type{}, false
 	}
-	return Type{}, false
+	return tt.types[i], true
 }
 
 // JobTypes lists every job type's name, in Types' order.
-func JobTypes() []JobType {
-	var out []JobType
-	for _, t := range Types() {
-		out = append(out, t.Name)
-	}
-	return out
-}
+func JobTypes() []JobType { return slices.Clone(theTable().names) }
 
 // MaintenanceTypes lists the job types of S3 Tables' maintenance calls
 // (GetTableMaintenanceJobStatus and the maintenance configurations), in
 // Types' order, which is also the order S3 Tables documents them in.
-func MaintenanceTypes() []JobType {
-	var out []JobType
-	for _, t := range Types() {
-		if t.Dialect == MaintenanceDialect {
-			out = append(out, t.Name)
-		}
-	}
-	return out
-}
+func MaintenanceTypes() []JobType { return slices.Clone(theTable().maintenance) }
 
 // ParseJobType returns the job type named s by its wire name, or an error
 // listing the valid names.
@@ -135,10 +153,6 @@ func ParseJobType(s string) (JobType, error) {
 
 // ByAlias returns the job type whose short name is s.
 func ByAlias(s string) (JobType, bool) {
-	for _, t := range Types() {
-		if t.Alias == s {
-			return t.Name, true
-		}
-	}
-	return "", false
+	t, ok := theTable().byAlias[s]
+	return t, ok
 }
