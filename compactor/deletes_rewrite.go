@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/sourcegraph/conc/pool"
 
-	"github.com/icekeeper/icekeeper/compactor/rebase"
+	"github.com/icekeeper/icekeeper/internal/rebase"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
@@ -51,7 +51,7 @@ func (j *Job) compactDeletes(ctx context.Context, t jobs.Target, tbl *table.Tabl
 	if err != nil {
 		return fmt.Errorf("delete-file compaction of %s: %w", t.Table, err)
 	}
-	wfs, cat, err := rebase.OpenWriting(ctx, t, tbl)
+	wfs, cat, err := rebase.OpenWriting(ctx, t.Bucket, tbl)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/icekeeper/icekeeper/compactor/rebase"
+	"github.com/icekeeper/icekeeper/internal/rebase"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
@@ -146,7 +146,7 @@ func (j *Job) convert(ctx context.Context, t jobs.Target, tbl *table.Table, sc s
 	if err != nil {
 		return fmt.Errorf("equality-delete conversion of %s: %w", t.Table, err)
 	}
-	wfs, cat, err := rebase.OpenWriting(ctx, t, tbl)
+	wfs, cat, err := rebase.OpenWriting(ctx, t.Bucket, tbl)
 	if err != nil {
 		return err
 	}

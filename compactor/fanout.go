@@ -12,7 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/compactor/merge"
-	"github.com/icekeeper/icekeeper/compactor/rebase"
+	"github.com/icekeeper/icekeeper/internal/rebase"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/planner"
 )
@@ -168,7 +168,7 @@ func (j *Job) RunPart(ctx context.Context, t jobs.Target, raw json.RawMessage) (
 	if err != nil {
 		return nil, err
 	}
-	wfs, cat, err := rebase.OpenWriting(ctx, t, tbl)
+	wfs, cat, err := rebase.OpenWriting(ctx, t.Bucket, tbl)
 	if err != nil {
 		return nil, err
 	}

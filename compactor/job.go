@@ -56,8 +56,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/compactor/merge"
-	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/internal/commit"
+	"github.com/icekeeper/icekeeper/internal/rebase"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
@@ -324,7 +324,7 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, tbl *table.Table, 
 		return ds, nil
 	}
 
-	wfs, cat, err := rebase.OpenWriting(ctx, t, tbl)
+	wfs, cat, err := rebase.OpenWriting(ctx, t.Bucket, tbl)
 	if err != nil {
 		return ds, err
 	}
@@ -380,7 +380,7 @@ func pending(figures json.RawMessage) (deferred, estimate int64) {
 // newCommitter is the committer of op's groups in a compaction run, with
 // the job's batch bounds and hooks.
 func (j *Job) newCommitter(op rebase.GroupProducer, t jobs.Target, tbl *table.Table, cat catalog.Catalog, wfs icebergio.WriteFileIO, sc scanned, policy commit.Policy) (*rebase.Committer, error) {
-	env := rebase.Env{Target: t, Catalog: cat, FS: wfs, Policy: policy,
+	env := rebase.Env{Bucket: t.Bucket, Table: t.Table, Catalog: cat, FS: wfs, Policy: policy,
 		BeforeCommit: j.beforeCommit, AfterCommit: j.afterCommit, CommitTable: j.commitTable}
 	c, err := rebase.NewCommitter(env, op, tbl, rebase.Base{Start: sc.start, Tasks: sc.tasks, Deletes: sc.deletes})
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/compactor/rebase"
+	"github.com/icekeeper/icekeeper/internal/rebase"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -29,11 +29,11 @@ func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, tbl *table.Ta
 	if err != nil {
 		return fmt.Errorf("manifest rewrite of %s: %w", t.Table, err)
 	}
-	wfs, cat, err := rebase.OpenWriting(ctx, t, tbl)
+	wfs, cat, err := rebase.OpenWriting(ctx, t.Bucket, tbl)
 	if err != nil {
 		return err
 	}
-	env := rebase.Env{Target: t, Catalog: cat, FS: wfs, Policy: policy, BeforeCommit: j.beforeManifestCommit}
+	env := rebase.Env{Bucket: t.Bucket, Table: t.Table, Catalog: cat, FS: wfs, Policy: policy, BeforeCommit: j.beforeManifestCommit}
 	op := rebase.ManifestRewrite{Caller: rebase.Caller{Job: string(maintenance.Compaction), Name: "manifest rewrite"},
 		TargetBytes:  int64(tbl.Properties().GetInt(table.ManifestTargetSizeBytesKey, table.ManifestTargetSizeBytesDefault)),
 		MinManifests: s.MinManifests}

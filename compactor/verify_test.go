@@ -6,7 +6,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
-	"github.com/icekeeper/icekeeper/compactor/rebase"
+	"github.com/icekeeper/icekeeper/internal/rebase"
 )
 
 // verifyOutput accepts what the writer wrote and rejects a manifest entry

@@ -1,7 +1,7 @@
 // Package records is icebergRecordExpiration: it removes the rows whose
 // expiration column is older than the configured days. Its planning —
 // the column, each file's fate by its bounds, the groups — is package
-// planner's; its commits go through compactor/rebase as RowRemoval
+// planner's; its commits go through internal/rebase as RowRemoval
 // snapshots.
 package records
 
@@ -22,8 +22,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/sourcegraph/conc/pool"
 
-	"github.com/icekeeper/icekeeper/compactor/rebase"
 	"github.com/icekeeper/icekeeper/internal/commit"
+	"github.com/icekeeper/icekeeper/internal/rebase"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
@@ -228,7 +228,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *ExpirationFig
 	rtbl, rec := tbl, &rebase.RecordingFS{}
 	var cat catalog.Catalog
 	if !opts.DryRun {
-		if rec.WriteFileIO, cat, err = rebase.OpenWriting(ctx, t, tbl); err != nil {
+		if rec.WriteFileIO, cat, err = rebase.OpenWriting(ctx, t.Bucket, tbl); err != nil {
 			return err
 		}
 		rtbl = rec.Table(tbl, cat)
@@ -254,7 +254,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *ExpirationFig
 		return nil
 	}
 
-	env := rebase.Env{Target: t, Catalog: cat, FS: rec.WriteFileIO, Policy: policy, BeforeCommit: j.beforeCommit}
+	env := rebase.Env{Bucket: t.Bucket, Table: t.Table, Catalog: cat, FS: rec.WriteFileIO, Policy: policy, BeforeCommit: j.beforeCommit}
 	op := rebase.RowRemoval{Caller: rebase.Caller{Job: string(maintenance.RecordExpiration), Name: "record expiration"}}
 	c, err := rebase.NewCommitter(env, op, tbl, sc)
 	if err != nil {

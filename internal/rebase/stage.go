@@ -11,7 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
-	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/internal/bucket"
 )
 
 // staged is what a commit writes before it is attempted — manifests, a
@@ -31,14 +31,14 @@ func newStaged(fs icebergio.WriteFileIO, locs table.LocationProvider) staged {
 	return staged{fs: fs, locs: locs, id: newSnapshotID(), commitID: uuid.New()}
 }
 
-// OpenWriting is what a stage that writes to tbl needs: its file system,
-// writable, and the bucket's catalog to commit to.
-func OpenWriting(ctx context.Context, t jobs.Target, tbl *table.Table) (icebergio.WriteFileIO, catalog.Catalog, error) {
+// OpenWriting is what a stage that writes to tbl, a table of b, needs: its
+// file system, writable, and the bucket's catalog to commit to.
+func OpenWriting(ctx context.Context, b *bucket.Bucket, tbl *table.Table) (icebergio.WriteFileIO, catalog.Catalog, error) {
 	wfs, err := WritableFS(ctx, tbl)
 	if err != nil {
 		return nil, nil, err
 	}
-	cat, err := t.Bucket.Catalog(ctx)
+	cat, err := b.Catalog(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

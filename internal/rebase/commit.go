@@ -9,13 +9,16 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/commit"
-	"github.com/icekeeper/icekeeper/jobs"
 )
 
 // Env is where a rewrite's snapshots commit, and how.
 type Env struct {
-	Target  jobs.Target
+	// Bucket and Table name the table: every attempt after the first
+	// reloads it from the bucket's catalog.
+	Bucket  *bucket.Bucket
+	Table   bucket.TableID
 	Catalog catalog.Catalog
 	// FS is the table's file system, writable: staged files are written
 	// and removed through it.
@@ -86,7 +89,7 @@ func (e *Env) commit(ctx context.Context, p Producer, s stagedSnapshot, first *t
 		fresh := first
 		if n > 1 || fresh == nil {
 			var err error
-			if fresh, err = e.Target.Bucket.LoadTable(ctx, e.Target.Table); err != nil {
+			if fresh, err = e.Bucket.LoadTable(ctx, e.Table); err != nil {
 				return err
 			}
 		}
@@ -119,7 +122,7 @@ func (e *Env) commit(ctx context.Context, p Producer, s stagedSnapshot, first *t
 			return err
 		}
 		// A timeout, a 5xx, a cut connection: look before deciding.
-		fresh, lerr := e.Target.Bucket.LoadTable(context.WithoutCancel(ctx), e.Target.Table)
+		fresh, lerr := e.Bucket.LoadTable(context.WithoutCancel(ctx), e.Table)
 		if lerr == nil {
 			if a, err := e.landed(p, s, fresh, &out); a != nil || err != nil {
 				out.after, out.attempt = fresh, a
@@ -132,9 +135,9 @@ func (e *Env) commit(ctx context.Context, p Producer, s stagedSnapshot, first *t
 		// after the reload: its files must stay.
 		if _, sql := e.Catalog.(*sqlcat.Catalog); lerr != nil || !sql {
 			out.unknown = true
-			return fmt.Errorf("commit %s of %s (whether it landed is unknown, so its files are kept): %w", p.Verb(), e.Target.Table, err)
+			return fmt.Errorf("commit %s of %s (whether it landed is unknown, so its files are kept): %w", p.Verb(), e.Table, err)
 		}
-		return fmt.Errorf("commit %s of %s: %w", p.Verb(), e.Target.Table, err)
+		return fmt.Errorf("commit %s of %s: %w", p.Verb(), e.Table, err)
 	})
 	switch {
 	case out.attempt != nil:
@@ -160,7 +163,7 @@ func (e *Env) landed(p Producer, s stagedSnapshot, fresh *table.Table, out *land
 	a := s.attemptOf(snap.ManifestList)
 	if a == nil {
 		out.unknown = true
-		return nil, fmt.Errorf("commit %s of %s: snapshot %d is in the table with a manifest list this run did not write (%s); its files are kept", p.Verb(), e.Target.Table, s.snapshotID(), snap.ManifestList)
+		return nil, fmt.Errorf("commit %s of %s: snapshot %d is in the table with a manifest list this run did not write (%s); its files are kept", p.Verb(), e.Table, s.snapshotID(), snap.ManifestList)
 	}
 	return a, nil
 }
