@@ -206,10 +206,73 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 	if err == nil && ds.tbl != nil {
 		err = j.deleteStage(ctx, r.Target, s, r.Options, ds, &fig.deleteFigures)
 	}
-	if err == nil && settled(fig, ds) {
+	switch {
+	case err != nil:
+	case settled(fig, ds):
 		r.Settled(start, planner.CompactionValidUntil(ds.sc.files, s.MinFileAge, r.Now))
+	case rewroteAll(fig, ds):
+		// The table the run's own commits left may need nothing more:
+		// then the next check rests on this run and reads one metadata
+		// file, not every manifest again.
+		after, until, ok, err := j.settledAfter(ctx, r, ds)
+		if err != nil {
+			return fmt.Errorf("data files committed; deciding whether the table is settled failed: %w", err)
+		}
+		if ok {
+			r.Settled(after, until)
+		}
 	}
 	return err
+}
+
+// rewroteAll reports whether the run did all it planned and nothing else
+// changed the table meanwhile: its only commits are the data rewrite's,
+// of every planned group, none of them lost to or rebased on another
+// commit, and no manifest rewrite, conversion or delete rewrite is left.
+// Then the table it left is the one it planned on with the groups
+// replaced, which is what settledAfter decides on.
+func rewroteAll(f *Figures, ds dataStage) bool {
+	m, done := f.manifestFigures, ds.done
+	return ds.committed && !done.Unknown && done.Stats.Conflicts == 0 && done.Rebases == 0 && len(done.Dropped) == 0 &&
+		f.GroupsCommitted == f.GroupsPlanned && f.GroupsFailed == 0 && f.GroupsDeferredByBudget == 0 &&
+		!m.ManifestsDeferred && len(f.ConvertPlan) == 0 && f.ConvertCommits == 0 && len(f.DeletePlan) == 0
+}
+
+// settledAfter decides whether the table the data rewrite left, ds.after,
+// is settled: the planner on the files it planned on with the committed
+// groups replaced (planner.SettledAfterRewrite), and the manifest
+// rewrite's count of small manifests on the new snapshot's manifest list,
+// the one file it reads.
+func (j *Job) settledAfter(ctx context.Context, r *jobs.Run[Settings], ds dataStage) (*table.Table, time.Time, bool, error) {
+	s, after := r.Settings, ds.after
+	meta := after.Metadata()
+	removed := map[string]bool{}
+	var added []planner.File
+	for _, g := range ds.done.Groups {
+		for _, df := range g.OldDataFiles {
+			removed[df.FilePath()] = true
+		}
+		for _, df := range g.NewDataFiles {
+			added = append(added, planner.File{Path: df.FilePath(), Partition: planner.PartitionKey(df), Label: planner.PartitionLabel(meta, df),
+				Format: strings.ToLower(string(df.FileFormat())), SizeBytes: df.FileSizeBytes(), Records: df.Count(),
+				OldSpec: int(df.SpecID()) != meta.DefaultPartitionSpec(), AddedAt: r.Now})
+		}
+	}
+	ok, until, err := planner.SettledAfterRewrite(ds.sc.files, removed, added, planner.CompactionOptions{TargetBytes: int64(s.TargetFileSizeMB) << 20,
+		MinInputFiles: j.MinInputFiles, MinFileAge: s.MinFileAge, Now: r.Now})
+	if err != nil || !ok {
+		return nil, time.Time{}, false, err
+	}
+	var m manifestFigures
+	dry := r.Options
+	dry.DryRun = true
+	if err := j.rewriteManifests(ctx, r.Target, after, s, dry, &m); err != nil {
+		return nil, time.Time{}, false, err
+	}
+	if m.ManifestsMinimum > 0 && m.ManifestsSmall >= m.ManifestsMinimum {
+		return nil, time.Time{}, false, nil
+	}
+	return after, until, true, nil
 }
 
 // idle is planner.CompactionIdle with the job's minimum of small files
@@ -239,6 +302,9 @@ type dataStage struct {
 	sc        scanned
 	taken     map[string]bool
 	committed bool
+	// done is what the rewrite's commits did, after the table they left.
+	done  rebase.Committed
+	after *table.Table
 	// eqs are tbl's live equality deletes, when eqsListed.
 	eqs       []planner.EqualityDelete
 	eqsListed bool
@@ -346,6 +412,7 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, tbl *table.Table, 
 	fig.addCommits(done)
 	c.RemoveUncommitted(rec)
 	ds.committed = done.Commits > 0 || done.Unknown
+	ds.done, ds.after = done, c.Head()
 	return ds, err
 }
 

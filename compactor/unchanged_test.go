@@ -24,13 +24,19 @@ type unchangedEnv struct {
 	opens *testkit.Opens
 	// fullEvery is the runner's backstop (0: the default).
 	fullEvery time.Duration
+	// compacted is the run that compacted the table and settled it.
+	compacted int64
 }
 
 func newUnchangedEnv(t *testing.T) *unchangedEnv {
 	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	e.Fill(tbl, 6, 50)
 	e.checkCompaction(&Job{})
-	return &unchangedEnv{env: e, opens: testkit.WatchOpens(t, strings.TrimPrefix(e.Load().Location(), "file://")+"/metadata")}
+	runs, err := e.Store.Runs(e.Ctx, e.Target().Key(), maintenance.Compaction, 1)
+	if err != nil || len(runs) != 1 {
+		t.Fatal(runs, err)
+	}
+	return &unchangedEnv{env: e, opens: testkit.WatchOpens(t, strings.TrimPrefix(e.Load().Location(), "file://")+"/metadata"), compacted: runs[0].ID}
 }
 
 // check runs compaction at now and returns its figures, the run's ID
@@ -97,9 +103,18 @@ func skipped(t *testing.T, fig *Figures, opens testkit.OpenCounts, since int64) 
 func TestUnchangedCompaction(t *testing.T) {
 	u := newUnchangedEnv(t)
 	now := time.Now()
-	// The compaction that committed left no verdict: the next run looks.
-	fig, first, opens := u.check(now)
-	full(t, fig, opens, planner.RuleFirst)
+	// The compaction that committed left a table it has nothing more to
+	// do on, and said so: the next check rests on it.
+	first := u.compacted
+	fig, _, opens := u.check(now)
+	skipped(t, fig, opens, first)
+	// It was right: a full evaluation of the table (a dry run, which
+	// evaluates whatever the verdict, and records nothing) plans nothing.
+	u.opens.Take()
+	dry, err := u.Runner((&Job{}).Definition()).Run(u.Ctx, u.Target(), maintenance.Compaction, "test", jobs.Options{DryRun: true, Now: now})
+	if fig := dry.Figures.(*Figures); err != nil || u.opens.Take().Manifests == 0 || fig.GroupsPlanned != 0 || !settled(fig, dataStage{}) {
+		t.Fatalf("a full evaluation after the settling compaction planned %d groups (%v):\n%s", fig.GroupsPlanned, err, fig.Text())
+	}
 	fig, _, opens = u.check(now.Add(time.Minute))
 	skipped(t, fig, opens, first)
 	// A skipping run carries the evaluation it rested on.
@@ -172,8 +187,9 @@ func TestUnchangedCompaction(t *testing.T) {
 func TestSummaryTotalsCompaction(t *testing.T) {
 	u := newUnchangedEnv(t)
 	now := time.Now()
-	fig, first, opens := u.check(now)
-	full(t, fig, opens, planner.RuleFirst)
+	first := u.compacted
+	fig, _, opens := u.check(now)
+	skipped(t, fig, opens, first)
 
 	summarised := func(fig *Figures, opens testkit.OpenCounts) {
 		t.Helper()
@@ -284,4 +300,24 @@ func BenchmarkUnchangedCheckS3(b *testing.B) {
 	b.Logf("requests: first run %v, unchanged check %v, full evaluation %v", first, rule, full)
 	b.ReportMetric(float64(servers.Total(rule)), "requests/unchanged-check")
 	b.ReportMetric(float64(servers.Total(full)), "requests/full-evaluation")
+}
+
+// A compaction whose own commit leaves the manifest rewrite due does not
+// settle the table, though its data files are: the next check evaluates
+// in full and merges them.
+func TestCompactionLeavingManifestsDue(t *testing.T) {
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e.Fill(tbl, 6, 50)
+	e.Defaults.Knobs.MinManifestsToRewrite = 2
+	out, fig := e.compact(&Job{})
+	if out.Status != state.Successful || fig.GroupsCommitted == 0 {
+		t.Fatalf("compaction: %s %s, %d groups committed", out.Status, out.FailureMessage, fig.GroupsCommitted)
+	}
+	if out.Evaluation != nil {
+		t.Fatalf("the run settled a table whose manifest rewrite is due: %+v", out.Evaluation)
+	}
+	next, _ := e.compact(&Job{})
+	if f := next.Figures.(*Figures); f.Unchanged == nil || f.Unchanged.Skip {
+		t.Fatalf("the next check skipped: %+v", f.Unchanged)
+	}
 }

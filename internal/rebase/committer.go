@@ -68,6 +68,10 @@ type Committed struct {
 // Committed is what the batches so far did.
 func (c *Committer) Committed() Committed { return c.done }
 
+// Head is the table as the last commit left it (the scanned table before
+// the first).
+func (c *Committer) Head() *table.Table { return c.base }
+
 // addDropped notes the groups of batch that r dropped, with why.
 func (d *Committed) addDropped(batch []table.CompactionGroupResult, r *replace) {
 	for i := range batch {
