@@ -339,54 +339,54 @@ func (j *Job) deleteStage(ctx context.Context, t jobs.Target, s Settings, opts j
 
 // compactData plans on tbl, as the run loaded it, and rewrites.
 func (j *Job) compactData(ctx context.Context, t jobs.Target, tbl *table.Table, s Settings, opts jobs.Options, fig *Figures) (dataStage, error) {
-	targetMB := s.TargetFileSizeMB
 	var ds dataStage
-	var err error
-	if fig.Strategy, err = planner.Strategy(s.Strategy, tbl.Metadata()); err != nil {
-		return ds, err
-	}
 	policy, err := j.policy(tbl)
 	if err != nil {
 		return ds, fmt.Errorf("compaction of %s: %w", t.Table, err)
 	}
-	if tbl.CurrentSnapshot() == nil {
-		return ds, nil // an empty table
-	}
-
-	minAge := s.MinFileAge
-	sc, err := scan(ctx, tbl, minAge > 0)
-	if err != nil {
-		return ds, err
-	}
-	// A well-sized file whose equality deletes conversion takes is not
-	// rewritten for them (planner.Converting).
+	empty := tbl.CurrentSnapshot() == nil
+	var sc scanned
 	var eqs []planner.EqualityDelete
-	if conv := convertOptions(s); conv.MinFiles > 0 && slices.ContainsFunc(sc.tasks, func(t table.FileScanTask) bool { return len(t.EqualityDeleteFiles) > 0 }) {
-		if eqs, err = equalityDeletes(ctx, tbl); err != nil {
-			return ds, fmt.Errorf("list equality deletes of %s: %w", t.Table, err)
+	if !empty {
+		if sc, err = scan(ctx, tbl, s.MinFileAge > 0); err != nil {
+			return ds, err
 		}
-		for i, ok := range planner.Converting(tbl.Metadata(), sc.tasks, eqs, conv) {
-			sc.files[i].Converts = ok
+		// Conversion needs the table's equality deletes, listed only when
+		// it is on and some file has any.
+		if convertOptions(s).MinFiles > 0 && slices.ContainsFunc(sc.tasks, func(t table.FileScanTask) bool { return len(t.EqualityDeleteFiles) > 0 }) {
+			if eqs, err = equalityDeletes(ctx, tbl); err != nil {
+				return ds, fmt.Errorf("list equality deletes of %s: %w", t.Table, err)
+			}
 		}
 	}
-	target := int64(targetMB) << 20
-	fig.Plan, err = planner.Rewrite(tbl.Metadata(), sc.tasks, sc.files, planner.CompactionOptions{TargetBytes: target,
-		MinInputFiles: j.MinInputFiles, MinFileAge: minAge, Now: opts.Now, Strategy: fig.Strategy, Mergeable: mergeable})
+	target := int64(s.TargetFileSizeMB) << 20
+	p, err := planner.PlanData(tbl.Metadata(), sc.tasks, sc.files, eqs, planner.DataOptions{
+		CompactionOptions: planner.CompactionOptions{TargetBytes: target, MinInputFiles: j.MinInputFiles, MinFileAge: s.MinFileAge,
+			Now: opts.Now, Mergeable: mergeable},
+		Strategy: s.Strategy, Convert: convertOptions(s), Budget: opts.RewriteBytes})
 	if err != nil {
 		return ds, err
+	}
+	fig.Strategy, fig.Plan, fig.GroupsPlanned = p.Strategy, p.CompactionPlan, len(p.Groups)
+	if fig.RewriteBudget = opts.RewriteBytes; fig.RewriteBudget != nil {
+		fig.GroupsDeferredByBudget, fig.BytesDeferredByBudget, fig.DeferredBecause = len(p.Deferred), planner.GroupBytes(p.Deferred), p.DeferredBecause
+	}
+	if empty {
+		return ds, nil
+	}
+	for i, ok := range p.Converting {
+		sc.files[i].Converts = ok
 	}
 	ds = dataStage{tbl: tbl, sc: sc, taken: map[string]bool{}, eqs: eqs, eqsListed: eqs != nil}
 	// Groups the budget defers still take their files: their rewrite is
 	// only put off, and the delete stages leave them to it as they would
 	// without a budget.
-	for _, g := range fig.Plan.Groups {
+	for _, g := range slices.Concat(p.Groups, p.Deferred) {
 		for _, id := range g.FileIDs {
 			ds.taken[sc.tasks[id].File.FilePath()] = true
 		}
 	}
-	withinBudget(fig, opts.RewriteBytes)
-	fig.GroupsPlanned = len(fig.Plan.Groups)
-	if opts.DryRun || len(fig.Plan.Groups) == 0 {
+	if opts.DryRun || len(p.Groups) == 0 {
 		return ds, nil
 	}
 
@@ -414,21 +414,6 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, tbl *table.Table, 
 	ds.committed = done.Commits > 0 || done.Unknown
 	ds.done, ds.after = done, c.Head()
 	return ds, err
-}
-
-// withinBudget keeps the plan's groups that fit in the run's rewrite
-// budget, in plan order, and counts the rest as deferred.
-func withinBudget(fig *Figures, budget *int64) {
-	if budget == nil {
-		return
-	}
-	fig.RewriteBudget = budget
-	kept, deferred := planner.WithinBudget(fig.Plan.Groups, *budget)
-	fig.Plan.Groups = kept
-	fig.GroupsDeferredByBudget, fig.BytesDeferredByBudget = len(deferred), planner.GroupBytes(deferred)
-	if len(kept) == 0 && len(deferred) > 0 {
-		fig.DeferredBecause = planner.BudgetSpent
-	}
 }
 
 // pending is the bytes a run deferred by its rewrite budget, and as the
