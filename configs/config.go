@@ -227,63 +227,13 @@ func (f Filter) Match(name string) bool {
 //
 //	maintenance:
 //	  icebergCompaction: {status: enabled, targetFileSizeMB: 256, strategy: auto}
-type Maintenance struct {
-	Compaction              *CompactionConfig `yaml:"icebergCompaction"`
-	SnapshotManagement      *SnapshotConfig   `yaml:"icebergSnapshotManagement"`
-	UnreferencedFileRemoval *RemovalConfig    `yaml:"icebergUnreferencedFileRemoval"`
-	// RecordExpiration is off unless enabled here or through the API;
-	// each table names its column in the table property
-	// icekeeper.record-expiration.column.
-	RecordExpiration *RecordExpirationConfig `yaml:"icebergRecordExpiration"`
-}
-
-// CompactionConfig is icebergCompaction's status and settings in the file.
-type CompactionConfig struct {
-	Status                         maintenance.Status `yaml:"status"`
-	maintenance.CompactionSettings `yaml:",inline"`
-}
-
-// SnapshotConfig is icebergSnapshotManagement's status and settings in the file.
-type SnapshotConfig struct {
-	Status                       maintenance.Status `yaml:"status"`
-	maintenance.SnapshotSettings `yaml:",inline"`
-}
-
-// RemovalConfig is icebergUnreferencedFileRemoval's status and settings in the file.
-type RemovalConfig struct {
-	Status                      maintenance.Status `yaml:"status"`
-	maintenance.RemovalSettings `yaml:",inline"`
-}
-
-// RecordExpirationConfig is record expiration's status and days in the file.
-type RecordExpirationConfig struct {
-	Status                         maintenance.Status `yaml:"status"`
-	maintenance.ExpirationSettings `yaml:",inline"`
-}
+//
+// Its sections are the type table's (maintenance.FileSection): a job
+// type's settings are declared once, in its settings file in package
+// maintenance. Record expiration is off unless enabled here or through the
+// API; each table names its column in the table property
+// icekeeper.record-expiration.column.
+type Maintenance map[maintenance.JobType]maintenance.Config
 
 // For returns the bucket's layer for job type t (zero when unset).
-func (m Maintenance) For(t maintenance.JobType) maintenance.Config {
-	switch t {
-	case maintenance.Compaction:
-		if c := m.Compaction; c != nil {
-			s := c.CompactionSettings
-			return maintenance.Config{Status: c.Status, Compaction: &s}
-		}
-	case maintenance.SnapshotManagement:
-		if c := m.SnapshotManagement; c != nil {
-			s := c.SnapshotSettings
-			return maintenance.Config{Status: c.Status, SnapshotManagement: &s}
-		}
-	case maintenance.UnreferencedFileRemoval:
-		if c := m.UnreferencedFileRemoval; c != nil {
-			s := c.RemovalSettings
-			return maintenance.Config{Status: c.Status, Removal: &s}
-		}
-	case maintenance.RecordExpiration:
-		if c := m.RecordExpiration; c != nil {
-			s := c.ExpirationSettings
-			return maintenance.Config{Status: c.Status, RecordExpiration: &s}
-		}
-	}
-	return maintenance.Config{}
-}
+func (m Maintenance) For(t maintenance.JobType) maintenance.Config { return m[t] }

@@ -64,7 +64,8 @@ func Embedded(home string) *Config {
 				"sql.dialect": "sqlite",
 				"warehouse":   "file://" + filepath.Join(home, "warehouse"),
 			},
-			Parsed: parsed,
+			Maintenance: Maintenance{},
+			Parsed:      parsed,
 		}},
 		// Short schedules, so that `icekeeper serve` on the demo shows
 		// every job type run within minutes.

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // ErrInvalid is wrapped by every error Load returns for a file that exists
@@ -95,6 +97,9 @@ func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil // an empty key leaves the default
 	}
+	if v.Type() == reflect.TypeFor[Maintenance]() {
+		return d.decodeMaintenance(n, v, path)
+	}
 	switch v.Kind() {
 	case reflect.Pointer:
 		if v.IsNil() {
@@ -170,6 +175,33 @@ func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 	default:
 		return d.errorf(path, "unsupported type %s", v.Type())
 	}
+	return nil
+}
+
+// decodeMaintenance decodes a bucket's maintenance sections, one per job
+// type, each into what the type table says its section holds.
+func (d decoder) decodeMaintenance(n *yaml.Node, v reflect.Value, path string) error {
+	if n.Kind != yaml.MappingNode {
+		return d.errorf(path, "must be a mapping, found %s", kindName(n))
+	}
+	m := Maintenance{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key := n.Content[i].Value
+		t := maintenance.JobType(key)
+		into, done, ok := maintenance.FileSection(t)
+		if !ok {
+			var names []string
+			for _, t := range maintenance.JobTypes() {
+				names = append(names, string(t))
+			}
+			return d.errorf(join(path, key), "unknown key (valid keys: %s)", strings.Join(names, ", "))
+		}
+		if err := d.decode(n.Content[i+1], reflect.ValueOf(into).Elem(), join(path, key)); err != nil {
+			return err
+		}
+		m[t] = done()
+	}
+	v.Set(reflect.ValueOf(m))
 	return nil
 }
 

@@ -53,6 +53,13 @@ func compactionType() Type {
 		defaults: func() Config {
 			return Config{Status: Enabled, Compaction: &CompactionSettings{TargetFileSizeMB: Int(512), Strategy: StrategyAuto}}
 		},
+		fileSection: func() (any, func() Config) {
+			var f struct {
+				Status             Status `yaml:"status"`
+				CompactionSettings `yaml:",inline"`
+			}
+			return &f, func() Config { s := f.CompactionSettings; return Config{Status: f.Status, Compaction: &s} }
+		},
 		hasSettings: func(c Config) bool { return c.Compaction != nil },
 		validate: func(c Config, add adder) {
 			s := c.Compaction

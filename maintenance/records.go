@@ -23,6 +23,13 @@ func recordExpirationType() Type {
 			// has no default; enabling it without days is refused.
 			return Config{Status: Disabled, RecordExpiration: &ExpirationSettings{}}
 		},
+		fileSection: func() (any, func() Config) {
+			var f struct {
+				Status             Status `yaml:"status"`
+				ExpirationSettings `yaml:",inline"`
+			}
+			return &f, func() Config { s := f.ExpirationSettings; return Config{Status: f.Status, RecordExpiration: &s} }
+		},
 		hasSettings: func(c Config) bool { return c.RecordExpiration != nil },
 		validate: func(c Config, add adder) {
 			if s := c.RecordExpiration; s != nil {

@@ -28,6 +28,13 @@ func removalType() Type {
 		defaults: func() Config {
 			return Config{Status: Enabled, Removal: &RemovalSettings{UnreferencedDays: Int(3), NonCurrentDays: Int(10)}}
 		},
+		fileSection: func() (any, func() Config) {
+			var f struct {
+				Status          Status `yaml:"status"`
+				RemovalSettings `yaml:",inline"`
+			}
+			return &f, func() Config { s := f.RemovalSettings; return Config{Status: f.Status, Removal: &s} }
+		},
 		hasSettings: func(c Config) bool { return c.Removal != nil },
 		validate: func(c Config, add adder) {
 			if s := c.Removal; s != nil {

@@ -22,6 +22,13 @@ func snapshotManagementType() Type {
 		defaults: func() Config {
 			return Config{Status: Enabled, SnapshotManagement: &SnapshotSettings{MinSnapshotsToKeep: Int(1), MaxSnapshotAgeHours: Int(120)}}
 		},
+		fileSection: func() (any, func() Config) {
+			var f struct {
+				Status           Status `yaml:"status"`
+				SnapshotSettings `yaml:",inline"`
+			}
+			return &f, func() Config { s := f.SnapshotSettings; return Config{Status: f.Status, SnapshotManagement: &s} }
+		},
 		hasSettings: func(c Config) bool { return c.SnapshotManagement != nil },
 		validate: func(c Config, add adder) {
 			if s := c.SnapshotManagement; s != nil {

@@ -70,6 +70,23 @@ type Type struct {
 	hasSettings func(Config) bool
 	validate    func(Config, adder)
 	merge       func(out *Config, layer Config)
+	// fileSection is the type's section of a bucket's maintenance in the
+	// configuration file: a value to decode the section into (its status
+	// and its settings, flat), and what it then says.
+	fileSection func() (into any, done func() Config)
+}
+
+// FileSection is what the configuration file's section of job type t
+// decodes into (a pointer to a struct of its status and its settings,
+// flat), and the configuration it then holds; false for a type not in
+// the table.
+func FileSection(t JobType) (into any, done func() Config, ok bool) {
+	typ, ok := Lookup(t)
+	if !ok {
+		return nil, nil, false
+	}
+	into, done = typ.fileSection()
+	return into, done, true
 }
 
 // adder collects one validation failure of a setting.

@@ -38,6 +38,10 @@ func TestTypeTable(t *testing.T) {
 		if !typ.hasSettings(d) {
 			t.Errorf("%s: defaults carry no settings", typ.Name)
 		}
+		// The configuration file's section holds the type's own settings.
+		if into, done, ok := FileSection(typ.Name); !ok || into == nil || !typ.hasSettings(done()) {
+			t.Errorf("%s: the file section decodes into %T and holds no settings of the type", typ.Name, into)
+		}
 		if got, ok := ByAlias(typ.Alias); !ok || got != typ.Name {
 			t.Errorf("ByAlias(%q) = %q, %v", typ.Alias, got, ok)
 		}
