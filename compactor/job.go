@@ -214,11 +214,9 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 		// The table the run's own commits left may need nothing more:
 		// then the next check rests on this run and reads one metadata
 		// file, not every manifest again.
-		after, until, ok, err := j.settledAfter(ctx, r, ds)
-		if err != nil {
-			return fmt.Errorf("data files committed; deciding whether the table is settled failed: %w", err)
-		}
-		if ok {
+		// A decision that cannot be made (the manifest list unread) only
+		// leaves the next check to evaluate in full.
+		if after, until, ok, err := j.settledAfter(ctx, r, ds); err == nil && ok {
 			r.Settled(after, until)
 		}
 	}

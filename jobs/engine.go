@@ -436,7 +436,8 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 
 	leases := []string{lease}
 	opts := Options{}
-	budgeted := e.Budgets != nil && e.Runner.Jobs[a.Type] != nil && e.Runner.Jobs[a.Type].budgeted()
+	def, known := e.Runner.Jobs[a.Type]
+	budgeted := e.Budgets != nil && known && def.budgeted()
 	if budgeted {
 		// A job that cannot read its budget does not run unbounded: it
 		// waits like one without a slot. A snooze, unlike an error,
