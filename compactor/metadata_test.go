@@ -1,6 +1,7 @@
 package compactor
 
 import (
+	"database/sql"
 	"errors"
 	"io/fs"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/expire"
+	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/jobs"
@@ -99,4 +101,57 @@ func checkMetadataFiles(t *testing.T, e *env, before, after *table.Table) {
 			t.Fatalf("%s left the log but was not deleted", l.MetadataFile)
 		}
 	}
+}
+
+// A metadata file that another table holds as its current one stays when
+// this table's commits trim it from the log: Iceberg's register_table
+// registers a table at an existing metadata file (a fork), and the pruning
+// of write.metadata.delete-after-commit must not break it. The fork is
+// registered the way register_table does on the SQL catalog: a row
+// naming the file.
+func TestMetadataPruneKeepsOtherTablesFile(t *testing.T) {
+	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	tbl = e.setProps(tbl, iceberg.Properties{table.MetadataDeleteAfterCommitEnabledKey: "true", table.MetadataPreviousVersionsMaxKey: "1"})
+	for range 5 {
+		tbl = e.Append(tbl, 20)
+	}
+	forked := tbl.MetadataLocation()
+	db, err := sql.Open("sqlite", e.B.Properties()["uri"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(e.Ctx, `INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location)
+		SELECT catalog_name, table_namespace, 'fork', ? FROM iceberg_tables WHERE table_name = 'x'`, forked); err != nil {
+		t.Fatal(err)
+	}
+	fork := bucket.TableID{Namespace: e.ID.Namespace, Name: "fork"}
+	forkRows := e.Rows(e.loadTable(fork), 0)
+
+	// Two commits of this table's own: the second trims the forked file
+	// from the log.
+	e.checkCompaction(&Job{})
+	out, err := e.Runner((&expire.Job{}).Definition()).Run(e.Ctx, e.Target(), maintenance.SnapshotManagement, "test",
+		jobs.Options{Now: time.Now().Add(30 * 24 * time.Hour)})
+	if err != nil || out.Status != state.Successful || out.Figures.(*expire.Figures).SnapshotsExpired == 0 {
+		t.Fatalf("snapshot management: %+v %v", out, err)
+	}
+	for l := range e.Load().Metadata().PreviousFiles() {
+		if l.MetadataFile == forked {
+			t.Fatalf("the forked file is still in the log: the test trims nothing")
+		}
+	}
+	if got := e.Rows(e.loadTable(fork), 0); !got.Equal(forkRows) {
+		t.Fatalf("the fork reads %v, want %v", got, forkRows)
+	}
+}
+
+// loadTable loads id from the env's bucket.
+func (e *env) loadTable(id bucket.TableID) *table.Table {
+	e.T.Helper()
+	tbl, err := e.B.LoadTable(e.Ctx, id)
+	if err != nil {
+		e.T.Fatalf("load %s: %v", id, err)
+	}
+	return tbl
 }

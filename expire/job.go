@@ -207,7 +207,9 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 	}
 	// tbl is the base the commit landed on. A metadata file that stays is
 	// left to unreferenced file removal.
-	fig.MetadataFilesRemoved, _ = commit.PruneMetadata(fs, tbl.Metadata(), committed)
+	fig.MetadataFilesRemoved, _ = commit.PruneMetadata(fs, tbl.Metadata(), committed, func() (map[string]string, error) {
+		return t.Bucket.CurrentMetadata(ctx)
+	})
 	if fig.MetadataBytesAfter, err = health.MetadataBytes(fs, newLoc); err != nil {
 		return err
 	}

@@ -461,6 +461,35 @@ func (b *Bucket) MetadataLocations(ctx context.Context) (map[string]string, erro
 	return out, nil
 }
 
+// CurrentMetadata returns the current metadata file of every table of the
+// bucket's catalog, the bucket's table filters aside, by TableID.String:
+// one query on a SQL catalog (MetadataLocations), one load per table
+// elsewhere and for the tables that query misses.
+func (b *Bucket) CurrentMetadata(ctx context.Context) (map[string]string, error) {
+	ids, err := b.AllTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	locs, err := b.MetadataLocations(ctx)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		locs = map[string]string{}
+	case err != nil:
+		return nil, err
+	}
+	for _, id := range ids {
+		if _, ok := locs[id.String()]; ok {
+			continue
+		}
+		tbl, err := b.LoadTable(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		locs[id.String()] = tbl.MetadataLocation()
+	}
+	return locs, nil
+}
+
 // placeholder is the first bind parameter in dialect's SQL.
 func placeholder(dialect string) string {
 	if dialect == "postgres" {

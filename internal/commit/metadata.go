@@ -2,6 +2,7 @@ package commit
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 
 	icebergio "github.com/apache/iceberg-go/io"
@@ -16,7 +17,14 @@ import (
 // directly. It returns how many files were removed; a file already gone
 // is not an error, and a failed removal leaves the file to unreferenced
 // file removal, which takes metadata files no log holds.
-func PruneMetadata(files icebergio.IO, base, next table.Metadata) (int, error) {
+//
+// A trimmed file may be another table's current metadata file: Iceberg's
+// register_table registers a table at an existing metadata file, and
+// Spark's users do so to fork a table. current gives every table of the
+// catalog's current metadata file; a file one of them holds stays, and
+// when current fails nothing is deleted. It is asked only when there is a
+// file to delete.
+func PruneMetadata(files icebergio.IO, base, next table.Metadata, current func() (map[string]string, error)) (int, error) {
 	if !next.Properties().GetBool(table.MetadataDeleteAfterCommitEnabledKey, table.MetadataDeleteAfterCommitEnabledDefault) {
 		return 0, nil
 	}
@@ -24,13 +32,30 @@ func PruneMetadata(files icebergio.IO, base, next table.Metadata) (int, error) {
 	for e := range next.PreviousFiles() {
 		kept[e.MetadataFile] = true
 	}
+	var trimmed []string
+	for e := range base.PreviousFiles() {
+		if !kept[e.MetadataFile] {
+			trimmed = append(trimmed, e.MetadataFile)
+		}
+	}
+	if len(trimmed) == 0 {
+		return 0, nil
+	}
+	locs, err := current()
+	if err != nil {
+		return 0, fmt.Errorf("keep the trimmed metadata files: which other tables hold them is unknown: %w", err)
+	}
+	held := map[string]bool{}
+	for _, l := range locs {
+		held[l] = true
+	}
 	removed := 0
 	var errs []error
-	for e := range base.PreviousFiles() {
-		if kept[e.MetadataFile] {
-			continue
+	for _, f := range trimmed {
+		if held[f] {
+			continue // another table's current metadata file
 		}
-		switch err := files.Remove(e.MetadataFile); {
+		switch err := files.Remove(f); {
 		case err == nil:
 			removed++
 		case !errors.Is(err, fs.ErrNotExist):

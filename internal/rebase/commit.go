@@ -114,7 +114,9 @@ func (e *Env) commit(ctx context.Context, p Producer, s stagedSnapshot, first *t
 			out.after, out.attempt = table.New(ident, newMeta, loc, fresh.FS, e.Catalog), a
 			// A metadata file that stays is left to unreferenced file
 			// removal.
-			n, _ := commit.PruneMetadata(e.FS, fresh.Metadata(), newMeta)
+			n, _ := commit.PruneMetadata(e.FS, fresh.Metadata(), newMeta, func() (map[string]string, error) {
+				return e.Bucket.CurrentMetadata(ctx)
+			})
 			out.metadataRemoved += n
 			return nil
 		}
