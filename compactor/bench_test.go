@@ -204,7 +204,7 @@ func TestCompactionBenchChild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Buckets[0].Maintenance[maintenance.Compaction] = maintenance.Config{Compaction: &maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(targetMB), Strategy: maintenance.StrategyBinpack}}
+		cfg.Buckets[0].Maintenance[maintenance.Compaction] = maintenance.Config{Settings: &maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(targetMB), Strategy: maintenance.StrategyBinpack}}
 		job := &Job{}
 		r := &jobs.Runner{Store: store, Resolver: &jobs.Resolver{Store: store, Defaults: cfg.Defaults()}, Jobs: jobs.Map(job.Definition())}
 		out, err := r.Run(ctx, jobs.Target{Bucket: b, Table: id}, maintenance.Compaction, "bench", jobs.Options{})

@@ -232,7 +232,7 @@ func TestStrategiesNeedASortOrder(t *testing.T) {
 	for _, strat := range []maintenance.Strategy{maintenance.StrategySort, maintenance.StrategyZOrder} {
 		k := e.Target().Key()
 		if err := e.Store.PutTableConfig(e.Ctx, k, maintenance.Compaction, maintenance.Config{Status: maintenance.Enabled,
-			Compaction: &maintenance.CompactionSettings{Strategy: strat}}); err != nil {
+			Settings: &maintenance.CompactionSettings{Strategy: strat}}); err != nil {
 			t.Fatal(err)
 		}
 		loc := e.Load().MetadataLocation()

@@ -229,7 +229,7 @@ func TestEqualityConversionBenchChild(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg.Buckets[0].Maintenance[maintenance.Compaction] = maintenance.Config{Compaction: &maintenance.CompactionSettings{
+	cfg.Buckets[0].Maintenance[maintenance.Compaction] = maintenance.Config{Settings: &maintenance.CompactionSettings{
 		TargetFileSizeMB: maintenance.Int(targetMB), Strategy: maintenance.StrategyBinpack}}
 	reg := cfg.Registry()
 	defer reg.Close()

@@ -77,9 +77,9 @@ func TestHealthCacheReadsOnlyMetadata(t *testing.T) {
 	check(s, false)
 	bigger := maintenance.Settings{Configs: maps.Clone(s.Configs), Knobs: s.Knobs}
 	cfg := bigger.For(maintenance.Compaction)
-	c := *cfg.Compaction
+	c := *cfg.Compaction()
 	c.TargetFileSizeMB = maintenance.Int(*c.TargetFileSizeMB * 4)
-	cfg.Compaction = &c
+	cfg.Settings = &c
 	bigger.Configs[maintenance.Compaction] = cfg
 	check(bigger, true) // another target: small files are others
 }

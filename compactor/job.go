@@ -156,7 +156,7 @@ type Settings struct {
 
 // SettingsOf picks compaction's settings out of a table's.
 func SettingsOf(s maintenance.Settings) Settings {
-	c := s.For(maintenance.Compaction).Compaction
+	c := s.For(maintenance.Compaction).Compaction()
 	return Settings{TargetFileSizeMB: *c.TargetFileSizeMB, Strategy: c.Strategy,
 		MinFileAge: time.Duration(s.Knobs.MinFileAgeMinutes) * time.Minute, MinManifests: s.Knobs.MinManifestsToRewrite,
 		MinDeleteFiles: s.Knobs.MinDeleteFilesToRewrite, MinEqualityDeletes: s.Knobs.MinEqualityDeleteFilesToConvert}

@@ -40,7 +40,7 @@ func TestOutputSize(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, tbl := newEnv(t, benchSchema(), *iceberg.UnpartitionedSpec, "2")
-			e.Defaults.Configs[maintenance.Compaction].Compaction.TargetFileSizeMB = maintenance.Int(64)
+			e.Defaults.Configs[maintenance.Compaction].Compaction().TargetFileSizeMB = maintenance.Int(64)
 			tbl = e.setProps(tbl, tc.props)
 			rng := rand.New(rand.NewPCG(5, 6))
 			for i := 0; i < 12; i++ {

@@ -37,7 +37,7 @@ func sortedTable(t *testing.T, fields ...table.SortField) (*env, *table.Table) {
 func (e *env) strategy(s maintenance.Strategy) {
 	e.T.Helper()
 	if err := e.Store.PutTableConfig(e.Ctx, e.Target().Key(), maintenance.Compaction,
-		maintenance.Config{Status: maintenance.Enabled, Compaction: &maintenance.CompactionSettings{Strategy: s}}); err != nil {
+		maintenance.Config{Status: maintenance.Enabled, Settings: &maintenance.CompactionSettings{Strategy: s}}); err != nil {
 		e.T.Fatal(err)
 	}
 }

@@ -139,7 +139,7 @@ func TestUnchangedCompaction(t *testing.T) {
 			t.Fatalf("not settled before the settings change: %+v", first.Unchanged)
 		}
 		if err := u.Store.PutTableConfig(u.Ctx, u.Target().Key(), maintenance.Compaction, maintenance.Config{
-			Status: maintenance.Enabled, Compaction: &maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(2)}}); err != nil {
+			Status: maintenance.Enabled, Settings: &maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(2)}}); err != nil {
 			t.Fatal(err)
 		}
 		fig, id, opens := u.check(now.Add(7 * time.Minute))

@@ -194,13 +194,13 @@ buckets:
 		t.Fatal(err)
 	}
 	m := cfg.Buckets[0].Maintenance
-	api := maintenance.Config{Compaction: &maintenance.CompactionSettings{Strategy: maintenance.StrategyBinpack}}
+	api := maintenance.Config{Settings: &maintenance.CompactionSettings{Strategy: maintenance.StrategyBinpack}}
 	got := maintenance.Resolve(maintenance.Compaction, api, m.For(maintenance.Compaction))
-	if *got.Compaction.TargetFileSizeMB != 128 || got.Compaction.Strategy != maintenance.StrategyBinpack || got.Status != maintenance.Enabled {
-		t.Errorf("resolved compaction = %+v %+v", got, *got.Compaction)
+	if *got.Compaction().TargetFileSizeMB != 128 || got.Compaction().Strategy != maintenance.StrategyBinpack || got.Status != maintenance.Enabled {
+		t.Errorf("resolved compaction = %+v %+v", got, *got.Compaction())
 	}
 	snap := maintenance.Resolve(maintenance.SnapshotManagement, m.For(maintenance.SnapshotManagement))
-	if snap.Status != maintenance.Disabled || *snap.SnapshotManagement.MinSnapshotsToKeep != 1 {
+	if snap.Status != maintenance.Disabled || *snap.SnapshotManagement().MinSnapshotsToKeep != 1 {
 		t.Errorf("resolved snapshots = %+v", snap)
 	}
 	if cfg.State != "sqlite:///abs/state.db" {

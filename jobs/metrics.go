@@ -146,7 +146,7 @@ func (m *Metrics) Observe(r state.Run, out Outcome) {
 // changed. A table whose health a poll gave is not loaded again by the
 // next RefreshHealth.
 func (m *Metrics) Polled(t Target, tbl *table.Table, s maintenance.Settings, now time.Time) {
-	h, ok := m.healthCache.Cached(t.Key().String(), tbl, *s.For(maintenance.Compaction).Compaction.TargetFileSizeMB, planner.DefaultMinInput, now)
+	h, ok := m.healthCache.Cached(t.Key().String(), tbl, *s.For(maintenance.Compaction).Compaction().TargetFileSizeMB, planner.DefaultMinInput, now)
 	if !ok {
 		return
 	}

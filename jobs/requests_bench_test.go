@@ -47,7 +47,7 @@ func BenchmarkRequestsPerRun(b *testing.B) {
 		b.Fatal(err)
 	}
 	e.Defaults.Configs[maintenance.RecordExpiration] = maintenance.Config{Status: maintenance.Enabled,
-		RecordExpiration: &maintenance.ExpirationSettings{Days: maintenance.Int(365_000)}}
+		Settings: &maintenance.ExpirationSettings{Days: maintenance.Int(365_000)}}
 	type side struct {
 		name      string
 		fullEvery time.Duration

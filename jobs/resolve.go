@@ -86,7 +86,7 @@ func Health(ctx context.Context, t Target, s maintenance.Settings, now time.Time
 	if err != nil {
 		return health.Health{}, err
 	}
-	h, err := c.Of(ctx, t.Key().String(), tbl, *s.For(maintenance.Compaction).Compaction.TargetFileSizeMB, planner.DefaultMinInput, now)
+	h, err := c.Of(ctx, t.Key().String(), tbl, *s.For(maintenance.Compaction).Compaction().TargetFileSizeMB, planner.DefaultMinInput, now)
 	if err != nil {
 		return h, fmt.Errorf("health of %s: %w", t.Key(), err)
 	}

@@ -51,18 +51,19 @@ func compactionType() Type {
 		},
 		settingsKey: "settings.icebergCompaction",
 		defaults: func() Config {
-			return Config{Status: Enabled, Compaction: &CompactionSettings{TargetFileSizeMB: Int(512), Strategy: StrategyAuto}}
+			return Config{Status: Enabled, Settings: &CompactionSettings{TargetFileSizeMB: Int(512), Strategy: StrategyAuto}}
 		},
 		fileSection: func() (any, func() Config) {
 			var f struct {
 				Status             Status `yaml:"status"`
 				CompactionSettings `yaml:",inline"`
 			}
-			return &f, func() Config { s := f.CompactionSettings; return Config{Status: f.Status, Compaction: &s} }
+			return &f, func() Config { s := f.CompactionSettings; return Config{Status: f.Status, Settings: &s} }
 		},
-		hasSettings: func(c Config) bool { return c.Compaction != nil },
+		hasSettings: func(c Config) bool { return c.Compaction() != nil },
+		newSettings: func() any { return new(CompactionSettings) },
 		validate: func(c Config, add adder) {
-			s := c.Compaction
+			s := c.Compaction()
 			if s == nil {
 				return
 			}
@@ -74,10 +75,13 @@ func compactionType() Type {
 			}
 		},
 		merge: func(out *Config, l Config) {
-			layer(&out.Compaction, l.Compaction, func(o, l *CompactionSettings) {
+			layer(out, l, func(o, l *CompactionSettings) {
 				o.TargetFileSizeMB = firstInt(o.TargetFileSizeMB, l.TargetFileSizeMB)
 				o.Strategy = cmp.Or(o.Strategy, l.Strategy)
 			})
 		},
 	}
 }
+
+// Compaction is c's CompactionSettings, nil when c sets none (or another type's).
+func (c Config) Compaction() *CompactionSettings { return settingsAs[CompactionSettings](c) }

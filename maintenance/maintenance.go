@@ -26,11 +26,18 @@ const (
 // Config is one job type's configuration: its status and, for the one type
 // it belongs to, its settings. Zero fields mean "not set at this layer".
 type Config struct {
-	Status             Status              `json:"status,omitempty" yaml:"status"`
-	Compaction         *CompactionSettings `json:"-" yaml:"-"`
-	SnapshotManagement *SnapshotSettings   `json:"-" yaml:"-"`
-	Removal            *RemovalSettings    `json:"-" yaml:"-"`
-	RecordExpiration   *ExpirationSettings `json:"-" yaml:"-"`
+	Status Status `json:"status,omitempty" yaml:"status"`
+	// Settings are the type's own settings: a pointer to the settings
+	// struct its settings file declares (*CompactionSettings, …), read
+	// through that file's accessor (Config.Compaction, …); nil when the
+	// layer sets none. The wire shape is wire.go's.
+	Settings any `json:"-" yaml:"-"`
+}
+
+// settingsAs is c's settings when they are an S, else nil.
+func settingsAs[S any](c Config) *S {
+	s, _ := c.Settings.(*S)
+	return s
 }
 
 // Defaults returns the built-in configuration of t, with every field set.
@@ -118,17 +125,20 @@ func firstInt(a, b *int) *int {
 	return b
 }
 
-// layer lays the settings l of a lower layer under *out: fill keeps what
-// *out sets and takes the rest from l. A layer without the settings
-// changes nothing.
-func layer[S any](out **S, l *S, fill func(out, l *S)) {
-	if l == nil {
+// layer lays the settings S of a lower layer l under out's: fill keeps
+// what out sets and takes the rest from l. A layer without the settings
+// changes nothing; out's are always its own, never a layer's.
+func layer[S any](out *Config, l Config, fill func(out, l *S)) {
+	ls := settingsAs[S](l)
+	if ls == nil {
 		return
 	}
-	if *out == nil {
-		*out = new(S)
+	o := settingsAs[S](*out)
+	if o == nil {
+		o = new(S)
+		out.Settings = o
 	}
-	fill(*out, l)
+	fill(o, ls)
 }
 
 // Merge lays the layers over each other: for each field the first layer that

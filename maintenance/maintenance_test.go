@@ -11,7 +11,7 @@ func TestDecodeConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Status != Enabled || *c.Compaction.TargetFileSizeMB != 256 || c.Compaction.Strategy != StrategySort {
+	if c.Status != Enabled || *c.Compaction().TargetFileSizeMB != 256 || c.Compaction().Strategy != StrategySort {
 		t.Fatalf("decoded %+v", c)
 	}
 	for body, want := range map[string]string{
@@ -43,7 +43,7 @@ func TestDecodeConfig(t *testing.T) {
 }
 
 func TestWireRoundTrip(t *testing.T) {
-	c := Config{Status: Enabled, SnapshotManagement: &SnapshotSettings{MinSnapshotsToKeep: Int(3), MaxSnapshotAgeHours: Int(48)}}
+	c := Config{Status: Enabled, Settings: &SnapshotSettings{MinSnapshotsToKeep: Int(3), MaxSnapshotAgeHours: Int(48)}}
 	data, err := c.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
@@ -52,20 +52,20 @@ func TestWireRoundTrip(t *testing.T) {
 		t.Fatalf("wire = %s, want %s", data, want)
 	}
 	back, err := DecodeConfig(SnapshotManagement, data)
-	if err != nil || *back.SnapshotManagement.MaxSnapshotAgeHours != 48 {
+	if err != nil || *back.SnapshotManagement().MaxSnapshotAgeHours != 48 {
 		t.Fatalf("round trip: %+v %v", back, err)
 	}
 }
 
 func TestResolveOrder(t *testing.T) {
-	api := Config{Removal: &RemovalSettings{NonCurrentDays: Int(2)}}
-	file := Config{Status: Disabled, Removal: &RemovalSettings{UnreferencedDays: Int(7), NonCurrentDays: Int(30)}}
+	api := Config{Settings: &RemovalSettings{NonCurrentDays: Int(2)}}
+	file := Config{Status: Disabled, Settings: &RemovalSettings{UnreferencedDays: Int(7), NonCurrentDays: Int(30)}}
 	got := Resolve(UnreferencedFileRemoval, api, file)
-	if got.Status != Disabled || *got.Removal.UnreferencedDays != 7 || *got.Removal.NonCurrentDays != 2 {
-		t.Fatalf("resolved %+v %+v", got, *got.Removal)
+	if got.Status != Disabled || *got.Removal().UnreferencedDays != 7 || *got.Removal().NonCurrentDays != 2 {
+		t.Fatalf("resolved %+v %+v", got, *got.Removal())
 	}
 	def := Resolve(Compaction)
-	if def.Status != Enabled || *def.Compaction.TargetFileSizeMB != 512 || def.Compaction.Strategy != StrategyAuto {
+	if def.Status != Enabled || *def.Compaction().TargetFileSizeMB != 512 || def.Compaction().Strategy != StrategyAuto {
 		t.Fatalf("defaults %+v", def)
 	}
 	for _, typ := range JobTypes() {
@@ -86,7 +86,7 @@ func TestRecordExpirationConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Status != Enabled || *c.RecordExpiration.Days != 30 {
+	if c.Status != Enabled || *c.RecordExpiration().Days != 30 {
 		t.Fatalf("decoded %+v", c)
 	}
 	data, err := c.MarshalJSON()
@@ -94,14 +94,14 @@ func TestRecordExpirationConfig(t *testing.T) {
 		t.Fatalf("wire = %s %v, want %s", data, err, want)
 	}
 	def := Resolve(RecordExpiration)
-	if def.Status != Disabled || def.RecordExpiration == nil || def.RecordExpiration.Days != nil {
+	if def.Status != Disabled || def.RecordExpiration() == nil || def.RecordExpiration().Days != nil {
 		t.Fatalf("defaults %+v", def)
 	}
 	if data, _ := def.MarshalJSON(); string(data) != `{"status":"disabled"}` {
 		t.Errorf("defaults on the wire = %s", data)
 	}
-	got := Resolve(RecordExpiration, Config{Status: Enabled}, Config{RecordExpiration: &ExpirationSettings{Days: Int(7)}})
-	if got.Status != Enabled || *got.RecordExpiration.Days != 7 {
+	got := Resolve(RecordExpiration, Config{Status: Enabled}, Config{Settings: &ExpirationSettings{Days: Int(7)}})
+	if got.Status != Enabled || *got.RecordExpiration().Days != 7 {
 		t.Errorf("layers resolved to %+v", got)
 	}
 	for body, want := range map[string]string{

@@ -21,25 +21,29 @@ func recordExpirationType() Type {
 		defaults: func() Config {
 			// Off until asked for, as in S3 Tables: it deletes rows. Days
 			// has no default; enabling it without days is refused.
-			return Config{Status: Disabled, RecordExpiration: &ExpirationSettings{}}
+			return Config{Status: Disabled, Settings: &ExpirationSettings{}}
 		},
 		fileSection: func() (any, func() Config) {
 			var f struct {
 				Status             Status `yaml:"status"`
 				ExpirationSettings `yaml:",inline"`
 			}
-			return &f, func() Config { s := f.ExpirationSettings; return Config{Status: f.Status, RecordExpiration: &s} }
+			return &f, func() Config { s := f.ExpirationSettings; return Config{Status: f.Status, Settings: &s} }
 		},
-		hasSettings: func(c Config) bool { return c.RecordExpiration != nil },
+		hasSettings: func(c Config) bool { return c.RecordExpiration() != nil },
+		newSettings: func() any { return new(ExpirationSettings) },
 		validate: func(c Config, add adder) {
-			if s := c.RecordExpiration; s != nil {
+			if s := c.RecordExpiration(); s != nil {
 				checkRange(add, "days", s.Days, 1, MaxDays)
 			}
 		},
 		merge: func(out *Config, l Config) {
-			layer(&out.RecordExpiration, l.RecordExpiration, func(o, l *ExpirationSettings) {
+			layer(out, l, func(o, l *ExpirationSettings) {
 				o.Days = firstInt(o.Days, l.Days)
 			})
 		},
 	}
 }
+
+// RecordExpiration is c's ExpirationSettings, nil when c sets none (or another type's).
+func (c Config) RecordExpiration() *ExpirationSettings { return settingsAs[ExpirationSettings](c) }

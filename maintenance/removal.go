@@ -26,27 +26,31 @@ func removalType() Type {
 		},
 		settingsKey: "settings.icebergUnreferencedFileRemoval",
 		defaults: func() Config {
-			return Config{Status: Enabled, Removal: &RemovalSettings{UnreferencedDays: Int(3), NonCurrentDays: Int(10)}}
+			return Config{Status: Enabled, Settings: &RemovalSettings{UnreferencedDays: Int(3), NonCurrentDays: Int(10)}}
 		},
 		fileSection: func() (any, func() Config) {
 			var f struct {
 				Status          Status `yaml:"status"`
 				RemovalSettings `yaml:",inline"`
 			}
-			return &f, func() Config { s := f.RemovalSettings; return Config{Status: f.Status, Removal: &s} }
+			return &f, func() Config { s := f.RemovalSettings; return Config{Status: f.Status, Settings: &s} }
 		},
-		hasSettings: func(c Config) bool { return c.Removal != nil },
+		hasSettings: func(c Config) bool { return c.Removal() != nil },
+		newSettings: func() any { return new(RemovalSettings) },
 		validate: func(c Config, add adder) {
-			if s := c.Removal; s != nil {
+			if s := c.Removal(); s != nil {
 				checkRange(add, "unreferencedDays", s.UnreferencedDays, 1, MaxDays)
 				checkRange(add, "nonCurrentDays", s.NonCurrentDays, 1, MaxDays)
 			}
 		},
 		merge: func(out *Config, l Config) {
-			layer(&out.Removal, l.Removal, func(o, l *RemovalSettings) {
+			layer(out, l, func(o, l *RemovalSettings) {
 				o.UnreferencedDays = firstInt(o.UnreferencedDays, l.UnreferencedDays)
 				o.NonCurrentDays = firstInt(o.NonCurrentDays, l.NonCurrentDays)
 			})
 		},
 	}
 }
+
+// Removal is c's RemovalSettings, nil when c sets none (or another type's).
+func (c Config) Removal() *RemovalSettings { return settingsAs[RemovalSettings](c) }

@@ -20,27 +20,31 @@ func snapshotManagementType() Type {
 		},
 		settingsKey: "settings.icebergSnapshotManagement",
 		defaults: func() Config {
-			return Config{Status: Enabled, SnapshotManagement: &SnapshotSettings{MinSnapshotsToKeep: Int(1), MaxSnapshotAgeHours: Int(120)}}
+			return Config{Status: Enabled, Settings: &SnapshotSettings{MinSnapshotsToKeep: Int(1), MaxSnapshotAgeHours: Int(120)}}
 		},
 		fileSection: func() (any, func() Config) {
 			var f struct {
 				Status           Status `yaml:"status"`
 				SnapshotSettings `yaml:",inline"`
 			}
-			return &f, func() Config { s := f.SnapshotSettings; return Config{Status: f.Status, SnapshotManagement: &s} }
+			return &f, func() Config { s := f.SnapshotSettings; return Config{Status: f.Status, Settings: &s} }
 		},
-		hasSettings: func(c Config) bool { return c.SnapshotManagement != nil },
+		hasSettings: func(c Config) bool { return c.SnapshotManagement() != nil },
+		newSettings: func() any { return new(SnapshotSettings) },
 		validate: func(c Config, add adder) {
-			if s := c.SnapshotManagement; s != nil {
+			if s := c.SnapshotManagement(); s != nil {
 				checkRange(add, "minSnapshotsToKeep", s.MinSnapshotsToKeep, 1, 1<<31-1)
 				checkRange(add, "maxSnapshotAgeHours", s.MaxSnapshotAgeHours, 1, MaxSnapshotAgeHoursLimit)
 			}
 		},
 		merge: func(out *Config, l Config) {
-			layer(&out.SnapshotManagement, l.SnapshotManagement, func(o, l *SnapshotSettings) {
+			layer(out, l, func(o, l *SnapshotSettings) {
 				o.MinSnapshotsToKeep = firstInt(o.MinSnapshotsToKeep, l.MinSnapshotsToKeep)
 				o.MaxSnapshotAgeHours = firstInt(o.MaxSnapshotAgeHours, l.MaxSnapshotAgeHours)
 			})
 		},
 	}
 }
+
+// SnapshotManagement is c's SnapshotSettings, nil when c sets none (or another type's).
+func (c Config) SnapshotManagement() *SnapshotSettings { return settingsAs[SnapshotSettings](c) }

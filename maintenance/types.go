@@ -68,6 +68,9 @@ type Type struct {
 	settingsKey string // where the settings sit in the wire shape
 	defaults    func() Config
 	hasSettings func(Config) bool
+	// newSettings is a new, empty value of the type's settings, to decode
+	// the wire shape into.
+	newSettings func() any
 	validate    func(Config, adder)
 	merge       func(out *Config, layer Config)
 	// fileSection is the type's section of a bucket's maintenance in the

@@ -4,32 +4,45 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
-// wireConfig is the S3 Tables JSON shape of a job type's configuration:
+// The S3 Tables JSON shape of a job type's configuration is
 // {"status":"enabled","settings":{"icebergCompaction":{…}}} for the
-// maintenance types, whose settings are a union named by type, and
-// {"status":"enabled","settings":{"days":30}} for record expiration.
+// maintenance types, whose settings are a union with a member named by
+// each type, and {"status":"enabled","settings":{"days":30}} for record
+// expiration, whose settings are the object itself. Each type's row says
+// which: its settingsKey names its member ("settings.icebergCompaction")
+// or, for a type of the record expiration dialect, its one field
+// ("settings.days").
 type wireConfig struct {
-	Status   Status        `json:"status,omitempty"`
-	Settings *wireSettings `json:"settings,omitempty"`
+	Status   Status                     `json:"status,omitempty"`
+	Settings map[string]json.RawMessage `json:"settings,omitempty"`
 }
 
-type wireSettings struct {
-	Compaction         *CompactionSettings `json:"icebergCompaction,omitempty"`
-	SnapshotManagement *SnapshotSettings   `json:"icebergSnapshotManagement,omitempty"`
-	Removal            *RemovalSettings    `json:"icebergUnreferencedFileRemoval,omitempty"`
-	Days               *int                `json:"days,omitempty"`
+// member is where typ's settings sit in the settings object, and whether
+// they are the object itself rather than a member of it.
+func (typ Type) member() (name string, flat bool) {
+	return strings.TrimPrefix(typ.settingsKey, "settings."), typ.Dialect == RecordExpirationDialect
 }
 
 // MarshalJSON writes c in the S3 Tables wire shape.
 func (c Config) MarshalJSON() ([]byte, error) {
 	w := wireConfig{Status: c.Status}
-	if c.Compaction != nil || c.SnapshotManagement != nil || c.Removal != nil {
-		w.Settings = &wireSettings{Compaction: c.Compaction, SnapshotManagement: c.SnapshotManagement, Removal: c.Removal}
-	}
-	if c.RecordExpiration != nil && c.RecordExpiration.Days != nil {
-		w.Settings = &wireSettings{Days: c.RecordExpiration.Days}
+	for _, typ := range theTable().types {
+		if !typ.hasSettings(c) {
+			continue
+		}
+		raw, err := json.Marshal(c.Settings)
+		if err != nil {
+			return nil, err
+		}
+		name, flat := typ.member()
+		if !flat {
+			w.Settings = map[string]json.RawMessage{name: raw}
+		} else if err := json.Unmarshal(raw, &w.Settings); err != nil {
+			return nil, err
+		}
 	}
 	return json.Marshal(w)
 }
@@ -42,19 +55,60 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
-	*c = w.toConfig()
+	*c = Config{Status: w.Status}
+	if typ, ok := w.settingsOwner(); ok {
+		settings := typ.newSettings()
+		if err := json.Unmarshal(w.body(typ), settings); err != nil {
+			return err
+		}
+		c.Settings = settings
+	}
 	return nil
 }
 
-func (w wireConfig) toConfig() Config {
-	c := Config{Status: w.Status}
-	if w.Settings != nil {
-		c.Compaction, c.SnapshotManagement, c.Removal = w.Settings.Compaction, w.Settings.SnapshotManagement, w.Settings.Removal
-		if w.Settings.Days != nil {
-			c.RecordExpiration = &ExpirationSettings{Days: w.Settings.Days}
+// owners are the types whose settings the settings object holds, in type
+// order, and the keys that belong to none.
+func (w wireConfig) owners() (owners []Type, unknown []string) {
+	seen := map[JobType]bool{}
+	for key := range w.Settings {
+		found := false
+		for _, typ := range theTable().types {
+			if name, _ := typ.member(); name == key {
+				found = true
+				if !seen[typ.Name] {
+					seen[typ.Name] = true
+					owners = append(owners, typ)
+				}
+			}
+		}
+		if !found {
+			unknown = append(unknown, key)
 		}
 	}
-	return c
+	return owners, unknown
+}
+
+// settingsOwner is the first type whose settings the object holds.
+func (w wireConfig) settingsOwner() (Type, bool) {
+	owners, _ := w.owners()
+	for _, typ := range theTable().types {
+		for _, o := range owners {
+			if o.Name == typ.Name {
+				return typ, true
+			}
+		}
+	}
+	return Type{}, false
+}
+
+// body is the JSON of typ's settings in the settings object.
+func (w wireConfig) body(typ Type) []byte {
+	name, flat := typ.member()
+	if !flat {
+		return w.Settings[name]
+	}
+	b, _ := json.Marshal(map[string]json.RawMessage{name: w.Settings[name]})
+	return b
 }
 
 // DecodeConfig parses a user's configuration of job type t in the wire
@@ -74,21 +128,28 @@ func DecodeConfig(t JobType, data []byte) (Config, error) {
 	if w.Status == "" {
 		return Config{}, fmt.Errorf("%w: status: is required (enabled or disabled)", ErrInvalid)
 	}
-	if s := w.Settings; s != nil && t == RecordExpiration && s.Days == nil && s.Compaction == nil && s.SnapshotManagement == nil && s.Removal == nil {
-		return Config{}, fmt.Errorf("%w: settings.days: is required when settings are given", ErrInvalid)
-	}
-	if s := w.Settings; s != nil {
-		n := 0
-		for _, set := range []bool{s.Compaction != nil, s.SnapshotManagement != nil, s.Removal != nil, s.Days != nil} {
-			if set {
-				n++
-			}
+	c := Config{Status: w.Status}
+	if w.Settings != nil {
+		owners, unknown := w.owners()
+		if len(unknown) > 0 {
+			return Config{}, fmt.Errorf("%w: settings: json: unknown field %q", ErrInvalid, unknown[0])
 		}
-		if n != 1 {
-			return Config{}, fmt.Errorf("%w: settings: must have exactly one member, found %d", ErrInvalid, n)
+		own, _ := Lookup(t)
+		if _, flat := own.member(); flat && len(owners) == 0 {
+			return Config{}, fmt.Errorf("%w: %s: is required when settings are given", ErrInvalid, own.settingsKey)
 		}
+		if len(owners) != 1 {
+			return Config{}, fmt.Errorf("%w: settings: must have exactly one member, found %d", ErrInvalid, len(owners))
+		}
+		typ := owners[0]
+		settings := typ.newSettings()
+		sd := json.NewDecoder(bytes.NewReader(w.body(typ)))
+		sd.DisallowUnknownFields()
+		if err := sd.Decode(settings); err != nil {
+			return Config{}, fmt.Errorf("%w: %s: %v", ErrInvalid, typ.settingsKey, err)
+		}
+		c.Settings = settings
 	}
-	c := w.toConfig()
 	if err := c.Validate(t); err != nil {
 		return Config{}, err
 	}

@@ -20,7 +20,7 @@ type Rules struct {
 
 // RulesOf picks unreferenced file removal's rules out of a table's settings.
 func RulesOf(s maintenance.Settings) Rules {
-	c := s.For(maintenance.UnreferencedFileRemoval).Removal
+	c := s.For(maintenance.UnreferencedFileRemoval).Removal()
 	r := Rules{
 		RemovalRules: planner.RemovalRules{
 			UnreferencedAge: time.Duration(*c.UnreferencedDays) * 24 * time.Hour,

@@ -78,7 +78,7 @@ type SnapshotSettings struct {
 // SnapshotSettingsOf picks snapshot management's settings out of a
 // table's.
 func SnapshotSettingsOf(s maintenance.Settings) SnapshotSettings {
-	c := s.For(maintenance.SnapshotManagement).SnapshotManagement
+	c := s.For(maintenance.SnapshotManagement).SnapshotManagement()
 	out := SnapshotSettings{
 		MinSnapshotsToKeep:         *c.MinSnapshotsToKeep,
 		MaxSnapshotAge:             time.Duration(*c.MaxSnapshotAgeHours) * time.Hour,

@@ -144,8 +144,8 @@ func TestSDKRoundTrip(t *testing.T) {
 		t.Fatalf("snapshot config %+v", snap)
 	}
 	// The stored configuration is what the next run uses.
-	if c := f.Settings().For(maintenance.Compaction); *c.Compaction.TargetFileSizeMB != 256 {
-		t.Fatalf("runner sees %d", *c.Compaction.TargetFileSizeMB)
+	if c := f.Settings().For(maintenance.Compaction); *c.Compaction().TargetFileSizeMB != 256 {
+		t.Fatalf("runner sees %d", *c.Compaction().TargetFileSizeMB)
 	}
 	if st := jobStatus(t, c); st[string(maintenance.SnapshotManagement)].Status != types.JobStatusDisabled {
 		t.Fatalf("disabled type reports %+v", st[string(maintenance.SnapshotManagement)])

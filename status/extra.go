@@ -124,7 +124,7 @@ func (s *Server) getNoncurrent(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	cfg := settings.For(maintenance.UnreferencedFileRemoval)
-	list, err := orphan.ListNoncurrent(r.Context(), s.Store, t.Key(), *cfg.Removal.NonCurrentDays)
+	list, err := orphan.ListNoncurrent(r.Context(), s.Store, t.Key(), *cfg.Removal().NonCurrentDays)
 	if err != nil {
 		return err
 	}

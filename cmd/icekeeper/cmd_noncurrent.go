@@ -34,7 +34,7 @@ func cmdNoncurrent(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	list, err := orphan.ListNoncurrent(ctx, w.store, target.Key(), *settings.For(maintenance.UnreferencedFileRemoval).Removal.NonCurrentDays)
+	list, err := orphan.ListNoncurrent(ctx, w.store, target.Key(), *settings.For(maintenance.UnreferencedFileRemoval).Removal().NonCurrentDays)
 	if err != nil {
 		return err
 	}

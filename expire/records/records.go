@@ -154,7 +154,7 @@ func (f *ExpirationFigures) Counters() map[string]float64 {
 // settingsOf is the resolved setting, or an error naming what is
 // missing.
 func settingsOf(s maintenance.Settings) (Settings, error) {
-	c := s.For(maintenance.RecordExpiration).RecordExpiration
+	c := s.For(maintenance.RecordExpiration).RecordExpiration()
 	if c == nil || c.Days == nil {
 		return Settings{}, fmt.Errorf("%w: %s is enabled without settings.days: say after how many days rows expire", maintenance.ErrInvalid, maintenance.RecordExpiration)
 	}

@@ -55,7 +55,7 @@ func (e *env) setColumn(tbl *table.Table, col string) *table.Table {
 func (e *env) expire(job *Job, dryRun bool) (jobs.Outcome, *ExpirationFigures) {
 	e.T.Helper()
 	e.Defaults.Configs[maintenance.RecordExpiration] = maintenance.Config{Status: maintenance.Enabled,
-		RecordExpiration: &maintenance.ExpirationSettings{Days: maintenance.Int(30)}}
+		Settings: &maintenance.ExpirationSettings{Days: maintenance.Int(30)}}
 	out, err := e.Runner(job.Definition()).Run(e.Ctx, e.Target(), maintenance.RecordExpiration, "test", jobs.Options{Now: expiryNow, DryRun: dryRun})
 	if err != nil {
 		e.T.Fatal(err)
@@ -389,9 +389,9 @@ func TestRecordExpirationRefusals(t *testing.T) {
 }
 
 func enabledExpiry(days int) maintenance.Config {
-	c := maintenance.Config{Status: maintenance.Enabled, RecordExpiration: &maintenance.ExpirationSettings{}}
+	c := maintenance.Config{Status: maintenance.Enabled, Settings: &maintenance.ExpirationSettings{}}
 	if days > 0 {
-		c.RecordExpiration.Days = maintenance.Int(days)
+		c.RecordExpiration().Days = maintenance.Int(days)
 	}
 	return c
 }
@@ -493,7 +493,7 @@ func TestExpiryUnchangedRule(t *testing.T) {
 	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	e.Fill(e.setColumn(tbl, "ts"), 4, 100)
 	e.Defaults.Configs[maintenance.RecordExpiration] = maintenance.Config{Status: maintenance.Enabled,
-		RecordExpiration: &maintenance.ExpirationSettings{Days: maintenance.Int(30)}}
+		Settings: &maintenance.ExpirationSettings{Days: maintenance.Int(30)}}
 	run := func(now time.Time) *ExpirationFigures {
 		t.Helper()
 		r := e.Runner((&Job{}).Definition())

@@ -89,11 +89,11 @@ func testConfig(t *testing.T, s Store) {
 	if err != nil || len(got) != 0 {
 		t.Fatalf("empty store: %v %v", got, err)
 	}
-	c := maintenance.Config{Status: maintenance.Enabled, Compaction: &maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(256)}}
+	c := maintenance.Config{Status: maintenance.Enabled, Settings: &maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(256)}}
 	if err := s.PutTableConfig(ctx, tbl, maintenance.Compaction, c); err != nil {
 		t.Fatal(err)
 	}
-	c.Compaction.TargetFileSizeMB = maintenance.Int(128) // overwrite
+	c.Compaction().TargetFileSizeMB = maintenance.Int(128) // overwrite
 	if err := s.PutTableConfig(ctx, tbl, maintenance.Compaction, c); err != nil {
 		t.Fatal(err)
 	}
@@ -101,14 +101,14 @@ func testConfig(t *testing.T, s Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := got[maintenance.Compaction]; g.Status != maintenance.Enabled || *g.Compaction.TargetFileSizeMB != 128 {
+	if g := got[maintenance.Compaction]; g.Status != maintenance.Enabled || *g.Compaction().TargetFileSizeMB != 128 {
 		t.Fatalf("table config = %+v", g)
 	}
 	other := TableKey{tbl.Bucket, "demo", "other"}
 	if got, _ := s.TableConfig(ctx, other); len(got) != 0 {
 		t.Fatalf("config leaked to another table: %v", got)
 	}
-	b := maintenance.Config{Status: maintenance.Disabled, Removal: &maintenance.RemovalSettings{UnreferencedDays: maintenance.Int(5)}}
+	b := maintenance.Config{Status: maintenance.Disabled, Settings: &maintenance.RemovalSettings{UnreferencedDays: maintenance.Int(5)}}
 	if err := s.PutBucketConfig(ctx, tbl.Bucket, maintenance.UnreferencedFileRemoval, b); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func testConfig(t *testing.T, s Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := bc[maintenance.UnreferencedFileRemoval]; g.Status != maintenance.Disabled || *g.Removal.UnreferencedDays != 5 || g.Removal.NonCurrentDays != nil {
+	if g := bc[maintenance.UnreferencedFileRemoval]; g.Status != maintenance.Disabled || *g.Removal().UnreferencedDays != 5 || g.Removal().NonCurrentDays != nil {
 		t.Fatalf("bucket config = %+v", g)
 	}
 }

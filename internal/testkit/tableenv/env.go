@@ -93,7 +93,7 @@ func SQLOnS3(home string, srv servers.S3Server) *configs.Config {
 func NewWith(t testing.TB, cfg *configs.Config, home string, sc *iceberg.Schema, spec iceberg.PartitionSpec, format string) (*Env, *table.Table) {
 	t.Helper()
 	ctx := context.Background()
-	cfg.Buckets[0].Maintenance[maintenance.Compaction] = maintenance.Config{Compaction: &maintenance.CompactionSettings{
+	cfg.Buckets[0].Maintenance[maintenance.Compaction] = maintenance.Config{Settings: &maintenance.CompactionSettings{
 		TargetFileSizeMB: maintenance.Int(1), Strategy: maintenance.StrategyBinpack}}
 	reg := cfg.Registry()
 	t.Cleanup(reg.Close)
