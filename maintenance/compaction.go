@@ -53,15 +53,9 @@ func compactionType() Type {
 		defaults: func() Config {
 			return Config{Status: Enabled, Settings: &CompactionSettings{TargetFileSizeMB: Int(512), Strategy: StrategyAuto}}
 		},
-		fileSection: func() (any, func() Config) {
-			var f struct {
-				Status             Status `yaml:"status"`
-				CompactionSettings `yaml:",inline"`
-			}
-			return &f, func() Config { s := f.CompactionSettings; return Config{Status: f.Status, Settings: &s} }
-		},
-		hasSettings: func(c Config) bool { return c.Compaction() != nil },
-		newSettings: func() any { return new(CompactionSettings) },
+		fileSection: sectionOf[CompactionSettings],
+		hasSettings: has[CompactionSettings],
+		newSettings: newOf[CompactionSettings],
 		validate: func(c Config, add adder) {
 			s := c.Compaction()
 			if s == nil {

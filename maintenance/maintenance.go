@@ -40,6 +40,24 @@ func settingsAs[S any](c Config) *S {
 	return s
 }
 
+// The hooks of a type row whose settings are an S.
+
+func has[S any](c Config) bool { return settingsAs[S](c) != nil }
+
+func newOf[S any]() any { return new(S) }
+
+// section is the configuration file's section of a type whose
+// settings are an S: its status and its settings, flat.
+type section[S any] struct {
+	Status   Status `yaml:"status"`
+	Settings S      `yaml:",inline"`
+}
+
+func sectionOf[S any]() (any, func() Config) {
+	var f section[S]
+	return &f, func() Config { s := f.Settings; return Config{Status: f.Status, Settings: &s} }
+}
+
 // Defaults returns the built-in configuration of t, with every field set.
 func Defaults(t JobType) Config {
 	typ, ok := Lookup(t)

@@ -23,15 +23,9 @@ func recordExpirationType() Type {
 			// has no default; enabling it without days is refused.
 			return Config{Status: Disabled, Settings: &ExpirationSettings{}}
 		},
-		fileSection: func() (any, func() Config) {
-			var f struct {
-				Status             Status `yaml:"status"`
-				ExpirationSettings `yaml:",inline"`
-			}
-			return &f, func() Config { s := f.ExpirationSettings; return Config{Status: f.Status, Settings: &s} }
-		},
-		hasSettings: func(c Config) bool { return c.RecordExpiration() != nil },
-		newSettings: func() any { return new(ExpirationSettings) },
+		fileSection: sectionOf[ExpirationSettings],
+		hasSettings: has[ExpirationSettings],
+		newSettings: newOf[ExpirationSettings],
 		validate: func(c Config, add adder) {
 			if s := c.RecordExpiration(); s != nil {
 				checkRange(add, "days", s.Days, 1, MaxDays)

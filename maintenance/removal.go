@@ -28,15 +28,9 @@ func removalType() Type {
 		defaults: func() Config {
 			return Config{Status: Enabled, Settings: &RemovalSettings{UnreferencedDays: Int(3), NonCurrentDays: Int(10)}}
 		},
-		fileSection: func() (any, func() Config) {
-			var f struct {
-				Status          Status `yaml:"status"`
-				RemovalSettings `yaml:",inline"`
-			}
-			return &f, func() Config { s := f.RemovalSettings; return Config{Status: f.Status, Settings: &s} }
-		},
-		hasSettings: func(c Config) bool { return c.Removal() != nil },
-		newSettings: func() any { return new(RemovalSettings) },
+		fileSection: sectionOf[RemovalSettings],
+		hasSettings: has[RemovalSettings],
+		newSettings: newOf[RemovalSettings],
 		validate: func(c Config, add adder) {
 			if s := c.Removal(); s != nil {
 				checkRange(add, "unreferencedDays", s.UnreferencedDays, 1, MaxDays)

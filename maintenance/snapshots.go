@@ -22,15 +22,9 @@ func snapshotManagementType() Type {
 		defaults: func() Config {
 			return Config{Status: Enabled, Settings: &SnapshotSettings{MinSnapshotsToKeep: Int(1), MaxSnapshotAgeHours: Int(120)}}
 		},
-		fileSection: func() (any, func() Config) {
-			var f struct {
-				Status           Status `yaml:"status"`
-				SnapshotSettings `yaml:",inline"`
-			}
-			return &f, func() Config { s := f.SnapshotSettings; return Config{Status: f.Status, Settings: &s} }
-		},
-		hasSettings: func(c Config) bool { return c.SnapshotManagement() != nil },
-		newSettings: func() any { return new(SnapshotSettings) },
+		fileSection: sectionOf[SnapshotSettings],
+		hasSettings: has[SnapshotSettings],
+		newSettings: newOf[SnapshotSettings],
 		validate: func(c Config, add adder) {
 			if s := c.SnapshotManagement(); s != nil {
 				checkRange(add, "minSnapshotsToKeep", s.MinSnapshotsToKeep, 1, 1<<31-1)
