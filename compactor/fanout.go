@@ -156,7 +156,7 @@ func decodePart(rec *rebase.RecordingFS, tasks []table.FileScanTask, raw json.Ra
 	return res, out.Path, nil
 }
 
-// RunPart implements jobs.Parter: it rewrites one group of a fanned-out
+// RunPart is the definition's RunPart: it rewrites one group of a fanned-out
 // run, from the snapshot the run planned on, and returns the manifest of
 // its new files. A group that fails leaves nothing behind.
 func (j *Job) RunPart(ctx context.Context, t jobs.Target, raw json.RawMessage) (json.RawMessage, error) {
