@@ -82,8 +82,8 @@ type Engine struct {
 	// Parallelism bounds concurrent jobs (default 2).
 	Parallelism int
 	// FanOutParts is the fewest parts with which a run of a job that has
-	// parts (Definition.RunPart: compaction's rewrite groups) fans them out to every
-	// replica's workers; 0 never does.
+	// parts (Definition.RunPart: compaction's rewrite groups) fans them
+	// out to every replica's workers; 0 never does.
 	FanOutParts int
 	// PartParallelism bounds the parts of fanned-out runs this replica
 	// works on at once (default 2), besides its jobs.
