@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -17,6 +18,12 @@ import (
 // directly. It returns how many files were removed; a file already gone
 // is not an error, and a failed removal leaves the file to unreferenced
 // file removal, which takes metadata files no log holds.
+//
+// Only a file directly in the table's metadata directory (location/metadata,
+// or write.metadata.path) is deleted: a log entry is the table's own
+// claim, and one naming a file elsewhere (another table's, or a path with
+// "..", "//" or percent-escapes that storage might resolve elsewhere) is
+// left alone, to unreferenced file removal and its checks.
 //
 // A trimmed file may be another table's current metadata file: Iceberg's
 // register_table registers a table at an existing metadata file, and
@@ -34,7 +41,7 @@ func PruneMetadata(files icebergio.IO, base, next table.Metadata, current func()
 	}
 	var trimmed []string
 	for e := range base.PreviousFiles() {
-		if !kept[e.MetadataFile] {
+		if !kept[e.MetadataFile] && inMetadataDir(next, e.MetadataFile) {
 			trimmed = append(trimmed, e.MetadataFile)
 		}
 	}
@@ -63,4 +70,12 @@ func PruneMetadata(files icebergio.IO, base, next table.Metadata, current func()
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// inMetadataDir reports whether p names a file directly in meta's metadata
+// directory, spelled so that no storage can resolve it elsewhere.
+func inMetadataDir(meta table.Metadata, p string) bool {
+	dir := strings.TrimSuffix(meta.Properties().Get(table.WriteMetadataPathKey, strings.TrimSuffix(meta.Location(), "/")+"/metadata"), "/") + "/"
+	name, ok := strings.CutPrefix(p, dir)
+	return ok && name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\\%")
 }
