@@ -76,7 +76,9 @@ func TestPruneMetadataOnlyOwnFiles(t *testing.T) {
 	}
 	base := metadataWithLog(t, loc, append([]string{own, forked, link}, hostile...)...)
 	next := metadataWithLog(t, loc)
-	current := func() (map[string]string, error) { return map[string]string{"db.a": loc + "/metadata/00009.metadata.json", "db.fork": forked}, nil }
+	current := func() (map[string]string, error) {
+		return map[string]string{"db.a": loc + "/metadata/00009.metadata.json", "db.fork": forked}, nil
+	}
 
 	n, err := PruneMetadata(icebergio.LocalFS{}, base, next, current)
 	if err != nil || n != 2 {
