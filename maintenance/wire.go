@@ -56,7 +56,8 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*c = Config{Status: w.Status}
-	if typ, ok := w.settingsOwner(); ok {
+	if owners, _ := w.owners(); len(owners) > 0 {
+		typ := owners[0]
 		settings := typ.newSettings()
 		if err := json.Unmarshal(w.body(typ), settings); err != nil {
 			return err
@@ -69,36 +70,20 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 // owners are the types whose settings the settings object holds, in type
 // order, and the keys that belong to none.
 func (w wireConfig) owners() (owners []Type, unknown []string) {
-	seen := map[JobType]bool{}
-	for key := range w.Settings {
-		found := false
-		for _, typ := range theTable().types {
-			if name, _ := typ.member(); name == key {
-				found = true
-				if !seen[typ.Name] {
-					seen[typ.Name] = true
-					owners = append(owners, typ)
-				}
-			}
+	known := map[string]bool{}
+	for _, typ := range theTable().types {
+		name, _ := typ.member()
+		known[name] = true
+		if _, ok := w.Settings[name]; ok {
+			owners = append(owners, typ)
 		}
-		if !found {
+	}
+	for key := range w.Settings {
+		if !known[key] {
 			unknown = append(unknown, key)
 		}
 	}
 	return owners, unknown
-}
-
-// settingsOwner is the first type whose settings the object holds.
-func (w wireConfig) settingsOwner() (Type, bool) {
-	owners, _ := w.owners()
-	for _, typ := range theTable().types {
-		for _, o := range owners {
-			if o.Name == typ.Name {
-				return typ, true
-			}
-		}
-	}
-	return Type{}, false
 }
 
 // body is the JSON of typ's settings in the settings object.
