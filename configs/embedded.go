@@ -74,6 +74,7 @@ func Embedded(home string) *Config {
 			maintenance.SnapshotManagement:      "@every 3m",
 			maintenance.UnreferencedFileRemoval: "@every 5m",
 			maintenance.RecordExpiration:        "@every 10m",
+			maintenance.Erasure:                 "@every 10m",
 		},
 	}
 	return cfg

@@ -60,39 +60,49 @@ func (j *Job) deleteExpired(ctx context.Context, t jobs.Target, s maintenance.Se
 	if j.DeleteFiles == nil {
 		return errors.New("expiration.deleteExpiredFiles is set but this icekeeper has no file deleter wired")
 	}
+	manifests, files, err := FilesOf(fs, before, d.ExpireIDs())
+	if err != nil {
+		return err
+	}
+	n, err := j.DeleteFiles(ctx, t, s, slices.Concat(manifests, files))
+	fig.FilesDeleted = n
+	return err
+}
+
+// FilesOf lists every file the snapshots ids of before reach, each once,
+// read through verified metadata: their manifest lists and manifests, and
+// the data and delete files listed in those.
+func FilesOf(fs icebergio.IO, before table.Metadata, ids []int64) (manifests, files []string, err error) {
 	seen := map[string]bool{}
-	var paths []string
-	add := func(p string) bool {
+	add := func(to *[]string, p string) bool {
 		if seen[p] {
 			return false
 		}
 		seen[p] = true
-		paths = append(paths, p)
+		*to = append(*to, p)
 		return true
 	}
-	for _, e := range d.Expire {
-		snap := before.SnapshotByID(e.SnapshotID)
+	for _, id := range ids {
+		snap := before.SnapshotByID(id)
 		if snap == nil {
 			continue
 		}
-		add(snap.ManifestList)
-		manifests, err := verified.Manifests(fs, snap)
+		add(&manifests, snap.ManifestList)
+		list, err := verified.Manifests(fs, snap)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		for _, m := range manifests {
-			if !add(m.FilePath()) {
-				continue // shared with an expired snapshot already read
+		for _, m := range list {
+			if !add(&manifests, m.FilePath()) {
+				continue // shared with a snapshot already read
 			}
 			for entry, err := range verified.Entries(fs, m, false) {
 				if err != nil {
-					return err
+					return nil, nil, err
 				}
-				add(entry.DataFile().FilePath())
+				add(&files, entry.DataFile().FilePath())
 			}
 		}
 	}
-	n, err := j.DeleteFiles(ctx, t, s, paths)
-	fig.FilesDeleted = n
-	return err
+	return manifests, files, nil
 }

@@ -183,7 +183,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 			j.beforeCommit(attempt)
 		}
 		fig.CommitAttempts = attempt
-		reqs, updates := commitOf(meta, d)
+		reqs, updates := CommitOf(meta, d)
 		if len(fig.SchemasRemoved) > 0 {
 			updates = append(updates, table.NewRemoveSchemasUpdate(fig.SchemasRemoved))
 		}
@@ -228,11 +228,11 @@ func (j *Job) policyDefaults() commit.Policy {
 	return commit.DefaultPolicy()
 }
 
-// commitOf turns a decision into catalog updates, guarded by requirements
+// CommitOf turns a decision into catalog updates, guarded by requirements
 // that every ref still points where it pointed when we decided, so a
 // concurrent commit to any ref makes the commit fail instead of expiring
 // what the new state may need.
-func commitOf(meta table.Metadata, d planner.SnapshotDecision) ([]table.Requirement, []table.Update) {
+func CommitOf(meta table.Metadata, d planner.SnapshotDecision) ([]table.Requirement, []table.Update) {
 	reqs := []table.Requirement{table.AssertTableUUID(meta.TableUUID())}
 	for name, ref := range meta.Refs() {
 		id := ref.SnapshotID

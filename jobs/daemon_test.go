@@ -167,6 +167,19 @@ func enqueue(t *testing.T, e *Engine, k state.TableKey, typ maintenance.JobType)
 	}
 }
 
+// onByDefault are the maintenance types a table runs without being asked
+// (erasure is off until configured, and a run of it would only record
+// that).
+func onByDefault() []maintenance.JobType {
+	var out []maintenance.JobType
+	for _, typ := range maintenance.MaintenanceTypes() {
+		if maintenance.Defaults(typ).Status == maintenance.Enabled {
+			out = append(out, typ)
+		}
+	}
+	return out
+}
+
 // Two engines on one store (two replicas) run every queued job exactly
 // once and never two jobs of one table at a time; queueing a pending job
 // again adds nothing.
@@ -176,7 +189,7 @@ func TestWorkersRunEachJobOnce(t *testing.T) {
 	fakes := map[maintenance.JobType]*fakeJob{}
 	jobsOf := map[maintenance.JobType]Job{}
 	guard := &inflight{tables: map[string]bool{}}
-	for _, typ := range maintenance.MaintenanceTypes() {
+	for _, typ := range onByDefault() {
 		fakes[typ] = newFake(typ)
 		fakes[typ].sleep = 15 * time.Millisecond
 		fakes[typ].guard = guard
@@ -186,21 +199,21 @@ func TestWorkersRunEachJobOnce(t *testing.T) {
 	e2 := newEngine(t, s2, reg, "replica-2", jobsOf, func(e *Engine) { e.Parallelism = 3 })
 	const tables = 5
 	for i := 0; i < tables; i++ {
-		for _, typ := range maintenance.MaintenanceTypes() {
+		for _, typ := range onByDefault() {
 			enqueue(t, e1, key(i), typ)
 			if ok, err := e2.Enqueue(context.Background(), key(i), typ, "again", time.Now()); err != nil || ok {
 				t.Fatalf("a pending job was queued twice: %v %v", ok, err)
 			}
 		}
 	}
-	if n, _ := s1.QueueDepth(context.Background()); n != tables*len(maintenance.MaintenanceTypes()) {
+	if n, _ := s1.QueueDepth(context.Background()); n != tables*len(onByDefault()) {
 		t.Fatalf("queue depth %d", n)
 	}
 	stop1, stop2 := start(t, e1), start(t, e2)
 	waitEmpty(t, s1, 30*time.Second)
 	stop1()
 	stop2()
-	for _, typ := range maintenance.MaintenanceTypes() {
+	for _, typ := range onByDefault() {
 		for i := 0; i < tables; i++ {
 			if n := fakes[typ].count(key(i)); n != 1 {
 				t.Errorf("%s on %s ran %d times", typ, key(i), n)

@@ -26,7 +26,9 @@ type Scheduler struct {
 	Store state.Queue
 	Queue *Engine
 	// Tables are the tables the scheduler queues jobs for.
-	Tables    *Discovery
+	Tables *Discovery
+	// Schedules are the cron expressions per job type; a type without
+	// one runs on its default (maintenance.Type.Schedule).
 	Schedules map[maintenance.JobType]string
 	// Jitter is the window a table's start is spread over (default 5m).
 	Jitter time.Duration
@@ -113,12 +115,16 @@ func (s *Scheduler) Init() error {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
 	s.parsed = map[maintenance.JobType]cron.Schedule{}
-	for _, typ := range maintenance.JobTypes() {
-		sched, err := cron.ParseStandard(s.Schedules[typ])
-		if err != nil {
-			return fmt.Errorf("schedule of %s: %w", typ, err)
+	for _, typ := range maintenance.Types() {
+		spec := s.Schedules[typ.Name]
+		if spec == "" {
+			spec = typ.Schedule
 		}
-		s.parsed[typ] = sched
+		sched, err := cron.ParseStandard(spec)
+		if err != nil {
+			return fmt.Errorf("schedule of %s: %w", typ.Name, err)
+		}
+		s.parsed[typ.Name] = sched
 	}
 	return nil
 }

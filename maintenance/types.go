@@ -20,6 +20,10 @@ const (
 	SnapshotManagement      JobType = "icebergSnapshotManagement"
 	UnreferencedFileRemoval JobType = "icebergUnreferencedFileRemoval"
 	RecordExpiration        JobType = "icebergRecordExpiration"
+	// Erasure is icekeeper's own: deleted rows physically gone by a
+	// deadline. It has no S3 Tables counterpart; its configuration and
+	// status travel as the maintenance types' do.
+	Erasure JobType = "icebergErasure"
 )
 
 // Scope says where S3 Tables keeps a job type's configuration.
@@ -114,12 +118,14 @@ var theTable = sync.OnceValue(func() *table {
 		// expiration first (it removes rows, so compaction does not
 		// rewrite them), then compaction (it creates garbage), then
 		// snapshot expiration (it makes garbage unreferenced), then
-		// removal (it collects it).
+		// removal (it collects it), then erasure (it settles, by their
+		// deadline, the removed rows the others left stored).
 		types: []Type{
 			recordExpirationType(),
 			compactionType(),
 			snapshotManagementType(),
 			removalType(),
+			erasureType(),
 		},
 		byName:  map[JobType]int{},
 		byAlias: map[string]JobType{},

@@ -80,10 +80,13 @@ type SnapshotSettings struct {
 func SnapshotSettingsOf(s maintenance.Settings) SnapshotSettings {
 	c := s.For(maintenance.SnapshotManagement).SnapshotManagement()
 	out := SnapshotSettings{
-		MinSnapshotsToKeep:         *c.MinSnapshotsToKeep,
-		MaxSnapshotAge:             time.Duration(*c.MaxSnapshotAgeHours) * time.Hour,
-		Mode:                       RetentionMode(s.Knobs.RetentionMode),
-		DeleteExpiredFiles:         s.Knobs.DeleteExpiredFiles,
+		MinSnapshotsToKeep: *c.MinSnapshotsToKeep,
+		MaxSnapshotAge:     time.Duration(*c.MaxSnapshotAgeHours) * time.Hour,
+		Mode:               RetentionMode(s.Knobs.RetentionMode),
+		// Erasure promises removed rows gone by a deadline: the files of
+		// snapshots expired on the way must not wait for removal's
+		// noncurrent window.
+		DeleteExpiredFiles:         s.Knobs.DeleteExpiredFiles || s.For(maintenance.Erasure).Status == maintenance.Enabled,
 		PruneUnusedSchemasAndSpecs: s.Knobs.PruneUnusedSchemasAndSpecs,
 	}
 	if out.Mode == "" {

@@ -362,7 +362,7 @@ func TestSDKWithKeys(t *testing.T) {
 	f := keyedServer(t)
 	ctx := context.Background()
 	c := client(f.url, "AKADMIN", adminSecret)
-	if st := jobStatus(t, c); len(st) != 3 {
+	if st := jobStatus(t, c); len(st) != len(maintenance.MaintenanceTypes()) {
 		t.Fatalf("job status: %v", st)
 	}
 	_, err := c.PutTableMaintenanceConfiguration(ctx, &s3tables.PutTableMaintenanceConfigurationInput{

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/icekeeper/icekeeper/compactor"
+	"github.com/icekeeper/icekeeper/erasure"
 	"github.com/icekeeper/icekeeper/expire"
 	"github.com/icekeeper/icekeeper/expire/records"
 	"github.com/icekeeper/icekeeper/internal/progress"
@@ -170,5 +171,6 @@ func availableJobs(w *world) (map[maintenance.JobType]jobs.Job, error) {
 		(&compactor.Job{}).Definition(),
 		(&expire.Job{DeleteFiles: removal.DeleteUnreferenced}).Definition(),
 		removal.Definition(),
+		(&erasure.Job{DeleteFiles: removal.DeleteUnreferenced}).Definition(),
 	)
 }

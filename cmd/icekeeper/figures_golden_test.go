@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/icekeeper/icekeeper/compactor"
+	"github.com/icekeeper/icekeeper/erasure"
 	"github.com/icekeeper/icekeeper/expire"
 	"github.com/icekeeper/icekeeper/expire/records"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -26,6 +27,7 @@ func TestStoredFiguresKeepTheirShape(t *testing.T) {
 		maintenance.SnapshotManagement:      func() any { return &expire.Figures{} },
 		maintenance.UnreferencedFileRemoval: func() any { return &orphan.Figures{} },
 		maintenance.RecordExpiration:        func() any { return &records.ExpirationFigures{} },
+		maintenance.Erasure:                 func() any { return &erasure.Figures{} },
 	}
 	for _, typ := range maintenance.JobTypes() {
 		t.Run(string(typ), func(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // writeHomeConfig writes a configuration file for the embedded layout in
@@ -99,11 +100,18 @@ func TestServeRunsSchedules(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	for typ, v := range st {
+		if typ == string(maintenance.Erasure) {
+			// Off until asked for.
+			if v.Status != types.JobStatusDisabled {
+				t.Errorf("%s: %s, want Disabled", typ, v.Status)
+			}
+			continue
+		}
 		if v.Status != types.JobStatusSuccessful {
 			t.Fatalf("%s: %s %s\nlogs:\n%s", typ, v.Status, aws.ToString(v.FailureMessage), logs.String())
 		}
 	}
-	if len(st) != 3 {
+	if len(st) != 4 {
 		t.Fatalf("status %v\nlogs:\n%s", st, logs.String())
 	}
 

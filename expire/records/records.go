@@ -399,48 +399,16 @@ func previewGroup(ctx context.Context, tbl *table.Table, col planner.ExpiryColum
 }
 
 // filterGroup rewrites tasks' files without their expired rows (deletes
-// applied), each output read back before it may be committed. The rows
-// that stay are chosen here, from the column's values, rather than by a
-// scan filter: a null stays by construction, and on a v3 table whose files
-// carry row lineage the rows keep their _row_id, which iceberg-go can only
-// synthesise from a file's unfiltered positions.
+// applied). The rows that stay are chosen here, from the column's values,
+// rather than by a scan filter: a null stays by construction, and row
+// lineage is kept (rebase.Rewrite).
 func filterGroup(ctx context.Context, tbl *table.Table, col planner.ExpiryColumn, tasks []table.FileScanTask, target int64) (files []iceberg.DataFile, expired int64, err error) {
-	var scanOpts []table.ScanOption
-	// The fanout writer, not the clustered one: files of an older spec
-	// may fall into several partitions of the current one.
-	writeOpts := []table.WriteRecordOption{table.WithTargetFileSize(target)}
-	lineage := tbl.Metadata().Version() >= 3 && haveLineage(tasks)
-	if lineage {
-		scanOpts = append(scanOpts, table.WithRowLineage())
-		writeOpts = append(writeOpts, table.WithPreserveRowLineage(iceberg.SchemaWithRowLineage(tbl.Schema())))
-	}
-	sc, records, err := tbl.Scan(scanOpts...).ReadTasks(ctx, tasks)
-	if err != nil {
-		return nil, 0, fmt.Errorf("read: %w", err)
-	}
-	if lineage {
-		// The lineage columns' field IDs must reach the writer.
-		if sc, err = table.SchemaToArrowSchemaWithOptions(iceberg.SchemaWithRowLineage(tbl.Schema()),
-			table.ArrowSchemaOptions{IncludeFieldIDs: true, TableProperties: tbl.Metadata().Properties()}); err != nil {
-			return nil, 0, err
-		}
-	}
-	fs, err := tbl.FS(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
 	var removed atomic.Int64
-	for df, err := range table.WriteRecords(ctx, tbl, sc, keepRows(ctx, col, records, &removed), writeOpts...) {
-		if err != nil {
-			return files, 0, fmt.Errorf("write: %w", err)
-		}
-		if df.Count() == 0 {
-			continue
-		}
-		if err := rebase.VerifyOutput(fs, df); err != nil {
-			return files, 0, err
-		}
-		files = append(files, df)
+	files, err = rebase.Rewrite(ctx, tbl, tasks, target, func(records iter.Seq2[arrow.RecordBatch, error]) iter.Seq2[arrow.RecordBatch, error] {
+		return keepRows(ctx, col, records, &removed)
+	})
+	if err != nil {
+		return files, 0, err
 	}
 	return files, removed.Load(), nil
 }
@@ -505,15 +473,6 @@ func keepMask(c planner.ExpiryColumn, a arrow.Array) (arrow.Array, error) {
 		b.UnsafeAppend(a.IsNull(i) || value(i) >= c.Cut)
 	}
 	return b.NewArray(), nil
-}
-
-func haveLineage(tasks []table.FileScanTask) bool {
-	for _, t := range tasks {
-		if t.FirstRowID == nil {
-			return false
-		}
-	}
-	return len(tasks) > 0
 }
 
 func hasDeletes(tasks []table.FileScanTask) bool {

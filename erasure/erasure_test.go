@@ -1,0 +1,369 @@
+package erasure
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/icekeeper/icekeeper/compactor"
+	"github.com/icekeeper/icekeeper/expire"
+	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
+	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/orphan"
+)
+
+const deadlineDays = 7
+
+// env is a table and every job type's executor, erasure enabled with a
+// seven-day deadline.
+type env struct {
+	*tableenv.Env
+	removal *orphan.Job
+	erasure *Job
+	runner  *jobs.Runner
+	// deleted are the ids of the row versions the table removed; ids are
+	// never written twice, so a stored id is a stored removed version.
+	deleted []int64
+}
+
+func newEnv(t *testing.T, e *tableenv.Env) *env {
+	e.Defaults.Configs[maintenance.Erasure] = maintenance.Config{Status: maintenance.Enabled,
+		Settings: &maintenance.ErasureSettings{DeadlineDays: maintenance.Int(deadlineDays)}}
+	removal := &orphan.Job{Store: e.Store}
+	er := &Job{DeleteFiles: removal.DeleteUnreferenced}
+	runner := e.Runner(er.Definition())
+	runner.Jobs = jobs.Map(er.Definition(), (&compactor.Job{}).Definition(),
+		(&expire.Job{DeleteFiles: removal.DeleteUnreferenced}).Definition(), removal.Definition())
+	return &env{Env: e, removal: removal, erasure: er, runner: runner}
+}
+
+// cdc makes the table a change stream's: four appends, then three
+// checkpoints that each remove row versions — by position deletes (or
+// deletion vectors on v3), by an equality delete, and by position deletes
+// beside new rows, as an upsert does.
+func (e *env) cdc(tbl *table.Table) *table.Table {
+	for range 4 {
+		tbl = e.Append(tbl, 50)
+	}
+	for i, ids := range [][]int64{{3, 17, 60, 111, 190}, {5, 70, 120, 150}, {8, 99, 180}} {
+		if i == 1 {
+			tbl = e.EqDelete(tbl, ids...)
+		} else {
+			tbl = e.PosDelete(tbl, ids...)
+		}
+		e.deleted = append(e.deleted, ids...)
+		if i == 2 {
+			tbl = e.Append(tbl, 30)
+		}
+	}
+	return tbl
+}
+
+// run runs typ at now, failing the test unless the run's status is want.
+func (e *env) run(typ maintenance.JobType, now time.Time, want string) jobs.Outcome {
+	e.T.Helper()
+	out, err := e.runner.Run(e.Ctx, e.Target(), typ, "test", jobs.Options{Now: now})
+	if err != nil {
+		e.T.Fatalf("%s: %v", typ, err)
+	}
+	if string(out.Status) != want {
+		e.T.Fatalf("%s: %s (%s), want %s", typ, out.Status, out.FailureMessage, want)
+	}
+	return out
+}
+
+func figures(t *testing.T, out jobs.Outcome) *Figures {
+	t.Helper()
+	fig, ok := out.Figures.(*Figures)
+	if !ok {
+		t.Fatalf("figures %T", out.Figures)
+	}
+	testkit.CheckCounters(t, maintenance.Erasure, fig)
+	return fig
+}
+
+// stored reads every Parquet object under the table's location raw, not
+// through the table, and returns the removed ids each still holds, and
+// every object that is a delete file (one with no id column, or an
+// equality delete: the ids it holds are in the first map).
+func (e *env) stored(tbl *table.Table) (holding map[string][]int64, parquets []string) {
+	e.T.Helper()
+	gone := map[int64]bool{}
+	for _, id := range e.deleted {
+		gone[id] = true
+	}
+	holding = map[string][]int64{}
+	root := strings.TrimPrefix(tbl.Location(), "file://")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".parquet") {
+			return err
+		}
+		parquets = append(parquets, "file://"+p)
+		for _, id := range rawIDs(e.T, p) {
+			if gone[id] {
+				holding[p] = append(holding[p], id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return holding, parquets
+}
+
+// rawIDs reads the id column of a Parquet file with parquet-go.
+func rawIDs(t testing.TB, path string) []int64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	col, ok := pf.Schema().Lookup("id")
+	if !ok {
+		return nil // a position delete file: paths and positions
+	}
+	var ids []int64
+	for _, rg := range pf.RowGroups() {
+		pages := rg.ColumnChunks()[col.ColumnIndex].Pages()
+		for {
+			p, err := pages.ReadPage()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			vals := make([]parquet.Value, p.NumValues())
+			n, err := p.Values().ReadValues(vals)
+			if err != nil && !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			for _, v := range vals[:n] {
+				ids = append(ids, v.Int64())
+			}
+		}
+		pages.Close()
+	}
+	return ids
+}
+
+// settled fails unless no stored object holds a removed version, every
+// Parquet object under the location is a live data file, no delete file is
+// live, nothing reachable is missing, and the visible rows are want.
+func (e *env) settled(want tablecheck.Fingerprint) {
+	e.T.Helper()
+	tbl := e.Load()
+	holding, parquets := e.stored(tbl)
+	if len(holding) > 0 {
+		e.T.Errorf("removed row versions still stored: %v", holding)
+	}
+	tasks, err := tbl.Scan().PlanFiles(e.Ctx)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	live := map[string]bool{}
+	for _, task := range tasks {
+		live[task.File.FilePath()] = true
+		if n := len(task.DeleteFiles) + len(task.EqualityDeleteFiles) + len(task.DeletionVectorFiles); n > 0 {
+			e.T.Errorf("%s still has %d delete files", task.File.FilePath(), n)
+		}
+	}
+	for _, p := range parquets {
+		if !live[p] {
+			e.T.Errorf("stored, and not a live data file: %s", p)
+		}
+	}
+	if missing, err := tablecheck.MissingFiles(e.Ctx, tbl); err != nil || len(missing) > 0 {
+		e.T.Errorf("reachable files missing: %v %v", missing, err)
+	}
+	if got := e.Rows(tbl, 0); !got.Equal(want) {
+		e.T.Errorf("visible rows %v, want %v", got, want)
+	}
+}
+
+// A removed row version is stored nowhere under the table's location once
+// erasure ran past its deadline: on v2 with position and equality deletes,
+// on v3 with deletion vectors, on a partitioned table. The run's proof
+// names what it rewrote, expired and found gone.
+func TestErasureSettlesRemovedVersions(t *testing.T) {
+	for _, tc := range []struct {
+		name, format string
+		spec         iceberg.PartitionSpec
+	}{
+		{"v2", "2", *iceberg.UnpartitionedSpec},
+		{"v3 deletion vectors", "3", *iceberg.UnpartitionedSpec},
+		{"v2 partitioned", "2", iceberg.NewPartitionSpec(tableenv.PF(2, 1000, "cat", iceberg.IdentityTransform{}))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, tbl := tableenv.New(t, tableenv.BaseSchema, tc.spec, tc.format)
+			e := newEnv(t, base)
+			tbl = e.cdc(tbl)
+			want := e.Rows(tbl, 0)
+			if holding, _ := e.stored(tbl); len(holding) == 0 {
+				t.Fatal("the generator stored no removed version: the test would prove nothing")
+			}
+
+			// Before the lead of the deadline nothing is due: the run
+			// lists what is pending and when it is due.
+			early := figures(t, e.run(maintenance.Erasure, time.Now().Add(3*24*time.Hour), "Successful"))
+			if early.FilesRewritten != 0 || len(early.Expired) != 0 || len(early.Pending) == 0 || early.NextDue.IsZero() {
+				t.Fatalf("a run before any deadline: %+v", early)
+			}
+			if d := early.NextDue.Sub(time.Now()); d < (deadlineDays-1)*24*time.Hour || d > deadlineDays*24*time.Hour {
+				t.Errorf("next due in %v, want within the %d-day deadline of the deletes", d, deadlineDays)
+			}
+
+			fig := figures(t, e.run(maintenance.Erasure, time.Now().Add((deadlineDays+1)*24*time.Hour), "Successful"))
+			if fig.FilesRewritten == 0 || len(fig.Rewritten) == 0 || len(fig.Expired) == 0 || len(fig.Gone) == 0 || len(fig.Kept) != 0 {
+				t.Fatalf("proof: %+v", fig)
+			}
+			for _, rw := range fig.Rewritten {
+				if rw.DeleteCommit == 0 || rw.Due.Sub(rw.Removed) != deadlineDays*24*time.Hour || len(rw.DataFiles) == 0 || rw.At.IsZero() {
+					t.Errorf("rewrite proof %+v", rw)
+				}
+				for _, p := range rw.DataFiles {
+					if !slices.Contains(fig.Gone, p) {
+						t.Errorf("%s was rewritten but is not proved gone", p)
+					}
+				}
+			}
+			if fig.Overdue == 0 {
+				t.Error("a run a day past the deadline settled nothing overdue")
+			}
+			e.settled(want)
+
+			// The next run has nothing left; it costs the table's metadata.
+			again := figures(t, e.run(maintenance.Erasure, time.Now().Add((deadlineDays+2)*24*time.Hour), "Successful"))
+			if again.FilesRewritten != 0 || len(again.Expired) != 0 || again.ObjectsDeleted != 0 {
+				t.Errorf("a second run did more: %+v", again)
+			}
+		})
+	}
+}
+
+// Every job at +8 and +9 days — compaction, snapshot management, removal,
+// erasure, as the daemon runs them — leaves no removed version stored,
+// whatever compaction rewrote on the way.
+func TestEveryJobMeetsTheDeadline(t *testing.T) {
+	base, tbl := tableenv.New(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e := newEnv(t, base)
+	tbl = e.cdc(tbl)
+	want := e.Rows(tbl, 0)
+	for _, day := range []int{deadlineDays + 1, deadlineDays + 2} {
+		now := time.Now().Add(time.Duration(day) * 24 * time.Hour)
+		for _, typ := range []maintenance.JobType{maintenance.Compaction, maintenance.SnapshotManagement, maintenance.UnreferencedFileRemoval, maintenance.Erasure} {
+			e.run(typ, now, "Successful")
+		}
+	}
+	e.settled(want)
+}
+
+// A tag on an old snapshot blocks exactly the versions it reaches: those
+// removed after it was taken, from rows it never saw, go; the run fails
+// naming the tag. Once the tag is removed, the next run finishes.
+func TestTagBlocksWhatItReaches(t *testing.T) {
+	base, tbl := tableenv.New(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e := newEnv(t, base)
+	tbl = e.Append(tbl, 50) // ids 0-49, which the tag sees
+	tagged := tbl.CurrentSnapshot().SnapshotID
+	e.commit(table.NewSetSnapshotRefUpdate("audit-2026", tagged, table.TagRef, 0, 0, 0))
+	tbl = e.Load()
+	tbl = e.Append(tbl, 50) // ids 50-99, which it does not
+	tbl = e.PosDelete(tbl, 7, 60, 61)
+	e.deleted = []int64{7, 60, 61}
+	want := e.Rows(tbl, 0)
+
+	out := e.run(maintenance.Erasure, time.Now().Add((deadlineDays+1)*24*time.Hour), "Failed")
+	fig := figures(t, out)
+	if !strings.Contains(out.FailureMessage, `tag "audit-2026"`) || len(fig.Blocked) != 1 || fig.Blocked[0].SnapshotID != tagged || fig.Blocked[0].Due.IsZero() {
+		t.Fatalf("blocked run: %q %+v", out.FailureMessage, fig.Blocked)
+	}
+	holding, _ := e.stored(e.Load())
+	var held []int64
+	for _, ids := range holding {
+		held = append(held, ids...)
+	}
+	slices.Sort(held)
+	if !slices.Equal(held, []int64{7}) {
+		t.Fatalf("stored removed versions %v, want only id 7, which the tag reaches", held)
+	}
+	if got := e.Rows(e.Load(), 0); !got.Equal(want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+
+	// The first run expired main's history around the tag; the tag,
+	// off main now, still blocks.
+	if out := e.run(maintenance.Erasure, time.Now().Add((deadlineDays+1)*24*time.Hour+time.Hour), "Failed"); len(figures(t, out).Blocked) != 1 {
+		t.Fatalf("the tag stopped blocking once main's history around it expired: %s", out.FailureMessage)
+	}
+
+	e.commit(table.NewRemoveSnapshotRefUpdate("audit-2026"))
+	e.run(maintenance.Erasure, time.Now().Add((deadlineDays+2)*24*time.Hour), "Successful")
+	e.settled(want)
+}
+
+// A streaming writer committing every 100 ms beside erasure loses
+// nothing: every row it committed is visible after, beside the rows that
+// were there, and erasure still settles what was due.
+func TestErasureBesideStreamingWriter(t *testing.T) {
+	base, tbl := tableenv.New(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e := newEnv(t, base)
+	tbl = e.cdc(tbl)
+	want := e.Rows(tbl, 0)
+	w := &testkit.Writer{
+		Load:     func(ctx context.Context) (*table.Table, error) { return e.B.LoadTable(ctx, e.ID) },
+		Interval: 100 * time.Millisecond, Rows: 20, NextID: 1 << 40, Seed: 3,
+	}
+	stop := w.Start(e.Ctx)
+	w.Await(3)
+	fig := figures(t, e.run(maintenance.Erasure, time.Now().Add((deadlineDays+1)*24*time.Hour), "Successful"))
+	w.Await(3)
+	if err := stop(); err != nil {
+		t.Fatalf("the writer failed: %v", err)
+	}
+	t.Logf("erasure: %d files rewritten, %d snapshots expired, %d commits in %d attempts (%d lost); writer: %+v",
+		fig.FilesRewritten, len(fig.Expired), fig.Commits, fig.CommitAttempts, fig.Conflicts, w.Stats())
+	want.Add(w.Written())
+	if got := e.Rows(e.Load(), 0); !got.Equal(want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+	if holding, _ := e.stored(e.Load()); len(holding) > 0 {
+		t.Errorf("removed row versions still stored: %v", holding)
+	}
+}
+
+// commit commits updates to the table through its catalog.
+func (e *env) commit(updates ...table.Update) {
+	e.T.Helper()
+	cat, err := e.B.Catalog(e.Ctx)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if _, _, err := cat.CommitTable(e.Ctx, e.Load().Identifier(), nil, updates); err != nil {
+		e.T.Fatal(err)
+	}
+}

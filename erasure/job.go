@@ -1,0 +1,661 @@
+// Package erasure is icebergErasure: a row version removed from a table's
+// main branch is stored in no object under the table's locations
+// deadlineDays after the commit that removed it, and each run records the
+// proof. Its decisions — when each removed version is due, which files
+// and snapshots hold it, which refs block — are package planner's; a run
+// reads the delete manifests they need, rewrites data files with their
+// deletes applied (internal/rebase, as compaction commits), expires the
+// snapshots that still reach removed versions, deletes what those alone
+// reached through unreferenced file removal's checks, and then looks for
+// each deleted file to prove it is gone.
+package erasure
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/sourcegraph/conc/pool"
+
+	"github.com/icekeeper/icekeeper/expire"
+	"github.com/icekeeper/icekeeper/internal/commit"
+	"github.com/icekeeper/icekeeper/internal/rebase"
+	"github.com/icekeeper/icekeeper/internal/verified"
+	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
+)
+
+// ErrBlocked is a run that did all it could, but a ref keeps row versions
+// past the lead of their deadline: the run fails with it, naming the refs.
+var ErrBlocked = errors.New("erasure blocked")
+
+// Job is icebergErasure.
+type Job struct {
+	// Parallelism is how many groups are rewritten at once (default 2).
+	Parallelism int
+	// Retry is the commit retry policy where the table sets none.
+	Retry *commit.Policy
+	// DeleteFiles deletes those of paths that no metadata of the table
+	// references and no other table holds, re-checking each against
+	// freshly loaded metadata (unreferenced file removal provides it),
+	// and returns how many it deleted.
+	DeleteFiles func(ctx context.Context, t jobs.Target, s maintenance.Settings, paths []string) (int, error)
+
+	// beforeCommit, when set (tests only), runs before each commit
+	// attempt of the snapshot expiry.
+	beforeCommit func(attempt int)
+}
+
+// Settings are erasure's, and the table's resolved settings that
+// DeleteFiles hands unreferenced file removal. Only the first decide what
+// a run does, so only they are the unchanged rule's identity.
+type Settings struct {
+	planner.ErasureSettings
+	Removal maintenance.Settings `json:"-"`
+}
+
+// Definition is icebergErasure's definition, with the job's knobs. Its
+// rewrites are outside the rewrite budgets: a deadline is not deferred.
+func (j *Job) Definition() *jobs.Definition[Settings, *Figures] {
+	return &jobs.Definition[Settings, *Figures]{
+		Name: maintenance.Erasure,
+		Settings: func(s maintenance.Settings) (Settings, error) {
+			e, err := planner.ErasureSettingsOf(s)
+			return Settings{ErasureSettings: e, Removal: s}, err
+		},
+		Figures: func(s Settings, opts jobs.Options) *Figures {
+			return &Figures{Now: opts.Now.UTC(), DeadlineDays: int(s.Deadline / (24 * time.Hour))}
+		},
+		Run: j.run,
+		// What a run does is a function of the metadata (and the
+		// manifests it names), the deadline and the clock; the last full
+		// evaluation says when the clock next makes something due. A
+		// table whose every snapshot is an append removed no row.
+		Unchanged: &jobs.Rule[Settings]{Idle: func(meta table.Metadata, _ Settings) (string, bool) {
+			return planner.ErasureIdle(meta)
+		}},
+	}
+}
+
+// Figures are a run's proof: what held removed row versions, what the run
+// did with each and when, what is gone from storage, and what is pending
+// or blocked with its deadline.
+type Figures struct {
+	// Common: a run the unchanged rule skipped reports nothing else.
+	jobs.Common
+	Now          time.Time `json:"now"`
+	DeadlineDays int       `json:"deadlineDays"`
+
+	// Rewritten are the groups of data files rewritten with their
+	// deletes applied, each with the delete commit it settled.
+	Rewritten []Rewrite `json:"rewritten,omitempty"`
+	// Expired are the snapshots expired because they reached removed
+	// row versions within the lead of their deadline.
+	Expired []planner.ErasedSnapshot `json:"expired,omitempty"`
+	// Gone are the data and delete files of the snapshots the run
+	// expired and of its own rewrites that it found absent from storage
+	// after deleting them, at GoneAt. Kept are files the run took out of
+	// the current snapshot that are still stored: a ref holds them (see
+	// Blocked), or their snapshot is not due yet (see Pending).
+	Gone   []string  `json:"gone,omitempty"`
+	GoneAt time.Time `json:"goneAt,omitzero"`
+	Kept   []string  `json:"kept,omitempty"`
+	// ObjectsDeleted counts every object deleted: data and delete files,
+	// manifests and manifest lists.
+	ObjectsDeleted int `json:"objectsDeleted"`
+	// Blocked are the refs that keep removed row versions past the
+	// lead of their deadline; Pending what is not due yet.
+	Blocked []planner.ErasureBlock `json:"blocked,omitempty"`
+	Pending []planner.Pending      `json:"pending,omitempty"`
+	// NextDue is the deadline of the oldest pending or blocked version
+	// (zero: none).
+	NextDue time.Time `json:"nextDue,omitzero"`
+	// Overdue counts what this run settled after its deadline had
+	// passed: the schedule ran too rarely, or an earlier run failed.
+	Overdue int `json:"overdue"`
+
+	FilesRewritten int   `json:"filesRewritten"`
+	BytesRewritten int64 `json:"bytesRewritten"`
+	FilesWritten   int   `json:"filesWritten"`
+	BytesWritten   int64 `json:"bytesWritten"`
+	DeletesRemoved int   `json:"deleteFilesRemoved"`
+	// Dropped are groups a concurrent commit took from the run:
+	// "partition: why"; the next run rewrites them.
+	Dropped        []string `json:"dropped,omitempty"`
+	Commits        int      `json:"commits"`
+	CommitAttempts int      `json:"commitAttempts"`
+	Conflicts      int      `json:"conflicts"`
+}
+
+// Rewrite is one group of data files rewritten with its deletes applied.
+type Rewrite struct {
+	Partition string `json:"partition"`
+	// DeleteCommit is the snapshot that added the oldest delete of the
+	// group (0: one no longer in the metadata), at Removed; Due is its
+	// deadline.
+	DeleteCommit int64     `json:"deleteCommit"`
+	Removed      time.Time `json:"removed"`
+	Due          time.Time `json:"due"`
+	DataFiles    []string  `json:"dataFiles"`
+	DeleteFiles  []string  `json:"deleteFiles,omitempty"`
+	Into         []string  `json:"into,omitempty"`
+	At           time.Time `json:"at"`
+}
+
+// Text is the readable form `icekeeper run` and `icekeeper erasure`
+// print.
+func (f *Figures) Text() string {
+	var b strings.Builder
+	line, skipped := f.Unchanged.Text(f.DryRun, "read")
+	b.WriteString(line)
+	if skipped {
+		return b.String()
+	}
+	would := ""
+	if f.DryRun {
+		would = "would be "
+	}
+	fmt.Fprintf(&b, "  deadline %d days, now %s: %d data files (%d bytes) %srewritten with their deletes into %d, %d delete files dropped, %d snapshots %sexpired, %d objects deleted",
+		f.DeadlineDays, stamp(f.Now), f.FilesRewritten, f.BytesRewritten, would, f.FilesWritten, f.DeletesRemoved, len(f.Expired), would, f.ObjectsDeleted)
+	for _, r := range f.Rewritten {
+		fmt.Fprintf(&b, "\n  rewrote %d data files of %s (%d delete files) for the delete of %s, due %s", len(r.DataFiles), r.Partition, len(r.DeleteFiles), removedText(r.DeleteCommit, r.Removed), stamp(r.Due))
+	}
+	for _, e := range f.Expired {
+		fmt.Fprintf(&b, "\n  expired snapshot %d (%s): reaches rows removed %s, due %s", e.SnapshotID, stamp(e.Timestamp), removedText(0, e.Removed), stamp(e.Due))
+	}
+	if len(f.Gone)+len(f.Kept) > 0 {
+		fmt.Fprintf(&b, "\n  %d files checked gone from storage at %s, %d still stored", len(f.Gone), stamp(f.GoneAt), len(f.Kept))
+	}
+	for _, bl := range f.Blocked {
+		fmt.Fprintf(&b, "\n  blocked: held by %s %q (snapshot %d) until you remove it; rows removed %s, due %s", bl.Type, bl.Ref, bl.SnapshotID, removedText(0, bl.Removed), stamp(bl.Due))
+	}
+	if len(f.Pending) > 0 {
+		fmt.Fprintf(&b, "\n  %d pending, the first due %s", len(f.Pending), stamp(f.Pending[0].Due))
+	}
+	if f.Overdue > 0 {
+		fmt.Fprintf(&b, "\n  %d settled after their deadline", f.Overdue)
+	}
+	return b.String()
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func removedText(commit int64, t time.Time) string {
+	if t.IsZero() {
+		return "before the oldest snapshot the metadata keeps"
+	}
+	if commit != 0 {
+		return fmt.Sprintf("by snapshot %d at %s", commit, stamp(t))
+	}
+	return "at " + stamp(t)
+}
+
+// Counters implements jobs.Counter.
+func (f *Figures) Counters() map[string]float64 {
+	return map[string]float64{
+		"erasure_files_rewritten":   float64(f.FilesRewritten),
+		"erasure_snapshots_expired": float64(len(f.Expired)),
+		"erasure_objects_deleted":   float64(f.ObjectsDeleted),
+		"erasure_blocked_snapshots": float64(len(f.Blocked)),
+		"erasure_overdue":           float64(f.Overdue),
+	}
+}
+
+// run rewrites, expires, deletes, proves — each step on the table as the
+// one before left it.
+func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) error {
+	t, s, now := r.Target, r.Settings, r.Now
+	tbl, err := r.Load(ctx)
+	if err != nil {
+		return err
+	}
+	if tbl.CurrentSnapshot() == nil {
+		r.Settled(tbl, time.Time{})
+		return nil
+	}
+	def := commit.DefaultPolicy()
+	if j.Retry != nil {
+		def = *j.Retry
+	}
+	policy, err := commit.PolicyFor(tbl.Properties(), def)
+	if err != nil {
+		return fmt.Errorf("erasure of %s: %w", t.Table, err)
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("open file system of %s: %w", tbl.Location(), err)
+	}
+	dt := &deleteTimes{fs: fsys, manifests: map[string]manifestDeletes{}, data: map[string][]string{}}
+
+	start := tbl
+	var taken []string // data and delete files the run takes out of the table
+	tbl, taken, err = j.rewrite(ctx, r, tbl, dt, policy, fig)
+	if err != nil {
+		return err
+	}
+	before, plan, err := j.expire(ctx, r, tbl, dt, policy, fig)
+	if err != nil {
+		return err
+	}
+	fig.Expired, fig.Blocked = plan.Expire, plan.Blocked
+	fig.Pending = slices.Concat(fig.Pending, plan.Pending)
+	slices.SortFunc(fig.Pending, func(a, b planner.Pending) int { return a.Due.Compare(b.Due) })
+	for _, e := range plan.Expire {
+		fig.overdue(e.Removed, e.Due, now)
+	}
+	var dueAt []time.Time
+	for _, p := range fig.Pending {
+		dueAt = append(dueAt, p.Due)
+	}
+	for _, bl := range fig.Blocked {
+		dueAt = append(dueAt, bl.Due)
+	}
+	if len(dueAt) > 0 {
+		fig.NextDue = slices.MinFunc(dueAt, time.Time.Compare)
+	}
+
+	if !r.DryRun && len(plan.Expire) > 0 {
+		manifests, expiredFiles, err := expire.FilesOf(fsys, before.Metadata(), plan.ExpireIDs())
+		if err != nil {
+			return fmt.Errorf("erasure of %s: snapshots expired; listing their files failed (unreferenced file removal will collect them): %w", t.Table, err)
+		}
+		if j.DeleteFiles == nil {
+			return errors.New("erasure has no file deleter wired")
+		}
+		fig.ObjectsDeleted, err = j.DeleteFiles(ctx, t, s.Removal, slices.Concat(manifests, expiredFiles))
+		if err != nil {
+			return fmt.Errorf("erasure of %s: snapshots expired; deleting their files failed: %w", t.Table, err)
+		}
+		fig.GoneAt = time.Now().UTC()
+		gone, kept, err := absent(fsys, slices.Concat(taken, expiredFiles))
+		if err != nil {
+			return fmt.Errorf("erasure of %s: %w", t.Table, err)
+		}
+		// An expired snapshot's file that is still stored is one a kept
+		// snapshot or another table references; one the run took out of
+		// the table must be gone.
+		fig.Gone = gone
+		fig.Kept = slices.DeleteFunc(kept, func(p string) bool { return !slices.Contains(taken, p) })
+	} else if len(taken) > 0 {
+		// Rewritten, but their old snapshot is not due: the files stay
+		// until it is, which the pending list says.
+		fig.Kept = taken
+	}
+
+	if len(fig.Blocked) > 0 {
+		var names []string
+		for _, bl := range fig.Blocked {
+			names = append(names, fmt.Sprintf("%s %q holds snapshot %d (rows due %s)", bl.Type, bl.Ref, bl.SnapshotID, stamp(bl.Due)))
+		}
+		return fmt.Errorf("%w: %s; remove the refs to let erasure finish", ErrBlocked, strings.Join(names, "; "))
+	}
+	if tbl == start && len(plan.Expire) == 0 {
+		// Nothing was due: a later run on this metadata decides the
+		// same until the clock makes the first pending version due.
+		r.Settled(tbl, s.NextErasure(fig.Pending))
+	}
+	return nil
+}
+
+func (f *Figures) overdue(removed, due, now time.Time) {
+	if !removed.IsZero() && now.After(due) {
+		f.Overdue++
+	}
+}
+
+// rewrite rewrites the data files of tbl's current snapshot whose deletes
+// are due, with their deletes applied, and returns the table after its
+// commits and the files they took out of it.
+func (j *Job) rewrite(ctx context.Context, r *jobs.Run[Settings], tbl *table.Table, dt *deleteTimes, policy commit.Policy, fig *Figures) (*table.Table, []string, error) {
+	t, s, now := r.Target, r.Settings, r.Now
+	snap := tbl.CurrentSnapshot()
+	if n, ok := verified.SummaryTotal(snap, "total-delete-files"); ok && n == 0 {
+		return tbl, nil, nil
+	}
+	added, _, err := dt.of(tbl.Metadata(), snap)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc, err := rebase.Scan(ctx, tbl)
+	if err != nil {
+		return nil, nil, err
+	}
+	var files []planner.ErasureFile
+	origin := map[string]deleteAdd{} // data file → its oldest delete
+	for _, task := range sc.Tasks {
+		var oldest *deleteAdd
+		for _, d := range slices.Concat(task.DeleteFiles, task.EqualityDeleteFiles, task.DeletionVectorFiles) {
+			a, ok := added[d.FilePath()]
+			if !ok {
+				a = deleteAdd{} // not in the manifests read: treat as old
+			}
+			if oldest == nil || a.at.Before(oldest.at) {
+				oldest = &a
+			}
+		}
+		if oldest == nil {
+			continue
+		}
+		origin[task.File.FilePath()] = *oldest
+		files = append(files, planner.ErasureFile{Task: task, Removed: oldest.at,
+			Partition: planner.PartitionKey(task.File), Label: planner.PartitionLabel(tbl.Metadata(), task.File)})
+	}
+	groups, pending := planner.PlanErasureRewrite(s.ErasureSettings, files, planner.ExpiryTargetBytes(tbl.Properties()), now)
+	fig.Pending = pending
+	if len(groups) == 0 {
+		return tbl, nil, nil
+	}
+	if r.DryRun {
+		for _, g := range groups {
+			fig.FilesRewritten += len(g.Tasks)
+			fig.BytesRewritten += g.Bytes
+			fig.Rewritten = append(fig.Rewritten, rewriteOf(g, origin, s.ErasureSettings, table.CompactionGroupResult{}, time.Time{}))
+		}
+		return tbl, nil, nil
+	}
+
+	rec := &rebase.RecordingFS{}
+	var cat catalog.Catalog
+	if rec.WriteFileIO, cat, err = rebase.OpenWriting(ctx, t.Bucket, tbl); err != nil {
+		return nil, nil, err
+	}
+	results, err := j.read(ctx, rec.Table(tbl, cat), groups, planner.ExpiryTargetBytes(tbl.Properties()), r.Progress)
+	if err != nil {
+		rec.RemoveExcept(nil)
+		return nil, nil, fmt.Errorf("erasure of %s: %w", t.Table, err)
+	}
+	env := rebase.Env{Bucket: t.Bucket, Table: t.Table, Catalog: cat, FS: rec.WriteFileIO, Policy: policy}
+	op := rebase.DataRewrite{Caller: rebase.Caller{Job: string(maintenance.Erasure), Name: "erasure"}}
+	c, err := rebase.NewCommitter(env, op, tbl, sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	err = c.Run(ctx, results)
+	done := c.Committed()
+	at := time.Now().UTC()
+	fig.Commits, fig.CommitAttempts, fig.Conflicts = done.Commits, done.Stats.Attempts, done.Stats.Conflicts
+	fig.Dropped, fig.DeletesRemoved = done.Dropped, done.DeletesRemoved
+	byFirst := map[string]planner.ErasureGroup{}
+	for _, g := range groups {
+		byFirst[g.Tasks[0].File.FilePath()] = g
+	}
+	var taken []string
+	for _, res := range done.Groups {
+		g := byFirst[res.OldDataFiles[0].FilePath()]
+		rw := rewriteOf(g, origin, s.ErasureSettings, res, at)
+		fig.Rewritten = append(fig.Rewritten, rw)
+		fig.FilesRewritten += len(res.OldDataFiles)
+		fig.BytesRewritten += g.Bytes
+		for _, df := range res.NewDataFiles {
+			fig.FilesWritten++
+			fig.BytesWritten += df.FileSizeBytes()
+		}
+		fig.overdue(rw.Removed, rw.Due, r.Now)
+		taken = slices.Concat(taken, rw.DataFiles, rw.DeleteFiles)
+	}
+	c.RemoveUncommitted(rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.Head(), taken, nil
+}
+
+// rewriteOf is the proof of group g, committed as res at at.
+func rewriteOf(g planner.ErasureGroup, origin map[string]deleteAdd, s planner.ErasureSettings, res table.CompactionGroupResult, at time.Time) Rewrite {
+	rw := Rewrite{Partition: g.Label, Removed: g.Removed, Due: s.Due(g.Removed), At: at}
+	oldest := time.Time{}
+	for i, task := range g.Tasks {
+		rw.DataFiles = append(rw.DataFiles, task.File.FilePath())
+		if o := origin[task.File.FilePath()]; i == 0 || o.at.Before(oldest) {
+			oldest, rw.DeleteCommit = o.at, o.snapshot
+		}
+	}
+	for _, d := range slices.Concat(res.SafePosDeletes, res.SafeDeletionVectors) {
+		rw.DeleteFiles = append(rw.DeleteFiles, d.FilePath())
+	}
+	for _, df := range res.NewDataFiles {
+		rw.Into = append(rw.Into, df.FilePath())
+	}
+	return rw
+}
+
+// read rewrites each group with its deletes applied, Parallelism at a
+// time; results come in plan order.
+func (j *Job) read(ctx context.Context, tbl *table.Table, groups []planner.ErasureGroup, target int64, progress func(done, total int)) ([]table.CompactionGroupResult, error) {
+	out := make([]table.CompactionGroupResult, len(groups))
+	par := j.Parallelism
+	if par <= 0 {
+		par = 2
+	}
+	var done atomic.Int64
+	p := pool.New().WithContext(ctx).WithMaxGoroutines(par).WithCancelOnError()
+	for i, g := range groups {
+		p.Go(func(ctx context.Context) error {
+			res := table.CompactionGroupResult{PartitionKey: g.Partition, BytesBefore: g.Bytes,
+				SafePosDeletes: table.CollectSafePositionDeletes(g.Tasks), SafeDeletionVectors: table.CollectSafeDeletionVectors(g.Tasks)}
+			for _, task := range g.Tasks {
+				res.OldDataFiles = append(res.OldDataFiles, task.File)
+			}
+			var err error
+			if res.NewDataFiles, err = rebase.Rewrite(ctx, tbl, g.Tasks, target, nil); err != nil {
+				return fmt.Errorf("group %s: %w", g.Label, err)
+			}
+			out[i] = res
+			if progress != nil {
+				progress(int(done.Add(1)), len(groups))
+			}
+			return nil
+		})
+	}
+	return out, p.Wait()
+}
+
+// expire expires the snapshots of tbl that reach removed row versions
+// within the lead of their deadline, deciding again on every attempt, and
+// returns the table it committed on (whose metadata names the expired
+// snapshots' files) and the plan.
+func (j *Job) expire(ctx context.Context, r *jobs.Run[Settings], tbl *table.Table, dt *deleteTimes, policy commit.Policy, fig *Figures) (*table.Table, planner.ErasureSnapshotPlan, error) {
+	t, s := r.Target, r.Settings
+	var plan planner.ErasureSnapshotPlan
+	cat, err := t.Bucket.Catalog(ctx)
+	if err != nil {
+		return nil, plan, err
+	}
+	st, err := commit.Do(ctx, policy, func(ctx context.Context, attempt int) error {
+		if attempt > 1 {
+			if tbl, err = t.Bucket.LoadTable(ctx, t.Table); err != nil {
+				return err
+			}
+		}
+		meta := tbl.Metadata()
+		oldest := map[int64]time.Time{}
+		for _, snap := range meta.Snapshots() {
+			if n, ok := verified.SummaryTotal(&snap, "total-delete-files"); ok && n == 0 {
+				continue
+			}
+			_, at, err := dt.of(meta, &snap)
+			if err != nil {
+				return err
+			}
+			if at != nil {
+				oldest[snap.SnapshotID] = *at
+			}
+		}
+		var holdErr error
+		holds := func(id int64) bool {
+			h, err := dt.holds(meta, id)
+			holdErr = cmp.Or(holdErr, err)
+			return h || err != nil
+		}
+		removals := planner.SnapshotRemovals(meta, oldest, holds)
+		if holdErr != nil {
+			return holdErr
+		}
+		plan = planner.PlanErasureSnapshots(s.ErasureSettings, meta, removals, r.Now)
+		if r.DryRun || len(plan.Expire) == 0 {
+			return nil
+		}
+		if j.beforeCommit != nil {
+			j.beforeCommit(attempt)
+		}
+		fig.CommitAttempts++
+		var d planner.SnapshotDecision
+		for _, e := range plan.Expire {
+			d.Expire = append(d.Expire, planner.ExpiredSnapshot{SnapshotID: e.SnapshotID, Timestamp: e.Timestamp, Reason: "erasure deadline"})
+		}
+		reqs, updates := expire.CommitOf(meta, d)
+		if _, _, err = cat.CommitTable(ctx, tbl.Identifier(), reqs, updates); err != nil && !commit.IsConflict(err) {
+			return fmt.Errorf("commit snapshot expiry of %s: %w", tbl.Identifier(), err)
+		}
+		if err == nil {
+			fig.Commits++
+		}
+		return err
+	})
+	fig.Conflicts += st.Conflicts
+	return tbl, plan, err
+}
+
+// deleteAdd is when a delete file was added: by which snapshot, at what
+// time (zero: by one the metadata no longer keeps).
+type deleteAdd struct {
+	snapshot int64
+	at       time.Time
+}
+
+// manifestDeletes is what one delete manifest adds: each live delete
+// file's addition.
+type manifestDeletes map[string]deleteAdd
+
+// deleteTimes reads snapshots' manifests once each per run.
+type deleteTimes struct {
+	fs        icebergio.IO
+	manifests map[string]manifestDeletes
+	// data are the live data files of each data manifest read.
+	data map[string][]string
+}
+
+// holds says whether snapshot id of meta reaches a delete file, or a data
+// file the current snapshot does not.
+func (d *deleteTimes) holds(meta table.Metadata, id int64) (bool, error) {
+	snap, cur := meta.SnapshotByID(id), meta.CurrentSnapshot()
+	if snap == nil || cur == nil {
+		return false, nil
+	}
+	if _, oldest, err := d.of(meta, snap); err != nil || oldest != nil {
+		return oldest != nil, err
+	}
+	live := map[string]bool{}
+	if err := d.dataFiles(cur, func(p string) bool { live[p] = true; return true }); err != nil {
+		return false, err
+	}
+	found := false
+	err := d.dataFiles(snap, func(p string) bool { found = !live[p]; return !found })
+	return found, err
+}
+
+// dataFiles calls fn with each live data file of snap until it returns
+// false.
+func (d *deleteTimes) dataFiles(snap *table.Snapshot, fn func(string) bool) error {
+	list, err := verified.Manifests(d.fs, snap)
+	if err != nil {
+		return err
+	}
+	for _, m := range list {
+		if m.ManifestContent() != iceberg.ManifestContentData {
+			continue
+		}
+		paths, ok := d.data[m.FilePath()]
+		if !ok {
+			for e, err := range verified.Entries(d.fs, m, true) {
+				if err != nil {
+					return err
+				}
+				paths = append(paths, e.DataFile().FilePath())
+			}
+			d.data[m.FilePath()] = paths
+		}
+		for _, p := range paths {
+			if !fn(p) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// of returns when each live delete file of snap was added, and the oldest
+// of those times (nil: snap has no live delete file).
+func (d *deleteTimes) of(meta table.Metadata, snap *table.Snapshot) (map[string]deleteAdd, *time.Time, error) {
+	list, err := verified.Manifests(d.fs, snap)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[string]deleteAdd{}
+	var oldest *time.Time
+	for _, m := range list {
+		if m.ManifestContent() != iceberg.ManifestContentDeletes {
+			continue
+		}
+		md, ok := d.manifests[m.FilePath()]
+		if !ok {
+			md = manifestDeletes{}
+			for e, err := range verified.Entries(d.fs, m, true) {
+				if err != nil {
+					return nil, nil, err
+				}
+				a := deleteAdd{snapshot: e.SnapshotID()}
+				if s := meta.SnapshotByID(a.snapshot); s != nil {
+					a.at = time.UnixMilli(s.TimestampMs).UTC()
+				} else {
+					a.snapshot = 0
+				}
+				p := e.DataFile().FilePath()
+				if old, ok := md[p]; !ok || a.at.Before(old.at) {
+					md[p] = a
+				}
+			}
+			d.manifests[m.FilePath()] = md
+		}
+		for p, a := range md {
+			if old, ok := out[p]; !ok || a.at.Before(old.at) {
+				out[p] = a
+			}
+			if oldest == nil || a.at.Before(*oldest) {
+				at := a.at
+				oldest = &at
+			}
+		}
+	}
+	return out, oldest, nil
+}
+
+// absent sorts paths into those storage no longer has and those it still
+// has, by opening each.
+func absent(fsys icebergio.IO, paths []string) (gone, kept []string, err error) {
+	slices.Sort(paths)
+	for _, p := range slices.Compact(paths) {
+		f, err := fsys.Open(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			gone = append(gone, p)
+		case err != nil:
+			return gone, kept, fmt.Errorf("look for %s: %w", p, err)
+		default:
+			f.Close()
+			kept = append(kept, p)
+		}
+	}
+	return gone, kept, nil
+}
