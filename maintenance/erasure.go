@@ -32,8 +32,14 @@ func erasureType() Type {
 		hasSettings: has[ErasureSettings],
 		newSettings: newOf[ErasureSettings],
 		validate: func(c Config, add adder) {
-			if s := c.Erasure(); s != nil {
+			s := c.Erasure()
+			if s != nil {
 				checkRange(add, "deadlineDays", s.DeadlineDays, 1, MaxDays)
+			}
+			// A deadline is the whole promise: enabling erasure without
+			// one is refused where it is written, not at its first run.
+			if c.Status == Enabled && (s == nil || s.DeadlineDays == nil) {
+				add("deadlineDays", "is required to enable %s: within how many days a deleted row must be gone from storage", Erasure)
 			}
 		},
 		merge: func(out *Config, l Config) {

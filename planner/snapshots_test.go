@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +28,7 @@ type history struct {
 type hsnap struct {
 	id, parent int64 // parent 0: root
 	ageHours   float64
+	op         table.Operation // "": append
 }
 
 type href struct {
@@ -58,7 +60,7 @@ func (h history) build(t *testing.T) table.Metadata {
 			"snapshot-id": s.id, "sequence-number": i + 1,
 			"timestamp-ms":  now.Add(-time.Duration(s.ageHours * float64(time.Hour))).UnixMilli(),
 			"manifest-list": fmt.Sprintf("s3://b/t/metadata/snap-%d.avro", s.id),
-			"summary":       map[string]string{"operation": "append"}, "schema-id": 0,
+			"summary":       map[string]string{"operation": string(cmp.Or(s.op, table.OpAppend))}, "schema-id": 0,
 		}
 		if s.parent != 0 {
 			m["parent-snapshot-id"] = s.parent
@@ -161,7 +163,7 @@ func TestSnapshotsRollback(t *testing.T) {
 	// 1 <- 2 <- 3, then a rollback to 2 and a new commit 4 on it: 3 is off
 	// the current lineage and expires by age alone.
 	h := history{refs: map[string]href{"main": {id: 4}}, props: map[string]string{},
-		snaps: []hsnap{{1, 0, 400}, {2, 1, 300}, {3, 2, 200}, {4, 2, 10}}}
+		snaps: []hsnap{{id: 1, parent: 0, ageHours: 400}, {id: 2, parent: 1, ageHours: 300}, {id: 3, parent: 2, ageHours: 200}, {id: 4, parent: 2, ageHours: 10}}}
 	checkExpired(t, decideSnapshots(t, h, snapSettings(1, 250)), 1, 2)
 	checkExpired(t, decideSnapshots(t, h, snapSettings(1, 150)), 1, 2, 3)
 	// With a young orphan, it is kept by the unreferenced-age rule.
@@ -177,7 +179,7 @@ func TestSnapshotsBranchOwnRetention(t *testing.T) {
 	// main: 1..4; branch "audit" forks at 2 with 5, 6 and keeps 3 snapshots
 	// forever (its own max age is huge).
 	h := history{props: map[string]string{},
-		snaps: []hsnap{{1, 0, 500}, {2, 1, 400}, {3, 2, 300}, {4, 3, 1}, {5, 2, 350}, {6, 5, 320}},
+		snaps: []hsnap{{id: 1, parent: 0, ageHours: 500}, {id: 2, parent: 1, ageHours: 400}, {id: 3, parent: 2, ageHours: 300}, {id: 4, parent: 3, ageHours: 1}, {id: 5, parent: 2, ageHours: 350}, {id: 6, parent: 5, ageHours: 320}},
 		refs: map[string]href{"main": {id: 4},
 			"audit": {id: 6, minKeep: ptr(3), maxAgeMs: ptr(int64(1))}}}
 	// main alone would expire 1, 2, 3; audit keeps 6, 5, 2 by count.
@@ -381,7 +383,7 @@ func TestSnapshots(t *testing.T) {
 	oldTag := linear(900, 800, 700, 1)
 	oldTag.refs["old"] = href{id: 2, tag: true, maxRefMs: ptr(int64(24 * time.Hour / time.Millisecond))}
 	forked := history{refs: map[string]href{"main": {id: 4}}, props: map[string]string{},
-		snaps: []hsnap{{1, 0, 400}, {2, 1, 300}, {3, 2, 20}, {4, 2, 10}}}
+		snaps: []hsnap{{id: 1, parent: 0, ageHours: 400}, {id: 2, parent: 1, ageHours: 300}, {id: 3, parent: 2, ageHours: 20}, {id: 4, parent: 2, ageHours: 10}}}
 	for _, tc := range []struct {
 		name     string
 		h        history

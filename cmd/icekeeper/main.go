@@ -50,6 +50,7 @@ var commands = []command{
 	{"noncurrent", "list a table's noncurrent (marked unreferenced) objects", cmdNoncurrent},
 	{"restore", "protect noncurrent objects: keep them, and do not mark them again", cmdRestore},
 	{"release", "end restore's protection, so removal evaluates the objects afresh", cmdRelease},
+	{"erasure", "show the proof icebergErasure recorded: what held removed rows, and when it went", cmdErasure},
 	{"status", "show a table's status and recent runs from a running daemon", cmdStatus},
 	{"demo", "create the embedded default's demo table", cmdDemo},
 	{"version", "print the version", cmdVersion},
