@@ -18,6 +18,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/compactor"
 	"github.com/icekeeper/icekeeper/expire"
+	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
@@ -366,4 +367,105 @@ func (e *env) commit(updates ...table.Update) {
 	if _, _, err := cat.CommitTable(e.Ctx, e.Load().Identifier(), nil, updates); err != nil {
 		e.T.Fatal(err)
 	}
+}
+
+// Another table of the bucket references the table's data files, as
+// Iceberg's snapshot procedure makes one: erasure deletes none of them,
+// that table's rows stay whole, and the run fails saying a file that held
+// removed rows is still stored because another table references it.
+func TestAnotherTablesFilesStay(t *testing.T) {
+	base, tbl := tableenv.New(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e := newEnv(t, base)
+	tbl = e.cdc(tbl)
+	tasks, err := tbl.Scan().PlanFiles(e.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, task := range tasks {
+		files = append(files, task.File.FilePath())
+	}
+	other := testkit.NewTable(t, e.B, "t", "snap", tableenv.BaseSchema)
+	tx := other.NewTransaction()
+	if err := tx.AddFiles(e.Ctx, files, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if other, err = tx.Commit(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	otherRows := e.Rows(other, 0)
+
+	out := e.run(maintenance.Erasure, time.Now().Add((deadlineDays+1)*24*time.Hour), "Failed")
+	if !strings.Contains(out.FailureMessage, ErrBlocked.Error()) || !strings.Contains(out.FailureMessage, "another table references them") {
+		t.Fatalf("failure %q", out.FailureMessage)
+	}
+	for _, p := range files {
+		if _, err := os.Stat(strings.TrimPrefix(p, "file://")); err != nil {
+			t.Errorf("another table's file went: %v", err)
+		}
+	}
+	other, err = e.B.LoadTable(e.Ctx, bucketID("t", "snap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Rows(other, 0); !got.Equal(otherRows) {
+		t.Errorf("the other table's rows %v, want %v", got, otherRows)
+	}
+	if missing, err := tablecheck.MissingFiles(e.Ctx, e.Load()); err != nil || len(missing) > 0 {
+		t.Errorf("reachable files missing: %v %v", missing, err)
+	}
+}
+
+// A manifest cut at an Avro block boundary reads cleanly with fewer
+// entries: erasure fails naming it, commits nothing and deletes nothing.
+func TestDamagedManifestStopsErasure(t *testing.T) {
+	base, tbl := tableenv.New(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e := newEnv(t, base)
+	tbl = e.cdc(tbl)
+	tbl, err := testkit.AddCopies(e.Ctx, tbl, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl = e.PosDelete(tbl, 1)
+	path, _, err := testkit.LargestManifest(e.Ctx, tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testkit.Damage(e.Ctx, tbl, path, func(b []byte) ([]byte, error) { return testkit.CutAfterBlocks(b, 1) }); err != nil {
+		t.Fatal(err)
+	}
+	before := objects(t, tbl.Location())
+	out := e.run(maintenance.Erasure, time.Now().Add((deadlineDays+1)*24*time.Hour), "Failed")
+	if !strings.Contains(out.FailureMessage, path) {
+		t.Fatalf("failure %q does not name %s", out.FailureMessage, path)
+	}
+	if e.Load().MetadataLocation() != tbl.MetadataLocation() {
+		t.Error("erasure committed over a damaged manifest")
+	}
+	after := objects(t, tbl.Location())
+	for p := range before {
+		if !after[p] {
+			t.Errorf("deleted over a damaged manifest: %s", p)
+		}
+	}
+}
+
+// objects are the files under a local table location.
+func objects(t *testing.T, loc string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	err := filepath.WalkDir(strings.TrimPrefix(loc, "file://"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			out[p] = true
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func bucketID(ns, name string) bucket.TableID {
+	return bucket.TableID{Namespace: []string{ns}, Name: name}
 }

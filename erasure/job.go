@@ -293,12 +293,17 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 		fig.Kept = taken
 	}
 
-	if len(fig.Blocked) > 0 {
-		var names []string
-		for _, bl := range fig.Blocked {
-			names = append(names, fmt.Sprintf("%s %q holds snapshot %d (rows due %s)", bl.Type, bl.Ref, bl.SnapshotID, stamp(bl.Due)))
-		}
-		return fmt.Errorf("%w: %s; remove the refs to let erasure finish", ErrBlocked, strings.Join(names, "; "))
+	var holders []string
+	for _, bl := range fig.Blocked {
+		holders = append(holders, fmt.Sprintf("%s %q holds snapshot %d (rows due %s); remove it to let erasure finish", bl.Type, bl.Ref, bl.SnapshotID, stamp(bl.Due)))
+	}
+	if len(fig.Kept) > 0 && len(plan.Expire) > 0 && len(fig.Blocked) == 0 {
+		// Every snapshot of this table that reached them is gone, so
+		// what keeps them is outside it: another table's references.
+		holders = append(holders, fmt.Sprintf("%d files that held removed rows are still stored because another table references them (%s)", len(fig.Kept), fig.Kept[0]))
+	}
+	if len(holders) > 0 {
+		return fmt.Errorf("%w: %s", ErrBlocked, strings.Join(holders, "; "))
 	}
 	if tbl == start && len(plan.Expire) == 0 {
 		// Nothing was due: a later run on this metadata decides the
