@@ -1,6 +1,7 @@
 package erasure
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -14,12 +15,17 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/icekeeper/icekeeper/compactor"
+	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/expire"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/jobs"
@@ -39,6 +45,8 @@ type env struct {
 	// deleted are the ids of the row versions the table removed; ids are
 	// never written twice, so a stored id is a stored removed version.
 	deleted []int64
+	// raw reads the table's storage directly, not through the table.
+	raw rawStore
 }
 
 func newEnv(t *testing.T, e *tableenv.Env) *env {
@@ -49,7 +57,7 @@ func newEnv(t *testing.T, e *tableenv.Env) *env {
 	runner := e.Runner(er.Definition())
 	runner.Jobs = jobs.Map(er.Definition(), (&compactor.Job{}).Definition(),
 		(&expire.Job{DeleteFiles: removal.DeleteUnreferenced}).Definition(), removal.Definition())
-	return &env{Env: e, removal: removal, erasure: er, runner: runner}
+	return &env{Env: e, removal: removal, erasure: er, runner: runner, raw: diskStore{}}
 }
 
 // cdc makes the table a change stream's: four appends, then three
@@ -99,8 +107,7 @@ func figures(t *testing.T, out jobs.Outcome) *Figures {
 
 // stored reads every Parquet object under the table's location raw, not
 // through the table, and returns the removed ids each still holds, and
-// every object that is a delete file (one with no id column, or an
-// equality delete: the ids it holds are in the first map).
+// every Parquet object's URI.
 func (e *env) stored(tbl *table.Table) (holding map[string][]int64, parquets []string) {
 	e.T.Helper()
 	gone := map[int64]bool{}
@@ -108,38 +115,24 @@ func (e *env) stored(tbl *table.Table) (holding map[string][]int64, parquets []s
 		gone[id] = true
 	}
 	holding = map[string][]int64{}
-	root := strings.TrimPrefix(tbl.Location(), "file://")
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".parquet") {
-			return err
+	for _, p := range e.raw.objects(e.T, tbl.Location()) {
+		if !strings.HasSuffix(p, ".parquet") {
+			continue
 		}
-		parquets = append(parquets, "file://"+p)
-		for _, id := range rawIDs(e.T, p) {
+		parquets = append(parquets, p)
+		for _, id := range rawIDs(e.T, p, e.raw.read(e.T, p)) {
 			if gone[id] {
 				holding[p] = append(holding[p], id)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		e.T.Fatal(err)
 	}
 	return holding, parquets
 }
 
 // rawIDs reads the id column of a Parquet file with parquet-go.
-func rawIDs(t testing.TB, path string) []int64 {
+func rawIDs(t testing.TB, path string, body []byte) []int64 {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := parquet.OpenFile(f, st.Size())
+	pf, err := parquet.OpenFile(bytes.NewReader(body), int64(len(body)))
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
@@ -170,6 +163,73 @@ func rawIDs(t testing.TB, path string) []int64 {
 		pages.Close()
 	}
 	return ids
+}
+
+// rawStore is a table's storage read directly.
+type rawStore interface {
+	// objects lists every object under loc, by URI.
+	objects(t testing.TB, loc string) []string
+	read(t testing.TB, uri string) []byte
+}
+
+type diskStore struct{}
+
+func (diskStore) objects(t testing.TB, loc string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(strings.TrimPrefix(loc, "file://"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			out = append(out, "file://"+p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (diskStore) read(t testing.TB, uri string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(strings.TrimPrefix(uri, "file://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type s3Store struct{ c *s3.Client }
+
+func (s s3Store) objects(t testing.TB, loc string) []string {
+	t.Helper()
+	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(loc, "s3://"), "/")
+	var out []string
+	p := s3.NewListObjectsV2Paginator(s.c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(strings.TrimSuffix(prefix, "/") + "/")})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			out = append(out, "s3://"+bucket+"/"+aws.ToString(o.Key))
+		}
+	}
+	return out
+}
+
+func (s s3Store) read(t testing.TB, uri string) []byte {
+	t.Helper()
+	bucket, key, _ := strings.Cut(strings.TrimPrefix(uri, "s3://"), "/")
+	out, err := s.c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // settled fails unless no stored object holds a removed version, every
@@ -266,6 +326,29 @@ func TestErasureSettlesRemovedVersions(t *testing.T) {
 	}
 }
 
+// The same over S3 with the Iceberg REST catalog (SeaweedFS): the stored
+// objects are listed and read through S3 itself.
+func TestErasureOnREST(t *testing.T) {
+	srv := servers.REST(t)
+	home := t.TempDir()
+	cfg := configs.Embedded(home)
+	cfg.Buckets[0].Catalog = srv.Props()
+	base, tbl := tableenv.NewWith(t, cfg, home, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e := newEnv(t, base)
+	e.raw = s3Store{s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.S3Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.Key, srv.Secret, "")})}
+	tbl = e.cdc(tbl)
+	want := e.Rows(tbl, 0)
+	if holding, _ := e.stored(tbl); len(holding) == 0 {
+		t.Fatal("the generator stored no removed version: the test would prove nothing")
+	}
+	fig := figures(t, e.run(maintenance.Erasure, time.Now().Add((deadlineDays+1)*24*time.Hour), "Successful"))
+	if fig.FilesRewritten == 0 || len(fig.Gone) == 0 {
+		t.Fatalf("proof: %+v", fig)
+	}
+	e.settled(want)
+}
+
 // Every job at +8 and +9 days — compaction, snapshot management, removal,
 // erasure, as the daemon runs them — leaves no removed version stored,
 // whatever compaction rewrote on the way.
@@ -341,6 +424,14 @@ func TestErasureBesideStreamingWriter(t *testing.T) {
 	}
 	stop := w.Start(e.Ctx)
 	w.Await(3)
+	// Each commit's first attempt waits for a writer's commit, so that
+	// it loses the race and is rebased (the rewrite) or decided again
+	// (the expiry).
+	e.erasure.beforeCommit = func(attempt int) {
+		if attempt == 1 {
+			w.Await(1)
+		}
+	}
 	fig := figures(t, e.run(maintenance.Erasure, time.Now().Add((deadlineDays+1)*24*time.Hour), "Successful"))
 	w.Await(3)
 	if err := stop(); err != nil {
@@ -348,6 +439,9 @@ func TestErasureBesideStreamingWriter(t *testing.T) {
 	}
 	t.Logf("erasure: %d files rewritten, %d snapshots expired, %d commits in %d attempts (%d lost); writer: %+v",
 		fig.FilesRewritten, len(fig.Expired), fig.Commits, fig.CommitAttempts, fig.Conflicts, w.Stats())
+	if fig.Conflicts < 2 {
+		t.Errorf("%d commits lost to the writer, want both the rewrite's and the expiry's first", fig.Conflicts)
+	}
 	want.Add(w.Written())
 	if got := e.Rows(e.Load(), 0); !got.Equal(want) {
 		t.Fatalf("rows %v, want %v", got, want)
@@ -434,7 +528,7 @@ func TestDamagedManifestStopsErasure(t *testing.T) {
 	if _, err := testkit.Damage(e.Ctx, tbl, path, func(b []byte) ([]byte, error) { return testkit.CutAfterBlocks(b, 1) }); err != nil {
 		t.Fatal(err)
 	}
-	before := objects(t, tbl.Location())
+	before := e.raw.objects(t, tbl.Location())
 	out := e.run(maintenance.Erasure, time.Now().Add((deadlineDays+1)*24*time.Hour), "Failed")
 	if !strings.Contains(out.FailureMessage, path) {
 		t.Fatalf("failure %q does not name %s", out.FailureMessage, path)
@@ -442,28 +536,12 @@ func TestDamagedManifestStopsErasure(t *testing.T) {
 	if e.Load().MetadataLocation() != tbl.MetadataLocation() {
 		t.Error("erasure committed over a damaged manifest")
 	}
-	after := objects(t, tbl.Location())
-	for p := range before {
-		if !after[p] {
+	after := e.raw.objects(t, tbl.Location())
+	for _, p := range before {
+		if !slices.Contains(after, p) {
 			t.Errorf("deleted over a damaged manifest: %s", p)
 		}
 	}
-}
-
-// objects are the files under a local table location.
-func objects(t *testing.T, loc string) map[string]bool {
-	t.Helper()
-	out := map[string]bool{}
-	err := filepath.WalkDir(strings.TrimPrefix(loc, "file://"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			out[p] = true
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func bucketID(ns, name string) bucket.TableID {

@@ -53,7 +53,7 @@ type Job struct {
 	DeleteFiles func(ctx context.Context, t jobs.Target, s maintenance.Settings, paths []string) (int, error)
 
 	// beforeCommit, when set (tests only), runs before each commit
-	// attempt of the snapshot expiry.
+	// attempt, of the rewrite and of the snapshot expiry.
 	beforeCommit func(attempt int)
 }
 
@@ -380,7 +380,7 @@ func (j *Job) rewrite(ctx context.Context, r *jobs.Run[Settings], tbl *table.Tab
 		rec.RemoveExcept(nil)
 		return nil, nil, fmt.Errorf("erasure of %s: %w", t.Table, err)
 	}
-	env := rebase.Env{Bucket: t.Bucket, Table: t.Table, Catalog: cat, FS: rec.WriteFileIO, Policy: policy}
+	env := rebase.Env{Bucket: t.Bucket, Table: t.Table, Catalog: cat, FS: rec.WriteFileIO, Policy: policy, BeforeCommit: j.beforeCommit}
 	op := rebase.DataRewrite{Caller: rebase.Caller{Job: string(maintenance.Erasure), Name: "erasure"}}
 	c, err := rebase.NewCommitter(env, op, tbl, sc)
 	if err != nil {
