@@ -303,7 +303,7 @@ func existingPositions(fs icebergio.IO, t table.FileScanTask, read map[string]ma
 		m, ok := read[d.FilePath()]
 		if !ok {
 			var err error
-			if m, err = readPositionDeletes(fs, d); err != nil {
+			if m, err = rebase.ReadPositionDeletes(fs, d); err != nil {
 				return nil, err
 			}
 			read[d.FilePath()] = m

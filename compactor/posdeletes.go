@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 
 	"github.com/apache/iceberg-go"
@@ -18,56 +16,6 @@ import (
 	"github.com/icekeeper/icekeeper/internal/rebase"
 	"github.com/icekeeper/icekeeper/internal/version"
 )
-
-// posDeleteRow is a row of a position delete file, with the field IDs the
-// spec reserves for its columns.
-type posDeleteRow struct {
-	FilePath string `parquet:"file_path,id(2147483546)"`
-	Pos      int64  `parquet:"pos,id(2147483545)"`
-}
-
-// posFieldID is the field ID of a position delete file's pos column.
-const posFieldID = 2147483545
-
-// readPositionDeletes reads a Parquet position delete file: the positions
-// it deletes, by data file path.
-func readPositionDeletes(fs icebergio.IO, df iceberg.DataFile) (map[string][]int64, error) {
-	if df.FileFormat() != iceberg.ParquetFile {
-		return nil, fmt.Errorf("position delete file %s is %s; only Parquet is read", df.FilePath(), df.FileFormat())
-	}
-	f, err := fs.Open(df.FilePath())
-	if err != nil {
-		return nil, fmt.Errorf("open position delete file %s: %w", df.FilePath(), err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("read position delete file %s: %w", df.FilePath(), err)
-	}
-	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		return nil, fmt.Errorf("read position delete file %s: %w", df.FilePath(), err)
-	}
-	if pf.NumRows() != df.Count() {
-		return nil, fmt.Errorf("position delete file %s holds %d rows, its manifest entry %d", df.FilePath(), pf.NumRows(), df.Count())
-	}
-	r := parquet.NewGenericReader[posDeleteRow](pf)
-	defer r.Close()
-	out := map[string][]int64{}
-	buf := make([]posDeleteRow, 1024)
-	for {
-		n, err := r.Read(buf)
-		for _, row := range buf[:n] {
-			out[row.FilePath] = append(out[row.FilePath], row.Pos)
-		}
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read position delete file %s: %w", df.FilePath(), err)
-		}
-	}
-}
 
 // deleteWriter writes the merged deletes of data files: on v2 one
 // file-scoped Parquet position delete file per data file, on v3 one
@@ -107,11 +55,11 @@ func (w *deleteWriter) add(df iceberg.DataFile, positions []int64) error {
 	path := w.locs.NewDataLocation(fmt.Sprintf("%s-%05d-deletes.parquet", w.name, w.n))
 	w.n++
 	var buf bytes.Buffer
-	pw := parquet.NewGenericWriter[posDeleteRow](&buf, parquet.Compression(&parquet.Zstd),
+	pw := parquet.NewGenericWriter[rebase.PosDeleteRow](&buf, parquet.Compression(&parquet.Zstd),
 		parquet.CreatedBy("icekeeper", version.Version(), version.Commit()))
-	rows := make([]posDeleteRow, len(positions))
+	rows := make([]rebase.PosDeleteRow, len(positions))
 	for i, p := range positions {
-		rows[i] = posDeleteRow{FilePath: df.FilePath(), Pos: p}
+		rows[i] = rebase.PosDeleteRow{FilePath: df.FilePath(), Pos: p}
 	}
 	if _, err := pw.Write(rows); err != nil {
 		return fmt.Errorf("write position deletes %s: %w", path, err)
@@ -132,10 +80,10 @@ func (w *deleteWriter) add(df iceberg.DataFile, positions []int64) error {
 	binary.LittleEndian.PutUint64(hi, uint64(positions[len(positions)-1]))
 	n := int64(len(positions))
 	b.ReferencedDataFile(df.FilePath()).
-		ValueCounts(map[int]int64{rebase.FilePathFieldID: n, posFieldID: n}).
-		NullValueCounts(map[int]int64{rebase.FilePathFieldID: 0, posFieldID: 0}).
-		LowerBoundValues(map[int][]byte{rebase.FilePathFieldID: pathBytes, posFieldID: lo}).
-		UpperBoundValues(map[int][]byte{rebase.FilePathFieldID: pathBytes, posFieldID: hi})
+		ValueCounts(map[int]int64{rebase.FilePathFieldID: n, rebase.PosFieldID: n}).
+		NullValueCounts(map[int]int64{rebase.FilePathFieldID: 0, rebase.PosFieldID: 0}).
+		LowerBoundValues(map[int][]byte{rebase.FilePathFieldID: pathBytes, rebase.PosFieldID: lo}).
+		UpperBoundValues(map[int][]byte{rebase.FilePathFieldID: pathBytes, rebase.PosFieldID: hi})
 	w.out = append(w.out, b.Build())
 	return nil
 }

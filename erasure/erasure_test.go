@@ -49,7 +49,7 @@ type env struct {
 	raw rawStore
 }
 
-func newEnv(t *testing.T, e *tableenv.Env) *env {
+func newEnv(t testing.TB, e *tableenv.Env) *env {
 	e.Defaults.Configs[maintenance.Erasure] = maintenance.Config{Status: maintenance.Enabled,
 		Settings: &maintenance.ErasureSettings{DeadlineDays: maintenance.Int(deadlineDays)}}
 	removal := &orphan.Job{Store: e.Store}
@@ -81,6 +81,9 @@ func (e *env) cdc(tbl *table.Table) *table.Table {
 	}
 	return tbl
 }
+
+// jobsNow are the options of a run at after from now.
+func jobsNow(after time.Duration) jobs.Options { return jobs.Options{Now: time.Now().Add(after)} }
 
 // run runs typ at now, failing the test unless the run's status is want.
 func (e *env) run(typ maintenance.JobType, now time.Time, want string) jobs.Outcome {
@@ -546,4 +549,23 @@ func TestDamagedManifestStopsErasure(t *testing.T) {
 
 func bucketID(ns, name string) bucket.TableID {
 	return bucket.TableID{Namespace: []string{ns}, Name: name}
+}
+
+// Only files holding removed rows are rewritten: a position delete file
+// without file_path bounds is attached by the scan to every data file,
+// but names one; that one is rewritten and the delete file dropped.
+func TestRewritesOnlyFilesWithRemovedRows(t *testing.T) {
+	base, tbl := tableenv.New(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e := newEnv(t, base)
+	for range 4 {
+		tbl = e.Append(tbl, 50)
+	}
+	tbl = e.PosDelete(tbl, 3, 17)
+	e.deleted = []int64{3, 17}
+	want := e.Rows(tbl, 0)
+	fig := figures(t, e.run(maintenance.Erasure, time.Now().Add((deadlineDays+1)*24*time.Hour), "Successful"))
+	if fig.FilesRewritten != 1 || fig.DeletesRemoved != 1 {
+		t.Fatalf("rewrote %d files and dropped %d delete files, want the one file the delete names and the delete:\n%s", fig.FilesRewritten, fig.DeletesRemoved, fig.Text())
+	}
+	e.settled(want)
 }

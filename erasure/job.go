@@ -240,7 +240,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 
 	start := tbl
 	var taken []string // data and delete files the run takes out of the table
-	tbl, taken, err = j.rewrite(ctx, r, tbl, dt, policy, fig)
+	tbl, taken, err = j.rewrite(ctx, r, tbl, fsys, dt, policy, fig)
 	if err != nil {
 		return err
 	}
@@ -322,7 +322,7 @@ func (f *Figures) overdue(removed, due, now time.Time) {
 // rewrite rewrites the data files of tbl's current snapshot whose deletes
 // are due, with their deletes applied, and returns the table after its
 // commits and the files they took out of it.
-func (j *Job) rewrite(ctx context.Context, r *jobs.Run[Settings], tbl *table.Table, dt *deleteTimes, policy commit.Policy, fig *Figures) (*table.Table, []string, error) {
+func (j *Job) rewrite(ctx context.Context, r *jobs.Run[Settings], tbl *table.Table, fsys icebergio.IO, dt *deleteTimes, policy commit.Policy, fig *Figures) (*table.Table, []string, error) {
 	t, s, now := r.Target, r.Settings, r.Now
 	snap := tbl.CurrentSnapshot()
 	if n, ok := verified.SummaryTotal(snap, "total-delete-files"); ok && n == 0 {
@@ -336,11 +336,19 @@ func (j *Job) rewrite(ctx context.Context, r *jobs.Run[Settings], tbl *table.Tab
 	if err != nil {
 		return nil, nil, err
 	}
+	named, err := namedByPositionDeletes(fsys, &sc)
+	if err != nil {
+		return nil, nil, err
+	}
 	var files []planner.ErasureFile
 	origin := map[string]deleteAdd{} // data file → its oldest delete
 	for _, task := range sc.Tasks {
 		var oldest *deleteAdd
-		for _, d := range slices.Concat(task.DeleteFiles, task.EqualityDeleteFiles, task.DeletionVectorFiles) {
+		applying := slices.DeleteFunc(slices.Clone(task.DeleteFiles), func(d iceberg.DataFile) bool {
+			names, read := named[d.FilePath()]
+			return read && !names[task.File.FilePath()]
+		})
+		for _, d := range slices.Concat(applying, task.EqualityDeleteFiles, task.DeletionVectorFiles) {
 			a, ok := added[d.FilePath()]
 			if !ok {
 				a = deleteAdd{} // not in the manifests read: treat as old
@@ -414,6 +422,55 @@ func (j *Job) rewrite(ctx context.Context, r *jobs.Run[Settings], tbl *table.Tab
 		return nil, nil, err
 	}
 	return c.Head(), taken, nil
+}
+
+// namedByPositionDeletes reads the Parquet position delete files the scan
+// sc attached to its data files, and returns for each the live data files
+// it names. A writer that leaves a position delete file without file_path
+// bounds has the scan attach it to every data file of the partition;
+// only those it names hold removed rows. sc's index of what each delete
+// covers is narrowed to them, so that the rewrite's commit drops a delete
+// file once every file it names is replaced (or at once, when it names
+// none that is live).
+func namedByPositionDeletes(fsys icebergio.IO, sc *rebase.Base) (map[string]map[string]bool, error) {
+	named := map[string]map[string]bool{}
+	for _, task := range sc.Tasks {
+		for _, d := range task.DeleteFiles {
+			if _, ok := named[d.FilePath()]; ok || d.ContentType() != iceberg.EntryContentPosDeletes || d.FileFormat() != iceberg.ParquetFile {
+				continue
+			}
+			positions, err := rebase.ReadPositionDeletes(fsys, d)
+			if err != nil {
+				return nil, err
+			}
+			names := map[string]bool{}
+			for p := range positions {
+				names[p] = true
+			}
+			named[d.FilePath()] = names
+		}
+	}
+	for d, names := range named {
+		covers := slices.DeleteFunc(sc.Deletes.Covers[d], func(p string) bool { return !names[p] })
+		sc.Deletes.Covers[d] = covers
+		if len(covers) == 0 {
+			delete(sc.Deletes.Covers, d)
+			sc.Deletes.Dangling = append(sc.Deletes.Dangling, deleteFileOf(sc, d))
+		}
+	}
+	return named, nil
+}
+
+// deleteFileOf is the delete file at path among those sc attached.
+func deleteFileOf(sc *rebase.Base, path string) iceberg.DataFile {
+	for _, task := range sc.Tasks {
+		for _, d := range task.DeleteFiles {
+			if d.FilePath() == path {
+				return d
+			}
+		}
+	}
+	return nil
 }
 
 // rewriteOf is the proof of group g, committed as res at at.
