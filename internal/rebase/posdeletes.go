@@ -61,4 +61,3 @@ func ReadPositionDeletes(fs icebergio.IO, df iceberg.DataFile) (map[string][]int
 		}
 	}
 }
-

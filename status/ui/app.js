@@ -33,13 +33,18 @@ function label(k) { return k.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase(
 
 // figures renders a run's figures as labelled values: numbers and words
 // as they are, sizes in bytes readably, nested objects one level down
-// with their own labels, and lists by their length (their items are in
-// the run's JSON, from the runs API).
+// with their own labels, and lists by their length and first items (a
+// list of records, such as erasure's blocked refs, by the first one's
+// fields; every item is in the run's JSON, from the runs API).
+function item(x) {
+  if (typeof x !== "object" || x === null) return String(x);
+  return Object.entries(x).filter(([, v]) => !Array.isArray(v) && typeof v !== "object").map(([k, v]) => label(k) + " " + v).join(", ");
+}
 function figures(m) {
   const dl = el("dl", {class: "figures"});
   const add = (k, v) => {
     if (v == null || v === "" || v === false) return;
-    if (Array.isArray(v)) { if (v.length) dl.append(el("dt", {}, label(k)), el("dd", {}, v.length + (typeof v[0] === "string" ? ": " + v.slice(0, 3).join(", ") + (v.length > 3 ? ", …" : "") : " items"))); return; }
+    if (Array.isArray(v)) { if (v.length) dl.append(el("dt", {}, label(k)), el("dd", {}, v.length + ": " + v.slice(0, typeof v[0] === "string" ? 3 : 1).map(item).join(typeof v[0] === "string" ? ", " : "; ") + (v.length > (typeof v[0] === "string" ? 3 : 1) ? ", …" : ""))); return; }
     if (typeof v === "object") { for (const [k2, v2] of Object.entries(v)) add(k + " " + label(k2), v2); return; }
     if (typeof v === "number" && /bytes$/i.test(k)) v = bytes(v);
     dl.append(el("dt", {}, label(k)), el("dd", {}, v));
