@@ -300,6 +300,10 @@ func TestErasureSettlesRemovedVersions(t *testing.T) {
 			if d := early.NextDue.Sub(time.Now()); d < (deadlineDays-1)*24*time.Hour || d > deadlineDays*24*time.Hour {
 				t.Errorf("next due in %v, want within the %d-day deadline of the deletes", d, deadlineDays)
 			}
+			// The scheduler's need order reads the deadline.
+			if need, err := e.runner.Need(e.Ctx, e.Target(), maintenance.Erasure, time.Now()); err != nil || !need.Due.Equal(early.NextDue) {
+				t.Errorf("need %+v, %v: want due %v", need, err, early.NextDue)
+			}
 
 			fig := figures(t, e.run(maintenance.Erasure, time.Now().Add((deadlineDays+1)*24*time.Hour), "Successful"))
 			if fig.FilesRewritten == 0 || len(fig.Rewritten) == 0 || len(fig.Expired) == 0 || len(fig.Gone) == 0 || len(fig.Kept) != 0 {

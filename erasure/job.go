@@ -13,6 +13,7 @@ package erasure
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -78,6 +79,13 @@ func (j *Job) Definition() *jobs.Definition[Settings, *Figures] {
 			return &Figures{Now: opts.Now.UTC(), DeadlineDays: int(s.Deadline / (24 * time.Hour))}
 		},
 		Run: j.run,
+		Due: func(figures json.RawMessage) time.Time {
+			var f struct {
+				NextDue time.Time `json:"nextDue"`
+			}
+			_ = json.Unmarshal(figures, &f) // figures it cannot read: no deadline
+			return f.NextDue
+		},
 		// What a run does is a function of the metadata (and the
 		// manifests it names), the deadline and the clock; the last full
 		// evaluation says when the clock next makes something due. A

@@ -53,6 +53,11 @@ type Definition[S any, F Figures] struct {
 	// budget (0: none), and the bytes the next run is expected to rewrite
 	// (0: unknown). Figures it cannot read are zeros.
 	Pending func(figures json.RawMessage) (deferred, estimate int64)
+	// Due reads a successful run's recorded figures for the need order:
+	// when the oldest work the run left must be done (zero: none). A
+	// table with a deadline is queued ahead of those without, the
+	// nearest first.
+	Due func(figures json.RawMessage) time.Time
 	// RunPart does one part of a run that fanned its parts out
 	// (Options.Fanout) and returns its output for the coordinator. It may
 	// run on any replica, more than once, and must leave nothing behind
@@ -145,6 +150,7 @@ type Job interface {
 	check(ctx context.Context, t Target, all maintenance.Settings) error
 	underRule() bool
 	pending(figures json.RawMessage) (deferred, estimate int64)
+	due(figures json.RawMessage) time.Time
 	runPart(ctx context.Context, t Target, part json.RawMessage) (json.RawMessage, error)
 	budgeted() bool
 }
@@ -260,6 +266,13 @@ func (d *Definition[S, F]) pending(figures json.RawMessage) (int64, int64) {
 		return 0, 0
 	}
 	return d.Pending(figures)
+}
+
+func (d *Definition[S, F]) due(figures json.RawMessage) time.Time {
+	if d.Due == nil {
+		return time.Time{}
+	}
+	return d.Due(figures)
 }
 
 func (d *Definition[S, F]) runPart(ctx context.Context, t Target, part json.RawMessage) (json.RawMessage, error) {

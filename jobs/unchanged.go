@@ -81,6 +81,7 @@ func (r *Runner) Need(ctx context.Context, t Target, typ maintenance.JobType, no
 			need.LastSuccess = last.Finished
 			if known {
 				need.Deferred, need.Estimate = job.pending(last.Metrics)
+				need.Due = job.due(last.Metrics)
 			}
 		}
 	}

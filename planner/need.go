@@ -31,6 +31,9 @@ type Need struct {
 	// when the last run's figures say (the deferred bytes, or its plan's
 	// input); 0 when unknown. It is shown, never used to order.
 	Estimate int64
+	// Due is when the oldest work the last run left must be done (zero:
+	// none), for a job type with deadlines (erasure).
+	Due time.Time
 }
 
 // NeedBudget is the reason shown for a table queued first because its
@@ -67,7 +70,8 @@ func needClass(n Need) int {
 }
 
 // NeedOrder is the order in which a fire queues tables whose needs were
-// polled: the indexes of those that need a run, first those whose last
+// polled: the indexes of those that need a run, first those with a
+// deadline, the nearest first, then those whose last
 // run deferred work for its budget, then those never
 // evaluated or changed since their last evaluation, then those due by the
 // clock or the backstop, each by staleness (never succeeded first, then
@@ -83,6 +87,17 @@ func NeedOrder(needs []Need) (order []int, skipped int) {
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
 		na, nb := needs[a], needs[b]
+		// A deadline comes before any other reason, the nearest first.
+		switch da, db := na.Due.IsZero(), nb.Due.IsZero(); {
+		case !da && !db:
+			if c := na.Due.Compare(nb.Due); c != 0 {
+				return c
+			}
+		case !da:
+			return -1
+		case !db:
+			return 1
+		}
 		if c := cmp.Compare(needClass(na), needClass(nb)); c != 0 {
 			return c
 		}

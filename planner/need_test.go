@@ -35,6 +35,14 @@ func TestNeedOrder(t *testing.T) {
 				{Rule: RuleSnapshotChanged, LastSuccess: t0.Add(-2 * time.Hour)},
 			},
 			order: []int{1, 2, 0}},
+		{name: "a deadline first, the nearest first",
+			needs: []Need{
+				{Rule: RuleFirst},
+				{Rule: RuleClock, LastSuccess: t0, Due: t0.Add(48 * time.Hour)},
+				{Rule: RuleClock, LastSuccess: t0, Due: t0.Add(24 * time.Hour)},
+				{Rule: RuleSnapshotChanged, LastSuccess: t0.Add(-time.Hour)},
+			},
+			order: []int{2, 1, 0, 3}},
 		{name: "budget carry-over before changed",
 			needs: []Need{
 				{Rule: RuleFirst},
