@@ -471,11 +471,7 @@ func (j *Job) policy(tbl *table.Table) (commit.Policy, error) { return retryPoli
 // retryPolicy is the table's commit retry policy over def, or over the
 // default policy where def is nil.
 func retryPolicy(tbl *table.Table, def *commit.Policy) (commit.Policy, error) {
-	p := commit.DefaultPolicy()
-	if def != nil {
-		p = *def
-	}
-	return commit.PolicyFor(tbl.Properties(), p)
+	return commit.TablePolicy(tbl.Properties(), def)
 }
 
 func orDefault(v, def int) int {

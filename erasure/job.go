@@ -232,11 +232,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 		r.Settled(tbl, time.Time{})
 		return nil
 	}
-	def := commit.DefaultPolicy()
-	if j.Retry != nil {
-		def = *j.Retry
-	}
-	policy, err := commit.PolicyFor(tbl.Properties(), def)
+	policy, err := commit.TablePolicy(tbl.Properties(), j.Retry)
 	if err != nil {
 		return fmt.Errorf("erasure of %s: %w", t.Table, err)
 	}
@@ -293,8 +289,12 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 		// An expired snapshot's file that is still stored is one a kept
 		// snapshot or another table references; one the run took out of
 		// the table must be gone.
+		took := make(map[string]bool, len(taken))
+		for _, p := range taken {
+			took[p] = true
+		}
 		fig.Gone = gone
-		fig.Kept = slices.DeleteFunc(kept, func(p string) bool { return !slices.Contains(taken, p) })
+		fig.Kept = slices.DeleteFunc(kept, func(p string) bool { return !took[p] })
 	} else if len(taken) > 0 {
 		// Rewritten, but their old snapshot is not due: the files stay
 		// until it is, which the pending list says.

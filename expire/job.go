@@ -143,7 +143,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 	if err != nil {
 		return err
 	}
-	policy, err := commit.PolicyFor(tbl.Properties(), j.policyDefaults())
+	policy, err := commit.TablePolicy(tbl.Properties(), j.Retry)
 	if err != nil {
 		return fmt.Errorf("snapshot management of %s: %w", t.Table, err)
 	}
@@ -219,13 +219,6 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 		}
 	}
 	return nil
-}
-
-func (j *Job) policyDefaults() commit.Policy {
-	if j.Retry != nil {
-		return *j.Retry
-	}
-	return commit.DefaultPolicy()
 }
 
 // CommitOf turns a decision into catalog updates, guarded by requirements

@@ -197,11 +197,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *ExpirationFig
 	if tbl.CurrentSnapshot() == nil {
 		return nil
 	}
-	def := commit.DefaultPolicy()
-	if j.Retry != nil {
-		def = *j.Retry
-	}
-	policy, err := commit.PolicyFor(tbl.Properties(), def)
+	policy, err := commit.TablePolicy(tbl.Properties(), j.Retry)
 	if err != nil {
 		return fmt.Errorf("record expiration of %s: %w", t.Table, err)
 	}

@@ -57,6 +57,16 @@ func DefaultPolicy() Policy {
 	return Policy{Retries: 1000, MinWait: 10 * time.Millisecond, MaxWait: time.Second, Timeout: 5 * time.Minute}
 }
 
+// TablePolicy is PolicyFor over def, or over DefaultPolicy where def is
+// nil: a job's retry knob, overridden per table.
+func TablePolicy(props iceberg.Properties, def *Policy) (Policy, error) {
+	p := DefaultPolicy()
+	if def != nil {
+		p = *def
+	}
+	return PolicyFor(props, p)
+}
+
 // PolicyFor reads the table's commit.retry.* properties over defaults. A
 // property that is not a non-negative integer, or a minimum wait above the
 // maximum, is an error naming it: a table's bad property must not silently
