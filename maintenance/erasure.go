@@ -12,7 +12,7 @@ func erasureType() Type {
 		Name: Erasure, Alias: "erasure", Scope: TableScope, Dialect: MaintenanceDialect,
 		// 02:00, after record expiration (01:00) and removal (midnight):
 		// erasure settles what they leave, and a daily run is the slack
-		// its deadline is planned with (planner.ErasureSlack).
+		// its deadline is planned with (planner.ErasureSettings.Lead).
 		Schedule: "0 2 * * *",
 		Counters: map[string]string{
 			"erasure_files_rewritten":   "icekeeper_erasure_rewritten_files_total",

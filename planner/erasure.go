@@ -40,10 +40,12 @@ func ErasureSettingsOf(s maintenance.Settings) (ErasureSettings, error) {
 }
 
 // Lead is how long before its deadline erasure acts on a row version:
-// one day, the period of its default schedule, so that the last daily run
-// before a deadline still meets it; at most half the deadline, so that a
-// short deadline does not turn into erasure at once.
-func (s ErasureSettings) Lead() time.Duration { return min(24*time.Hour, s.Deadline/2) }
+// the period of its default daily schedule plus two hours for the
+// schedule's jitter and the run itself, so that the last daily run before
+// a deadline meets it; at most half the deadline, so that a short
+// deadline does not turn into erasure at once (a deadline under two days
+// wants a schedule more frequent than daily).
+func (s ErasureSettings) Lead() time.Duration { return min(26*time.Hour, s.Deadline/2) }
 
 // Due is the deadline of a row version removed at removed.
 func (s ErasureSettings) Due(removed time.Time) time.Time { return removed.Add(s.Deadline) }
