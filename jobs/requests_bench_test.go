@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icekeeper/icekeeper/compactor"
+	"github.com/icekeeper/icekeeper/erasure"
 	"github.com/icekeeper/icekeeper/expire"
 	"github.com/icekeeper/icekeeper/expire/records"
 	"github.com/icekeeper/icekeeper/internal/state"
@@ -30,7 +31,8 @@ import (
 // a SQL catalog (SQLite) over S3 on loopback, requests counted by kind at
 // a proxy, 50 appends of 20 rows (50 snapshots, compacted by the first
 // compaction run), record expiration on its timestamp column with a
-// retention nothing reaches. Each type runs until a run changes nothing,
+// retention nothing reaches, erasure with a seven-day deadline (the table
+// only ever had appends). Each type runs until a run changes nothing,
 // then once more per side, measured.
 //
 //	go test -run '^$' -bench RequestsPerRun -benchtime 1x ./jobs/
@@ -48,6 +50,8 @@ func BenchmarkRequestsPerRun(b *testing.B) {
 	}
 	e.Defaults.Configs[maintenance.RecordExpiration] = maintenance.Config{Status: maintenance.Enabled,
 		Settings: &maintenance.ExpirationSettings{Days: maintenance.Int(365_000)}}
+	e.Defaults.Configs[maintenance.Erasure] = maintenance.Config{Status: maintenance.Enabled,
+		Settings: &maintenance.ErasureSettings{DeadlineDays: maintenance.Int(7)}}
 	type side struct {
 		name      string
 		fullEvery time.Duration
@@ -64,6 +68,7 @@ func BenchmarkRequestsPerRun(b *testing.B) {
 			maintenance.SnapshotManagement:      (&expire.Job{}).Definition(),
 			maintenance.UnreferencedFileRemoval: removal.Definition(),
 			maintenance.RecordExpiration:        (&records.Job{}).Definition(),
+			maintenance.Erasure:                 (&erasure.Job{DeleteFiles: removal.DeleteUnreferenced}).Definition(),
 		}[typ]
 		r := e.Runner(job)
 		r.FullEvery = s.fullEvery
