@@ -146,7 +146,7 @@ func TestS3(t *testing.T) {
 	}
 
 	// Storage that cannot be reached fails the run naming the endpoint.
-	down := "http://" + servers.FreeAddr(t)
+	down := "http://" + servers.RefusedAddr
 	downCfg := *cfg
 	downCfg.Buckets = []configs.Bucket{cfg.Buckets[0]}
 	downCfg.Buckets[0].Catalog = map[string]string{}

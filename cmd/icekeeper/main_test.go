@@ -219,7 +219,7 @@ buckets:
 // command.
 func TestSecretsRedacted(t *testing.T) {
 	c := newCLI(t)
-	addr := servers.FreeAddr(t)
+	addr := servers.RefusedAddr
 	const secret = "tok3n-s3cr3t-value"
 	cfg := filepath.Join(t.TempDir(), "secret.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`state: sqlite://state.db

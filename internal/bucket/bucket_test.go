@@ -207,7 +207,7 @@ func exerciseCatalog(t *testing.T, ctx context.Context, b *bucket.Bucket, wareho
 
 // Unreachable catalogs fail within the deadline, naming the endpoint.
 func TestUnreachableCatalog(t *testing.T) {
-	addr := servers.FreeAddr(t)
+	addr := servers.RefusedAddr
 	// A listener that accepts and never answers: the hang case.
 	silent, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

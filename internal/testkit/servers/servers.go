@@ -284,8 +284,14 @@ func (s S3Server) WithLatency(t testing.TB, latency time.Duration) S3Server {
 	return s
 }
 
+// RefusedAddr is an address that refuses connections: port 1 (tcpmux),
+// which nothing on a test machine listens on. A port FreeAddr found free
+// may be taken by another test's server a moment later, and then answers
+// (a 404 reads as a missing file, not as unreachable storage).
+const RefusedAddr = "127.0.0.1:1"
+
 // FreeAddr returns a loopback address nothing listens on at the moment:
-// for a server a test starts, or for a service that is down.
+// for a server a test starts (for a service that is down, RefusedAddr).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
