@@ -336,14 +336,7 @@ func TestErasureSettlesRemovedVersions(t *testing.T) {
 // The same over S3 with the Iceberg REST catalog (SeaweedFS): the stored
 // objects are listed and read through S3 itself.
 func TestErasureOnREST(t *testing.T) {
-	srv := servers.REST(t)
-	home := t.TempDir()
-	cfg := configs.Embedded(home)
-	cfg.Buckets[0].Catalog = srv.Props()
-	base, tbl := tableenv.NewWith(t, cfg, home, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
-	e := newEnv(t, base)
-	e.raw = s3Store{s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.S3Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(srv.Key, srv.Secret, "")})}
+	e, tbl := newRESTEnv(t)
 	tbl = e.cdc(tbl)
 	want := e.Rows(tbl, 0)
 	if holding, _ := e.stored(tbl); len(holding) == 0 {
@@ -356,9 +349,28 @@ func TestErasureOnREST(t *testing.T) {
 	e.settled(want)
 }
 
+// newRESTEnv is an env on the REST catalog (SeaweedFS) over S3, whose raw
+// reads go through S3 itself; it skips where no REST catalog is
+// configured.
+func newRESTEnv(t *testing.T) (*env, *table.Table) {
+	srv := servers.REST(t)
+	home := t.TempDir()
+	cfg := configs.Embedded(home)
+	cfg.Buckets[0].Catalog = srv.Props()
+	base, tbl := tableenv.NewWith(t, cfg, home, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e := newEnv(t, base)
+	e.raw = s3Store{s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.S3Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(srv.Key, srv.Secret, "")})}
+	return e, tbl
+}
+
 // Every job at +8 and +9 days — compaction, snapshot management, removal,
 // erasure, as the daemon runs them — leaves no removed version stored,
-// whatever compaction rewrote on the way.
+// whatever compaction rewrote on the way. On these small files compaction
+// applies every delete and snapshot management expires the old snapshots
+// first; what erasure adds here is that snapshot management deletes their
+// files at once (without it they would wait out nonCurrentDays, and this
+// test fails).
 func TestEveryJobMeetsTheDeadline(t *testing.T) {
 	base, tbl := tableenv.New(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	e := newEnv(t, base)
@@ -521,7 +533,16 @@ func TestAnotherTablesFilesStay(t *testing.T) {
 // entries: erasure fails naming it, commits nothing and deletes nothing.
 func TestDamagedManifestStopsErasure(t *testing.T) {
 	base, tbl := tableenv.New(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
-	e := newEnv(t, base)
+	damagedManifest(t, newEnv(t, base), tbl)
+}
+
+// The same over S3 with the REST catalog.
+func TestDamagedManifestStopsErasureOnREST(t *testing.T) {
+	e, tbl := newRESTEnv(t)
+	damagedManifest(t, e, tbl)
+}
+
+func damagedManifest(t *testing.T, e *env, tbl *table.Table) {
 	tbl = e.cdc(tbl)
 	tbl, err := testkit.AddCopies(e.Ctx, tbl, 300)
 	if err != nil {
@@ -572,4 +593,78 @@ func TestRewritesOnlyFilesWithRemovedRows(t *testing.T) {
 		t.Fatalf("rewrote %d files and dropped %d delete files, want the one file the delete names and the delete:\n%s", fig.FilesRewritten, fig.DeletesRemoved, fig.Text())
 	}
 	e.settled(want)
+}
+
+// Names built to trick the delete: the table adds another table's data
+// file spelled through "..", through "//", and through a symlink in its
+// own data directory, then deletes the rows they hold. Erasure rewrites
+// them away and expires the snapshots that reached them; the other
+// table's file stays under every spelling (the link itself, the table's
+// own object, may go), the other table's rows are intact, and the run
+// fails saying another table references what is still stored.
+func TestHostileNamesKeepAnotherTablesFile(t *testing.T) {
+	base, tbl := tableenv.New(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e := newEnv(t, base)
+	tbl = e.Append(tbl, 50)
+	other := testkit.NewTable(t, e.B, "t", "other", tableenv.BaseSchema)
+	other, err := testkit.AppendRandom(e.Ctx, other, 20, 900_000, e.Rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := other.Scan().PlanFiles(e.Ctx)
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("other table: %d files, %v", len(tasks), err)
+	}
+	theirs := tasks[0].File.FilePath()
+	theirsOnDisk := strings.TrimPrefix(theirs, "file://")
+	otherRows := e.Rows(other, 0)
+
+	loc := strings.TrimSuffix(tbl.Location(), "/")
+	link := loc + "/data/link.parquet"
+	if err := os.Symlink(theirsOnDisk, strings.TrimPrefix(link, "file://")); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(strings.TrimPrefix(loc, "file://")+"/data", theirsOnDisk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile := []string{
+		loc + "/data/" + rel, // …/x/data/../../other/data/f.parquet
+		strings.Replace(theirs, "/data/", "/data//", 1),
+		link,
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.AddFiles(e.Ctx, hostile, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = tx.Commit(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int64, 20)
+	for i := range ids {
+		ids[i] = 900_000 + int64(i)
+	}
+	tbl = e.PosDelete(tbl, ids...)
+	want := e.Rows(tbl, 0)
+
+	out := e.run(maintenance.Erasure, time.Now().Add((deadlineDays+1)*24*time.Hour), "Failed")
+	if !strings.Contains(out.FailureMessage, "another table references them") {
+		t.Fatalf("failure %q", out.FailureMessage)
+	}
+	if _, err := os.Stat(theirsOnDisk); err != nil {
+		t.Fatalf("the other table's file went: %v", err)
+	}
+	other, err = e.B.LoadTable(e.Ctx, bucketID("t", "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Rows(other, 0); !got.Equal(otherRows) {
+		t.Errorf("the other table's rows %v, want %v", got, otherRows)
+	}
+	if got := e.Rows(e.Load(), 0); !got.Equal(want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+	if missing, err := tablecheck.MissingFiles(e.Ctx, e.Load()); err != nil || len(missing) > 0 {
+		t.Errorf("reachable files missing: %v %v", missing, err)
+	}
 }
