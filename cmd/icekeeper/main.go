@@ -20,6 +20,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/errtext"
 	"github.com/icekeeper/icekeeper/internal/redact"
+	"github.com/icekeeper/icekeeper/internal/suggest"
 	"github.com/icekeeper/icekeeper/orphan"
 )
 
@@ -102,7 +103,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exitFailed
 	}
-	fmt.Fprintf(stderr, "icekeeper: unknown command %q%s\n\n", args[0], didYouMean(args[0], names))
+	fmt.Fprintf(stderr, "icekeeper: unknown command %q%s\n\n", args[0], suggest.DidYouMean(args[0], names))
 	printUsage(stderr)
 	return exitUsage
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/suggest"
 	"github.com/icekeeper/icekeeper/jobs"
 )
 
@@ -87,7 +88,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		}
 		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
 			name = "--" + strings.TrimLeft(name, "-")
-			return usagef("unknown flag %s%s; icekeeper %s -h lists the flags", name, didYouMean(name, flagNames(fs)), fs.Name())
+			return usagef("unknown flag %s%s; icekeeper %s -h lists the flags", name, suggest.DidYouMean(name, flagNames(fs)), fs.Name())
 		}
 		return usageError{err}
 	}
