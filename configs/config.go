@@ -90,6 +90,10 @@ type Bucket struct {
 	// Catalog holds iceberg-go catalog properties, passed to catalog.Load
 	// verbatim (type, uri, warehouse, s3.endpoint, rest.sigv4-enabled, …).
 	Catalog map[string]string `yaml:"catalog"`
+	// PassThroughProperties names catalog properties icekeeper does not
+	// know that are nevertheless passed to iceberg-go: every other
+	// property must be one the bucket's catalog type reads.
+	PassThroughProperties []string `yaml:"passThroughProperties"`
 	// Maintenance holds this bucket's defaults for the job types.
 	Maintenance Maintenance `yaml:"maintenance"`
 	// TableRetentionProperties says how a table's history.expire.*

@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/icekeeper/icekeeper/internal/suggest"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
 
@@ -115,7 +116,7 @@ func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 			key := n.Content[i].Value
 			f, ok := fields[key]
 			if !ok {
-				return d.errorf(join(path, key), "unknown key (valid keys: %s)", strings.Join(sortedKeys(fields), ", "))
+				return d.errorf(join(path, key), "unknown key%s (valid keys: %s)", suggest.DidYouMean(key, sortedKeys(fields)), strings.Join(sortedKeys(fields), ", "))
 			}
 			if err := d.decode(n.Content[i+1], f, join(path, key)); err != nil {
 				return err
@@ -194,7 +195,7 @@ func (d decoder) decodeMaintenance(n *yaml.Node, v reflect.Value, path string) e
 			for _, t := range maintenance.JobTypes() {
 				names = append(names, string(t))
 			}
-			return d.errorf(join(path, key), "unknown key (valid keys: %s)", strings.Join(names, ", "))
+			return d.errorf(join(path, key), "unknown key%s (valid keys: %s)", suggest.DidYouMean(key, names), strings.Join(names, ", "))
 		}
 		if err := d.decode(n.Content[i+1], reflect.ValueOf(into).Elem(), join(path, key)); err != nil {
 			return err

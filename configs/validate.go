@@ -3,6 +3,7 @@ package configs
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"path"
 	"path/filepath"
@@ -67,6 +68,16 @@ func (c *Config) finish() error {
 		}
 		if !slices.Contains(CatalogTypes, typ) {
 			return errf(p+".catalog.type", "%q is not one of %s", typ, strings.Join(CatalogTypes, ", "))
+		}
+		for _, key := range slices.Sorted(maps.Keys(b.Catalog)) {
+			if why := checkProperty(typ, key, b.PassThroughProperties); why != "" {
+				return errf(p+".catalog."+key, "%s", why)
+			}
+		}
+		for j, key := range b.PassThroughProperties {
+			if key == "" || strings.ContainsAny(key, " \t") {
+				return errf(fmt.Sprintf("%s.passThroughProperties[%d]", p, j), "%q is not a property name", key)
+			}
 		}
 		if (typ == "sql" || typ == "rest") && b.Catalog["uri"] == "" {
 			return errf(p+".catalog.uri", "is required for a %s catalog", typ)
