@@ -132,6 +132,7 @@ func (j *Job) Definition() *jobs.Definition[Settings, *Figures] {
 		Pending:   pending,
 		RunPart:   j.RunPart,
 		Rewritten: func(f *Figures) int64 { return f.InputBytes },
+		Summary:   summary,
 	}
 }
 

@@ -92,6 +92,7 @@ func (j *Job) Definition() *jobs.Definition[Settings, *Figures] {
 		Unchanged: &jobs.Rule[Settings]{Idle: func(meta table.Metadata, _ Settings) (string, bool) {
 			return planner.ErasureIdle(meta)
 		}},
+		Summary: summary,
 	}
 }
 

@@ -61,6 +61,7 @@ func (j *Job) Definition() *jobs.Definition[Settings, *Figures] {
 		// the clock; the last full evaluation says until when the clock
 		// leaves it alone (planner.SnapshotsValidUntil).
 		Unchanged: &jobs.Rule[Settings]{},
+		Summary:   summary,
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -68,6 +69,12 @@ type Definition[S any, F Figures] struct {
 	// Rewritten puts the type's runs under the rewrite budgets (Budgets):
 	// it is the input bytes a run rewrote, which the budgets count.
 	Rewritten func(F) int64
+	// Summary is what a run did in one line, in the words its Text uses
+	// ("234 files -> 21 files"), for the runs route and the dashboard,
+	// which show it before the figures. It is given the figures of runs
+	// the unchanged rule did not skip (RunSummary says those skipped);
+	// duration and cost are added by RunSummary, the same for every type.
+	Summary func(F) string
 }
 
 // Rule is a type's part in the unchanged rule (planner.Unchanged).
@@ -144,6 +151,10 @@ func (c *Common) common() *Common { return c }
 type Job interface {
 	// Type is the job type the definition defines.
 	Type() maintenance.JobType
+	// Summarize is what a run did, in one line, from its recorded
+	// figures (Definition.Summary); "" when the type has no summary or
+	// the figures cannot be read.
+	Summarize(figures json.RawMessage) string
 
 	run(ctx context.Context, t Target, all maintenance.Settings, rule *ruleState, opts Options) (Outcome, error)
 	verdict(tbl *table.Table, all maintenance.Settings, rule ruleState, now time.Time) (planner.UnchangedVerdict, error)
@@ -283,6 +294,44 @@ func (d *Definition[S, F]) runPart(ctx context.Context, t Target, part json.RawM
 }
 
 func (d *Definition[S, F]) budgeted() bool { return d.Rewritten != nil }
+
+// Summarize implements Job: the recorded figures decoded into F, a run
+// the unchanged rule skipped said so in the rule's words, the others
+// handed to Summary.
+func (d *Definition[S, F]) Summarize(figures json.RawMessage) string {
+	if len(figures) == 0 {
+		return ""
+	}
+	fig, err := decodeFigures[F](figures)
+	if err != nil {
+		return "" // figures of another version, or none: no summary rather than a wrong one
+	}
+	if v := fig.common().Unchanged; v != nil && v.Skip && !fig.common().DryRun {
+		return "skipped: " + v.Reason // "unchanged since run 12 (…)"
+	}
+	if d.Summary == nil {
+		return ""
+	}
+	return d.Summary(fig)
+}
+
+// decodeFigures decodes recorded figures into a new F. Figures are
+// pointers to structs (their methods have pointer receivers), so F's zero
+// value is nil and the struct it points to is made first.
+func decodeFigures[F Figures](raw json.RawMessage) (F, error) {
+	var fig F
+	if t := reflect.TypeFor[F](); t.Kind() == reflect.Pointer {
+		fig = reflect.New(t.Elem()).Interface().(F)
+		if err := json.Unmarshal(raw, fig); err != nil {
+			return fig, fmt.Errorf("decode figures: %w", err)
+		}
+		return fig, nil
+	}
+	if err := json.Unmarshal(raw, &fig); err != nil {
+		return fig, fmt.Errorf("decode figures: %w", err)
+	}
+	return fig, nil
+}
 
 // Map returns jobs by type, without Register's check that they cover the
 // type table (for tests and benchmarks that run one type).

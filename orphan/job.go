@@ -76,6 +76,7 @@ func (j *Job) Definition() *jobs.Definition[Rules, *Figures] {
 		Settings: func(s maintenance.Settings) (Rules, error) { return RulesOf(s), nil },
 		Figures:  func(_ Rules, opts jobs.Options) *Figures { return &Figures{Now: opts.Now.UTC()} },
 		Run:      j.run,
+		Summary:  summary,
 	}
 }
 

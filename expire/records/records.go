@@ -72,6 +72,7 @@ func (j *Job) Definition() *jobs.Definition[Settings, *ExpirationFigures] {
 		// leaves it alone (ExpiryColumn.KeptUntil). The column is a table
 		// property, part of the metadata.
 		Unchanged: &jobs.Rule[Settings]{},
+		Summary:   summary,
 	}
 }
 
