@@ -78,6 +78,16 @@ var migrations = []string{
 	`CREATE TABLE rewrite_ledger (
 		id {{id}}, bucket TEXT NOT NULL, finished_at BIGINT NOT NULL, bytes BIGINT NOT NULL);
 	CREATE INDEX rewrite_ledger_by_time ON rewrite_ledger (finished_at);`,
+	// 9: each table's health over time, for the dashboard's charts: one
+	// row per metadata file the daemon computed health for (a table that
+	// did not change adds none), the health as the JSON the API serves.
+	// The unique key makes a sample idempotent: replicas and the API
+	// computing the same table's health record it once.
+	`CREATE TABLE health_samples (
+		id {{id}}, bucket TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+		sampled_at BIGINT NOT NULL, metadata_location TEXT NOT NULL, health TEXT NOT NULL);
+	CREATE UNIQUE INDEX health_samples_once ON health_samples (bucket, namespace, name, metadata_location);
+	CREATE INDEX health_samples_by_time ON health_samples (bucket, namespace, name, sampled_at);`,
 }
 
 // migrationLockID is an arbitrary constant key for pg_advisory_lock, so that

@@ -110,6 +110,7 @@ type Store interface {
 	Queue
 	RefIndex
 	Ledger
+	HealthHistory
 	// Ping checks that the store answers: the daemon's readiness.
 	Ping(ctx context.Context) error
 	Close() error
@@ -160,6 +161,20 @@ type History interface {
 	// is still Running, keeping any figures it has; it reports whether
 	// it did.
 	FailRun(ctx context.Context, r Run, msg string, now time.Time) (bool, error)
+	// DailySums sums, per UTC day from since on, numbers t's finished
+	// runs of every type recorded in their figures: paths name them by
+	// their keys, dot-separated ("cost.usd"); a run without a number
+	// there adds 0. Days without runs are absent; the days come oldest
+	// first.
+	DailySums(ctx context.Context, t TableKey, since time.Time, paths ...string) ([]DaySums, error)
+}
+
+// DaySums are the sums DailySums reads for one UTC day: Sums[i] is the
+// sum at the i-th path, over Runs runs.
+type DaySums struct {
+	Day  time.Time
+	Runs int
+	Sums []float64
 }
 
 // Marks are the noncurrent marks of unreferenced file removal.
@@ -219,6 +234,36 @@ type Ledger interface {
 	// RewrittenSince returns the bytes rewritten at or after since, per
 	// bucket ARN; buckets without any are absent.
 	RewrittenSince(ctx context.Context, since time.Time) (map[string]int64, error)
+}
+
+// HealthKeep and HealthKeepPerTable bound a table's health history: the
+// dashboard charts the last 30 days, and a table that changes all day
+// keeps its latest samples, not an unbounded row count.
+const (
+	HealthKeep         = 30 * 24 * time.Hour
+	HealthKeepPerTable = 1000
+)
+
+// HealthSample is a table's health as computed for one of its metadata
+// files. Health is the JSON the API serves (package health's), opaque
+// here.
+type HealthSample struct {
+	Table            TableKey
+	At               time.Time
+	MetadataLocation string
+	Health           json.RawMessage
+}
+
+// HealthHistory is each table's health over time.
+type HealthHistory interface {
+	// RecordHealth stores s unless s.Table has a sample of the same
+	// metadata location already, and reports whether it stored it. It
+	// forgets the table's samples older than HealthKeep before s.At and
+	// those beyond its newest HealthKeepPerTable.
+	RecordHealth(ctx context.Context, s HealthSample) (bool, error)
+	// HealthSamples returns t's samples taken at or after since, oldest
+	// first.
+	HealthSamples(ctx context.Context, t TableKey, since time.Time) ([]HealthSample, error)
 }
 
 // Leases are named, expiring locks: one job per table at a time.

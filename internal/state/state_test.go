@@ -51,6 +51,10 @@ func suite(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("LeaseRace", func(t *testing.T) { testLeaseRace(t, newStore(t), newStore(t)) })
 	t.Run("Queue", func(t *testing.T) { testQueue(t, newStore(t)) })
 	t.Run("Ledger", func(t *testing.T) { testLedger(t, newStore(t), newStore(t)) })
+	t.Run("HealthHistory", func(t *testing.T) { testHealthHistory(t, newStore(t), newStore(t)) })
+	t.Run("HealthHistoryCap", func(t *testing.T) { testHealthHistoryCap(t, newStore(t)) })
+	t.Run("DailySums", func(t *testing.T) { testDailySums(t, newStore(t)) })
+	t.Run("HealthUpgrade", func(t *testing.T) { testHealthUpgrade(t, newStore) })
 	t.Run("Reopen", func(t *testing.T) {
 		// Migrations are idempotent: a second Open of the same store
 		// applies nothing and keeps the data.
