@@ -9,6 +9,7 @@ package configs
 
 import (
 	"github.com/icekeeper/icekeeper/internal/arn"
+	"github.com/icekeeper/icekeeper/internal/cost"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
 
@@ -30,6 +31,10 @@ type Config struct {
 	// Budget bounds compaction's rewrites across every bucket (the
 	// daemon's budget); each bucket may set its own besides.
 	Budget Budget `yaml:"budget"`
+	// Prices price each run's cost (requests, and what S3 Tables would
+	// charge for the same compaction); unset fields keep S3 Tables'
+	// published prices (cost.DefaultPrices).
+	Prices cost.Prices `yaml:"prices"`
 
 	// File is the path the configuration was loaded from ("" for the
 	// embedded default); error messages and relative paths use it.

@@ -11,15 +11,20 @@ import (
 	"github.com/icekeeper/icekeeper/maintenance"
 )
 
-// The examples are loaded with every variable they mention set, so they
-// cannot rot without this failing.
+// The examples are loaded with the credentials they read set and every
+// other variable on its default, so they cannot rot without this failing.
 func TestExamplesLoad(t *testing.T) {
-	env := func(name string) (string, bool) { return "x-" + name, true }
+	env := func(name string) (string, bool) {
+		if strings.Contains(name, "KEY") || strings.Contains(name, "SECRET") || strings.Contains(name, "PASSWORD") {
+			return "x-" + name, true
+		}
+		return "", false
+	}
 	files, err := filepath.Glob("*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"local.yaml", "oss-tables.yaml", "postgres-s3.yaml", "s3tables.yaml"}
+	want := []string{"local.yaml", "oss-tables.yaml", "postgres-s3.yaml", "rustfs.yaml", "s3tables.yaml", "seaweedfs.yaml"}
 	if strings.Join(files, ",") != strings.Join(want, ",") {
 		t.Fatalf("example files = %v, want %v", files, want)
 	}
@@ -169,6 +174,11 @@ func TestInterpolation(t *testing.T) {
 		"cost: $5":     "cost: $5",
 		"trailing $":   "trailing $",
 		"${KEY}${KEY}": "abcabc",
+		"${KEY:-x}":    "abc",
+		"${NOPE:-x}":   "x",
+		"${EMPTY:-y}":  "y",
+		"${NOPE:-}z":   "z",
+		"${NOPE:-a:b}": "a:b",
 	} {
 		got, err := d.interpolate(in, "k")
 		if err != nil || got != want {

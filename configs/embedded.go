@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/icekeeper/icekeeper/internal/arn"
+	"github.com/icekeeper/icekeeper/internal/cost"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
 
@@ -48,6 +49,7 @@ func Embedded(home string) *Config {
 	cfg := &Config{
 		Listen: DefaultListen,
 		State:  "sqlite://" + filepath.Join(home, "state.db"),
+		Prices: cost.DefaultPrices(),
 		Buckets: []Bucket{{
 			ARN:         LocalBucketARN,
 			CatalogName: parsed.Name,

@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/icekeeper/icekeeper/internal/cost"
 	"github.com/icekeeper/icekeeper/internal/suggest"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -66,7 +67,7 @@ func Parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, &Error{File: file, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
-	cfg := &Config{File: file}
+	cfg := &Config{File: file, Prices: cost.DefaultPrices()}
 	if len(doc.Content) > 0 {
 		d := decoder{file: file, env: lookupEnv}
 		if err := d.decode(doc.Content[0], reflect.ValueOf(cfg).Elem(), ""); err != nil {
@@ -233,7 +234,14 @@ func (d decoder) interpolate(s, path string) (string, error) {
 			if name == "" {
 				return "", d.errorf(path, "empty ${} in %q", s)
 			}
+			// ${NAME:-default}, as in a shell: the default when NAME is
+			// unset or empty, so an example runs as written and a
+			// deployment overrides it.
+			name, def, hasDef := strings.Cut(name, ":-")
 			val, ok := d.env(name)
+			if hasDef && (!ok || val == "") {
+				val, ok = def, true
+			}
 			if !ok {
 				return "", d.errorf(path, "environment variable %s is not set", name)
 			}

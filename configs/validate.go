@@ -40,6 +40,12 @@ func (c *Config) finish() error {
 	}
 	c.State = state
 
+	for name, v := range map[string]float64{"putPer1000": c.Prices.PutPer1000, "getPer1000": c.Prices.GetPer1000,
+		"objectsPer1000": c.Prices.ObjectsPer1000, "binpackPerGB": c.Prices.BinpackPerGB, "sortPerGB": c.Prices.SortPerGB} {
+		if v < 0 {
+			return errf("prices."+name, "%g is below the minimum 0", v)
+		}
+	}
 	if len(c.Buckets) == 0 {
 		return errf("buckets", "at least one bucket is required")
 	}

@@ -28,7 +28,7 @@ func cmdTables(ctx context.Context, env *cliEnv, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	w, err := c.open(ctx, true)
+	w, err := c.open(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -41,6 +41,12 @@ func cmdTables(ctx context.Context, env *cliEnv, args []string) error {
 		cancel()
 		if err != nil {
 			return err
+		}
+		// The store (settings overrides) once a catalog answered.
+		if w.store == nil && len(ids) > 0 {
+			if err := c.openStore(ctx, w); err != nil {
+				return err
+			}
 		}
 		for _, id := range ids {
 			th := tableHealth{Bucket: b.Name(), Namespace: id.NamespaceString(), Table: id.Name}

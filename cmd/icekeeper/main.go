@@ -47,6 +47,7 @@ type command struct {
 var commands = []command{
 	{"serve", "run the daemon: scheduler and API", cmdServe},
 	{"run", "run maintenance on one table now", cmdRun},
+	{"check", "validate the configuration and print it resolved; --connect reaches each endpoint", cmdCheck},
 	{"tables", "list every table with its health", cmdTables},
 	{"noncurrent", "list a table's noncurrent (marked unreferenced) objects", cmdNoncurrent},
 	{"restore", "protect noncurrent objects: keep them, and do not mark them again", cmdRestore},

@@ -190,16 +190,28 @@ func (c *commonFlags) open(ctx context.Context, withStore bool) (*world, error) 
 	logger.Debug("configuration loaded", "buckets", len(cfg.Buckets), "duration", time.Since(start))
 	w := &world{cfg: cfg, registry: cfg.Registry().WithLogger(logger), logger: logger}
 	if withStore {
-		start := time.Now()
-		sctx, cancel := context.WithTimeout(ctx, c.connectTimeout)
-		defer cancel()
-		if w.store, err = state.Open(sctx, cfg.State); err != nil {
+		if err := c.openStore(ctx, w); err != nil {
 			return nil, err
 		}
-		logger.Debug("state store opened", "store", redact.URI(cfg.State), "duration", time.Since(start))
-		w.resolver = &jobs.Resolver{Store: w.store, Defaults: cfg.Defaults()}
 	}
 	return w, nil
+}
+
+// openStore opens w's state store (creating a SQLite one, and migrating
+// either) and its settings resolver. Commands on a table open it once the
+// table was found, so a configuration whose catalog cannot be reached
+// leaves no store behind.
+func (c *commonFlags) openStore(ctx context.Context, w *world) error {
+	start := time.Now()
+	sctx, cancel := context.WithTimeout(ctx, c.connectTimeout)
+	defer cancel()
+	store, err := state.Open(sctx, w.cfg.State)
+	if err != nil {
+		return err
+	}
+	w.logger.Debug("state store opened", "store", redact.URI(w.cfg.State), "duration", time.Since(start))
+	w.store, w.resolver = store, &jobs.Resolver{Store: store, Defaults: w.cfg.Defaults()}
+	return nil
 }
 
 // resolve finds the bucket and table of a --table reference, opening the
@@ -247,11 +259,14 @@ func embeddedHome() (string, error) {
 // openTable opens the world with its store and resolves --table; the
 // caller closes the world.
 func (c *commonFlags) openTable(ctx context.Context, ref string) (*world, jobs.Target, error) {
-	w, err := c.open(ctx, true)
+	w, err := c.open(ctx, false)
 	if err != nil {
 		return nil, jobs.Target{}, err
 	}
 	b, id, err := c.resolve(ctx, w, ref)
+	if err == nil {
+		err = c.openStore(ctx, w)
+	}
 	if err != nil {
 		w.Close()
 		return nil, jobs.Target{}, err

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+)
+
+// snapshotDir lists every file under dir with its size and modification
+// time: what check must leave as it found it.
+func snapshotDir(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s %d %s\n", p, info.Size(), info.ModTime().Format(time.RFC3339Nano))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// check runs offline on every example in configs/: each is valid, is
+// printed with its credentials masked, and nothing in the directory (or
+// the home) is created or changed.
+func TestCheckExamplesOffline(t *testing.T) {
+	c := newCLI(t)
+	const secret = "s3cr3t-v4lue-never-printed"
+	for _, name := range []string{"AWS_SECRET_ACCESS_KEY", "ALIBABA_CLOUD_ACCESS_KEY_SECRET", "PGPASSWORD", "S3_SECRET_ACCESS_KEY"} {
+		t.Setenv(name, secret)
+	}
+	for _, name := range []string{"AWS_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_ID", "S3_ACCESS_KEY_ID"} {
+		t.Setenv(name, "AKIDEXAMPLE")
+	}
+	dir := filepath.Join("..", "..", "configs")
+	examples, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(examples) < 6 {
+		t.Fatalf("examples: %v %v", examples, err)
+	}
+	before, home := snapshotDir(t, dir), snapshotDir(t, c.home)
+	for _, f := range examples {
+		out := c.must("check", "--config", f)
+		if !strings.Contains(out, "configuration "+f+": valid") || !strings.Contains(out, "icebergCompaction") {
+			t.Errorf("check %s:\n%s", f, out)
+		}
+		if strings.Contains(out, secret) {
+			t.Errorf("check %s printed a secret:\n%s", f, out)
+		}
+	}
+	if after := snapshotDir(t, dir); after != before {
+		t.Errorf("check changed configs/:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if after := snapshotDir(t, c.home); after != home {
+		t.Errorf("check changed the home:\n%s", after)
+	}
+	// The embedded default, before demo created it: shown, not created.
+	if out := c.must("check"); !strings.Contains(out, "configuration the embedded default: valid") {
+		t.Errorf("check on the embedded default:\n%s", out)
+	}
+	if after := snapshotDir(t, c.home); after != home {
+		t.Errorf("check created the embedded default:\n%s", after)
+	}
+}
+
+// A misspelt property exits 2 naming it and the key meant, for each
+// catalog type, before anything is reached.
+func TestCheckMisspeltProperty(t *testing.T) {
+	c := newCLI(t)
+	dir := t.TempDir()
+	for typ, catalog := range map[string]string{
+		"sql":  `{type: sql, uri: "file:x.db", s3.endpiont: "http://127.0.0.1:1"}`,
+		"rest": `{type: rest, uri: "http://127.0.0.1:1", s3.endpiont: "http://127.0.0.1:1"}`,
+		"glue": `{type: glue, s3.endpiont: "http://127.0.0.1:1"}`,
+		"hive": `{type: hive, uri: "thrift://127.0.0.1:1", s3.endpiont: "http://127.0.0.1:1"}`,
+	} {
+		cfg := filepath.Join(dir, typ+".yaml")
+		os.WriteFile(cfg, []byte("state: sqlite://state.db\nbuckets:\n  - arn: arn:aws:s3tables:us-east-1:1:bucket/bkt\n    catalog: "+catalog+"\n"), 0o644)
+		for _, cmd := range []string{"check", "tables"} {
+			code, _, errOut := c.run(cmd, "--config", cfg)
+			if code != exitUsage || !strings.Contains(errOut, "buckets[0].catalog.s3.endpiont: unknown property for a "+typ+" catalog (did you mean s3.endpoint?)") {
+				t.Errorf("%s on a %s catalog: exit %d, stderr %q", cmd, typ, code, errOut)
+			}
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 4 {
+		t.Errorf("a rejected configuration left files behind: %v", entries)
+	}
+}
+
+// check --connect reaches the state store, each catalog and its storage:
+// ok on the demo, and on a configuration whose catalog is down one
+// failed line naming the endpoint, exit 1, and no store created.
+func TestCheckConnect(t *testing.T) {
+	c := newCLI(t)
+	c.must("demo")
+	c.must("noncurrent", "--table", "local/demo/events") // creates the store
+	out := c.must("check", "--connect")
+	for _, want := range []string{"state store", "ok: reached, schema version", "bucket local catalog", "ok: 1 tables", "bucket local storage", "ok: file://"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check --connect on the demo lacks %q:\n%s", want, out)
+		}
+	}
+
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "down.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`state: sqlite://state.db
+buckets:
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/down
+    catalog: {type: rest, uri: "http://%s/iceberg"}
+`, servers.RefusedAddr)), 0o644)
+	code, out, _ := c.run("check", "--config", cfg, "--connect", "--connect-timeout", "5s")
+	if code != exitFailed || !strings.Contains(out, "bucket down catalog") || !strings.Contains(out, "FAILED") || !strings.Contains(out, servers.RefusedAddr) {
+		t.Errorf("check --connect on a catalog that is down: exit %d\n%s", code, out)
+	}
+	if !strings.Contains(out, "not created yet") {
+		t.Errorf("check --connect does not say the store is not created:\n%s", out)
+	}
+	// Neither check nor a command the catalog refused created the store.
+	c.run("tables", "--config", cfg, "--connect-timeout", "5s")
+	c.run("run", "--config", cfg, "--table", "down/db/t", "--connect-timeout", "5s")
+	if _, err := os.Stat(filepath.Join(dir, "state.db")); err == nil {
+		t.Error("a state store was created for a catalog that was never reached")
+	}
+}
