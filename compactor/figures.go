@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/icekeeper/icekeeper/internal/rebase"
+	"github.com/icekeeper/icekeeper/internal/textlist"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/planner"
 )
@@ -84,8 +85,13 @@ type manifestFigures struct {
 	metadataRemoved int
 }
 
-// Text is the readable form `icekeeper run` prints.
-func (f *Figures) Text() string {
+// Text is the readable form `icekeeper run` prints, with the first few
+// items of each list.
+func (f *Figures) Text() string { return f.TextItems(textlist.Short) }
+
+// TextItems is Text with at most limit items of each list (textlist.All:
+// every one), the rest counted.
+func (f *Figures) TextItems(limit int) string {
 	var b strings.Builder
 	line, skipped := f.Unchanged.Text(f.DryRun, "planned")
 	b.WriteString(line)
@@ -98,7 +104,7 @@ func (f *Figures) Text() string {
 	}
 	fmt.Fprintf(&b, "  %s toward %d MB: %d groups %s, %d files (%d bytes) in, %d files expected out",
 		f.Strategy, f.TargetFileSizeMB, f.GroupsPlanned, planned, f.Plan.InputFiles(), f.Plan.InputBytes(), f.Plan.ExpectedOutputFiles())
-	for _, g := range f.Plan.Groups {
+	textlist.Lines(&b, limit, f.Plan.Groups, 0, func(g planner.Group) string {
 		path := g.Path
 		if g.PathReason != "" {
 			path += ": " + g.PathReason
@@ -106,11 +112,11 @@ func (f *Figures) Text() string {
 		if c := g.Copies; c != nil && c.ToCopy > 0 {
 			path += fmt.Sprintf(", ~%d of %d row groups copied as they are", c.ToCopy, c.RowGroups)
 		}
-		fmt.Fprintf(&b, "\n  group %s: %d files, %d bytes, %d rows -> ~%d files (%s) by %s", g.Partition, g.InputFiles, g.InputBytes, g.InputRecords, g.ExpectedOutputFiles, g.Reason, path)
-	}
-	for _, s := range f.Plan.Skipped {
-		fmt.Fprintf(&b, "\n  skip %s: %s", s.Partition, s.Reason)
-	}
+		return fmt.Sprintf("group %s: %d files, %d bytes, %d rows -> ~%d files (%s) by %s", g.Partition, g.InputFiles, g.InputBytes, g.InputRecords, g.ExpectedOutputFiles, g.Reason, path)
+	})
+	textlist.Lines(&b, limit, f.Plan.Skipped, 0, func(s planner.Skip) string {
+		return fmt.Sprintf("skip %s: %s", s.Partition, s.Reason)
+	})
 	if f.GroupsDeferredByBudget > 0 {
 		why := ""
 		if f.DeferredBecause != "" {
@@ -148,7 +154,7 @@ func (f *Figures) Text() string {
 		would = " would be"
 	}
 	cv := f.convertFigures
-	for _, g := range cv.ConvertPlan {
+	textlist.Lines(&b, limit, cv.ConvertPlan, 0, func(g planner.ConvertGroup) string {
 		kept, chunks := "", ""
 		if g.Kept > 0 {
 			kept = fmt.Sprintf(" (%d left for later)", g.Kept)
@@ -156,41 +162,38 @@ func (f *Figures) Text() string {
 		if g.Chunks > 1 {
 			chunks = fmt.Sprintf(" in %d chunks of keys", g.Chunks)
 		}
-		fmt.Fprintf(&b, "\n  convert %s: %d equality delete files (%d keys)%s%s converted into positions in %d data files%s, ~%d bytes of key columns to read",
+		return fmt.Sprintf("convert %s: %d equality delete files (%d keys)%s%s converted into positions in %d data files%s, ~%d bytes of key columns to read",
 			g.Partition, g.EqualityDeletes, g.Keys, kept, would, g.DataFiles, chunks, g.ReadBytes)
-	}
-	for _, s := range cv.ConvertSkipped {
-		fmt.Fprintf(&b, "\n  skip convert %s: %s", s.Partition, s.Reason)
-	}
+	})
+	textlist.Lines(&b, limit, cv.ConvertSkipped, 0, func(s planner.Skip) string {
+		return fmt.Sprintf("skip convert %s: %s", s.Partition, s.Reason)
+	})
 	if cv.ConvertCommits > 0 || cv.ConvertGroupsDropped > 0 {
 		fmt.Fprintf(&b, "\n  equality deletes: %d partitions converted (%d dropped for conflicts) in %d chunks of keys, %d equality delete files -> %d position delete files or vectors, %d rows matched, %d bytes read (%d data files skipped by their bounds), %d commits (%d attempts lost to concurrent commits), %d ms",
 			cv.ConvertGroupsCommitted, cv.ConvertGroupsDropped, cv.ConvertChunks, cv.EqualityDeletesConverted, cv.ConvertDeletesWritten, cv.ConvertRowsMatched, cv.ConvertBytesRead, cv.ConvertFilesSkipped, cv.ConvertCommits, cv.ConvertConflicts, cv.ConvertMs)
 	}
 	d := f.deleteFigures
-	for _, g := range d.DeletePlan {
-		fmt.Fprintf(&b, "\n  deletes %s: the position deletes of %d data files, in %d files,%s rewritten into %d", g.Partition, g.DataFiles, g.DeleteFiles, would, g.ExpectedOutputFiles)
-	}
-	for _, s := range d.DeleteSkipped {
-		fmt.Fprintf(&b, "\n  skip deletes %s: %s", s.Partition, s.Reason)
-	}
+	textlist.Lines(&b, limit, d.DeletePlan, 0, func(g planner.DeleteGroup) string {
+		return fmt.Sprintf("deletes %s: the position deletes of %d data files, in %d files,%s rewritten into %d", g.Partition, g.DataFiles, g.DeleteFiles, would, g.ExpectedOutputFiles)
+	})
+	textlist.Lines(&b, limit, d.DeleteSkipped, 0, func(s planner.Skip) string {
+		return fmt.Sprintf("skip deletes %s: %s", s.Partition, s.Reason)
+	})
 	if d.DeleteCommits > 0 || d.DeleteGroupsDropped > 0 {
 		fmt.Fprintf(&b, "\n  deletes: %d partitions rewritten (%d dropped for conflicts), %d delete files and vectors -> %d, %d positions -> %d, %d commits (%d attempts lost to concurrent commits), %d ms",
 			d.DeleteGroupsCommitted, d.DeleteGroupsDropped, d.DeletesRemoved, d.DeletesWritten, d.PositionsIn, d.PositionsOut, d.DeleteCommits, d.DeleteConflicts, d.DeleteMs)
 	}
-	for _, d := range f.Dropped {
-		fmt.Fprintf(&b, "\n  dropped %s", d)
-	}
-	for _, d := range d.DeleteDropped {
-		fmt.Fprintf(&b, "\n  dropped deletes %s", d)
-	}
-	for _, d := range cv.ConvertDropped {
-		fmt.Fprintf(&b, "\n  dropped conversion %s", d)
-	}
-	for _, e := range f.Errors {
-		fmt.Fprintf(&b, "\n  error %s", e)
-	}
+	prefixed := func(prefix string) func(string) string { return func(s string) string { return prefix + s } }
+	textlist.Lines(&b, limit, f.Dropped, 0, prefixed("dropped "))
+	textlist.Lines(&b, limit, d.DeleteDropped, 0, prefixed("dropped deletes "))
+	textlist.Lines(&b, limit, cv.ConvertDropped, 0, prefixed("dropped conversion "))
+	textlist.Lines(&b, limit, f.Errors, 0, prefixed("error "))
 	return b.String()
 }
+
+// Empty reports whether the run stopped before it read the table: a
+// failed run's figures are then only zeros, not worth printing.
+func (f *Figures) Empty() bool { return f.Unchanged == nil && f.Strategy == "" }
 
 // Counters implements jobs.Counter.
 func (f *Figures) Counters() map[string]float64 {

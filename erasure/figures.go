@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/icekeeper/icekeeper/internal/textlist"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/planner"
 )
@@ -75,8 +76,12 @@ type Rewrite struct {
 }
 
 // Text is the readable form `icekeeper run` and `icekeeper erasure`
-// print.
-func (f *Figures) Text() string {
+// print, with the first few items of each list.
+func (f *Figures) Text() string { return f.TextItems(textlist.Short) }
+
+// TextItems is Text with at most limit items of each list (textlist.All:
+// every one), the rest counted.
+func (f *Figures) TextItems(limit int) string {
 	var b strings.Builder
 	line, skipped := f.Unchanged.Text(f.DryRun, "read")
 	b.WriteString(line)
@@ -89,18 +94,18 @@ func (f *Figures) Text() string {
 	}
 	fmt.Fprintf(&b, "  deadline %d days, now %s: %d data files (%d bytes) %srewritten with their deletes into %d, %d delete files dropped, %d snapshots %sexpired, %d objects deleted",
 		f.DeadlineDays, stamp(f.Now), f.FilesRewritten, f.BytesRewritten, would, f.FilesWritten, f.DeletesRemoved, len(f.Expired), would, f.ObjectsDeleted)
-	for _, r := range f.Rewritten {
-		fmt.Fprintf(&b, "\n  rewrote %d data files of %s (%d delete files) for the delete of %s, due %s", len(r.DataFiles), r.Partition, len(r.DeleteFiles), removedText(r.DeleteCommit, r.Removed), stamp(r.Due))
-	}
-	for _, e := range f.Expired {
-		fmt.Fprintf(&b, "\n  expired snapshot %d (%s): reaches rows removed %s, due %s", e.SnapshotID, stamp(e.Timestamp), removedText(0, e.Removed), stamp(e.Due))
-	}
+	textlist.Lines(&b, limit, f.Rewritten, 0, func(r Rewrite) string {
+		return fmt.Sprintf("rewrote %d data files of %s (%d delete files) for the delete of %s, due %s", len(r.DataFiles), r.Partition, len(r.DeleteFiles), removedText(r.DeleteCommit, r.Removed), stamp(r.Due))
+	})
+	textlist.Lines(&b, limit, f.Expired, 0, func(e planner.ErasedSnapshot) string {
+		return fmt.Sprintf("expired snapshot %d (%s): reaches rows removed %s, due %s", e.SnapshotID, stamp(e.Timestamp), removedText(0, e.Removed), stamp(e.Due))
+	})
 	if len(f.Gone)+len(f.Kept) > 0 {
 		fmt.Fprintf(&b, "\n  %d files checked gone from storage at %s, %d still stored", len(f.Gone), stamp(f.GoneAt), len(f.Kept))
 	}
-	for _, bl := range f.Blocked {
-		fmt.Fprintf(&b, "\n  blocked: held by %s %q (snapshot %d) until you remove it; rows removed %s, due %s", bl.Type, bl.Ref, bl.SnapshotID, removedText(0, bl.Removed), stamp(bl.Due))
-	}
+	textlist.Lines(&b, limit, f.Blocked, 0, func(bl planner.ErasureBlock) string {
+		return fmt.Sprintf("blocked: held by %s %q (snapshot %d) until you remove it; rows removed %s, due %s", bl.Type, bl.Ref, bl.SnapshotID, removedText(0, bl.Removed), stamp(bl.Due))
+	})
 	if len(f.Pending) > 0 {
 		fmt.Fprintf(&b, "\n  %d pending, the first due %s", len(f.Pending), stamp(f.Pending[0].Due))
 	}
@@ -120,6 +125,13 @@ func removedText(commit int64, t time.Time) string {
 		return fmt.Sprintf("by snapshot %d at %s", commit, stamp(t))
 	}
 	return "at " + stamp(t)
+}
+
+// Empty reports whether the run stopped before it read the table: a
+// failed run's figures are then only zeros, not worth printing.
+func (f *Figures) Empty() bool {
+	return f.Unchanged == nil && len(f.Rewritten)+len(f.Expired)+len(f.Blocked)+len(f.Pending)+len(f.Gone)+len(f.Kept) == 0 &&
+		f.ObjectsDeleted == 0 && f.Commits == 0
 }
 
 // Counters implements jobs.Counter.

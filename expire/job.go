@@ -15,6 +15,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/internal/health"
+	"github.com/icekeeper/icekeeper/internal/textlist"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
@@ -87,8 +88,13 @@ type Figures struct {
 	Conflicts            int `json:"conflicts"` // attempts lost to a concurrent commit
 }
 
-// Text is the readable form `icekeeper run` prints.
-func (f *Figures) Text() string {
+// Text is the readable form `icekeeper run` prints, with the first few
+// snapshots and refs.
+func (f *Figures) Text() string { return f.TextItems(textlist.Short) }
+
+// TextItems is Text with at most limit items of each list (textlist.All:
+// every one), the rest counted.
+func (f *Figures) TextItems(limit int) string {
 	var b strings.Builder
 	line, skipped := f.Unchanged.Text(f.DryRun, "decided")
 	b.WriteString(line)
@@ -100,26 +106,32 @@ func (f *Figures) Text() string {
 	if f.DryRun {
 		expire, removed, remove = "would expire", "would be removed", "would remove"
 	}
-	fmt.Fprintf(&b, "  %d of %d snapshots %s, %d refs %s (keep %d [%s], max age %.0fh [%s], %s mode, now %s)\n",
+	fmt.Fprintf(&b, "  %d of %d snapshots %s, %d refs %s (keep %d [%s], max age %.0fh [%s], %s mode, now %s)",
 		f.SnapshotsExpired, f.SnapshotsBefore, expire, f.RefsRemoved, removed, a.MinSnapshotsToKeep, a.MinSnapshotsToKeepSource,
 		a.MaxSnapshotAgeHours, a.MaxSnapshotAgeSource, a.Mode, f.Now.Format(time.RFC3339))
-	for _, r := range f.Decision.RemoveRefs {
-		fmt.Fprintf(&b, "  %s %s %s: %s\n", remove, r.Type, r.Name, r.Reason)
-	}
-	for _, e := range f.Decision.Expire {
-		fmt.Fprintf(&b, "  %s %d (%s): %s\n", expire, e.SnapshotID, e.Timestamp.Format(time.RFC3339), e.Reason)
-	}
+	textlist.Lines(&b, limit, f.Decision.RemoveRefs, 0, func(r planner.RemovedRef) string {
+		return fmt.Sprintf("%s %s %s: %s", remove, r.Type, r.Name, r.Reason)
+	})
+	textlist.Lines(&b, limit, f.Decision.Expire, 0, func(e planner.ExpiredSnapshot) string {
+		return fmt.Sprintf("%s %d (%s): %s", expire, e.SnapshotID, e.Timestamp.Format(time.RFC3339), e.Reason)
+	})
 	for _, r := range []planner.KeepRule{planner.KeptRefHead, planner.KeptMinCount, planner.KeptBranchAge, planner.KeptUnrefAge} {
 		if n := f.Decision.KeptByRule[r]; n > 0 {
-			fmt.Fprintf(&b, "  keep %d by %s\n", n, r)
+			fmt.Fprintf(&b, "\n  keep %d by %s", n, r)
 		}
 	}
 	if f.MetadataBytesAfter > 0 {
-		fmt.Fprintf(&b, "  metadata %d → %d bytes, %d old metadata files removed, %d commit attempt(s), %d ms", f.MetadataBytesBefore, f.MetadataBytesAfter, f.MetadataFilesRemoved, f.CommitAttempts, f.DurationMs)
+		fmt.Fprintf(&b, "\n  metadata %d → %d bytes, %d old metadata files removed, %d commit attempt(s), %d ms", f.MetadataBytesBefore, f.MetadataBytesAfter, f.MetadataFilesRemoved, f.CommitAttempts, f.DurationMs)
 	} else {
-		fmt.Fprintf(&b, "  metadata %d bytes, %d ms", f.MetadataBytesBefore, f.DurationMs)
+		fmt.Fprintf(&b, "\n  metadata %d bytes, %d ms", f.MetadataBytesBefore, f.DurationMs)
 	}
 	return b.String()
+}
+
+// Empty reports whether the run stopped before it read the table: a
+// failed run's figures are then only zeros, not worth printing.
+func (f *Figures) Empty() bool {
+	return f.Unchanged == nil && f.SnapshotsBefore == 0 && f.MetadataBytesBefore == 0
 }
 
 // Counters implements jobs.Counter.

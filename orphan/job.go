@@ -35,6 +35,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/textlist"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
@@ -108,9 +109,13 @@ type Figures struct {
 	DurationMs    int64    `json:"durationMs"`
 }
 
-// Text is the readable form `icekeeper run` prints; a dry run's figures
-// say what a run would do.
-func (f *Figures) Text() string {
+// Text is the readable form `icekeeper run` prints, with the first few
+// paths of each list; a dry run's figures say what a run would do.
+func (f *Figures) Text() string { return f.TextItems(textlist.Short) }
+
+// TextItems is Text with at most limit paths of each list (textlist.All:
+// every one the figures keep), the rest counted.
+func (f *Figures) TextItems(limit int) string {
 	would := func(verb, done string) string {
 		if f.DryRun {
 			return "would " + verb
@@ -151,23 +156,18 @@ func (f *Figures) Text() string {
 	if f.CappedDeletes > 0 {
 		fmt.Fprintf(&b, ", %d left by the per-run cap", f.CappedDeletes)
 	}
-	for _, p := range f.MarkedPaths {
-		fmt.Fprintf(&b, "\n  mark   %s", p)
-	}
-	for _, p := range f.UnmarkedPaths {
-		fmt.Fprintf(&b, "\n  unmark %s", p)
-	}
-	for _, p := range f.DeletedPaths {
-		fmt.Fprintf(&b, "\n  delete %s", p)
-	}
-	for _, p := range f.UnsafePaths {
-		fmt.Fprintf(&b, "\n  unsafe %s", p)
-	}
-	for _, e := range f.Errors {
-		fmt.Fprintf(&b, "\n  error  %s", e)
-	}
+	prefixed := func(prefix string) func(string) string { return func(s string) string { return prefix + s } }
+	textlist.Lines(&b, limit, f.MarkedPaths, f.Marked, prefixed("mark   "))
+	textlist.Lines(&b, limit, f.UnmarkedPaths, f.Unmarked, prefixed("unmark "))
+	textlist.Lines(&b, limit, f.DeletedPaths, f.Deleted, prefixed("delete "))
+	textlist.Lines(&b, limit, f.UnsafePaths, f.UnsafeNames, prefixed("unsafe "))
+	textlist.Lines(&b, limit, f.Errors, f.DeleteFailed, prefixed("error  "))
 	return b.String()
 }
+
+// Empty reports whether the run stopped before it read the table: a
+// failed run's figures are then only zeros, not worth printing.
+func (f *Figures) Empty() bool { return len(f.Prefixes) == 0 && f.Listed == 0 }
 
 // Counters implements jobs.Counter.
 func (f *Figures) Counters() map[string]float64 {

@@ -9,6 +9,7 @@ import (
 	"github.com/icekeeper/icekeeper/erasure"
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/textlist"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
 
@@ -21,7 +22,7 @@ type erasureRun struct {
 
 func cmdErasure(ctx context.Context, env *cliEnv, args []string) error {
 	var c commonFlags
-	fs := newFlagSet(env, "erasure", "--table BUCKET/NAMESPACE/TABLE [--runs N] [--json]",
+	fs := newFlagSet(env, "erasure", "--table BUCKET/NAMESPACE/TABLE [--runs N] [--verbose | --json]",
 		"Shows the proof icebergErasure recorded for the table, newest run first:\n"+
 			"the delete commits each run settled, the data and delete files that held\n"+
 			"the removed rows, when they were rewritten and found gone from storage,\n"+
@@ -30,6 +31,7 @@ func cmdErasure(ctx context.Context, env *cliEnv, args []string) error {
 	ref := fs.String("table", "", "table: BUCKET/NAMESPACE/TABLE")
 	n := fs.Int("runs", 5, "how many recent runs to show")
 	asJSON := fs.Bool("json", false, "print the runs and their proofs whole, as JSON")
+	verbose := fs.Bool("verbose", false, "print every item of each proof's lists, not the first few")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -74,7 +76,11 @@ func cmdErasure(ctx context.Context, env *cliEnv, args []string) error {
 			writeln(env.stdout, "  %s", redact.Text(r.FailureMessage))
 		}
 		if r.Proof != nil {
-			writeln(env.stdout, "%s", redact.Text(r.Proof.Text()))
+			limit := textlist.Short
+			if *verbose {
+				limit = textlist.All
+			}
+			writeln(env.stdout, "%s", redact.Text(r.Proof.TextItems(limit)))
 		}
 	}
 	return nil

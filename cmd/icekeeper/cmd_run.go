@@ -8,6 +8,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/icekeeper/icekeeper/compactor"
@@ -17,6 +20,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/progress"
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/textlist"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/orphan"
@@ -27,13 +31,14 @@ var errJobFailed = errors.New("a job failed")
 
 func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	var c commonFlags
-	fs := newFlagSet(env, "run", "--table BUCKET/NAMESPACE/TABLE [--job TYPE|all] [--dry-run] [--json] [--now RFC3339 --dry-run]",
-		"Runs maintenance on one table now and records the runs in the state store\n(so the API shows them). Job types run in the order record expiration,\ncompaction, snapshot management, unreferenced file removal. A dry run changes\nnothing and records nothing; with --now it previews a later day.")
+	fs := newFlagSet(env, "run", "--table BUCKET/NAMESPACE/TABLE [--job TYPE|all] [--dry-run] [--verbose | --json] [--now RFC3339 --dry-run]",
+		"Runs maintenance on one table now and records the runs in the state store\n(so the API shows them). Job types run in the order record expiration,\ncompaction, snapshot management, unreferenced file removal, erasure. A dry\nrun changes nothing and records nothing; with --now it previews a later day.\nEach job prints its counts and the first few items of each list; --verbose\nor --json prints every item.")
 	c.register(fs)
 	ref := fs.String("table", "", "table: BUCKET/NAMESPACE/TABLE, BUCKET a name or ARN, nested namespaces with dots")
 	job := fs.String("job", "all", "records, compaction, snapshots, unreferenced (or their names icebergRecordExpiration, icebergCompaction, …) or all")
 	dryRun := fs.Bool("dry-run", false, "show what would be done; change nothing and record nothing")
 	asJSON := fs.Bool("json", false, "print one JSON object keyed by job type")
+	verbose := fs.Bool("verbose", false, "print every item of each job's lists (snapshots, groups, paths), not the first few")
 	nowFlag := fs.String("now", "", "the run's clock (RFC 3339), to preview a later day with --dry-run")
 	rewriteBytes := fs.Int64("rewrite-bytes", 0, "cap compaction's input bytes as a rewrite budget would: the groups of its plan that fit are rewritten, the rest deferred (0 rewrites nothing); unset: no cap")
 	clockShift := fs.Bool("allow-clock-shift", false, "let --now change data without --dry-run: for rehearsals and tests only, as it marks and deletes by a clock that is not the real one")
@@ -87,6 +92,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 
 	results := map[maintenance.JobType]any{}
 	failed := false
+	p := &outcomePrinter{w: env.stdout, dryRun: *dryRun, verbose: *verbose, endpoint: target.Bucket.Properties()["s3.endpoint"]}
 	for _, t := range types {
 		update, finish := progress.Bar(env.stderr, string(t))
 		out, err := runner.Run(ctx, target, t, jobs.TriggerCLI, jobs.Options{DryRun: *dryRun, Now: now, Progress: update, RewriteBytes: rewriteCap})
@@ -104,7 +110,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 			Figures        jobs.Figures    `json:"figures,omitempty"`
 		}{runStatus(out.Status, *dryRun), out.FailureMessage, *dryRun, out.Figures}
 		if !*asJSON {
-			printOutcome(env, t, out, *dryRun)
+			p.print(t, out)
 		}
 	}
 	if *asJSON {
@@ -148,18 +154,81 @@ func runStatus(s state.RunStatus, dryRun bool) state.RunStatus {
 	return s
 }
 
-func printOutcome(env *cliEnv, t maintenance.JobType, out jobs.Outcome, dryRun bool) {
-	line := fmt.Sprintf("%s: %s", t, runStatus(out.Status, dryRun))
-	if dryRun {
+// outcomePrinter prints each job's outcome as it ends, a failure in one
+// line: when the table cannot be loaded every job fails for that one
+// cause, and a run printed it in full once per job, each followed by
+// figures of zeros.
+type outcomePrinter struct {
+	w               io.Writer
+	dryRun, verbose bool
+	// endpoint is the bucket's S3 endpoint ("": the SDK's default).
+	endpoint string
+	// causes are the failure messages printed so far, by the job that
+	// printed each.
+	causes []printedCause
+}
+
+type printedCause struct {
+	job     maintenance.JobType
+	message string
+}
+
+// lister is the figures that can print every item of their lists.
+type lister interface{ TextItems(limit int) string }
+
+// emptier is the figures that can tell they hold nothing but zeros.
+type emptier interface{ Empty() bool }
+
+func (p *outcomePrinter) print(t maintenance.JobType, out jobs.Outcome) {
+	line := fmt.Sprintf("%s: %s", t, runStatus(out.Status, p.dryRun))
+	if p.dryRun {
 		line += " (nothing was changed or recorded)"
 	}
-	if out.FailureMessage != "" {
-		line += " — " + out.FailureMessage
+	if msg := out.FailureMessage; msg != "" {
+		line += p.failure(t, msg)
 	}
-	writeln(env.stdout, "%s", line)
-	if out.Figures != nil {
-		writeln(env.stdout, "%s", redact.Text(out.Figures.Text()))
+	writeln(p.w, "%s", line)
+	if out.Figures == nil {
+		return
 	}
+	if e, ok := out.Figures.(emptier); ok && out.Status == state.Failed && e.Empty() {
+		return
+	}
+	text := out.Figures.Text()
+	if l, ok := out.Figures.(lister); ok && p.verbose {
+		text = l.TextItems(textlist.All)
+	}
+	writeln(p.w, "%s", redact.Text(text))
+}
+
+// failure is what follows job t's status for its failure message msg: the
+// message, or, when an earlier job printed the same cause, a pointer to
+// it (with what t said before the cause, if anything).
+func (p *outcomePrinter) failure(t maintenance.JobType, msg string) string {
+	for _, c := range p.causes {
+		if msg == c.message {
+			return fmt.Sprintf(" (same cause as %s)", c.job)
+		}
+		if before, ok := strings.CutSuffix(msg, ": "+c.message); ok {
+			return fmt.Sprintf(" — %s: (same cause as %s)", before, c.job)
+		}
+	}
+	p.causes = append(p.causes, printedCause{job: t, message: msg})
+	return " — " + msg + storageNote(p.endpoint, msg)
+}
+
+// objectURI finds an object storage URI in a message.
+var objectURI = regexp.MustCompile(`\b(s3|s3a|s3n|oss)://`)
+
+// storageNote names the S3 endpoint behind a missing object. iceberg-go
+// turns an object store's 404 into "file does not exist" and drops the
+// answer, so an endpoint that is not the storage meant (a wrong port or
+// path prefix answers 404 to everything) read like a deleted file.
+func storageNote(endpoint, msg string) string {
+	if endpoint == "" || !strings.Contains(msg, fs.ErrNotExist.Error()) || !objectURI.MatchString(msg) {
+		return ""
+	}
+	return fmt.Sprintf(" (object storage answered not found at S3 endpoint %s)", redact.URI(endpoint))
 }
 
 // availableJobs registers the executor of each job type, one line each;

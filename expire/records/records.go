@@ -24,6 +24,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/internal/rebase"
+	"github.com/icekeeper/icekeeper/internal/textlist"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
@@ -116,8 +117,13 @@ type ExpirationFigures struct {
 	Rebases        int      `json:"rebases"`
 }
 
-// Text is the readable form `icekeeper run` prints.
-func (f *ExpirationFigures) Text() string {
+// Text is the readable form `icekeeper run` prints, with the first few
+// groups left for the next run.
+func (f *ExpirationFigures) Text() string { return f.TextItems(textlist.Short) }
+
+// TextItems is Text with at most limit items of each list (textlist.All:
+// every one), the rest counted.
+func (f *ExpirationFigures) TextItems(limit int) string {
 	var b strings.Builder
 	line, skipped := f.Unchanged.Text(f.DryRun, "read")
 	b.WriteString(line)
@@ -141,11 +147,13 @@ func (f *ExpirationFigures) Text() string {
 		fmt.Fprintf(&b, "\n  %d commits in %d attempts (%d lost to concurrent commits, %d rebased), %d ms in all",
 			f.Commits, f.CommitAttempts, f.Conflicts, f.Rebases, f.DurationMs)
 	}
-	for _, d := range f.Dropped {
-		fmt.Fprintf(&b, "\n  left for the next run %s", d)
-	}
+	textlist.Lines(&b, limit, f.Dropped, 0, func(d string) string { return "left for the next run " + d })
 	return b.String()
 }
+
+// Empty reports whether the run stopped before it read the table: a
+// failed run's figures are then only zeros, not worth printing.
+func (f *ExpirationFigures) Empty() bool { return f.Unchanged == nil && f.Column == "" }
 
 // Counters implements jobs.Counter.
 func (f *ExpirationFigures) Counters() map[string]float64 {

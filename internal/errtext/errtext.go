@@ -43,6 +43,12 @@ func cause(op *smithy.OperationError) string {
 	var re *awshttp.ResponseError
 	if errors.As(op, &re) && re.HTTPStatusCode() > 0 {
 		status = fmt.Sprintf("HTTP %d %s", re.HTTPStatusCode(), http.StatusText(re.HTTPStatusCode()))
+		// The SDK's text never says who answered: a 404 from an endpoint
+		// that is not the service meant (a wrong port or path prefix)
+		// read like a missing object.
+		if u := answeredBy(re); u != "" {
+			status += " from " + u
+		}
 	}
 	var api smithy.APIError
 	if errors.As(op, &api) {
@@ -69,4 +75,16 @@ func cause(op *smithy.OperationError) string {
 		return status + ": " + inner.Error()
 	}
 	return inner.Error()
+}
+
+// answeredBy is the URL whose answer re is, without its query and user
+// info (a presigned request carries its signature there), or "" when the
+// SDK kept no request.
+func answeredBy(re *awshttp.ResponseError) string {
+	if re.Response == nil || re.Response.Response == nil || re.Response.Request == nil || re.Response.Request.URL == nil {
+		return ""
+	}
+	u := *re.Response.Request.URL
+	u.RawQuery, u.ForceQuery, u.Fragment, u.User = "", false, "", nil
+	return u.String()
 }

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/demo"
+	"github.com/icekeeper/icekeeper/internal/testkit"
+)
+
+// demoWith creates the embedded default's demo table with opts, in
+// process: --appends alone makes four files per append, and a test that
+// needs hundreds of snapshots needs no more than one.
+func demoWith(t *testing.T, opts demo.Options) {
+	t.Helper()
+	home, err := embeddedHome()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := configs.Embedded(home).Registry()
+	defer reg.Close()
+	b, err := reg.Bucket("local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := demo.Create(context.Background(), b, opts); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var expiredRE = regexp.MustCompile(`(\d+) of \d+ snapshots (would )?expire`)
+
+// expiredIn is the snapshots a run's text says expired.
+func expiredIn(t *testing.T, out string) int {
+	t.Helper()
+	m := expiredRE.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no snapshot count in:\n%s", out)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// A run on a table with hundreds of expired snapshots prints counts and
+// the first few of each list, at most 60 lines in all; --verbose prints
+// every snapshot.
+func TestRunSummarises(t *testing.T) {
+	c := newCLI(t)
+	demoWith(t, demo.Options{Appends: 280, DaysPerAppend: 1, RowsPerFile: 5})
+	args := []string{"run", "--table", "local/demo/events"}
+
+	all := c.must(append(args, "--job", "snapshots", "--dry-run", "--verbose")...)
+	n := expiredIn(t, all)
+	if n < 200 {
+		t.Fatalf("the table has %d snapshots to expire, want hundreds:\n%s", n, all)
+	}
+	if got := strings.Count(all, "\n  would expire "); got != n {
+		t.Errorf("--verbose printed %d of the %d snapshots:\n%s", got, n, all)
+	}
+	if strings.Contains(all, "more (--verbose") {
+		t.Errorf("--verbose still left items out:\n%s", all)
+	}
+
+	out := c.must(args...)
+	if got := expiredIn(t, out); got != n {
+		t.Fatalf("the run expired %d snapshots, the dry run planned %d:\n%s", got, n, out)
+	}
+	if lines := strings.Count(out, "\n"); lines > 60 {
+		t.Errorf("run printed %d lines, want at most 60:\n%s", lines, out)
+	}
+	if want := fmt.Sprintf("… and %d more (--verbose or --json for all)", n-5); !strings.Contains(out, want) {
+		t.Errorf("run does not say %q:\n%s", want, out)
+	}
+}
+
+// When the table cannot be loaded every job fails for that one cause: it
+// is printed once, each other job says it failed for the same cause in
+// one line, and no job prints figures of zeros.
+func TestFailedRunOneLinePerJob(t *testing.T) {
+	c := newCLI(t)
+	demoWith(t, demo.Options{Appends: 5})
+	meta, err := filepath.Glob(filepath.Join(c.home, "warehouse", "demo.db", "events", "metadata", "*.metadata.json"))
+	if err != nil || len(meta) == 0 {
+		t.Fatalf("metadata files: %v %v", meta, err)
+	}
+	for _, m := range meta {
+		if err := os.Remove(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := c.run("run", "--table", "local/demo/events")
+	if code != 1 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	want := []string{
+		"icebergRecordExpiration: Disabled",
+		"icebergCompaction: Failed — load table local/demo.events: open ",
+		"icebergSnapshotManagement: Failed (same cause as icebergCompaction)",
+		"icebergUnreferencedFileRemoval: Failed (same cause as icebergCompaction)",
+		"icebergErasure: Disabled",
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want one per job:\n%s", len(lines), out)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d: %q, want %q…", i+1, lines[i], w)
+		}
+	}
+	if n := strings.Count(out, "no such file or directory"); n != 1 {
+		t.Errorf("the cause is printed %d times:\n%s", n, out)
+	}
+}
+
+// An object store that answers 404 reaches iceberg-go as "file does not
+// exist"; the failure names the object and the endpoint that answered.
+func TestMissingObjectNamesEndpoint(t *testing.T) {
+	c := newCLI(t)
+	// The store keeps what the table's creation writes, until it is
+	// swapped for one that answers 404 to everything.
+	var mu sync.Mutex
+	objects, swapped := map[string][]byte{}, false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		body, ok := objects[r.URL.Path]
+		switch {
+		case swapped:
+		case r.Method == http.MethodPut:
+			objects[r.URL.Path], _ = io.ReadAll(r.Body)
+			w.Header().Set("ETag", `"0"`)
+			return
+		case ok && r.Method == http.MethodGet:
+			w.Write(body)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, "404 page not found")
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "s3.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`state: sqlite://state.db
+buckets:
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/lake
+    catalog: {type: sql, uri: "file:catalog.db?mode=rwc", sql.driver: sqlite, sql.dialect: sqlite, warehouse: "s3://bkt/wh",
+              s3.endpoint: %q, s3.region: us-east-1, s3.access-key-id: k, s3.secret-access-key: s}
+`, srv.URL)), 0o644)
+	loaded, err := configs.Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := loaded.Registry()
+	defer reg.Close()
+	b, err := reg.Bucket("lake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.NewTable(t, b, "db", "events", demo.Schema())
+	mu.Lock()
+	swapped = true
+	mu.Unlock()
+
+	code, out, errOut := c.run("run", "--config", cfg, "--table", "lake/db/events", "--job", "snapshots")
+	if code != 1 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if !strings.Contains(out, "s3://bkt/wh/") || !strings.Contains(out, "file does not exist") ||
+		!strings.Contains(out, "at S3 endpoint "+srv.URL) {
+		t.Fatalf("the failure names neither the object nor the endpoint:\n%s", out)
+	}
+}
