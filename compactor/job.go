@@ -57,6 +57,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/compactor/merge"
 	"github.com/icekeeper/icekeeper/internal/commit"
+	"github.com/icekeeper/icekeeper/internal/cost"
 	"github.com/icekeeper/icekeeper/internal/rebase"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -132,7 +133,12 @@ func (j *Job) Definition() *jobs.Definition[Settings, *Figures] {
 		Pending:   pending,
 		RunPart:   j.RunPart,
 		Rewritten: func(f *Figures) int64 { return f.InputBytes },
-		Summary:   summary,
+		// S3 Tables bills compaction by the data files it rewrites.
+		Processed: func(f *Figures) cost.Work {
+			return cost.Work{Objects: int64(f.InputFiles), Bytes: f.InputBytes,
+				Sorted: f.Strategy == "sort" || f.Strategy == "z-order", Billed: true}
+		},
+		Summary: summary,
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/expire"
 	"github.com/icekeeper/icekeeper/internal/commit"
+	"github.com/icekeeper/icekeeper/internal/cost"
 	"github.com/icekeeper/icekeeper/internal/rebase"
 	"github.com/icekeeper/icekeeper/internal/verified"
 	"github.com/icekeeper/icekeeper/jobs"
@@ -93,6 +94,10 @@ func (j *Job) Definition() *jobs.Definition[Settings, *Figures] {
 			return planner.ErasureIdle(meta)
 		}},
 		Summary: summary,
+		// Processed, not billed: S3 Tables has no erasure to compare with.
+		Processed: func(f *Figures) cost.Work {
+			return cost.Work{Objects: int64(f.FilesRewritten), Bytes: f.BytesRewritten}
+		},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/internal/cost"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
@@ -69,6 +70,10 @@ type Definition[S any, F Figures] struct {
 	// Rewritten puts the type's runs under the rewrite budgets (Budgets):
 	// it is the input bytes a run rewrote, which the budgets count.
 	Rewritten func(F) int64
+	// Processed is the data a run read to rewrite it, for the run's cost
+	// (cost.Figures' processed objects and bytes, and what S3 Tables
+	// would charge for them).
+	Processed func(F) cost.Work
 	// Summary is what a run did in one line, in the words its Text uses
 	// ("234 files -> 21 files"), for the runs route and the dashboard,
 	// which show it before the figures. It is given the figures of runs
@@ -142,6 +147,9 @@ type Common struct {
 	// DurationMs is the run's time, from the settings' translation to the
 	// type's return.
 	DurationMs int64 `json:"durationMs"`
+	// Cost is what the run spent: requests, bytes, processed data, and
+	// their price.
+	Cost *cost.Figures `json:"cost,omitempty"`
 }
 
 func (c *Common) common() *Common { return c }
@@ -227,7 +235,19 @@ func (d *Definition[S, F]) run(ctx context.Context, t Target, all maintenance.Se
 	fig := d.Figures(s, opts)
 	c := fig.common()
 	c.DryRun = opts.DryRun
-	defer func() { c.DurationMs = time.Since(begin).Milliseconds() }()
+	// The meter counts every request made with ctx, and the table IO the
+	// run builds from it shares one metered HTTP client.
+	meter := &cost.Meter{}
+	ctx = cost.With(t.Bucket.WithTableIO(ctx), meter)
+	defer func() {
+		c.DurationMs = time.Since(begin).Milliseconds()
+		var w cost.Work
+		if d.Processed != nil {
+			w = d.Processed(fig)
+		}
+		figures := meter.Figures(opts.prices(), w)
+		c.Cost = &figures
+	}()
 	out := Outcome{Figures: fig}
 	r := &Run[S]{Target: t, Settings: s, Options: opts}
 	if d.Unchanged != nil && rule != nil {

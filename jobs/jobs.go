@@ -24,6 +24,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/cost"
 	"github.com/icekeeper/icekeeper/internal/errtext"
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/state"
@@ -55,11 +56,22 @@ type Options struct {
 	// Fanout, when set, lets a job with parts run them on every replica's
 	// workers (the daemon sets it; one-shot runs do all the work here).
 	Fanout Fanout
+	// Prices price the run's cost (nil: cost.DefaultPrices); the Runner
+	// sets its own.
+	Prices *cost.Prices
 	// RewriteBytes, when set, caps the input bytes a compaction run
 	// rewrites (its rewrite budget's allowance, Budgets.Allowance): the
 	// groups of its plan that fit run, the rest are deferred to the next
 	// run; 0 rewrites nothing. Nil: no cap.
 	RewriteBytes *int64
+}
+
+// prices are the run's prices: its own, else S3 Tables' published ones.
+func (o Options) prices() cost.Prices {
+	if o.Prices != nil {
+		return *o.Prices
+	}
+	return cost.DefaultPrices()
 }
 
 // Outcome is a job's result.
@@ -108,6 +120,8 @@ type Runner struct {
 	// Loaded, when set, sees every table Need loads, with its settings
 	// (Metrics.Polled: health gauges from the poll's load).
 	Loaded func(t Target, tbl *table.Table, s maintenance.Settings, now time.Time)
+	// Prices price each run's cost (nil: cost.DefaultPrices).
+	Prices *cost.Prices
 	// FullEvery is the unchanged rule's backstop: a run evaluates in full
 	// once the last full evaluation is this old, even if nothing changed
 	// (0: DefaultFullEvery; negative: the rule is off, every run is full).
@@ -152,6 +166,9 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 	}
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
+	}
+	if opts.Prices == nil {
+		opts.Prices = r.Prices
 	}
 	settings, err := r.resolver().Table(ctx, t)
 	if err != nil {

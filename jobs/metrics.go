@@ -41,9 +41,14 @@ type Metrics struct {
 	pending    *prometheus.GaugeVec
 	budgetUsed *prometheus.GaugeVec
 	budgetCap  *prometheus.GaugeVec
-	tables     *tableCollector
+	// What runs spent (cost.Figures), by job type.
+	bytesProcessed, objectsProcessed, requests, spent *prometheus.CounterVec
+	tables                                            *tableCollector
 	// healthCache spares a refresh the manifests of unchanged tables.
 	healthCache health.Cache
+	// History, when set, records the health the refresh and the polls
+	// compute, for the dashboard's charts (nil: not recorded).
+	History *HealthHistory
 }
 
 // MetricsStore is what the metrics read of the state store.
@@ -78,6 +83,15 @@ func NewMetrics(reg prometheus.Registerer, store MetricsStore) *Metrics {
 		budgetCap: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "icekeeper_budget_rewrite_bytes_limit",
 			Help: "Input bytes compaction may rewrite per hour, by budget scope (0: unbounded)."}, []string{"scope"}),
 	}
+	m.bytesProcessed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icekeeper_maintenance_bytes_processed_total",
+		Help: "Bytes of data files runs read to rewrite them, by job type (what S3 Tables bills compaction by)."}, []string{"job"})
+	m.objectsProcessed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icekeeper_maintenance_objects_processed_total",
+		Help: "Data files runs read to rewrite them, by job type."}, []string{"job"})
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icekeeper_maintenance_requests_total",
+		Help: "Requests runs made to object storage and REST catalogs, by job type and kind (GET, PUT, LIST, DELETE, HEAD, POST, CATALOG)."}, []string{"job", "kind"})
+	m.spent = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icekeeper_maintenance_cost_usd_total",
+		Help: "What runs cost at the configured prices, by job type: price=requests is icekeeper's requests, price=s3tables what S3 Tables' compaction would charge for the same processed data."},
+		[]string{"job", "price"})
 	for _, typ := range maintenance.JobTypes() {
 		for _, st := range []state.RunStatus{state.Successful, state.Failed, state.Disabled, state.Skipped} {
 			m.runs.WithLabelValues(string(typ), string(st)) // present at 0
@@ -97,7 +111,8 @@ func NewMetrics(reg prometheus.Registerer, store MetricsStore) *Metrics {
 		}
 		return float64(n)
 	})
-	reg.MustRegister(m.runs, m.duration, m.Takeovers, depth, m.tables, m.fireTables, m.firePoll, m.pending, m.budgetUsed, m.budgetCap)
+	reg.MustRegister(m.runs, m.duration, m.Takeovers, depth, m.tables, m.fireTables, m.firePoll, m.pending, m.budgetUsed, m.budgetCap,
+		m.bytesProcessed, m.objectsProcessed, m.requests, m.spent)
 	return m
 }
 
@@ -136,6 +151,15 @@ func (m *Metrics) Observe(r state.Run, out Outcome) {
 				counter.Add(v)
 			}
 		}
+		if c := out.Figures.common().Cost; c != nil {
+			m.bytesProcessed.WithLabelValues(job).Add(float64(c.ProcessedBytes))
+			m.objectsProcessed.WithLabelValues(job).Add(float64(c.ProcessedObjects))
+			for kind, n := range c.ByKind {
+				m.requests.WithLabelValues(job, kind).Add(float64(n))
+			}
+			m.spent.WithLabelValues(job, "requests").Add(c.USD)
+			m.spent.WithLabelValues(job, "s3tables").Add(c.S3TablesUSD)
+		}
 	}
 }
 
@@ -150,6 +174,11 @@ func (m *Metrics) Polled(t Target, tbl *table.Table, s maintenance.Settings, now
 	if !ok {
 		return
 	}
+	// A poll has no context of its own; the sample is one row at most,
+	// for a table the history has not seen at this metadata file.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m.History.Record(ctx, t.Key(), tbl.MetadataLocation(), h, now)
 	m.tables.mu.Lock()
 	defer m.tables.mu.Unlock()
 	m.tables.health[t.Key()] = h
@@ -187,7 +216,7 @@ func (m *Metrics) RefreshHealth(ctx context.Context, reg *bucket.Registry, resol
 				firstErr = cmp.Or(firstErr, err)
 				continue
 			}
-			h, err := Health(ctx, t, s, now, &m.healthCache)
+			h, err := m.History.Health(ctx, t, s, now, &m.healthCache)
 			if err != nil {
 				firstErr = cmp.Or(firstErr, err)
 				continue

@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/sourcegraph/conc/pool"
+
+	"github.com/icekeeper/icekeeper/internal/cost"
 )
 
 // Object is one listed object.
@@ -118,6 +120,9 @@ func newS3Storage(ctx context.Context, props map[string]string) (*s3Storage, err
 	if err != nil {
 		return nil, fmt.Errorf("configure S3 client: %w", err)
 	}
+	// Every request is counted into the run's cost meter (after loading:
+	// the SDK sets AWS_CA_BUNDLE on its own client type only).
+	cfg.HTTPClient = cost.Client{Base: cfg.HTTPClient}
 	endpoint := props["s3.endpoint"]
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
 		if endpoint != "" {

@@ -78,7 +78,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	runner := &jobs.Runner{Store: cache, Resolver: resolver, Jobs: registered, Logger: logger, Observe: metrics.Observe, Loaded: metrics.Polled}
+	runner := &jobs.Runner{Store: cache, Resolver: resolver, Jobs: registered, Logger: logger, Prices: &w.cfg.Prices, Observe: metrics.Observe, Loaded: metrics.Polled}
 	schedules := map[maintenance.JobType]string(w.cfg.Schedules)
 	pg := strings.HasPrefix(w.cfg.State, "postgres")
 	if !pg {

@@ -123,7 +123,7 @@ type Bucket struct {
 	mu     sync.Mutex
 	cat    catalog.Catalog
 	db     *sql.DB     // a SQL catalog's pool, which the catalog does not close
-	awsCfg *aws.Config // shared by table loads (withTableIO)
+	awsCfg *aws.Config // shared by table file IO (WithTableIO)
 }
 
 // sqlCatalogConns bounds a SQL catalog's connections: a burst of API
@@ -531,7 +531,7 @@ func (b *Bucket) LoadTable(ctx context.Context, id TableID) (*table.Table, error
 		return nil, err
 	}
 	start := time.Now()
-	tbl, err := cat.LoadTable(b.withTableIO(ctx), id.Identifier())
+	tbl, err := cat.LoadTable(b.WithTableIO(ctx), id.Identifier())
 	if err != nil {
 		b.log().Debug("table not loaded", "table", id.String(), "duration", time.Since(start), "error", err)
 		if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {

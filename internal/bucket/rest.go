@@ -17,6 +17,8 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/icekeeper/icekeeper/internal/cost"
 )
 
 // RESTKeys returns the keys that sign a SigV4 REST catalog's requests, and
@@ -56,7 +58,7 @@ func loadREST(ctx context.Context, name string, props iceberg.Properties) (catal
 	if v, ok := take("rest.tls.skip-verify"); ok && strings.EqualFold(v, "true") {
 		base.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
 	}
-	opts = append(opts, rest.WithCustomTransport(statusTransport{newETagTransport(base, defaultETagBytes)}))
+	opts = append(opts, rest.WithCustomTransport(cost.Transport{Base: statusTransport{newETagTransport(base, defaultETagBytes)}, Catalog: true}))
 	sigv4, _ := take("rest.sigv4-enabled")
 	region, _ := take("rest.signing-region")
 	service, _ := take("rest.signing-name")

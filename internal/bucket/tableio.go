@@ -10,11 +10,15 @@ import (
 	"github.com/apache/iceberg-go/utils"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+
+	"github.com/icekeeper/icekeeper/internal/cost"
 )
 
-// withTableIO returns ctx carrying the AWS configuration the bucket's
-// table loads share, for catalogs whose tables' file IO is built from
-// the catalog's own properties.
+// WithTableIO returns ctx carrying the AWS configuration the bucket's
+// table file IO shares: a table's IO is built from the context it is
+// asked for with (tbl.FS(ctx)), so a run that calls this once reuses one
+// HTTP client, and its connections, for every file it reads and writes,
+// and the client counts each request into the cost meter ctx carries.
 //
 // iceberg-go builds a table's S3 file IO at every load: it resolves a
 // fresh AWS configuration (which parses the whole CA bundle when
@@ -22,17 +26,14 @@ import (
 // reused from one load to the next. A need-ordered fire loads every table
 // of a fleet; on S3 with 20 ms round trips that was 13 ms of CPU and a new
 // connection per table. With a configuration in ctx, iceberg-go starts
-// from it, and the catalog properties still override its region and
-// credentials, so the result is the one it would have built.
-//
-// A REST catalog is left out: its table loads may return their own file
-// IO properties (vended credentials, an S3 proxy or timeouts), and only
-// some of those would override a shared configuration.
-func (b *Bucket) withTableIO(ctx context.Context) context.Context {
+// from it, and the properties of the load (the catalog's, and on a REST
+// catalog those its table load returns) still override its region,
+// credentials and endpoint, so vended credentials keep working. Two
+// properties a REST catalog could return are not applied over a shared
+// configuration, s3.proxy-uri and s3.connect-timeout; set them in the
+// bucket's catalog properties instead.
+func (b *Bucket) WithTableIO(ctx context.Context) context.Context {
 	props := b.Properties()
-	if props["type"] == "rest" {
-		return ctx
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.awsCfg == nil {
@@ -61,5 +62,6 @@ func sharedAWSConfig(ctx context.Context, props map[string]string) (*aws.Config,
 			t.IdleConnTimeout = 90 * time.Second
 		})
 	}
+	cfg.HTTPClient = cost.Client{Base: cfg.HTTPClient}
 	return cfg, nil
 }
