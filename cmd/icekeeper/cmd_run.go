@@ -88,7 +88,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Jobs: registered, Logger: w.logger}
+	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Jobs: registered, Logger: w.logger, Prices: &w.cfg.Prices}
 
 	results := map[maintenance.JobType]any{}
 	failed := false
