@@ -154,6 +154,15 @@ type Common struct {
 
 func (c *Common) common() *Common { return c }
 
+// RunCost is the cost a run's figures recorded (nil: none, as for a type
+// that records no figures).
+func RunCost(f Figures) *cost.Figures {
+	if f == nil {
+		return nil
+	}
+	return f.common().Cost
+}
+
 // Job is a job type as the runner drives it: a *Definition of any
 // settings and figures. Only Definition implements it.
 type Job interface {

@@ -7,8 +7,12 @@ package cost
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
+
+	"github.com/icekeeper/icekeeper/internal/human"
 )
 
 // Request kinds, as object storage prices them. LIST is a GET on a
@@ -202,4 +206,27 @@ func count(r *http.Request, resp *http.Response, kind string) {
 		read = resp.ContentLength
 	}
 	m.add(kind, read, max(r.ContentLength, 0))
+}
+
+// Text is f in one line for a terminal: "cost: 183 requests (GET 150,
+// PUT 20, LIST 13), 12.3 MiB read, 4.5 MiB written: $0.00012; S3 Tables
+// would charge $0.0012 for 8 objects, 36.0 MiB".
+func (f Figures) Text() string {
+	var b strings.Builder
+	b.WriteString("cost: " + human.Count(f.Requests, "request"))
+	if len(f.ByKind) > 0 {
+		var parts []string
+		for _, k := range kinds {
+			if n := f.ByKind[k]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", k, n))
+			}
+		}
+		b.WriteString(" (" + strings.Join(parts, ", ") + ")")
+	}
+	fmt.Fprintf(&b, ", %s read, %s written: %s", human.Bytes(f.BytesRead), human.Bytes(f.BytesWritten), human.USD(f.USD))
+	if f.S3TablesUSD > 0 {
+		fmt.Fprintf(&b, "; S3 Tables would charge %s for %s, %s", human.USD(f.S3TablesUSD),
+			human.Count(f.ProcessedObjects, "object"), human.Bytes(f.ProcessedBytes))
+	}
+	return b.String()
 }

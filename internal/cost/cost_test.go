@@ -84,3 +84,12 @@ func TestS3TablesPrice(t *testing.T) {
 		t.Errorf("unbilled work priced %g", got)
 	}
 }
+
+func TestText(t *testing.T) {
+	f := Figures{Requests: 3, ByKind: map[string]int64{Get: 2, Put: 1}, BytesRead: 2048, BytesWritten: 100, USD: 0.0000058,
+		ProcessedObjects: 2, ProcessedBytes: 2048, S3TablesUSD: 0.000004}
+	want := "cost: 3 requests (GET 2, PUT 1), 2.0 KiB read, 100 B written: $0.0000058; S3 Tables would charge $0.0000040 for 2 objects, 2.0 KiB"
+	if got := f.Text(); got != want {
+		t.Errorf("Text() =\n%q, want\n%q", got, want)
+	}
+}
