@@ -1,8 +1,10 @@
 package status
 
 import (
+	"encoding/json"
 	"time"
 
+	"github.com/icekeeper/icekeeper/internal/cost"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -22,6 +24,9 @@ type wireStatus struct {
 	Status           string `json:"status"`
 	LastRunTimestamp string `json:"lastRunTimestamp,omitempty"`
 	FailureMessage   string `json:"failureMessage,omitempty"`
+	// Cost is what the latest run spent (icekeeper's own field; S3
+	// Tables' clients ignore it): nil for runs that recorded none.
+	Cost *cost.Figures `json:"cost,omitempty"`
 }
 
 // statusOf is the one mapping from a job type's configuration and its
@@ -38,9 +43,21 @@ func statusOf(cfg maintenance.Config, run state.Run, ran bool, d notYetRun) wire
 	if !ran {
 		return wireStatus{Status: string(d)}
 	}
-	w := wireStatus{Status: string(run.Status), LastRunTimestamp: run.Finished.UTC().Format(time.RFC3339)}
+	w := wireStatus{Status: string(run.Status), LastRunTimestamp: run.Finished.UTC().Format(time.RFC3339), Cost: costOf(run.Metrics)}
 	if run.Status != state.Successful {
 		w.Status, w.FailureMessage = string(state.Failed), run.FailureMessage
 	}
 	return w
+}
+
+// costOf reads the cost a run's figures recorded; figures without one, or
+// with one of another shape, give nil.
+func costOf(figures json.RawMessage) *cost.Figures {
+	var f struct {
+		Cost *cost.Figures `json:"cost"`
+	}
+	if len(figures) == 0 || json.Unmarshal(figures, &f) != nil {
+		return nil
+	}
+	return f.Cost
 }

@@ -28,9 +28,9 @@ func TestStatusOf(t *testing.T) {
 	}{
 		{"never ran", on, state.Run{}, false, maintenanceDialect, wireStatus{Status: "Not_Yet_Run"}},
 		{"never ran, records", on, state.Run{}, false, recordsDialect, wireStatus{Status: "NotYetRun"}},
-		{"successful", on, state.Run{Status: state.Successful, Finished: at}, true, maintenanceDialect, wireStatus{"Successful", "2026-01-02T03:04:05Z", ""}},
-		{"failed", on, state.Run{Status: state.Failed, Finished: at, FailureMessage: "boom"}, true, maintenanceDialect, wireStatus{"Failed", "2026-01-02T03:04:05Z", "boom"}},
-		{"skipped is failed", on, state.Run{Status: state.Skipped, Finished: at, FailureMessage: "not available"}, true, maintenanceDialect, wireStatus{"Failed", "2026-01-02T03:04:05Z", "not available"}},
+		{"successful", on, state.Run{Status: state.Successful, Finished: at}, true, maintenanceDialect, wireStatus{"Successful", "2026-01-02T03:04:05Z", "", nil}},
+		{"failed", on, state.Run{Status: state.Failed, Finished: at, FailureMessage: "boom"}, true, maintenanceDialect, wireStatus{"Failed", "2026-01-02T03:04:05Z", "boom", nil}},
+		{"skipped is failed", on, state.Run{Status: state.Skipped, Finished: at, FailureMessage: "not available"}, true, maintenanceDialect, wireStatus{"Failed", "2026-01-02T03:04:05Z", "not available", nil}},
 		{"disabled hides a failure", off, state.Run{Status: state.Failed, Finished: at, FailureMessage: "boom"}, true, maintenanceDialect, wireStatus{Status: "Disabled"}},
 		{"disabled, never ran", off, state.Run{}, false, recordsDialect, wireStatus{Status: "Disabled"}},
 	} {
@@ -82,5 +82,23 @@ func TestReenabledReportsLastRealRun(t *testing.T) {
 	}
 	if got := recordStatus(); got != "NotYetRun" {
 		t.Fatalf("record expiration enabled again, never really run: %s", got)
+	}
+}
+
+// The job status carries the latest run's cost, read loosely: figures
+// without one, or with one of another shape, give none.
+func TestStatusCost(t *testing.T) {
+	on := maintenance.Config{Status: maintenance.Enabled}
+	run := state.Run{Status: state.Successful, Finished: time.Now(),
+		Metrics: []byte(`{"inputFiles":8,"cost":{"requests":12,"byKind":{"GET":10,"PUT":2},"usd":0.000014,"s3TablesUSD":0.0012}}`)}
+	got := statusOf(on, run, true, maintenanceDialect).Cost
+	if got == nil || got.Requests != 12 || got.ByKind["GET"] != 10 || got.S3TablesUSD != 0.0012 {
+		t.Fatalf("cost %+v", got)
+	}
+	for _, m := range []string{``, `{}`, `{"cost":"free"}`, `not json`} {
+		run.Metrics = []byte(m)
+		if got := statusOf(on, run, true, maintenanceDialect).Cost; got != nil {
+			t.Errorf("figures %q: cost %+v, want none", m, got)
+		}
 	}
 }
