@@ -82,13 +82,19 @@ func (r *Resolver) with(ctx context.Context, bucketARN string, tableCfg map[main
 // What c holds for t's current metadata and snapshot is not read again
 // (nil c: everything is read).
 func Health(ctx context.Context, t Target, s maintenance.Settings, now time.Time, c *health.Cache) (health.Health, error) {
+	h, _, err := healthOf(ctx, t, s, now, c)
+	return h, err
+}
+
+// healthOf is Health, with the metadata location it was computed for.
+func healthOf(ctx context.Context, t Target, s maintenance.Settings, now time.Time, c *health.Cache) (health.Health, string, error) {
 	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
 	if err != nil {
-		return health.Health{}, err
+		return health.Health{}, "", err
 	}
 	h, err := c.Of(ctx, t.Key().String(), tbl, *s.For(maintenance.Compaction).Compaction().TargetFileSizeMB, planner.DefaultMinInput, now)
 	if err != nil {
-		return h, fmt.Errorf("health of %s: %w", t.Key(), err)
+		return h, "", fmt.Errorf("health of %s: %w", t.Key(), err)
 	}
-	return h, nil
+	return h, tbl.MetadataLocation(), nil
 }

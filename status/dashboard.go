@@ -119,7 +119,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 				o.Jobs[typ] = j
 			}
 			// One table that cannot be read must not hide the others.
-			if h, err := jobs.Health(r.Context(), t, settings, now, &s.health); err != nil {
+			if h, err := s.History.Health(r.Context(), t, settings, now, &s.health); err != nil {
 				o.Error = redact.Text(err.Error())
 			} else {
 				o.Health = &h

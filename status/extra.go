@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/orphan"
@@ -20,7 +19,8 @@ type Scheduler interface {
 
 // Routes beyond S3 Tables, under /icekeeper/v1/tables/{arn}/{namespace}/{name}:
 //
-//	GET  …/runs?type=T&limit=N   run history with each run's figures
+//	GET  …/runs?type=T&limit=N   run history with each run's figures and summary
+//	GET  …/history?days=N        health samples and cost per day (history.go)
 //	POST …/runs/{type}           queue a run now
 //	GET  …/schedule              the next scheduled start per job type
 //	GET  …/noncurrent            noncurrent objects and when they go
@@ -33,6 +33,7 @@ func (s *Server) extraRoutes(api func(string, handlerFunc)) {
 	api("GET /icekeeper/v1/queue", s.getQueue)
 	const p = "/icekeeper/v1/tables/{arn}/{namespace}/{name}"
 	api("GET "+p+"/runs", s.getRuns)
+	api("GET "+p+"/history", s.getHistory)
 	api("POST "+p+"/runs/{type}", s.triggerRun)
 	api("GET "+p+"/schedule", s.getSchedule)
 	api("GET "+p+"/noncurrent", s.getNoncurrent)
@@ -63,16 +64,13 @@ func (s *Server) getRuns(w http.ResponseWriter, r *http.Request) error {
 		}
 		types = []maintenance.JobType{typ}
 	}
-	out := map[maintenance.JobType][]state.Run{}
+	out := map[maintenance.JobType][]runJSON{}
 	for _, typ := range types {
 		runs, err := s.Store.Runs(r.Context(), t.Key(), typ, limit)
 		if err != nil {
 			return err
 		}
-		if runs == nil {
-			runs = []state.Run{}
-		}
-		out[typ] = runs
+		out[typ] = s.withSummaries(typ, runs)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tableARN": tableARN(t), "runs": out})
 	return nil

@@ -74,6 +74,9 @@ type Server struct {
 	// MetricsToken, when set, is the bearer token /metrics requires.
 	MetricsToken string
 	Logger       *slog.Logger
+	// History records the health the dashboard's overview computes, for
+	// its charts; nil: a history of its own on Store.
+	History *jobs.HealthHistory
 
 	started time.Time
 	// health spares the dashboard the manifests of unchanged tables.
@@ -102,6 +105,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Auth != nil && s.Auth.Logger == nil {
 		s.Auth.Logger = s.Logger
+	}
+	if s.History == nil {
+		s.History = &jobs.HealthHistory{Store: s.Store, Logger: s.Logger}
 	}
 	mux := http.NewServeMux()
 	api := func(pattern string, h handlerFunc) { mux.Handle(pattern, s.api(h)) }

@@ -74,6 +74,10 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	resolver := &jobs.Resolver{Store: cache, Defaults: w.resolver.Defaults}
 	tables := &jobs.Discovery{Registry: w.registry, Logger: logger}
 	metrics := jobs.NewMetrics(reg, cache)
+	// One health history for the metrics' refresh and the dashboard, so
+	// that a table's metadata file is sampled once between them.
+	history := &jobs.HealthHistory{Store: cache, Logger: logger}
+	metrics.History = history
 	registered, err := availableJobs(w)
 	if err != nil {
 		return err
@@ -110,7 +114,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := sched.Init(); err != nil {
 		return usageError{err}
 	}
-	srv := &status.Server{Registry: w.registry, Store: cache, Runner: runner, Resolver: resolver, Scheduler: sched, Queue: engine, Budgets: budgets, Tables: tables, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, AllowedHosts: w.cfg.API.AllowedHosts, Logger: logger}
+	srv := &status.Server{Registry: w.registry, Store: cache, Runner: runner, Resolver: resolver, Scheduler: sched, Queue: engine, Budgets: budgets, Tables: tables, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, AllowedHosts: w.cfg.API.AllowedHosts, Logger: logger, History: history}
 
 	if pg {
 		ui, err := riverui.NewHandler(&riverui.HandlerOpts{Endpoints: riverui.NewEndpoints(engine.Client(), nil),
