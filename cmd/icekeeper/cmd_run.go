@@ -199,6 +199,9 @@ func (p *outcomePrinter) print(t maintenance.JobType, out jobs.Outcome) {
 		text = l.TextItems(textlist.All)
 	}
 	writeln(p.w, "%s", redact.Text(text))
+	if c := jobs.RunCost(out.Figures); c != nil && (c.Requests > 0 || c.S3TablesUSD > 0) {
+		writeln(p.w, "%s", c.Text())
+	}
 }
 
 // failure is what follows job t's status for its failure message msg: the
@@ -236,10 +239,10 @@ func storageNote(endpoint, msg string) string {
 func availableJobs(w *world) (map[maintenance.JobType]jobs.Job, error) {
 	removal := &orphan.Job{Store: w.store, Logger: w.logger}
 	return jobs.Register(
-		(&records.Job{}).Definition(),
-		(&compactor.Job{}).Definition(),
-		(&expire.Job{DeleteFiles: removal.DeleteUnreferenced}).Definition(),
+		(&records.Job{Logger: w.logger}).Definition(),
+		(&compactor.Job{Logger: w.logger}).Definition(),
+		(&expire.Job{DeleteFiles: removal.DeleteUnreferenced, Logger: w.logger}).Definition(),
 		removal.Definition(),
-		(&erasure.Job{DeleteFiles: removal.DeleteUnreferenced}).Definition(),
+		(&erasure.Job{DeleteFiles: removal.DeleteUnreferenced, Logger: w.logger}).Definition(),
 	)
 }

@@ -213,6 +213,15 @@ func count(r *http.Request, resp *http.Response, kind string) {
 // would charge $0.0012 for 8 objects, 36.0 MiB".
 func (f Figures) Text() string {
 	var b strings.Builder
+	if f.Requests == 0 {
+		// Local disk, or a SQL catalog's queries: nothing priced.
+		b.WriteString("cost: no storage requests")
+		if f.S3TablesUSD > 0 {
+			fmt.Fprintf(&b, "; S3 Tables would charge %s for %s, %s", human.USD(f.S3TablesUSD),
+				human.Count(f.ProcessedObjects, "object"), human.Bytes(f.ProcessedBytes))
+		}
+		return b.String()
+	}
 	b.WriteString("cost: " + human.Count(f.Requests, "request"))
 	if len(f.ByKind) > 0 {
 		var parts []string

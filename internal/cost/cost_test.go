@@ -92,4 +92,8 @@ func TestText(t *testing.T) {
 	if got := f.Text(); got != want {
 		t.Errorf("Text() =\n%q, want\n%q", got, want)
 	}
+	local := Figures{ProcessedObjects: 2, ProcessedBytes: 2048, S3TablesUSD: 0.000004}
+	if got, want := local.Text(), "cost: no storage requests; S3 Tables would charge $0.0000040 for 2 objects, 2.0 KiB"; got != want {
+		t.Errorf("Text() on local disk = %q, want %q", got, want)
+	}
 }
