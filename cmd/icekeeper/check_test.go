@@ -71,6 +71,9 @@ func TestCheckExamplesOffline(t *testing.T) {
 	if out := c.must("check"); !strings.Contains(out, "configuration the embedded default: valid") {
 		t.Errorf("check on the embedded default:\n%s", out)
 	}
+	if code, _, errOut := c.run("check", "--connect"); code != exitUsage || !strings.Contains(errOut, "icekeeper demo") {
+		t.Errorf("check --connect before demo: exit %d, %s", code, errOut)
+	}
 	if after := snapshotDir(t, c.home); after != home {
 		t.Errorf("check created the embedded default:\n%s", after)
 	}

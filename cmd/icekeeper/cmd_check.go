@@ -40,6 +40,11 @@ func cmdCheck(ctx context.Context, env *cliEnv, args []string) error {
 	if !*connect {
 		return nil
 	}
+	// The embedded default's catalog is created by its first open: before
+	// demo there is nothing to reach, and reaching would create it.
+	if home, err := configs.Home(); err == nil && cfg.File == "" && !configs.EmbeddedCreated(home) {
+		return usagef("the embedded default has no tables yet: run `icekeeper demo` first, or give --config FILE")
+	}
 	logger, err := c.logger()
 	if err != nil {
 		return err
