@@ -23,6 +23,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/cost"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/child"
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
@@ -126,6 +127,13 @@ func BenchmarkCompaction(b *testing.B) {
 			b.ReportMetric(float64(ig.Bytes)/N/(1<<20), "iceberg-go-out-MiB")
 			b.ReportMetric(float64(ik.Count)/N, "icekeeper-out-files")
 			b.ReportMetric(float64(ig.Count)/N, "iceberg-go-out-files")
+			if ik.Requests > 0 {
+				b.ReportMetric(float64(ik.Requests)/N, "icekeeper-requests")
+				b.ReportMetric(float64(ig.Requests)/N, "iceberg-go-requests")
+				b.ReportMetric(ik.USD/N, "icekeeper-request-USD")
+				b.ReportMetric(ig.USD/N, "iceberg-go-request-USD")
+			}
+			b.ReportMetric(ik.S3TablesUSD/N, "S3-Tables-USD")
 		})
 	}
 }
@@ -198,6 +206,9 @@ func TestCompactionBenchChild(t *testing.T) {
 	start := time.Now()
 	var files int
 	var bytes int64
+	// What each side's requests cost: icekeeper's run meters its own;
+	// iceberg-go's run is metered through the same table IO and clients.
+	var spent cost.Figures
 	switch variant {
 	case child.Icekeeper:
 		store, err := state.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "state.db"))
@@ -216,7 +227,12 @@ func TestCompactionBenchChild(t *testing.T) {
 		if os.Getenv("ICEKEEPER_BENCH_VERBOSE") != "" {
 			fmt.Fprintln(os.Stderr, fig.Text())
 		}
+		if c := jobs.RunCost(out.Figures); c != nil {
+			spent = *c
+		}
 	case child.IcebergGo:
+		meter := &cost.Meter{}
+		ctx := cost.With(b.WithTableIO(ctx), meter)
 		tbl, err := b.LoadTable(ctx, id)
 		if err != nil {
 			t.Fatal(err)
@@ -236,8 +252,10 @@ func TestCompactionBenchChild(t *testing.T) {
 			t.Fatal(err)
 		}
 		files, bytes = res.AddedDataFiles, res.BytesAfter
+		spent = meter.Figures(cost.DefaultPrices(), cost.Work{})
 	}
-	child.ReportBytes(float64(time.Since(start).Microseconds())/1000, files, bytes)
+	child.ReportResult(child.Result{Ms: float64(time.Since(start).Microseconds()) / 1000, Count: files, Bytes: bytes,
+		Requests: spent.Requests, USD: spent.USD, S3TablesUSD: spent.S3TablesUSD})
 }
 
 var benchArrow = arrow.NewSchema([]arrow.Field{

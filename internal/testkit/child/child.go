@@ -25,6 +25,12 @@ type Result struct {
 	// CPUMs is the child process's user and system CPU time, set by Run:
 	// the whole process, start-up included.
 	CPUMs float64 `json:"cpuMs,omitempty"`
+	// Cost is what the side's requests cost (cost.Figures), where
+	// measured: its requests and their price, and what S3 Tables would
+	// charge for the data it processed.
+	Requests    int64   `json:"requests,omitempty"`
+	USD         float64 `json:"usd,omitempty"`
+	S3TablesUSD float64 `json:"s3TablesUSD,omitempty"`
 }
 
 const envKey = "ICEKEEPER_BENCH_CHILD"
@@ -75,6 +81,9 @@ func (s *Result) Add(r Result) {
 	s.Bytes += r.Bytes
 	s.AllocBytes += r.AllocBytes
 	s.CPUMs += r.CPUMs
+	s.Requests += r.Requests
+	s.USD += r.USD
+	s.S3TablesUSD += r.S3TablesUSD
 }
 
 // Run re-executes the test binary, running only childTest with args.
