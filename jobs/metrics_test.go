@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/icekeeper/icekeeper/internal/cost"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -84,7 +85,10 @@ func TestMetrics(t *testing.T) {
 	if _, err := store.ProtectMarks(ctx, key, []string{"s3://b/t/c"}, finished); err != nil {
 		t.Fatal(err)
 	}
-	m.Observe(run, Outcome{Status: state.Successful, Figures: &testFigures{Values: map[string]float64{"bytes_compacted": 1000, "files_compacted": 7}, counted: true}})
+	spent := &cost.Figures{Requests: 12, ByKind: map[string]int64{"GET": 10, "PUT": 2}, ProcessedObjects: 7, ProcessedBytes: 1000,
+		USD: 0.00001, S3TablesUSD: 0.00002}
+	m.Observe(run, Outcome{Status: state.Successful, Figures: &testFigures{Common: Common{Cost: spent},
+		Values: map[string]float64{"bytes_compacted": 1000, "files_compacted": 7}, counted: true}})
 
 	want := `
 # HELP icekeeper_compaction_input_bytes_total Sum of bytes_compacted over all runs.
@@ -113,5 +117,23 @@ icekeeper_table_oldest_noncurrent_mark_timestamp_seconds{bucket="arn:aws:s3table
 	}
 	if got := testutil.ToFloat64(m.runs.WithLabelValues(string(maintenance.Compaction), string(state.Successful))); got != 1 {
 		t.Fatalf("successful compaction runs = %v", got)
+	}
+	// What the run cost, by job type.
+	job := string(maintenance.Compaction)
+	for _, c := range []struct {
+		name string
+		got  prometheus.Collector
+		want float64
+	}{
+		{"bytes processed", m.bytesProcessed.WithLabelValues(job), 1000},
+		{"objects processed", m.objectsProcessed.WithLabelValues(job), 7},
+		{"GET requests", m.requests.WithLabelValues(job, "GET"), 10},
+		{"PUT requests", m.requests.WithLabelValues(job, "PUT"), 2},
+		{"requests' price", m.spent.WithLabelValues(job, "requests"), 0.00001},
+		{"S3 Tables' price", m.spent.WithLabelValues(job, "s3tables"), 0.00002},
+	} {
+		if got := testutil.ToFloat64(c.got); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }
