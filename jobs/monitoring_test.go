@@ -11,20 +11,38 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// exported lists the names of the metrics icekeeper exports, with the
-// series a histogram adds.
+// registrations records the collectors NewMetrics registers.
+type registrations struct{ collectors []prometheus.Collector }
+
+func (r *registrations) Register(c prometheus.Collector) error {
+	r.collectors = append(r.collectors, c)
+	return nil
+}
+
+func (r *registrations) MustRegister(cs ...prometheus.Collector) {
+	r.collectors = append(r.collectors, cs...)
+}
+
+func (r *registrations) Unregister(prometheus.Collector) bool { return false }
+
+// exported lists the names of the metrics icekeeper exports: every
+// collector NewMetrics registers, described, with the series a histogram
+// adds.
 func exported() map[string]bool {
-	known := map[string]bool{"icekeeper_job_run_duration_seconds_bucket": true, "icekeeper_job_runs_total": true, "icekeeper_job_run_duration_seconds": true,
-		"icekeeper_lease_takeovers_total": true, "icekeeper_queue_depth": true}
-	for _, name := range counterMetrics() {
-		known[name] = true
+	var reg registrations
+	NewMetrics(&reg, nil)
+	descs := make(chan *prometheus.Desc, 256)
+	for _, c := range reg.collectors {
+		c.Describe(descs)
 	}
-	descs := make(chan *prometheus.Desc, 64)
-	(&tableCollector{}).Describe(descs)
 	close(descs)
 	nameOf := regexp.MustCompile(`fqName: "([a-z_]+)"`)
+	known := map[string]bool{}
 	for d := range descs {
-		known[nameOf.FindStringSubmatch(d.String())[1]] = true
+		name := nameOf.FindStringSubmatch(d.String())[1]
+		for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {
+			known[name+suffix] = true
+		}
 	}
 	return known
 }
