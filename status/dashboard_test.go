@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,30 +17,91 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/icekeeper/icekeeper/compactor"
 	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/health"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
 
-// The dashboard in headless Chromium: it loads without a console error,
-// lists the demo table, and shows the run's figures and the noncurrent
-// files; the screenshot is kept in $ICEKEEPER_TEST_ARTIFACTS.
+// The dashboard in headless Chromium, 1,280 pixels wide: the home view
+// lists the demo table with every job type and no column cut off; the
+// table's own address opens its view with charts of its history (each
+// series at least two samples), its 30-day cost, and each run as one
+// summary line with its figures folded behind it; an auto-refresh keeps
+// what the reader opened; the run and release buttons work; back leads
+// home. It fails on any console error, and keeps screenshots of the home
+// view, the table view and an opened run in $ICEKEEPER_TEST_ARTIFACTS.
 func TestDashboardInBrowser(t *testing.T) {
 	browser := servers.Tool(t, "chromium")
 	var err error
 	f := newServer(t, configs.API{})
-	if out, err := f.runner.Run(context.Background(), f.Target(), maintenance.SnapshotManagement, "test", jobs.Options{}); err != nil || out.Status != "Successful" {
-		t.Fatalf("run: %+v %v", out, err)
+	ctx0 := context.Background()
+	// A history of three samples: the table as the demo made it, after
+	// a compaction, and after a writer's append, each seen by the
+	// overview (which records what it computes).
+	f.runner.Jobs[maintenance.Compaction] = (&compactor.Job{}).Definition()
+	overview := func() {
+		t.Helper()
+		resp, err := http.Get(f.url + "/icekeeper/v1/overview")
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("overview: %v %v", resp, err)
+		}
+		resp.Body.Close()
+	}
+	overview()
+	for _, typ := range []maintenance.JobType{maintenance.Compaction, maintenance.SnapshotManagement} {
+		if out, err := f.runner.Run(ctx0, f.Target(), typ, "test", jobs.Options{}); err != nil || out.Status != "Successful" {
+			t.Fatalf("%s: %+v %v", typ, out, err)
+		}
+	}
+	overview()
+	if err := testkit.AppendRows(ctx0, f.Bucket, f.ID, 10); err != nil {
+		t.Fatal(err)
+	}
+	overview()
+	// Earlier samples, as the daemon would have recorded them over the
+	// last days while writers added files, so that the charts run across
+	// their window as they do in use; the real ones above are the last.
+	recorded, err := f.Store.HealthSamples(ctx0, f.Target().Key(), time.Time{})
+	if err != nil || len(recorded) != 3 {
+		t.Fatalf("health samples from the overview: %+v %v", recorded, err)
+	}
+	var first health.Health
+	if err := json.Unmarshal(recorded[0].Health, &first); err != nil {
+		t.Fatal(err)
+	}
+	const seeded = 3
+	for i := seeded; i >= 1; i-- {
+		h := first
+		h.DataFiles, h.SmallFiles, h.TotalBytes = first.DataFiles-4*i, first.SmallFiles-4*i, first.TotalBytes*int64(10-2*i)/10
+		h.Snapshots = max(1, first.Snapshots-i)
+		body, _ := json.Marshal(h)
+		if _, err := f.Store.RecordHealth(ctx0, state.HealthSample{Table: f.Target().Key(), At: time.Now().Add(-time.Duration(3*i) * 24 * time.Hour),
+			MetadataLocation: fmt.Sprint("earlier-", i), Health: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A failed run with a long message, as a job cell shows it.
+	failed := state.Run{Table: f.Target().Key(), Type: maintenance.UnreferencedFileRemoval, Trigger: "schedule", Started: time.Now().Add(-time.Hour)}
+	if failed.ID, err = f.Store.StartRun(ctx0, failed); err != nil {
+		t.Fatal(err)
+	}
+	failed.Status, failed.Finished = state.Failed, failed.Started.Add(1500*time.Millisecond)
+	failed.FailureMessage = "list s3://warehouse/demo.db/events/: operation error S3: ListObjectsV2, https response error StatusCode: 503, RequestID: 17A2B3C4D5E6F7, api error SlowDown: Please reduce your request rate."
+	if err := f.Store.FinishRun(ctx0, failed); err != nil {
+		t.Fatal(err)
 	}
 	// A protected noncurrent file, for the release button.
 	protected := "file:///warehouse/demo.db/events/data/stray.parquet"
 	key := f.Target().Key()
-	if err := f.Store.PutMarks(context.Background(), []state.Mark{{Table: key, Path: protected, Size: 10, MarkedAt: time.Now()}}); err != nil {
+	if err := f.Store.PutMarks(ctx0, []state.Mark{{Table: key, Path: protected, Size: 10, MarkedAt: time.Now()}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Store.ProtectMarks(context.Background(), key, []string{protected}, time.Now()); err != nil {
+	if _, err := f.Store.ProtectMarks(ctx0, key, []string{protected}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -48,7 +110,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	defer cancel()
 	ctx, cancel := chromedp.NewContext(actx)
 	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	var mu sync.Mutex
 	var consoleErrors []string
@@ -68,36 +130,122 @@ func TestDashboardInBrowser(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var list, runs, noncurrent string
-	var shot []byte
 	step := func(what string, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
+	shots := map[string][]byte{}
+	shot := func(name string) {
+		t.Helper()
+		b, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		step("screenshot "+name, err)
+		shots[name] = b
+	}
+	js := func(what, expr string) any {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[any](expr))
+		step(what, err)
+		return v
+	}
+
+	// Home.
+	_, err = chromedp.Run(ctx, chromedp.EmulateViewport(1280, 900))
+	step("size the window", err)
 	_, err = chromedp.Run(ctx, chromedp.Navigate(f.url+"/"))
 	step("open the page", err)
 	_, err = chromedp.Run(ctx, chromedp.WaitVisible(`a[data-table="demo.events"]`))
 	step("wait for the demo table", err)
-	list, err = chromedp.Run(ctx, chromedp.Text("#tables"))
-	step("read the table list", err)
-	// The queue section renders its route: nothing queued yet, and this
-	// server has no budgets.
 	_, err = chromedp.Run(ctx, textContains("#queue", "nothing queued"))
 	step("see the empty queue", err)
 	_, err = chromedp.Run(ctx, textContains("#budgets", "no budgets"))
 	step("see no budgets", err)
+	list, err := chromedp.Run(ctx, chromedp.Text("#tables"))
+	step("read the table list", err)
+	// Every job type has its column, and every column fits: nothing
+	// scrolls sideways at 1,280 pixels.
+	if n := js("count job columns", `document.querySelectorAll("#tables th[data-job]").length`); n != float64(len(maintenance.JobTypes())) {
+		t.Errorf("%v job columns, want %d", n, len(maintenance.JobTypes()))
+	}
+	if w := js("measure the page", `[document.documentElement.scrollWidth, window.innerWidth]`).([]any); w[0].(float64) > w[1].(float64) {
+		t.Errorf("the home view is %v pixels wide in a %v-pixel window", w[0], w[1])
+	}
+	// Times read relatively, the local time in their title.
+	if v := js("read the times", `[...document.querySelectorAll("#tables time")].map(e => e.textContent + "|" + e.title)`).([]any); len(v) == 0 ||
+		!regexp.MustCompile(`^(just now|\d+ (min|h|days) ago|in .+)\|.+`).MatchString(v[0].(string)) {
+		t.Errorf("times: %v", v)
+	}
+	shot("dashboard.png")
+
+	// The table's own view, at its own address.
 	_, err = chromedp.Run(ctx, chromedp.Click(`a[data-table="demo.events"]`))
 	step("open the table", err)
-	_, err = chromedp.Run(ctx, chromedp.WaitVisible(`#runs`))
-	step("wait for its runs", err)
-	runs, err = chromedp.Run(ctx, chromedp.Text("#runs"))
-	step("read its runs", err)
-	noncurrent, err = chromedp.Run(ctx, chromedp.Text("#detail"))
-	step("read its detail", err)
-	shot, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	step("screenshot", err)
+	_, err = chromedp.Run(ctx, chromedp.WaitVisible(`#charts`))
+	step("wait for its charts", err)
+	if h := js("read the address", `location.hash`); h != "#/table/local/demo/events" {
+		t.Errorf("the table's address is %v", h)
+	}
+	if v := js("see the home view hidden", `document.getElementById("home").hidden`); v != true {
+		t.Error("the table view opened below the home view")
+	}
+	// Every chart has a point per sample: the seeded ones and the three
+	// the overview recorded.
+	points := js("count the charts' points", `Object.fromEntries([...document.querySelectorAll("svg.plot[data-series]")].map(s => [s.dataset.series, s.querySelectorAll("circle.point").length]))`).(map[string]any)
+	for _, series := range []string{"dataFiles", "totalBytes", "smallFiles", "deleteFiles", "snapshots", "score"} {
+		if n, _ := points[series].(float64); n != seeded+3 {
+			t.Errorf("chart %s has %v points, want %d (all: %v)", series, points[series], seeded+3, points)
+		}
+	}
+	// Each run is one summary line: the compaction's files in and out,
+	// the expiration's snapshots, the failed run's failure, each with its
+	// duration.
+	lines := js("read the run lines", `[...document.querySelectorAll("details.run > summary")].map(s => s.querySelector(".line").textContent)`).([]any)
+	if len(lines) != 3 {
+		t.Errorf("run lines: %v, want the compaction's, the expiration's and the failed removal's", lines)
+	}
+	summary := regexp.MustCompile(`^(\d+ files? -> \d+ files?|expired \d+ snapshots?|no snapshot expired|failed)[^\n]*, \d+(\.\d)? (ms|s)\b`)
+	for _, l := range lines {
+		if s, _ := l.(string); !summary.MatchString(s) || len(s) > 120 {
+			t.Errorf("run line %q is not a summary", s)
+		}
+	}
+	cost, err := chromedp.Run(ctx, chromedp.Text("#cost"))
+	step("read the cost", err)
+	if !strings.Contains(cost, "cost, last 30 days") || !strings.Contains(cost, "$") {
+		t.Errorf("cost card: %q", cost)
+	}
+	if w := js("measure the page", `[document.documentElement.scrollWidth, window.innerWidth]`).([]any); w[0].(float64) > w[1].(float64) {
+		t.Errorf("the table view is %v pixels wide in a %v-pixel window", w[0], w[1])
+	}
+	shot("dashboard-table.png")
+
+	// A run opens to its figures: labelled values, no zeros, no JSON.
+	_, err = chromedp.Run(ctx, chromedp.Click(`details.run > summary`))
+	step("open a run", err)
+	_, err = chromedp.Run(ctx, chromedp.WaitVisible(`details.run[open] dl.figures`))
+	step("see its figures", err)
+	figures, err := chromedp.Run(ctx, chromedp.Text(`details.run[open] dl.figures`))
+	step("read its figures", err)
+	if strings.Contains(figures, "{") || !regexp.MustCompile(`(input files|snapshots expired)\s+\d`).MatchString(figures) {
+		t.Errorf("figures:\n%s", figures)
+	}
+	if zeros := js("look for zeros", `[...document.querySelectorAll("details.run[open] dl.figures dd")].filter(d => /^(0|0 B|\$0|false)$/.test(d.textContent)).length`); zeros != float64(0) {
+		t.Errorf("%v zero values shown in the figures", zeros)
+	}
+	shot("dashboard-run.png")
+	// A refresh rebuilds the view and keeps the run open.
+	js("refresh", `refresh()`)
+	_, err = chromedp.Run(ctx, chromedp.Poll[bool](`!ui.busy`))
+	step("wait for the refresh", err)
+	if open := js("count open runs", `document.querySelectorAll("details.run[open]").length`); open != float64(1) {
+		t.Errorf("%v runs open after a refresh, want the one opened", open)
+	}
+	_, err = chromedp.Run(ctx, chromedp.Click(`#pause`))
+	step("pause", err)
+	if txt := js("read the pause button", `document.getElementById("pause").textContent`); txt != "resume auto-refresh" {
+		t.Errorf("after pause, the button says %v", txt)
+	}
 
 	// A run button queues the run and then shows its result: the queue
 	// here has no worker, so the test runs the job as a worker would.
@@ -105,44 +253,57 @@ func TestDashboardInBrowser(t *testing.T) {
 	step("click run", err)
 	_, err = chromedp.Run(ctx, textContains("#run-result", "queued"))
 	step("see it queued", err)
-	if out, err := f.runner.Run(context.Background(), f.Target(), maintenance.SnapshotManagement, "api", jobs.Options{}); err != nil || out.Status != "Successful" {
+	if out, err := f.runner.Run(ctx0, f.Target(), maintenance.SnapshotManagement, "api", jobs.Options{}); err != nil || out.Status != "Successful" {
 		t.Fatalf("run: %+v %v", out, err)
 	}
 	_, err = chromedp.Run(ctx, textContains("#run-result", "icebergSnapshotManagement: Successful"))
 	step("see its result", err)
+	detail, err := chromedp.Run(ctx, chromedp.Text("#detail"))
+	step("read the detail", err)
+	if !strings.Contains(detail, "noncurrent files") || !strings.Contains(detail, "never: protected") {
+		t.Errorf("detail:\n%s", detail)
+	}
 
 	// The release button ends the protection.
 	_, err = chromedp.Run(ctx, chromedp.Click(`button[data-path="`+protected+`"]`))
 	step("click release", err)
-	_, err = chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector("#detail h2") !== null && document.querySelector("#noncurrent") === null`))
+	_, err = chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector("#detail h3") !== null && document.querySelector("#noncurrent") === null`))
 	step("see it released", err)
-	if marks, err := f.Store.Marks(context.Background(), key); err != nil || len(marks) != 0 {
+	if marks, err := f.Store.Marks(ctx0, key); err != nil || len(marks) != 0 {
 		t.Errorf("after release: %+v %v", marks, err)
 	}
+
+	// Back leads home; the table's address opens its view directly.
+	_, err = chromedp.Run(ctx, chromedp.Click(`#back`))
+	step("go back", err)
+	_, err = chromedp.Run(ctx, chromedp.WaitVisible(`#tables`))
+	step("see the home view", err)
+	_, err = chromedp.Run(ctx, chromedp.Navigate(f.url+"/#/table/local/demo/events"))
+	step("open the table's address", err)
+	_, err = chromedp.Run(ctx, chromedp.WaitVisible(`#charts`))
+	step("see the table view", err)
+
 	if dir := os.Getenv("ICEKEEPER_TEST_ARTIFACTS"); dir != "" {
-		os.MkdirAll(dir, 0o755)
-		path := filepath.Join(dir, "dashboard.png")
-		if err := os.WriteFile(path, shot, 0o644); err != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("screenshot: %s", path)
+		for name, b := range shots {
+			path := filepath.Join(dir, name)
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("screenshot: %s", path)
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(consoleErrors) > 0 {
 		t.Errorf("console errors: %v", consoleErrors)
 	}
-	if !strings.Contains(list, "local/demo.events") || !strings.Contains(list, "Successful") || !strings.Contains(list, "Not_Yet_Run") ||
-		!strings.Contains(list, "icebergRecordExpiration") ||
+	if !strings.Contains(list, "local/demo.events") || !strings.Contains(list, "Successful") || !strings.Contains(list, "Failed") || !strings.Contains(list, "Disabled") ||
+		!strings.Contains(list, "Record expiration") ||
 		!regexp.MustCompile(`small files \d+/40`).MatchString(list) {
 		t.Errorf("table list:\n%s", list)
-	}
-	// Figures are labelled values, not JSON.
-	if !strings.Contains(runs, "icebergSnapshotManagement") || !strings.Contains(runs, "snapshots expired") || strings.Contains(runs, "{") {
-		t.Errorf("runs:\n%s", runs)
-	}
-	if !strings.Contains(noncurrent, "noncurrent files") || !strings.Contains(noncurrent, "never: protected") {
-		t.Errorf("detail:\n%s", noncurrent)
 	}
 }
 
