@@ -47,6 +47,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -94,6 +95,9 @@ type Job struct {
 	// their keys need, each chunk reading the key columns of the data
 	// files it applies to again.
 	ConvertChunkKeys int64
+	// Logger receives the run's planning, rewrites and commits at debug
+	// level (nil: none).
+	Logger *slog.Logger
 
 	// wholeFileBytes overrides the merge path's whole-file read size (tests
 	// only: 1 sends every input through ranged reads).
@@ -114,6 +118,13 @@ type Job struct {
 	// scans are the snapshot scans of the fanned-out groups this replica
 	// rewrites.
 	scans scanCache
+}
+
+func (j *Job) log() *slog.Logger {
+	if j.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return j.Logger
 }
 
 // Definition is icebergCompaction's definition, with the job's knobs.
@@ -350,6 +361,7 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, tbl *table.Table, 
 		return ds, fmt.Errorf("compaction of %s: %w", t.Table, err)
 	}
 	empty := tbl.CurrentSnapshot() == nil
+	planStart := time.Now()
 	var sc scanned
 	var eqs []planner.EqualityDelete
 	if !empty {
@@ -373,6 +385,9 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, tbl *table.Table, 
 		return ds, err
 	}
 	fig.Strategy, fig.Plan, fig.GroupsPlanned = p.Strategy, p.CompactionPlan, len(p.Groups)
+	j.log().Debug("compaction planned", "table", t.Table.String(), "strategy", p.Strategy, "files", len(sc.tasks), "groups", len(p.Groups),
+		"inputFiles", p.InputFiles(), "inputBytes", p.InputBytes(), "skipped", len(p.Skipped), "deferred", len(p.Deferred),
+		"duration", time.Since(planStart))
 	if fig.RewriteBudget = opts.RewriteBytes; fig.RewriteBudget != nil {
 		fig.GroupsDeferredByBudget, fig.BytesDeferredByBudget, fig.DeferredBecause = len(p.Deferred), planner.GroupBytes(p.Deferred), p.DeferredBecause
 	}
@@ -438,7 +453,7 @@ func pending(figures json.RawMessage) (deferred, estimate int64) {
 // the job's batch bounds and hooks.
 func (j *Job) newCommitter(op rebase.GroupProducer, t jobs.Target, tbl *table.Table, cat catalog.Catalog, wfs icebergio.WriteFileIO, sc scanned, policy commit.Policy) (*rebase.Committer, error) {
 	env := rebase.Env{Bucket: t.Bucket, Table: t.Table, Catalog: cat, FS: wfs, Policy: policy,
-		BeforeCommit: j.beforeCommit, AfterCommit: j.afterCommit, CommitTable: j.commitTable}
+		BeforeCommit: j.beforeCommit, AfterCommit: j.afterCommit, CommitTable: j.commitTable, Logger: j.Logger}
 	c, err := rebase.NewCommitter(env, op, tbl, rebase.Base{Start: sc.start, Tasks: sc.tasks, Deletes: sc.deletes})
 	if err != nil {
 		return nil, err
@@ -457,6 +472,8 @@ func (j *Job) rewriteHere(ctx context.Context, tbl *table.Table, cat catalog.Cat
 	rws := j.rewrite(ctx, rtbl, sc.tasks, fig.Plan.Groups, target, progress)
 	fig.RewriteMs = time.Since(rewriteStart).Milliseconds()
 	fig.addRewrites(rws)
+	j.log().Debug("compaction groups rewritten", "table", strings.Join(tbl.Identifier(), "."), "groups", len(rws), "failed", fig.GroupsFailed,
+		"merged", fig.GroupsMerged, "duration", time.Since(rewriteStart))
 	if fig.GroupsFailed > 0 {
 		// A file that cannot be read is a broken table, not a busy one:
 		// commit nothing and leave it for a human.

@@ -33,7 +33,7 @@ func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, tbl *table.Ta
 	if err != nil {
 		return err
 	}
-	env := rebase.Env{Bucket: t.Bucket, Table: t.Table, Catalog: cat, FS: wfs, Policy: policy, BeforeCommit: j.beforeManifestCommit}
+	env := rebase.Env{Bucket: t.Bucket, Table: t.Table, Catalog: cat, FS: wfs, Policy: policy, BeforeCommit: j.beforeManifestCommit, Logger: j.Logger}
 	op := rebase.ManifestRewrite{Caller: rebase.Caller{Job: string(maintenance.Compaction), Name: "manifest rewrite"},
 		TargetBytes:  int64(tbl.Properties().GetInt(table.ManifestTargetSizeBytesKey, table.ManifestTargetSizeBytesDefault)),
 		MinManifests: s.MinManifests}
@@ -42,5 +42,7 @@ func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, tbl *table.Ta
 	fig.ManifestConflicts, fig.ManifestRebases, fig.ManifestsDeferred = out.Conflicts, out.Rebases, out.Deferred
 	fig.ManifestsRewritten, fig.ManifestsWritten = out.Rewritten, out.Written
 	fig.metadataRemoved = out.MetadataRemoved
+	j.log().Debug("manifests checked", "table", t.Table.String(), "small", out.Small, "minimum", s.MinManifests,
+		"rewritten", out.Rewritten, "written", out.Written, "deferred", out.Deferred, "error", err)
 	return err
 }

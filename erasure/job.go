@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -52,6 +53,9 @@ type Job struct {
 	// freshly loaded metadata (unreferenced file removal provides it),
 	// and returns how many it deleted.
 	DeleteFiles func(ctx context.Context, t jobs.Target, s maintenance.Settings, paths []string) (int, error)
+	// Logger receives the run's plans, commits and deletions at debug
+	// level (nil: none).
+	Logger *slog.Logger
 
 	// beforeCommit, when set (tests only), runs before each commit
 	// attempt, of the rewrite and of the snapshot expiry.
@@ -149,14 +153,17 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 	}
 
 	if !r.DryRun && len(plan.Expire) > 0 {
-		manifests, expiredFiles, err := expire.FilesOf(fsys, before.Metadata(), plan.ExpireIDs())
+		manifests, expiredFiles, err := expire.FilesOf(fsys, before.Metadata(), plan.ExpireIDs(), r.Progress)
 		if err != nil {
 			return fmt.Errorf("erasure of %s: snapshots expired; listing their files failed (unreferenced file removal will collect them): %w", t.Table, err)
 		}
 		if j.DeleteFiles == nil {
 			return errors.New("erasure has no file deleter wired")
 		}
+		start := time.Now()
 		fig.ObjectsDeleted, err = j.DeleteFiles(ctx, t, s.Removal, slices.Concat(manifests, expiredFiles))
+		j.log().Debug("files of expired snapshots deleted", "table", t.Table.String(), "deleted", fig.ObjectsDeleted,
+			"of", len(manifests)+len(expiredFiles), "error", err, "duration", time.Since(start))
 		if err != nil {
 			return fmt.Errorf("erasure of %s: snapshots expired; deleting their files failed: %w", t.Table, err)
 		}
@@ -247,6 +254,7 @@ func (j *Job) rewrite(ctx context.Context, r *jobs.Run[Settings], tbl *table.Tab
 	}
 	groups, pending := planner.PlanErasureRewrite(s.ErasureSettings, files, planner.ExpiryTargetBytes(tbl.Properties()), now)
 	fig.Pending = pending
+	j.log().Debug("erasure rewrite planned", "table", t.Table.String(), "filesWithDeletes", len(files), "groups", len(groups), "pending", len(pending))
 	if len(groups) == 0 {
 		return tbl, nil, nil
 	}
@@ -269,7 +277,7 @@ func (j *Job) rewrite(ctx context.Context, r *jobs.Run[Settings], tbl *table.Tab
 		rec.RemoveExcept(nil)
 		return nil, nil, fmt.Errorf("erasure of %s: %w", t.Table, err)
 	}
-	env := rebase.Env{Bucket: t.Bucket, Table: t.Table, Catalog: cat, FS: rec.WriteFileIO, Policy: policy, BeforeCommit: j.beforeCommit}
+	env := rebase.Env{Bucket: t.Bucket, Table: t.Table, Catalog: cat, FS: rec.WriteFileIO, Policy: policy, BeforeCommit: j.beforeCommit, Logger: j.Logger}
 	op := rebase.DataRewrite{Caller: rebase.Caller{Job: string(maintenance.Erasure), Name: "erasure"}}
 	c, err := rebase.NewCommitter(env, op, tbl, sc)
 	if err != nil {
@@ -303,6 +311,13 @@ func (j *Job) rewrite(ctx context.Context, r *jobs.Run[Settings], tbl *table.Tab
 		return nil, nil, err
 	}
 	return c.Head(), taken, nil
+}
+
+func (j *Job) log() *slog.Logger {
+	if j.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return j.Logger
 }
 
 // rewriteOf is the proof of group g, committed as res at at.
@@ -397,6 +412,8 @@ func (j *Job) expire(ctx context.Context, r *jobs.Run[Settings], tbl *table.Tabl
 			return holdErr
 		}
 		plan = planner.PlanErasureSnapshots(s.ErasureSettings, meta, removals, r.Now)
+		j.log().Debug("erasure snapshots decided", "table", t.Table.String(), "attempt", attempt, "expire", len(plan.Expire),
+			"blocked", len(plan.Blocked), "pending", len(plan.Pending))
 		if r.DryRun || len(plan.Expire) == 0 {
 			return nil
 		}
@@ -409,7 +426,11 @@ func (j *Job) expire(ctx context.Context, r *jobs.Run[Settings], tbl *table.Tabl
 			d.Expire = append(d.Expire, planner.ExpiredSnapshot{SnapshotID: e.SnapshotID, Timestamp: e.Timestamp, Reason: "erasure deadline"})
 		}
 		reqs, updates := expire.CommitOf(meta, d)
-		if _, _, err = cat.CommitTable(ctx, tbl.Identifier(), reqs, updates); err != nil && !commit.IsConflict(err) {
+		start := time.Now()
+		_, _, err = cat.CommitTable(ctx, tbl.Identifier(), reqs, updates)
+		j.log().Debug("commit attempted", "table", t.Table.String(), "operation", "erasure snapshot expiry", "attempt", attempt,
+			"conflict", commit.IsConflict(err), "error", err, "duration", time.Since(start))
+		if err != nil && !commit.IsConflict(err) {
 			return fmt.Errorf("commit snapshot expiry of %s: %w", tbl.Identifier(), err)
 		}
 		if err == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -16,12 +17,18 @@ import (
 
 // unused returns the schemas and partition specs that no snapshot kept by
 // d uses, never the current schema or default spec.
-func unused(fs icebergio.IO, meta table.Metadata, d planner.SnapshotDecision) (schemas, specs []int, err error) {
+// It reads the manifest list of every kept snapshot, telling progress
+// (when set) how many it read.
+func unused(fs icebergio.IO, meta table.Metadata, d planner.SnapshotDecision, progress func(done, total int)) (schemas, specs []int, err error) {
 	usedSchemas := map[int]bool{meta.CurrentSchema().ID: true}
 	usedSpecs := map[int]bool{meta.DefaultPartitionSpec(): true}
+	read := 0
 	for _, snap := range meta.Snapshots() {
 		if _, kept := d.Kept[snap.SnapshotID]; !kept {
 			continue
+		}
+		if read++; progress != nil {
+			progress(read, len(d.Kept))
 		}
 		if snap.SchemaID == nil {
 			// A snapshot that does not say which schema it used could
@@ -56,23 +63,30 @@ func unused(fs icebergio.IO, meta table.Metadata, d planner.SnapshotDecision) (s
 // their manifest lists, and the manifests and data and delete files listed
 // in them. DeleteFiles re-checks every one against the metadata as it is
 // now, so a file a kept snapshot still reaches is never deleted.
-func (j *Job) deleteExpired(ctx context.Context, t jobs.Target, s maintenance.Settings, fs icebergio.IO, before table.Metadata, d planner.SnapshotDecision, fig *Figures) error {
+func (j *Job) deleteExpired(ctx context.Context, t jobs.Target, s maintenance.Settings, fs icebergio.IO, before table.Metadata, d planner.SnapshotDecision, fig *Figures, progress func(done, total int)) error {
 	if j.DeleteFiles == nil {
 		return errors.New("expiration.deleteExpiredFiles is set but this icekeeper has no file deleter wired")
 	}
-	manifests, files, err := FilesOf(fs, before, d.ExpireIDs())
+	start := time.Now()
+	manifests, files, err := FilesOf(fs, before, d.ExpireIDs(), progress)
 	if err != nil {
 		return err
 	}
+	j.log().Debug("files of expired snapshots listed", "table", t.Table.String(), "snapshots", len(d.Expire),
+		"manifests", len(manifests), "files", len(files), "duration", time.Since(start))
+	start = time.Now()
 	n, err := j.DeleteFiles(ctx, t, s, slices.Concat(manifests, files))
 	fig.FilesDeleted = n
+	j.log().Debug("files of expired snapshots deleted", "table", t.Table.String(), "deleted", n,
+		"of", len(manifests)+len(files), "error", err, "duration", time.Since(start))
 	return err
 }
 
 // FilesOf lists every file the snapshots ids of before reach, each once,
 // read through verified metadata: their manifest lists and manifests, and
-// the data and delete files listed in those.
-func FilesOf(fs icebergio.IO, before table.Metadata, ids []int64) (manifests, files []string, err error) {
+// the data and delete files listed in those. It tells progress (when
+// set) how many of the snapshots it read.
+func FilesOf(fs icebergio.IO, before table.Metadata, ids []int64, progress func(done, total int)) (manifests, files []string, err error) {
 	seen := map[string]bool{}
 	add := func(to *[]string, p string) bool {
 		if seen[p] {
@@ -82,7 +96,10 @@ func FilesOf(fs icebergio.IO, before table.Metadata, ids []int64) (manifests, fi
 		*to = append(*to, p)
 		return true
 	}
-	for _, id := range ids {
+	for i, id := range ids {
+		if progress != nil {
+			progress(i+1, len(ids))
+		}
 		snap := before.SnapshotByID(id)
 		if snap == nil {
 			continue

@@ -7,6 +7,7 @@ package expire
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -34,6 +35,10 @@ type Job struct {
 	// metadata (unreferenced file removal provides it). It is used only
 	// when the bucket opts in with expiration.deleteExpiredFiles.
 	DeleteFiles func(ctx context.Context, t jobs.Target, s maintenance.Settings, paths []string) (int, error)
+
+	// Logger receives the run's decisions and commits at debug level
+	// (nil: none).
+	Logger *slog.Logger
 
 	// beforeCommit, when set (tests only), runs between decision and commit.
 	beforeCommit func(attempt int)
@@ -181,8 +186,10 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 			return err
 		}
 		fig.Decision = d
+		j.log().Debug("snapshots decided", "table", t.Table.String(), "attempt", attempt, "snapshots", len(meta.Snapshots()),
+			"expire", len(d.Expire), "refsRemoved", len(d.RemoveRefs), "metadata", tbl.MetadataLocation())
 		if s.PruneUnusedSchemasAndSpecs && !d.Empty() {
-			if fig.SchemasRemoved, fig.SpecsRemoved, err = unused(fs, meta, d); err != nil {
+			if fig.SchemasRemoved, fig.SpecsRemoved, err = unused(fs, meta, d, opts.Progress); err != nil {
 				return err
 			}
 		}
@@ -203,7 +210,17 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 		if len(fig.SpecsRemoved) > 0 {
 			updates = append(updates, table.NewRemoveSpecUpdate(fig.SpecsRemoved))
 		}
+		// The bar counts the snapshots expired, all in this one commit.
+		if opts.Progress != nil {
+			opts.Progress(0, len(d.Expire))
+		}
+		start := time.Now()
 		committed, newLoc, err = cat.CommitTable(ctx, tbl.Identifier(), reqs, updates)
+		j.log().Debug("commit attempted", "table", t.Table.String(), "operation", "snapshot expiration", "attempt", attempt,
+			"conflict", commit.IsConflict(err), "error", err, "duration", time.Since(start))
+		if err == nil && opts.Progress != nil {
+			opts.Progress(len(d.Expire), len(d.Expire))
+		}
 		if err != nil && !commit.IsConflict(err) {
 			return fmt.Errorf("commit snapshot expiration of %s: %w", tbl.Identifier(), err)
 		}
@@ -227,11 +244,18 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 		return err
 	}
 	if s.DeleteExpiredFiles {
-		if err := j.deleteExpired(ctx, t, r.Settings.Removal, fs, tbl.Metadata(), d, fig); err != nil {
+		if err := j.deleteExpired(ctx, t, r.Settings.Removal, fs, tbl.Metadata(), d, fig, opts.Progress); err != nil {
 			return fmt.Errorf("expired snapshots committed; deleting their files failed (unreferenced file removal will collect them): %w", err)
 		}
 	}
 	return nil
+}
+
+func (j *Job) log() *slog.Logger {
+	if j.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return j.Logger
 }
 
 // CommitOf turns a decision into catalog updates, guarded by requirements

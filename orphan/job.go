@@ -56,7 +56,8 @@ type Job struct {
 		state.RefIndex
 	}
 	// Logger receives what a run survives without failing (an index row
-	// not trusted, an index not saved); nil discards it.
+	// not trusted, an index not saved), and at debug level its listing,
+	// marks and deletions; nil discards it.
 	Logger *slog.Logger
 	// Parallelism bounds concurrent manifest reads (default 8).
 	Parallelism int
@@ -189,10 +190,13 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Rules], fig *Figures) error {
 	if opts.DryRun {
 		use = indexOnly
 	}
+	start := time.Now()
 	v, err := j.view(ctx, t, tbl, rules, use)
 	if err != nil {
 		return err
 	}
+	j.log().Debug("references collected", "table", t.Table.String(), "paths", v.stats.Paths, "manifestsRead", v.stats.ManifestsRead,
+		"manifestsFromIndex", v.stats.ManifestsFromIndex, "otherTables", v.others.stats.Tables, "duration", time.Since(start))
 	fig.References, fig.Bucket = v.stats, &v.others.stats
 	for _, p := range v.sc.pfx {
 		fig.Prefixes = append(fig.Prefixes, p.String())
@@ -205,20 +209,28 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Rules], fig *Figures) error {
 		return err
 	}
 	pl := planner.NewRemoval(rules.RemovalRules, opts.Now, planMarks(marks))
+	// How many objects a listing will find is not known before it ends:
+	// the bar counts them.
+	listed := 0
 	for _, p := range v.sc.pfx {
 		st, err := j.storageFor(ctx, t.Bucket, p)
 		if err != nil {
 			return err
 		}
+		start, before := time.Now(), listed
 		if err := st.List(ctx, p, func(o Object) error {
 			if !under(o.Loc, v.sc.pfx) { // a listing must never stray outside
 				return fmt.Errorf("storage listed %s outside the table's prefixes", o.Loc)
 			}
 			pl.Observe(planner.RemovalObject{Path: o.Loc.String(), Size: o.Size, LastModified: o.LastModified}, v.standing(o.Loc))
+			if listed++; opts.Progress != nil {
+				opts.Progress(listed, 0)
+			}
 			return nil
 		}); err != nil {
 			return err
 		}
+		j.log().Debug("prefix listed", "table", t.Table.String(), "prefix", p.String(), "objects", listed-before, "duration", time.Since(start))
 	}
 	plan := pl.Finish()
 	fig.RemovalPlan = plan
@@ -248,9 +260,11 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Rules], fig *Figures) error {
 	if _, err := j.Store.DeleteMarks(ctx, key, slices.Concat(plan.Unmark, plan.Vanished)); err != nil {
 		return err
 	}
+	j.log().Debug("marks saved", "table", t.Table.String(), "marked", len(plan.Mark), "unmarked", len(plan.Unmark),
+		"vanished", len(plan.Vanished), "due", len(plan.Delete))
 	fig.Deleted = 0
 	if len(plan.Delete) > 0 {
-		if err := j.deleteDue(ctx, t, rules, plan.Delete, fig); err != nil {
+		if err := j.deleteDue(ctx, t, rules, plan.Delete, fig, opts.Progress); err != nil {
 			return err
 		}
 	}
@@ -296,18 +310,21 @@ func (j *Job) view(ctx context.Context, t jobs.Target, tbl *table.Table, rules R
 	return v, err
 }
 
+func (j *Job) log() *slog.Logger {
+	if j.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return j.Logger
+}
+
 // index is a walk's use of the reference index for the table tbl under
 // key; nil when use is readAll.
 func (j *Job) index(key state.TableKey, tbl *table.Table, use indexUse) *runIndex {
 	if use == readAll {
 		return nil
 	}
-	logger := j.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	return &runIndex{store: j.Store, codec: &j.codec, key: key, uuid: tbl.Metadata().TableUUID().String(),
-		save: use == indexAndSave, logger: logger}
+		save: use == indexAndSave, logger: j.log()}
 }
 
 // standing classifies the listed object at l for the planner: whether
@@ -369,7 +386,8 @@ func (v view) keeps(l loc) string {
 // row written for a file later replaced at the same path) can at worst
 // mark a live file, never delete it. The price is one full read in the
 // runs that have deletions due.
-func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []planner.Mark, fig *Figures) error {
+func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []planner.Mark, fig *Figures, progress func(done, total int)) error {
+	start := time.Now()
 	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
 	if err != nil {
 		return fmt.Errorf("re-check before deleting: %w", err)
@@ -413,9 +431,12 @@ func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []p
 		}
 	}
 	fig.RecheckKept += len(kept)
+	j.log().Debug("due objects re-checked", "table", t.Table.String(), "due", len(due), "toDelete", len(del), "kept", len(kept),
+		"restored", fig.RecheckKept-len(kept), "capped", fig.CappedDeletes, "duration", time.Since(start))
 	if _, err := j.Store.DeleteMarks(ctx, t.Key(), kept); err != nil {
 		return err
 	}
+	start = time.Now()
 	var gone []string
 	for _, group := range groupByStorage(del) {
 		st, err := j.storageFor(ctx, t.Bucket, group[0])
@@ -435,7 +456,11 @@ func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []p
 			fig.Deleted++
 			fig.DeletedBytes += sizes[l.String()]
 		}
+		if progress != nil {
+			progress(fig.Deleted+fig.DeleteFailed, len(del))
+		}
 	}
+	j.log().Debug("objects deleted", "table", t.Table.String(), "deleted", fig.Deleted, "failed", fig.DeleteFailed, "duration", time.Since(start))
 	fig.DeletedPaths = first(gone)
 	if _, err := j.Store.DeleteMarks(ctx, t.Key(), gone); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/demo"
 	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/screen"
 )
 
 // demoWith creates the embedded default's demo table with opts, in
@@ -182,3 +185,53 @@ buckets:
 		t.Fatalf("the failure names neither the object nor the endpoint:\n%s", out)
 	}
 }
+
+// On a terminal every job draws a bar or a count, and --log-level debug
+// logs planning, listing and commits; each log line clears the bar's line
+// before it and draws the bar again after, so on the screen no log line
+// runs into a bar.
+func TestProgressAndDebugLogShareTheTerminal(t *testing.T) {
+	newCLI(t)
+	demoWith(t, demo.Options{Appends: 20})
+	var raw fakeTerminal
+	var out bytes.Buffer
+	code := Main(context.Background(), []string{"run", "--table", "local/demo/events", "--log-level", "debug"}, &out, &raw)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %q", code, out.String(), raw.String())
+	}
+	lines := screen.Lines(raw.String())
+	// A finished bar stays on the screen.
+	for _, want := range []string{"icebergCompaction [", "icebergSnapshotManagement [", "icebergUnreferencedFileRemoval "} {
+		if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, want) }) {
+			t.Errorf("no bar or count drawn for %q", want)
+		}
+	}
+	logged := map[string]bool{}
+	for _, l := range lines {
+		if i := strings.Index(l, "time="); i > 0 {
+			t.Errorf("a log line runs into a bar: %q", l)
+		} else if i < 0 && !strings.HasPrefix(l, "iceberg") {
+			t.Errorf("a line that is neither a log line nor a bar: %q", l)
+		}
+		if _, msg, ok := strings.Cut(l, ` msg="`); ok {
+			msg, _, _ = strings.Cut(msg, `"`)
+			logged[msg] = true
+		}
+	}
+	for _, want := range []string{"table loaded", "compaction planned", "compaction groups rewritten", "commit attempted",
+		"snapshots decided", "references collected", "prefix listed", "marks saved"} {
+		if !logged[want] {
+			t.Errorf("debug log lacks %q; logged %v", want, logged)
+		}
+	}
+	for _, op := range []string{"operation=compaction", `operation="manifest rewrite"`, `operation="snapshot expiration"`} {
+		if !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, `msg="commit attempted"`) && strings.Contains(l, op) }) {
+			t.Errorf("no commit logged with %s", op)
+		}
+	}
+}
+
+// fakeTerminal is a buffer that says it is a terminal.
+type fakeTerminal struct{ bytes.Buffer }
+
+func (*fakeTerminal) IsTerminal() bool { return true }

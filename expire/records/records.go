@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -47,9 +48,19 @@ type Job struct {
 	Parallelism int
 	// Retry is the commit retry policy where the table sets none.
 	Retry *commit.Policy
+	// Logger receives the run's plan and commits at debug level (nil:
+	// none).
+	Logger *slog.Logger
 
 	// beforeCommit, when set (tests only), runs before each commit attempt.
 	beforeCommit func(attempt int)
+}
+
+func (j *Job) log() *slog.Logger {
+	if j.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return j.Logger
 }
 
 // Settings are record expiration's: after how many days rows expire.
@@ -223,6 +234,8 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *ExpirationFig
 	}
 	groups, kept := planner.PlanExpiry(col, files, target)
 	fig.FilesKept = kept
+	j.log().Debug("record expiration planned", "table", t.Table.String(), "column", col.Name, "cutoff", fig.Cutoff,
+		"files", len(files), "keptByBounds", kept, "groups", len(groups))
 	if len(groups) == 0 {
 		r.Settled(tbl, col.KeptUntil(files, r.Settings.Days, opts.Now))
 		return nil
@@ -259,7 +272,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *ExpirationFig
 		return nil
 	}
 
-	env := rebase.Env{Bucket: t.Bucket, Table: t.Table, Catalog: cat, FS: rec.WriteFileIO, Policy: policy, BeforeCommit: j.beforeCommit}
+	env := rebase.Env{Bucket: t.Bucket, Table: t.Table, Catalog: cat, FS: rec.WriteFileIO, Policy: policy, BeforeCommit: j.beforeCommit, Logger: j.Logger}
 	op := rebase.RowRemoval{Caller: rebase.Caller{Job: string(maintenance.RecordExpiration), Name: "record expiration"}}
 	c, err := rebase.NewCommitter(env, op, tbl, sc)
 	if err != nil {

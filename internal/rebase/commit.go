@@ -3,6 +3,8 @@ package rebase
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
@@ -24,6 +26,8 @@ type Env struct {
 	// and removed through it.
 	FS     icebergio.WriteFileIO
 	Policy commit.Policy
+	// Logger receives each commit attempt at debug level (nil: none).
+	Logger *slog.Logger
 
 	// BeforeCommit, when set (tests only), runs before each commit
 	// attempt; AfterCommit may replace a commit's result, and CommitTable
@@ -106,10 +110,13 @@ func (e *Env) commit(ctx context.Context, p Producer, s stagedSnapshot, first *t
 			e.BeforeCommit(n)
 		}
 		ident := fresh.Identifier()
+		start := time.Now()
 		newMeta, loc, err := commitTable(ctx, ident, a.reqs, a.updates)
 		if e.AfterCommit != nil {
 			err = e.AfterCommit(err)
 		}
+		e.log().Debug("commit attempted", "table", e.Table.String(), "operation", p.Verb(), "attempt", n, "snapshot", s.snapshotID(),
+			"conflict", commit.IsConflict(err), "error", err, "duration", time.Since(start))
 		if err == nil {
 			out.after, out.attempt = table.New(ident, newMeta, loc, fresh.FS, e.Catalog), a
 			// A metadata file that stays is left to unreferenced file
@@ -152,6 +159,13 @@ func (e *Env) commit(ctx context.Context, p Producer, s stagedSnapshot, first *t
 		out.after = nil
 	}
 	return out, err
+}
+
+func (e *Env) log() *slog.Logger {
+	if e.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return e.Logger
 }
 
 // landed returns the attempt of s whose snapshot fresh holds — one that
