@@ -34,7 +34,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "run", "--table BUCKET/NAMESPACE/TABLE [--job TYPE|all] [--dry-run] [--verbose | --json] [--now RFC3339 --dry-run]",
 		"Runs maintenance on one table now and records the runs in the state store\n(so the API shows them). Job types run in the order record expiration,\ncompaction, snapshot management, unreferenced file removal, erasure. A dry\nrun changes nothing and records nothing; with --now it previews a later day.\nEach job prints its counts and the first few items of each list; --verbose\nor --json prints every item.")
 	c.register(fs)
-	ref := fs.String("table", "", "table: BUCKET/NAMESPACE/TABLE, BUCKET a name or ARN, nested namespaces with dots")
+	ref := fs.String("table", "", "table: BUCKET/NAMESPACE/TABLE, BUCKET a name or ARN, nested namespaces with dots; or a table ARN, BUCKET_ARN/table/NAMESPACE/TABLE or BUCKET_ARN/table/ID (S3 Tables' table ID, or a table name)")
 	job := fs.String("job", "all", "records, compaction, snapshots, unreferenced (or their names icebergRecordExpiration, icebergCompaction, …) or all")
 	dryRun := fs.Bool("dry-run", false, "show what would be done; change nothing and record nothing")
 	asJSON := fs.Bool("json", false, "print one JSON object keyed by job type")

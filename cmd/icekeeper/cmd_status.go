@@ -22,7 +22,7 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) error {
 			"icekeeper's API. Credentials: --access-key-id/--secret-access-key or\n"+
 			"$AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY when the API requires them.")
 	endpoint := fs.String("endpoint", "http://127.0.0.1:8080", "the API's URL")
-	ref := fs.String("table", "", "table: BUCKET/NAMESPACE/TABLE (BUCKET a name or ARN)")
+	ref := fs.String("table", "", "table: BUCKET/NAMESPACE/TABLE (BUCKET a name or ARN), or the table ARN the API prints")
 	keyID := fs.String("access-key-id", os.Getenv("AWS_ACCESS_KEY_ID"), "access key")
 	secret := fs.String("secret-access-key", os.Getenv("AWS_SECRET_ACCESS_KEY"), "secret key")
 	signing := fs.String("signing-name", "s3tables", "SigV4 service name the API expects")
@@ -33,7 +33,11 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) error {
 	if u, err := url.Parse(*endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return usagef("--endpoint: %q is not an http:// or https:// URL (e.g. http://127.0.0.1:8080)", *endpoint)
 	}
-	r, err := bucket.ParseRef(*ref)
+	plain, byID := tableRef(*ref)
+	if byID {
+		return usagef("--table %s names its table by an ID, which status cannot look up through the API: give BUCKET/NAMESPACE/TABLE or BUCKET_ARN/table/NAMESPACE/TABLE", *ref)
+	}
+	r, err := bucket.ParseRef(plain)
 	if err != nil {
 		return err
 	}

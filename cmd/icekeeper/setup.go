@@ -220,7 +220,11 @@ func (c *commonFlags) resolve(ctx context.Context, w *world, ref string) (*bucke
 	if ref == "" {
 		return nil, bucket.TableID{}, usagef("--table is required (BUCKET/NAMESPACE/TABLE, e.g. local/demo/events)")
 	}
-	r, err := bucket.ParseRef(ref)
+	plain, byID := tableRef(ref)
+	if byID {
+		return c.resolveByID(ctx, w, ref)
+	}
+	r, err := bucket.ParseRef(plain)
 	if err != nil {
 		return nil, bucket.TableID{}, err
 	}
@@ -239,6 +243,23 @@ func (c *commonFlags) resolve(ctx context.Context, w *world, ref string) (*bucke
 		return nil, bucket.TableID{}, err
 	}
 	return b, r.Table, nil
+}
+
+// resolveByID finds the table of a table ARN that names it by an ID, as
+// S3 Tables prints table ARNs.
+func (c *commonFlags) resolveByID(ctx context.Context, w *world, ref string) (*bucket.Bucket, bucket.TableID, error) {
+	bucketARN, id, _ := cutTableARN(ref)
+	b, err := w.registry.Bucket(bucketARN)
+	if err != nil {
+		return nil, bucket.TableID{}, err
+	}
+	cctx, cancel := context.WithTimeoutCause(ctx, c.connectTimeout, fmt.Errorf("no answer within %v", c.connectTimeout))
+	defer cancel()
+	t, err := tableByID(cctx, b, ref, id)
+	if err != nil {
+		return nil, bucket.TableID{}, err
+	}
+	return b, t, nil
 }
 
 func writeln(w io.Writer, format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
