@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -346,17 +347,31 @@ func (d *Definition[S, F]) Summarize(figures json.RawMessage) string {
 
 // decodeFigures decodes recorded figures into a new F. Figures are
 // pointers to structs (their methods have pointer receivers), so F's zero
-// value is nil and the struct it points to is made first.
+// value is nil and the struct it points to is made first. A cost of
+// another shape (one recorded by another version) is left out rather
+// than costing the summary: what a run did does not depend on it, and
+// RunSummary reads the cost loosely on its own.
 func decodeFigures[F Figures](raw json.RawMessage) (F, error) {
-	var fig F
-	if t := reflect.TypeFor[F](); t.Kind() == reflect.Pointer {
-		fig = reflect.New(t.Elem()).Interface().(F)
-		if err := json.Unmarshal(raw, fig); err != nil {
-			return fig, fmt.Errorf("decode figures: %w", err)
+	decode := func(raw []byte) (F, error) {
+		var fig F
+		if t := reflect.TypeFor[F](); t.Kind() == reflect.Pointer {
+			fig = reflect.New(t.Elem()).Interface().(F)
+			return fig, json.Unmarshal(raw, fig)
 		}
-		return fig, nil
+		return fig, json.Unmarshal(raw, &fig)
 	}
-	if err := json.Unmarshal(raw, &fig); err != nil {
+	fig, err := decode(raw)
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) && (typeErr.Field == "Common.cost" || strings.HasPrefix(typeErr.Field, "Common.cost.")) {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(raw, &fields) == nil {
+			delete(fields, "cost")
+			if without, merr := json.Marshal(fields); merr == nil {
+				fig, err = decode(without)
+			}
+		}
+	}
+	if err != nil {
 		return fig, fmt.Errorf("decode figures: %w", err)
 	}
 	return fig, nil
