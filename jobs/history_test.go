@@ -95,3 +95,26 @@ func TestHealthHistoryFromRefreshAndPolls(t *testing.T) {
 		t.Fatalf("one commit wrote %d samples", n)
 	}
 }
+
+// A poll that gives a table's health from the cache records it too: here
+// the refresh ran before the history was attached (as after a store that
+// failed to take the samples), and the polls alone fill it.
+func TestHealthHistoryFromPolls(t *testing.T) {
+	f := newFleet(t, 2)
+	m := jobs.NewMetrics(prometheus.NewRegistry(), f.store)
+	f.runner.Loaded = m.Polled
+	now := time.Now()
+	if err := m.RefreshHealth(f.ctx, f.reg, &jobs.Resolver{Store: f.store}, now); err != nil {
+		t.Fatal(err)
+	}
+	m.History = &jobs.HealthHistory{Store: f.store}
+	for i := range f.ids {
+		if _, err := f.runner.Need(f.ctx, f.target(i), maintenance.Compaction, now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.store.HealthSamples(f.ctx, f.target(i).Key(), time.Time{})
+		if err != nil || len(got) != 1 || got[0].MetadataLocation == "" {
+			t.Fatalf("table %d after its poll: %+v %v", i, got, err)
+		}
+	}
+}

@@ -174,11 +174,14 @@ func (m *Metrics) Polled(t Target, tbl *table.Table, s maintenance.Settings, now
 	if !ok {
 		return
 	}
-	// A poll has no context of its own; the sample is one row at most,
-	// for a table the history has not seen at this metadata file.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	m.History.Record(ctx, t.Key(), tbl.MetadataLocation(), h, now)
+	if m.History != nil {
+		// A poll has no context of its own; the sample is one row at
+		// most, for a table the history has not seen at this metadata
+		// file.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		m.History.Record(ctx, t.Key(), tbl.MetadataLocation(), h, now)
+		cancel()
+	}
 	m.tables.mu.Lock()
 	defer m.tables.mu.Unlock()
 	m.tables.health[t.Key()] = h
