@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/icekeeper/icekeeper/internal/state"
@@ -66,6 +68,27 @@ func Release(ctx context.Context, store state.Marks, t state.TableKey, paths []s
 		return 0, err
 	}
 	return store.DeleteMarks(ctx, t, paths)
+}
+
+// Named returns the paths of marks, protected ones or not as protected
+// says, that p names: p itself when it is one; else those of which p is
+// the end after a slash, a file name or a path relative to the table's
+// location, since the full URI is long and `noncurrent` prints it whole.
+func Named(marks []state.Mark, p string, protected bool) []string {
+	var out []string
+	for _, m := range marks {
+		if m.Protected() != protected {
+			continue
+		}
+		if m.Path == p {
+			return []string{p}
+		}
+		if strings.HasSuffix(m.Path, "/"+strings.TrimPrefix(p, "/")) {
+			out = append(out, m.Path)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // checkMarked refuses the whole request when one of paths has no mark in

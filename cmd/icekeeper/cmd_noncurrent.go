@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -89,7 +90,7 @@ func protection(ctx context.Context, env *cliEnv, args []string, name, summary s
 	fs := newFlagSet(env, name, "--table BUCKET/NAMESPACE/TABLE (--path PATH | --all)", summary)
 	c.register(fs)
 	ref := fs.String("table", "", "table: BUCKET/NAMESPACE/TABLE")
-	path := fs.String("path", "", "one object's path, as icekeeper noncurrent lists it")
+	path := fs.String("path", "", "one object's path, as icekeeper noncurrent lists it, or its file name or path relative to the table's location when that names one object")
 	all := fs.Bool("all", false, "every such object of the table")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -104,12 +105,48 @@ func protection(ctx context.Context, env *cliEnv, args []string, name, summary s
 	defer w.Close()
 	var paths []string
 	if !*all {
-		paths = []string{*path}
+		p, err := namedPath(ctx, w, target, *ref, *path, name == "release")
+		if err != nil {
+			return err
+		}
+		paths = []string{p}
 	}
 	n, err := apply(ctx, w, target, paths)
 	if err != nil {
 		return err
 	}
 	writeln(env.stdout, "%s %d object(s) of %s", done, n, *ref)
+	if len(paths) == 1 && paths[0] != *path {
+		writeln(env.stdout, "  %s", paths[0])
+	}
 	return nil
+}
+
+// namedPath is the full path of the one noncurrent object of t, which
+// ref names (a protected one, if protected), that p names, whole or by
+// its end; none or several is a usage error saying which.
+func namedPath(ctx context.Context, w *world, t jobs.Target, ref, p string, protected bool) (string, error) {
+	marks, err := w.store.Marks(ctx, t.Key())
+	if err != nil {
+		return "", err
+	}
+	what := "noncurrent"
+	if protected {
+		what = "protected"
+	}
+	switch named := orphan.Named(marks, p, protected); len(named) {
+	case 1:
+		return named[0], nil
+	case 0:
+		return "", usagef("%s is not a %s object of %s, nor the end of one's path; `icekeeper noncurrent --table %s` lists them",
+			p, what, ref, ref)
+	default:
+		shown := named[:min(len(named), 5)]
+		more := ""
+		if len(named) > len(shown) {
+			more = fmt.Sprintf(" and %d more", len(named)-len(shown))
+		}
+		return "", usagef("%s names %d %s objects of %s: %s%s; give more of the path",
+			p, len(named), what, ref, strings.Join(shown, ", "), more)
+	}
 }
