@@ -234,12 +234,17 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("%v zero values shown in the figures", zeros)
 	}
 	shot("dashboard-run.png")
-	// A refresh rebuilds the view and keeps the run open.
+	// A refresh rebuilds the view and keeps the run open and the page
+	// where the reader scrolled it.
+	js("scroll", `window.scrollTo(0, 300)`)
 	js("refresh", `refresh()`)
 	_, err = chromedp.Run(ctx, chromedp.Poll[bool](`!ui.busy`))
 	step("wait for the refresh", err)
 	if open := js("count open runs", `document.querySelectorAll("details.run[open]").length`); open != float64(1) {
 		t.Errorf("%v runs open after a refresh, want the one opened", open)
+	}
+	if y := js("read the scroll", `window.scrollY`); y != float64(300) {
+		t.Errorf("scrolled to %v after a refresh, want 300", y)
 	}
 	_, err = chromedp.Run(ctx, chromedp.Click(`#pause`))
 	step("pause", err)
