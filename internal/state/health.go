@@ -25,11 +25,15 @@ func (s *sqlStore) RecordHealth(ctx context.Context, h HealthSample) (bool, erro
 	if n, _ := res.RowsAffected(); n == 0 {
 		return false, nil // sampled already; the insert that did pruned
 	}
-	// The table's own rows only, so that one table's pruning never
-	// waits on another's.
-	if _, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM health_samples WHERE bucket = ? AND namespace = ? AND name = ? AND (sampled_at < ?
-		OR id <= (SELECT id FROM health_samples WHERE bucket = ? AND namespace = ? AND name = ? ORDER BY id DESC LIMIT 1 OFFSET ?))`),
-		t.Bucket, t.Namespace, t.Name, millis(h.At.Add(-HealthKeep)), t.Bucket, t.Namespace, t.Name, HealthKeepPerTable); err != nil {
+	// Samples past HealthKeep go whatever their table, so that a table
+	// dropped or renamed leaves none behind for long; the cap counts the
+	// table's own.
+	if _, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM health_samples WHERE sampled_at < ?`), millis(h.At.Add(-HealthKeep))); err != nil {
+		return false, fmt.Errorf("forget health samples older than %s: %w", HealthKeep, err)
+	}
+	if _, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM health_samples WHERE bucket = ? AND namespace = ? AND name = ?
+		AND id <= (SELECT id FROM health_samples WHERE bucket = ? AND namespace = ? AND name = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`),
+		t.Bucket, t.Namespace, t.Name, t.Bucket, t.Namespace, t.Name, HealthKeepPerTable); err != nil {
 		return false, fmt.Errorf("forget old health samples of %s: %w", t, err)
 	}
 	if err := tx.Commit(); err != nil {

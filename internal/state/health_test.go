@@ -12,13 +12,14 @@ import (
 
 // testHealthHistory: one sample per metadata file, whichever store (a
 // replica) records it; read back oldest first and per table; samples
-// older than HealthKeep forgotten by the next one recorded, and no more
-// than HealthKeepPerTable kept.
+// older than HealthKeep forgotten by the next one recorded, a dropped
+// table's too.
 func testHealthHistory(t *testing.T, a, b Store) {
 	ctx := context.Background()
 	tbl := TableKey{tbl.Bucket, "sampled", "events"} // the suite's stores may share a database
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	other := TableKey{tbl.Bucket, tbl.Namespace, "other"}
+	dropped := TableKey{tbl.Bucket, tbl.Namespace, "dropped"}
 	record := func(s Store, k TableKey, at time.Time, loc string, files int) bool {
 		t.Helper()
 		ok, err := s.RecordHealth(ctx, HealthSample{Table: k, At: at, MetadataLocation: loc, Health: json.RawMessage(fmt.Sprintf(`{"dataFiles":%d}`, files))})
@@ -30,7 +31,7 @@ func testHealthHistory(t *testing.T, a, b Store) {
 	if got, err := a.HealthSamples(ctx, tbl, time.Time{}); err != nil || len(got) != 0 {
 		t.Fatalf("no samples yet: %v %v", got, err)
 	}
-	if !record(a, tbl, t0, "m1", 10) || !record(b, tbl, t0.Add(time.Hour), "m2", 12) || !record(a, other, t0, "m1", 99) {
+	if !record(a, tbl, t0, "m1", 10) || !record(b, tbl, t0.Add(time.Hour), "m2", 12) || !record(a, other, t0.Add(2*time.Hour), "m1", 99) || !record(b, dropped, t0, "m1", 1) {
 		t.Fatal("a new metadata file was not recorded")
 	}
 	// The same metadata file again, from either replica: not recorded.
@@ -45,7 +46,8 @@ func testHealthHistory(t *testing.T, a, b Store) {
 		t.Fatalf("samples since t0+1m: %+v", got)
 	}
 	// Thirty days on, the first is past HealthKeep and goes with the
-	// next sample of its table; the other table's stays.
+	// next sample, as does the dropped table's; the other table's, two
+	// hours younger, stays.
 	if !record(a, tbl, t0.Add(HealthKeep+30*time.Minute), "m3", 5) {
 		t.Fatal("m3 not recorded")
 	}
@@ -53,7 +55,10 @@ func testHealthHistory(t *testing.T, a, b Store) {
 		t.Fatalf("after pruning: %+v", got)
 	}
 	if got, _ := a.HealthSamples(ctx, other, time.Time{}); len(got) != 1 {
-		t.Fatalf("another table's samples were pruned: %+v", got)
+		t.Fatalf("another table's young sample was pruned: %+v", got)
+	}
+	if got, _ := a.HealthSamples(ctx, dropped, time.Time{}); len(got) != 0 {
+		t.Fatalf("a dropped table's old sample was kept: %+v", got)
 	}
 }
 

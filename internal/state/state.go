@@ -258,8 +258,8 @@ type HealthSample struct {
 type HealthHistory interface {
 	// RecordHealth stores s unless s.Table has a sample of the same
 	// metadata location already, and reports whether it stored it. It
-	// forgets the table's samples older than HealthKeep before s.At and
-	// those beyond its newest HealthKeepPerTable.
+	// forgets every table's samples older than HealthKeep before s.At,
+	// and s.Table's beyond its newest HealthKeepPerTable.
 	RecordHealth(ctx context.Context, s HealthSample) (bool, error)
 	// HealthSamples returns t's samples taken at or after since, oldest
 	// first.
