@@ -43,7 +43,7 @@ func cmdTables(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 		// The store (settings overrides) once a catalog answered.
-		if w.store == nil && len(ids) > 0 {
+		if w.store == nil {
 			if err := c.openStore(ctx, w); err != nil {
 				return err
 			}
