@@ -79,5 +79,11 @@ func Embedded(home string) *Config {
 			maintenance.Erasure:                 "@every 10m",
 		},
 	}
+	// The defaults a file gets are applied the same way, so that a file
+	// that says what the embedded default says (configs/local.yaml) is
+	// the same configuration.
+	if err := cfg.finish(); err != nil {
+		panic(err) // constants; covered by TestLocalYAMLIsTheEmbeddedDefault
+	}
 	return cfg
 }
