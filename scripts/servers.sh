@@ -64,6 +64,7 @@ pg_bin() {
 }
 
 install_apt() {
+	[ ${#APT_PACKAGES[@]} -gt 0 ] || return 0
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq "${APT_PACKAGES[@]}"
@@ -100,6 +101,9 @@ install_seaweedfs() {
 APT_PACKAGES=()
 GO_LANE_A=()
 GO_LANE_B=()
+# AFTER_APT are install functions that need the Debian packages: they run
+# in the apt job, after apt-get.
+AFTER_APT=()
 plan_server_installs() {
 	pg_bin >/dev/null || APT_PACKAGES+=(postgresql)
 	command -v curl >/dev/null || APT_PACKAGES+=(curl) # readiness checks below
@@ -136,8 +140,8 @@ start_job() {
 
 start_installs() {
 	INSTALLS_START=$SECONDS
-	if [ ${#APT_PACKAGES[@]} -gt 0 ]; then
-		start_job apt install_apt
+	if [ ${#APT_PACKAGES[@]} -gt 0 ] || [ ${#AFTER_APT[@]} -gt 0 ]; then
+		start_job apt install_apt ${AFTER_APT[@]+"${AFTER_APT[@]}"}
 		APT_PID=$!
 	fi
 	if [ ${#GO_LANE_A[@]} -gt 0 ]; then start_job go-a "${GO_LANE_A[@]}"; fi

@@ -10,7 +10,8 @@
 #     each commit (a few minutes).
 #   - This script runs everything. It installs what is missing (a C
 #     compiler for the race detector and curl, PostgreSQL and Chromium from
-#     Debian in one apt-get call; versitygw, toxiproxy, SeaweedFS, helm and
+#     Debian in one apt-get call, then an AWS CLI with the s3tables commands
+#     with pip; versitygw, toxiproxy, SeaweedFS, helm and
 #     promtool with go install or go build) in background jobs while gofmt,
 #     go vet and the test build run; starts the servers on 127.0.0.1 with
 #     throw-away data; then runs
@@ -82,12 +83,27 @@ fi
 if ! command -v chromium >/dev/null; then
 	APT_PACKAGES+=(chromium)
 fi
+# The AWS CLI drives the API's test with keys; it needs the s3tables
+# commands (AWS CLI v1 from 1.36.15, v2 from 2.22.10; the record
+# expiration ones from 1.43.7 and 2.32.8). Debian's awscli (2.9.19) has
+# none, so a current v1 is installed with pip into a virtual environment
+# kept beside the Go tools, and linked there as `aws`.
+AWSCLI_VENV="$GOBIN_DIR/awscli-venv"
+install_awscli() {
+	python3 -m venv "$AWSCLI_VENV"
+	"$AWSCLI_VENV/bin/pip" install -q 'awscli>=1.43.7'
+	ln -sf "$AWSCLI_VENV/bin/aws" "$GOBIN_DIR/aws"
+}
+if ! aws s3tables get-table-record-expiration-configuration --generate-cli-skeleton >/dev/null 2>&1; then
+	python3 -c 'import ensurepip, venv' 2>/dev/null || APT_PACKAGES+=(python3-venv)
+	AFTER_APT+=(install_awscli)
+fi
 RACE_BUILD_EARLY=1
 if ! command -v gcc >/dev/null; then
 	APT_PACKAGES+=(gcc libc6-dev)
 	RACE_BUILD_EARLY=""
 fi
-log "to install: ${APT_PACKAGES[*]:-nothing from Debian}; ${GO_LANE_A[*]:-} ${GO_LANE_B[*]:-} (Go builds)"
+log "to install: ${APT_PACKAGES[*]:-nothing from Debian}; ${AFTER_APT[*]:-} ${GO_LANE_A[*]:-} ${GO_LANE_B[*]:-} (Go builds)"
 start_installs
 export ICEKEEPER_TEST_ARTIFACTS="$PWD/test-artifacts"
 
