@@ -270,7 +270,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 
 	// The release button ends the protection.
-	_, err = chromedp.Run(ctx, chromedp.Click(`button[data-path="`+protected+`"]`))
+	// Clicked from the page's own thread once no refresh is under way: the
+	// run's result refreshes the view, and a click on a button it has
+	// just replaced is lost.
+	sel, _ := json.Marshal(`button[data-path="` + protected + `"]`)
+	_, err = chromedp.Run(ctx, chromedp.Poll[bool](`(() => { if (ui.busy) return false; const b = document.querySelector(`+string(sel)+`); if (!b) return false; b.click(); return true; })()`))
 	step("click release", err)
 	_, err = chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector("#detail h3") !== null && document.querySelector("#noncurrent") === null`))
 	step("see it released", err)
