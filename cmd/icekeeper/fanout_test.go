@@ -96,6 +96,10 @@ func frozenOn(t *testing.T, db *sql.DB, replica *exec.Cmd, job int64) (*exec.Cmd
 	if err := replica.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	// A completion the replica sent just before it stopped may still be on
+	// its way to the database: let it land before asking whether the job
+	// is still running, or a job that had finished passes for a frozen one.
+	time.Sleep(300 * time.Millisecond)
 	var st string
 	if err := db.QueryRowContext(context.Background(), `SELECT state FROM river_job WHERE id = $1`, job).Scan(&st); err == nil && st == "running" {
 		return replica, job
