@@ -58,6 +58,11 @@ func TestRestoreByFileName(t *testing.T) {
 		{"restore", "crashed-writer", "crashed-writer is not a noncurrent object of local/demo/events, nor the end of one's path"},
 		{"restore", first, first + " is not a noncurrent object"}, // protected now
 		{"release", filepath.Base(strays[1]), "is not a protected object"},
+		// Names built to reach past the table's own marks resolve to none.
+		{"restore", "../events/data/" + filepath.Base(strays[1]), "is not a noncurrent object"},
+		{"restore", "%2e%2e/data/" + filepath.Base(strays[1]), "is not a noncurrent object"},
+		{"restore", "//" + filepath.Base(strays[1]), "is not a noncurrent object"},
+		{"restore", "data//" + filepath.Base(strays[1]), "is not a noncurrent object"},
 	} {
 		code, _, errOut := c.run(tc.cmd, "--table", "local/demo/events", "--path", tc.path)
 		if code != 2 || !strings.Contains(errOut, tc.want) {
