@@ -31,9 +31,13 @@ type Need struct {
 	// when the last run's figures say (the deferred bytes, or its plan's
 	// input); 0 when unknown. It is shown, never used to order.
 	Estimate int64
-	// Due is when the oldest work the last run left must be done (zero:
-	// none), for a job type with deadlines (erasure).
+	// Due is when the oldest work must be done (zero: none): the
+	// deadline of what the last run left, for a job type with deadlines
+	// (erasure), or the oldest work not taken plus the table's freshness
+	// target.
 	Due time.Time
+	// Target is the table's freshness target (0: none).
+	Target time.Duration
 }
 
 // NeedBudget is the reason shown for a table queued first because its

@@ -29,6 +29,7 @@ type hsnap struct {
 	id, parent int64 // parent 0: root
 	ageHours   float64
 	op         table.Operation // "": append
+	summary    map[string]string
 }
 
 type href struct {
@@ -60,8 +61,13 @@ func (h history) build(t *testing.T) table.Metadata {
 			"snapshot-id": s.id, "sequence-number": i + 1,
 			"timestamp-ms":  now.Add(-time.Duration(s.ageHours * float64(time.Hour))).UnixMilli(),
 			"manifest-list": fmt.Sprintf("s3://b/t/metadata/snap-%d.avro", s.id),
-			"summary":       map[string]string{"operation": string(cmp.Or(s.op, table.OpAppend))}, "schema-id": 0,
+			"schema-id":     0,
 		}
+		summary := map[string]string{"operation": string(cmp.Or(s.op, table.OpAppend))}
+		for k, v := range s.summary {
+			summary[k] = v
+		}
+		m["summary"] = summary
 		if s.parent != 0 {
 			m["parent-snapshot-id"] = s.parent
 		}

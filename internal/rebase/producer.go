@@ -36,6 +36,8 @@ package rebase
 import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // Producer is one kind of rewrite snapshot: what its summary says and how
@@ -84,7 +86,8 @@ type Guarded interface {
 // Caller names who commits, the part of a producer that differs between
 // callers of one operation.
 type Caller struct {
-	// Job is the summary property "icekeeper.job" of every snapshot.
+	// Job is the summary property planner.IcekeeperJobProperty of every
+	// snapshot: how others tell icekeeper's commits from theirs.
 	Job string
 	// Name is what errors call the operation: "compaction".
 	Name string
@@ -94,7 +97,9 @@ type Caller struct {
 func (c Caller) Verb() string { return c.Name }
 
 // Properties implements Producer.
-func (c Caller) Properties() iceberg.Properties { return iceberg.Properties{"icekeeper.job": c.Job} }
+func (c Caller) Properties() iceberg.Properties {
+	return iceberg.Properties{planner.IcekeeperJobProperty: c.Job}
+}
 
 // DataRewrite replaces groups of data files with new ones holding the same
 // rows (compaction): REPLACE snapshots. A delete file goes with the data
