@@ -1,7 +1,14 @@
 // Package events decodes the change notifications icekeeper accepts on its
 // event route: S3 event notifications (AWS's JSON, which MinIO, RustFS and
-// Ceph webhooks also send) and CloudEvents (Lakekeeper's catalog events, or
-// any sender using the shape documented on TypeTableChanged).
+// Ceph webhooks also send), SeaweedFS's filer webhook, and CloudEvents
+// (Lakekeeper's catalog events, or any sender using the shape documented
+// on TypeTableChanged).
+//
+// SeaweedFS sends no S3 notifications: its filer posts every change to its
+// namespace as {"key", "event_type", "message"} when notification.toml (or
+// WEED_NOTIFICATION_WEBHOOK_* variables) enables [notification.webhook]
+// with this route as its endpoint. Parse maps the filer's paths of objects,
+// /buckets/BUCKET/KEY, to S3 events like those of the other stores.
 //
 // Lakekeeper publishes to NATS (structured JSON) and Kafka (binary, in ce_
 // headers), not over HTTP; a relay posts its events here in the structured
@@ -56,14 +63,15 @@ var (
 type Event struct {
 	Source string // SourceS3 or SourceCloudEvents
 	Kind   string // KindCreated, KindRemoved, KindTableChanged or KindTableDropped
-	Type   string // the sender's own name for it: "ObjectCreated:Put", "s3:ObjectCreated:Put", "updateTable"
+	Type   string // the sender's own name for it: "ObjectCreated:Put", "s3:ObjectCreated:Put", "seaweedfs:create", "updateTable"
 
 	// Bucket and Key name the object of an S3 notification. Key is decoded
-	// from the notification's form encoding exactly once and is otherwise
-	// kept as sent: "a/../b", "a//b" and a NUL byte stay in it. Storage
-	// treats such a key as a name of its own, so cleaning it would turn an
-	// object written under one prefix into one under another; the caller,
-	// which maps keys to tables by prefix, must reject such keys instead.
+	// from the notification's form encoding exactly once (SeaweedFS's
+	// paths are not encoded) and is otherwise kept as sent: "a/../b",
+	// "a//b" and a NUL byte stay in it. Storage treats such a key as a
+	// name of its own, so cleaning it would turn an object written under
+	// one prefix into one under another; the caller, which maps keys to
+	// tables by prefix, must reject such keys instead.
 	Bucket, Key string
 
 	// Location is the object's URI ("s3://bucket/key", with Key as above)
@@ -89,13 +97,14 @@ type Event struct {
 // headers and body. The format follows the Content-Type (structured and
 // batched CloudEvents), a ce-specversion header (a binary CloudEvent),
 // or else the body's shape (an S3 notification, MinIO's wrapping of one,
-// or a CloudEvent sent as application/json).
+// a CloudEvent sent as application/json, or a SeaweedFS filer webhook).
 //
 // Records and events that are about neither objects being written or
 // removed nor tables (ObjectAccessed, views, namespaces, AWS's
-// s3:TestEvent) are skipped, so a valid body can yield no events. Any
-// part the body gets wrong fails the whole body, wrapping ErrMalformed
-// and saying where, so that a sender's mistake is not half-applied.
+// s3:TestEvent, SeaweedFS's directories and files outside its buckets)
+// are skipped, so a valid body can yield no events. Any part the body
+// gets wrong fails the whole body, wrapping ErrMalformed and saying
+// where, so that a sender's mistake is not half-applied.
 func Parse(h http.Header, body []byte) ([]Event, error) {
 	if len(body) > MaxBody {
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, len(body), MaxBody)
@@ -150,7 +159,10 @@ func parseUntyped(body []byte) ([]Event, error) {
 	if _, ok := m["specversion"]; ok {
 		return oneCloudEvent(structured(m))
 	}
-	return nil, errors.New(`body is neither an S3 event notification (no "Records") nor a CloudEvent (no "specversion")`)
+	if isSeaweedFS(m) {
+		return parseSeaweedFS(body)
+	}
+	return nil, errors.New(`body is neither an S3 event notification (no "Records"), a CloudEvent (no "specversion") nor a SeaweedFS webhook (no "event_type" and "message")`)
 }
 
 // mediaType is ct's media type in lower case, without parameters.

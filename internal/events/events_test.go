@@ -1,9 +1,11 @@
 package events
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -157,6 +159,183 @@ func TestParseKeysKeptAsSent(t *testing.T) {
 		}
 		if len(got) != 1 || got[0].Key != want || got[0].Location != "s3://b/"+want {
 			t.Errorf("%s: got %+v, want key %q", sent, got, want)
+		}
+	}
+}
+
+// SeaweedFS filer webhook bodies as the filer posted them, captured from
+// the version scripts/servers.sh runs: an object put through its S3 API, and
+// a file written, overwritten, renamed and deleted through its HTTP API.
+const (
+	seaweedPut    = `{"event_type":"create","key":"/buckets/lake/wh/sales/orders/data/ts_day=2024-05-01/part 00001+é.parquet","message":{"new_entry":{"name":"part 00001+é.parquet","chunks":[{"size":4,"modified_ts_ns":1796392817938300212,"e_tag":"K4Wvar+b6Omou01mHN6UiA==","fid":{"volume_id":3,"file_key":1,"cookie":1901949585}}],"attributes":{"file_size":4,"mtime":1796392817,"file_mode":432,"crtime":1796392817,"md5":"K4Wvar+b6Omou01mHN6UiA==","inode":8181218114152717670,"ctime":1796392817,"atime":1796392817},"extended":{"Seaweed-X-Amz-Acl":"W3siR3JhbnRlZSI6eyJEaXNwbGF5TmFtZSI6bnVsbCwiRW1haWxBZGRyZXNzIjpudWxsLCJJRCI6ImFkbWluIiwiVHlwZSI6IkNhbm9uaWNhbFVzZXIiLCJVUkkiOm51bGx9LCJQZXJtaXNzaW9uIjoiRlVMTF9DT05UUk9MIn1d","Seaweed-X-Amz-ETag":"MmI4NWFmNmFiZjliZThlOWE4YmI0ZDY2MWNkZTk0ODg=","Seaweed-X-Amz-Owner":"YWRtaW4=","x-seaweedfs-write-id":"ZTBiZDZmZWUtZDE0NC00MGUxLThmNDQtYzZjNGUxMzIzZjhj"},"commit_ts_ns":1796392821944944913},"delete_chunks":true,"new_parent_path":"/buckets/lake/wh/sales/orders/data/ts_day=2024-05-01","signatures":[-34865287]}}`
+	seaweedUpdate = `{"event_type":"update","key":"/buckets/lake/wh/t1/data/a.parquet","message":{"old_entry":{"name":"a.parquet","chunks":[{"file_id":"4,0192ecc121","size":5,"modified_ts_ns":1796392514610444964,"e_tag":"XUFAKrxLKna5cZ2REBfFkg==","fid":{"volume_id":4,"file_key":1,"cookie":2464989473}}],"attributes":{"file_size":5,"mtime":1796392514,"file_mode":432,"crtime":1796392514,"mime":"application/x-www-form-urlencoded","md5":"XUFAKrxLKna5cZ2REBfFkg==","inode":5740609761809174361,"ctime":-62135596800,"mtime_ns":610555363,"atime":1796392514,"atime_ns":610555363},"commit_ts_ns":1796392514610602693},"new_entry":{"name":"a.parquet","chunks":[{"size":6,"modified_ts_ns":1796392514640425610,"e_tag":"boCcvaBzKsSEWRalkBb5VA==","fid":{"volume_id":6,"file_key":2,"cookie":3909580104}}],"attributes":{"file_size":6,"mtime":1796392514,"file_mode":432,"crtime":1796392514,"mime":"application/x-www-form-urlencoded","md5":"boCcvaBzKsSEWRalkBb5VA==","inode":5740609761809174361,"ctime":-62135596800,"mtime_ns":640479091,"atime":1796392514,"atime_ns":640479091},"commit_ts_ns":1796392514640489030},"delete_chunks":true,"new_parent_path":"/buckets/lake/wh/t1/data","signatures":[1219170616]}}`
+	seaweedRename = `{"event_type":"rename","key":"/buckets/lake/wh/t1/data/a.parquet","message":{"old_entry":{"name":"a.parquet","chunks":[{"file_id":"6,02e9077548","size":6,"modified_ts_ns":1796392514640425610,"e_tag":"boCcvaBzKsSEWRalkBb5VA==","fid":{"volume_id":6,"file_key":2,"cookie":3909580104}}],"attributes":{"file_size":6,"mtime":1796392514,"file_mode":432,"crtime":1796392514,"mime":"application/x-www-form-urlencoded","md5":"boCcvaBzKsSEWRalkBb5VA==","inode":5740609761809174361,"ctime":-62135596800,"mtime_ns":640479091,"atime":1796392514,"atime_ns":640479091},"commit_ts_ns":1796392514640489030},"new_entry":{"name":"b c.parquet","chunks":[{"file_id":"6,02e9077548","size":6,"modified_ts_ns":1796392514640425610,"e_tag":"boCcvaBzKsSEWRalkBb5VA==","fid":{"volume_id":6,"file_key":2,"cookie":3909580104}}],"attributes":{"file_size":6,"mtime":1796392514,"file_mode":432,"crtime":1796392514,"mime":"application/x-www-form-urlencoded","md5":"boCcvaBzKsSEWRalkBb5VA==","inode":5740609761809174361,"ctime":-62135596800,"mtime_ns":640479091,"atime":1796392514,"atime_ns":640479091},"commit_ts_ns":1796392514663840418},"new_parent_path":"/buckets/lake/wh/t1/data","signatures":[1219170616]}}`
+	seaweedDelete = `{"event_type":"delete","key":"/buckets/lake/wh/t1/data/b c.parquet","message":{"old_entry":{"name":"b c.parquet","chunks":[{"file_id":"6,02e9077548","size":6,"modified_ts_ns":1796392514640425610,"e_tag":"boCcvaBzKsSEWRalkBb5VA==","fid":{"volume_id":6,"file_key":2,"cookie":3909580104}}],"attributes":{"file_size":6,"mtime":1796392514,"file_mode":432,"crtime":1796392514,"mime":"application/x-www-form-urlencoded","md5":"boCcvaBzKsSEWRalkBb5VA==","inode":5740609761809174361,"ctime":-62135596800,"mtime_ns":640479091,"atime":1796392514,"atime_ns":640479091},"commit_ts_ns":1796392514663840418},"delete_chunks":true,"signatures":[1219170616]}}`
+	// The bucket's directory, and the file the S3 gateway keeps of its
+	// owner in the filer's own folder under /buckets.
+	seaweedBucket = `{"event_type":"create","key":"/buckets/lake","message":{"new_entry":{"name":"lake","is_directory":true,"attributes":{"mtime":1796392813,"file_mode":2147484159,"crtime":1796392813,"inode":6400316421697724314,"ctime":1796392813,"atime":1796392813},"extended":{"Seaweed-X-Amz-Owner":"YWRtaW4=","s3-identity-id":"YWRtaW4taWNla2VlcGU="},"commit_ts_ns":1796392813103745728},"delete_chunks":true,"new_parent_path":"/buckets","signatures":[-34865287]}}`
+	seaweedOwner  = `{"event_type":"update","key":"/buckets/.system/owners/admin-icekeepe/lake","message":{"old_entry":{"name":"lake","attributes":{"mtime":1796392813,"file_mode":504,"crtime":1796392813,"inode":1987810634341758139,"ctime":1796392813,"atime":1796392813},"commit_ts_ns":1796392813104533628},"new_entry":{"name":"lake","attributes":{"mtime":1796392813,"file_mode":504,"crtime":1796392813,"inode":1987810634341758139,"ctime":1796392813,"atime":1796392813},"commit_ts_ns":1796392813104934296},"delete_chunks":true,"new_parent_path":"/buckets/.system/owners/admin-icekeepe","signatures":[-34865287]}}`
+)
+
+// seaweedBody builds a webhook body the way the filer does
+// (weed/notification/webhook/http.go): a map marshalled by encoding/json,
+// so its members are sorted and "<", ">", "&" and control characters in
+// the key are escaped.
+func seaweedBody(t *testing.T, eventType, key, message string) []byte {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"key": key, "event_type": eventType, "message": json.RawMessage(message)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestParseSeaweedFS(t *testing.T) {
+	obj := func(kind, typ, key string) Event {
+		return Event{Source: SourceS3, Kind: kind, Type: typ, Bucket: "lake", Key: key, Location: "s3://lake/" + key}
+	}
+	for _, tc := range []struct {
+		name string
+		body string
+		want []Event
+	}{
+		{"an object put through S3", seaweedPut,
+			[]Event{obj(KindCreated, "seaweedfs:create", "wh/sales/orders/data/ts_day=2024-05-01/part 00001+é.parquet")}},
+		{"an overwrite is a write", seaweedUpdate,
+			[]Event{obj(KindCreated, "seaweedfs:update", "wh/t1/data/a.parquet")}},
+		{"a rename removes the old key and writes the new", seaweedRename,
+			[]Event{obj(KindRemoved, "seaweedfs:rename", "wh/t1/data/a.parquet"), obj(KindCreated, "seaweedfs:rename", "wh/t1/data/b c.parquet")}},
+		{"a delete", seaweedDelete,
+			[]Event{obj(KindRemoved, "seaweedfs:delete", "wh/t1/data/b c.parquet")}},
+		{"a bucket is no object", seaweedBucket, nil},
+		{"the filer's own folder under /buckets holds no bucket", seaweedOwner, nil},
+	} {
+		got, err := Parse(http.Header{"Content-Type": {"application/json"}}, []byte(tc.body))
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: got\n%+v\nwant\n%+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestParseSeaweedFSSkipped: changes that are to no S3 object are valid
+// bodies that yield no events.
+func TestParseSeaweedFSSkipped(t *testing.T) {
+	const file = `{"new_entry":{"name":"f","attributes":{"file_size":1}},"new_parent_path":"/x"}`
+	for _, tc := range []struct{ name, typ, key, message string }{
+		{"a directory in a bucket", "create", "/buckets/lake/wh/t1", `{"new_entry":{"name":"t1","is_directory":true},"new_parent_path":"/buckets/lake/wh"}`},
+		{"a directory deleted", "delete", "/buckets/lake/wh/t1", `{"old_entry":{"name":"t1","is_directory":true},"delete_chunks":true}`},
+		{"a directory renamed", "rename", "/buckets/lake/wh/t1", `{"old_entry":{"name":"t1","is_directory":true},"new_entry":{"name":"t2","is_directory":true},"new_parent_path":"/buckets/lake/wh"}`},
+		{"the buckets folder", "create", "/buckets", `{"new_entry":{"name":"buckets","is_directory":true},"new_parent_path":"/"}`},
+		{"a file beside the buckets", "create", "/buckets/notes.txt", file},
+		{"the filer's configuration", "update", "/etc/iam/identity.json", `{"old_entry":{"name":"identity.json"},"new_entry":{"name":"identity.json"},"new_parent_path":"/etc/iam"}`},
+		{"a message queue's topic", "create", "/topics/.system/log/2024-05-01-12-00.00000001", file},
+		{"a prefix of /buckets/ that is not it", "create", "/bucketsx/lake/k", file},
+		{"a multipart upload's part", "create", "/buckets/lake/.uploads/0b6ca2d4-1f4c-4a7a-9b9e-6a0f2c7b1e3d/0001_7c1e.part", file},
+		{"a rename between the filer's own files", "rename", "/etc/a", `{"old_entry":{"name":"a"},"new_entry":{"name":"b"},"new_parent_path":"/etc"}`},
+	} {
+		got, err := Parse(http.Header{"Content-Type": {"application/json"}}, seaweedBody(t, tc.typ, tc.key, tc.message))
+		if err != nil || len(got) != 0 {
+			t.Errorf("%s: got %+v, %v; want no events and no error", tc.name, got, err)
+		}
+	}
+}
+
+// TestParseSeaweedFSKeysKeptAsSent: the filer's paths are not encoded,
+// so a key is taken as it is, "%2e%2e" included, and what a path cleaner
+// would resolve elsewhere is left for the caller to refuse.
+func TestParseSeaweedFSKeysKeptAsSent(t *testing.T) {
+	for _, key := range []string{
+		"t1/../t2/data/x.parquet",
+		"t1//data/x.parquet",
+		"t1/./data/x.parquet",
+		"t1/%2e%2e/t2/x.parquet",
+		"t1/data/a+b%2B.parquet",
+		"t1/data/x\x00.parquet",
+		"t1/data/<&>.parquet",
+		"t1/data/x.parquet/",
+		"../../etc/passwd",
+	} {
+		got, err := Parse(nil, seaweedBody(t, "create", "/buckets/lake/"+key, `{"new_entry":{"name":"x"}}`))
+		want := []Event{{Source: SourceS3, Kind: KindCreated, Type: "seaweedfs:create", Bucket: "lake", Key: key, Location: "s3://lake/" + key}}
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: got %+v, %v", key, got, err)
+		}
+	}
+}
+
+// TestParseSeaweedFSRenamePaths: a rename's new path is its new parent and
+// the new entry's name joined as the filer joins them, and each side is
+// reported only where it is an object.
+func TestParseSeaweedFSRenamePaths(t *testing.T) {
+	rename := func(parent, name string) string {
+		return `{"old_entry":{"name":"old"},"new_entry":{"name":` + strconv.Quote(name) + `},"new_parent_path":` + strconv.Quote(parent) + `}`
+	}
+	ev := func(kind, bucket, key string) Event {
+		return Event{Source: SourceS3, Kind: kind, Type: "seaweedfs:rename", Bucket: bucket, Key: key, Location: "s3://" + bucket + "/" + key}
+	}
+	for _, tc := range []struct {
+		name, key, message string
+		want               []Event
+	}{
+		{"to another bucket", "/buckets/a/t/x", rename("/buckets/b/u", "y"),
+			[]Event{ev(KindRemoved, "a", "t/x"), ev(KindCreated, "b", "u/y")}},
+		{"to a bucket's top", "/buckets/a/t/x", rename("/buckets/a", "x"),
+			[]Event{ev(KindRemoved, "a", "t/x"), ev(KindCreated, "a", "x")}},
+		{"out of the buckets", "/buckets/a/t/x", rename("/tmp", "x"),
+			[]Event{ev(KindRemoved, "a", "t/x")}},
+		{"into a bucket", "/tmp/x", rename("/buckets/a/t", "x"),
+			[]Event{ev(KindCreated, "a", "t/x")}},
+		{"a completed upload's part", "/buckets/a/.uploads/u1/0001.part", rename("/buckets/a/t", "x"),
+			[]Event{ev(KindCreated, "a", "t/x")}},
+		{"a name with a leading slash", "/buckets/a/t/x", rename("/buckets/a/t", "/y"),
+			[]Event{ev(KindRemoved, "a", "t/x"), ev(KindCreated, "a", "t/y")}},
+		{"a parent with a trailing slash", "/buckets/a/t/x", rename("/buckets/a/t/", "y"),
+			[]Event{ev(KindRemoved, "a", "t/x"), ev(KindCreated, "a", "t/y")}},
+		{"a hostile name kept as sent", "/buckets/a/t1/x", rename("/buckets/a/t1", "../t2/x"),
+			[]Event{ev(KindRemoved, "a", "t1/x"), ev(KindCreated, "a", "t1/../t2/x")}},
+	} {
+		got, err := Parse(nil, seaweedBody(t, "rename", tc.key, tc.message))
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: got %+v, %v; want %+v", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+func TestParseSeaweedFSErrors(t *testing.T) {
+	const file = `{"new_entry":{"name":"x"}}`
+	for _, tc := range []struct{ name, body, want string }{
+		{"missing key", `{"event_type":"create","message":` + file + `}`, "seaweedfs webhook: key is missing"},
+		{"null key", `{"event_type":"create","key":null,"message":` + file + `}`, "seaweedfs webhook: key is missing"},
+		{"empty key", `{"event_type":"create","key":"","message":` + file + `}`, "seaweedfs webhook: key is empty"},
+		{"key not a string", `{"event_type":"create","key":7,"message":` + file + `}`, "seaweedfs webhook: json: cannot unmarshal number"},
+		{"relative key", `{"event_type":"create","key":"buckets/lake/x","message":` + file + `}`, `seaweedfs webhook: path "buckets/lake/x" is not an absolute filer path`},
+		{"no bucket", `{"event_type":"create","key":"/buckets//x","message":` + file + `}`, `seaweedfs webhook: path "/buckets//x" names no bucket`},
+		{"no object", `{"event_type":"create","key":"/buckets/lake/","message":` + file + `}`, `seaweedfs webhook: path "/buckets/lake/" names no object in bucket "lake"`},
+		{"unknown event_type", `{"event_type":"chmod","key":"/buckets/lake/x","message":` + file + `}`, `seaweedfs webhook: event_type "chmod" is none of create, update, delete and rename`},
+		{"empty event_type", `{"event_type":"","key":"/buckets/lake/x","message":` + file + `}`, "seaweedfs webhook: event_type is missing"},
+		{"null message", `{"event_type":"create","key":"/buckets/lake/x","message":null}`, "seaweedfs webhook: message is missing"},
+		{"message not an object", `{"event_type":"create","key":"/buckets/lake/x","message":"x"}`, "seaweedfs webhook: json: cannot unmarshal string"},
+		{"create without new_entry", `{"event_type":"create","key":"/buckets/lake/x","message":{}}`, `seaweedfs webhook: create of "/buckets/lake/x" has no message.new_entry`},
+		{"delete without old_entry", `{"event_type":"delete","key":"/buckets/lake/x","message":` + file + `}`, `seaweedfs webhook: delete of "/buckets/lake/x" has no message.old_entry`},
+		{"rename without new_parent_path", `{"event_type":"rename","key":"/buckets/lake/x","message":{"old_entry":{"name":"x"},"new_entry":{"name":"y"}}}`, `seaweedfs webhook: rename of "/buckets/lake/x" has no message.new_parent_path or message.new_entry.name`},
+		{"rename to a hostile path", `{"event_type":"rename","key":"/buckets/lake/x","message":{"new_entry":{"name":"y"},"new_parent_path":"/buckets//t"}}`, `path "/buckets//t/y" names no bucket`},
+		{"invalid UTF-8 in the key", "{\"event_type\":\"create\",\"key\":\"/buckets/lake/t/\xff.parquet\",\"message\":" + file + "}", "body is not valid UTF-8"},
+		{"neither event_type nor message", `{"key":"/buckets/lake/x"}`, `nor a SeaweedFS webhook (no "event_type" and "message")`},
+	} {
+		_, err := Parse(http.Header{"Content-Type": {"application/json"}}, []byte(tc.body))
+		if err == nil {
+			t.Errorf("%s: no error, want %q", tc.name, tc.want)
+			continue
+		}
+		if !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v does not wrap ErrMalformed", tc.name, err)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %q does not say %q", tc.name, err, tc.want)
 		}
 	}
 }
@@ -348,7 +527,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"not JSON", nil, `{"Records": [`, "body is not JSON: "},
 		{"empty body", nil, "  ", "body is empty"},
-		{"neither format", nil, `{"hello":"world"}`, `neither an S3 event notification (no "Records") nor a CloudEvent`},
+		{"neither format", nil, `{"hello":"world"}`, `neither an S3 event notification (no "Records"), a CloudEvent (no "specversion") nor a SeaweedFS webhook`},
 		{"a number", nil, `42`, "not a JSON object or array"},
 		{"invalid UTF-8 in the body", nil, "{\"Records\":[{\"eventName\":\"ObjectCreated:Put\",\"s3\":{\"bucket\":{\"name\":\"b\"},\"object\":{\"key\":\"t/\xff\"}}}]}", "body is not valid UTF-8"},
 		{"invalid UTF-8 in a decoded key", nil, rec(`{"bucket":{"name":"b"},"object":{"key":"t/%FF.parquet"}}`), `record 2 of 2: s3.object.key "t/%FF.parquet" is not UTF-8 once decoded`},
@@ -414,6 +593,8 @@ func FuzzParse(f *testing.F) {
 		`[{"specversion":"1.0","id":"1","source":"s","type":"icekeeper.table.changed","data":{"namespace":"a.b","name":"t"}}]`,
 		`{"Records":[{"eventName":"ObjectCreated:Put","s3":{"bucket":{"name":"b"},"object":{"key":"t%2F..%2Fu"}}}]}`,
 		`{"namespace":["a"],"name":"t","location":"s3://b/t"}`,
+		seaweedPut, seaweedRename,
+		`{"event_type":"rename","key":"/buckets/a/t/x","message":{"old_entry":{"name":"x"},"new_entry":{"name":"../y"},"new_parent_path":"/buckets/b/.uploads"}}`,
 	} {
 		for mode := range uint8(4) {
 			f.Add(mode, "a%1Fb", []byte(s))
