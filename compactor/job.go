@@ -141,7 +141,13 @@ func (j *Job) Definition() *jobs.Definition[Settings, *Figures] {
 			Knobs: j.MinInputFiles,
 			Idle:  j.idle,
 		},
-		Pending:   pending,
+		Pending: pending,
+		// What waits for compaction is every file added since the run
+		// that last took the table whole.
+		Oldest: func(meta table.Metadata, _ Settings, base *planner.Base, _ time.Time) (planner.Oldest, bool, error) {
+			o, ok := planner.PendingChanges(meta, base)
+			return o, ok, nil
+		},
 		RunPart:   j.RunPart,
 		Rewritten: func(f *Figures) int64 { return f.InputBytes },
 		// S3 Tables bills compaction by the data files it rewrites.

@@ -8,6 +8,8 @@
 package configs
 
 import (
+	"time"
+
 	"github.com/icekeeper/icekeeper/internal/arn"
 	"github.com/icekeeper/icekeeper/internal/cost"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -31,6 +33,9 @@ type Config struct {
 	// Budget bounds compaction's rewrites across every bucket (the
 	// daemon's budget); each bucket may set its own besides.
 	Budget Budget `yaml:"budget"`
+	// Events configures the event route (POST /icekeeper/v1/events) and
+	// the freshness scheduling it drives.
+	Events Events `yaml:"events"`
 	// Prices price each run's cost (requests, and what S3 Tables would
 	// charge for the same compaction); unset fields keep S3 Tables'
 	// published prices (cost.DefaultPrices).
@@ -126,6 +131,14 @@ type Bucket struct {
 	// Budget bounds compaction's rewrites in this bucket, within the
 	// daemon's budget.
 	Budget Budget `yaml:"budget"`
+	// FreshnessTarget bounds how long a small file, a delete file or an
+	// expired snapshot of a table may wait before compaction or snapshot
+	// management takes it (0: no target; those wait for their schedule).
+	// A table's icekeeper.freshness-target property overrides it.
+	FreshnessTarget time.Duration `yaml:"freshnessTarget"`
+	// Coexistence says how icekeeper shares the bucket's tables with
+	// other maintainers.
+	Coexistence Coexistence `yaml:"coexistence"`
 	// Namespaces and Tables filter what icekeeper maintains, by glob.
 	Namespaces Filter `yaml:"namespaces"`
 	Tables     Filter `yaml:"tables"`
@@ -153,6 +166,64 @@ type Budget struct {
 	// that group is larger (an overdraft the ledger charges).
 	TableSharePercent int `yaml:"tableSharePercent"`
 }
+
+// Coexistence is how icekeeper shares tables with other maintainers:
+// Flink's in-job maintenance, Spark procedures, a managed service.
+type Coexistence struct {
+	// StepAside is how long compaction leaves a table alone after
+	// another maintainer rewrote it (a REPLACE snapshot, or an
+	// equality-delete conversion, that icekeeper did not commit), instead
+	// of racing it (default 1h; 0s: never step aside).
+	StepAside *time.Duration `yaml:"stepAside"`
+	// FlinkLock, when set, makes every run take and honour the table's
+	// maintenance lock in the JDBC lock table Flink's maintenance uses.
+	FlinkLock *FlinkLock `yaml:"flinkLock"`
+}
+
+// DefaultStepAside is coexistence.stepAside when unset.
+const DefaultStepAside = time.Hour
+
+// FlinkLock is the lock database of Flink's TableMaintenance
+// (JdbcLockFactory's flink_maintenance_lock table).
+type FlinkLock struct {
+	// Database is the lock database: sqlite://PATH or postgres://…, the
+	// one the Flink job's lock configuration names.
+	Database string `yaml:"database"`
+	// LockID is the lock ID of a table, as the table's Flink job sets it:
+	// {catalog} (catalogName), {namespace}, {table} and {bucket} are
+	// replaced by the table's. Default "{catalog}.{namespace}.{table}":
+	// Flink's sink locks by the table's full name unless the job sets
+	// flink-maintenance.lock.lock-id. The job must use
+	// flink-maintenance.lock.type=jdbc for a row to exist at all.
+	LockID string `yaml:"lockId"`
+}
+
+// DefaultFlinkLockID is coexistence.flinkLock.lockId when unset.
+const DefaultFlinkLockID = "{catalog}.{namespace}.{table}"
+
+// Events configures the event route and freshness scheduling.
+type Events struct {
+	// Tokens are bearer tokens a webhook may send instead of a SigV4
+	// signature (MinIO's, SeaweedFS's and RustFS's webhook targets send a
+	// fixed Authorization header); at least MinSecretLength characters.
+	Tokens []string `yaml:"tokens"`
+	// Debounce is how long a table's check waits after its first event
+	// (default 5s): the objects of one commit cost one check.
+	Debounce time.Duration `yaml:"debounce"`
+	// Backstop is how often a table with a freshness target is checked
+	// when no event comes. Default: 1h once events are configured (tokens
+	// set, or enabled), else a quarter of the table's target.
+	Backstop time.Duration `yaml:"backstop"`
+	// Enabled says events are sent (through SigV4 with the API's keys,
+	// when no token is set): polls back them up only every Backstop.
+	Enabled bool `yaml:"enabled"`
+}
+
+// DefaultEventsBackstop is events.backstop when events are on.
+const DefaultEventsBackstop = time.Hour
+
+// On reports whether events are configured.
+func (e Events) On() bool { return e.Enabled || len(e.Tokens) > 0 }
 
 // CompactionOptions tune compaction for streaming-fed tables.
 type CompactionOptions struct {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -158,6 +159,14 @@ func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 	s, err := d.interpolate(n.Value, path)
 	if err != nil {
 		return err
+	}
+	if v.Type() == reflect.TypeFor[time.Duration]() {
+		dur, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil {
+			return d.errorf(path, "%q is not a duration such as 90s, 2m or 1h", s)
+		}
+		v.SetInt(int64(dur))
+		return nil
 	}
 	switch v.Kind() {
 	case reflect.String:

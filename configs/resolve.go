@@ -1,6 +1,8 @@
 package configs
 
 import (
+	"time"
+
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -41,6 +43,7 @@ func (b Bucket) Defaults() maintenance.BucketDefaults {
 		SchemeEquivalence:               b.SchemeEquivalence,
 		MaxDeletesPerRun:                b.MaxDeletesPerRun,
 		AllowNestedTables:               b.AllowNestedTables,
+		FreshnessTargetSeconds:          int(b.FreshnessTarget / time.Second),
 	}}
 	if m := b.Compaction.MinManifestsToRewrite; m != nil {
 		d.Knobs.MinManifestsToRewrite = *m

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/robfig/cron/v3"
 
@@ -112,6 +113,29 @@ func (c *Config) finish() error {
 		if m := b.Compaction.MinEqualityDeleteFilesToConvert; m != nil && *m < 0 {
 			return errf(p+".compaction.minEqualityDeleteFilesToConvert", "%d is below the minimum 0 (0 turns equality-delete conversion off)", *m)
 		}
+		if b.FreshnessTarget < 0 || (b.FreshnessTarget > 0 && b.FreshnessTarget < time.Second) {
+			return errf(p+".freshnessTarget", "%v is not a target: set at least 1s, or 0s for none", b.FreshnessTarget)
+		}
+		if sa := b.Coexistence.StepAside; sa == nil {
+			d := DefaultStepAside
+			b.Coexistence.StepAside = &d
+		} else if *sa < 0 {
+			return errf(p+".coexistence.stepAside", "%v is negative (0s never steps aside)", *sa)
+		}
+		if fl := b.Coexistence.FlinkLock; fl != nil {
+			if fl.Database == "" {
+				return errf(p+".coexistence.flinkLock.database", "is required: the sqlite:// or postgres:// database of the Flink job's lock table")
+			}
+			if scheme, _, _ := strings.Cut(fl.Database, "://"); scheme != "sqlite" && scheme != "postgres" && scheme != "postgresql" {
+				return errf(p+".coexistence.flinkLock.database", "scheme %q is not sqlite or postgres", scheme)
+			}
+			if fl.LockID == "" {
+				fl.LockID = DefaultFlinkLockID
+			}
+			if len(fl.LockID) > 100 {
+				return errf(p+".coexistence.flinkLock.lockId", "%q is longer than Flink's LOCK_ID column (100)", fl.LockID)
+			}
+		}
 		if b.MaxDeletesPerRun < 0 {
 			return errf(p+".maxDeletesPerRun", "%d is below the minimum 0 (0 means the default)", b.MaxDeletesPerRun)
 		}
@@ -146,6 +170,21 @@ func (c *Config) finish() error {
 				}
 			}
 		}
+	}
+
+	for i, tok := range c.Events.Tokens {
+		if n := len([]rune(tok)); n < MinSecretLength {
+			return errf(fmt.Sprintf("events.tokens[%d]", i), "a token is %d characters, at least %d are required", n, MinSecretLength)
+		}
+	}
+	if c.Events.Debounce < 0 {
+		return errf("events.debounce", "%v is negative", c.Events.Debounce)
+	}
+	if c.Events.Backstop < 0 {
+		return errf("events.backstop", "%v is negative", c.Events.Backstop)
+	}
+	if c.Events.Backstop == 0 && c.Events.On() {
+		c.Events.Backstop = DefaultEventsBackstop
 	}
 
 	if err := c.Budget.finish("budget"); err != nil {

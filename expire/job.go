@@ -67,7 +67,11 @@ func (j *Job) Definition() *jobs.Definition[Settings, *Figures] {
 		// the clock; the last full evaluation says until when the clock
 		// leaves it alone (planner.SnapshotsValidUntil).
 		Unchanged: &jobs.Rule[Settings]{},
-		Summary:   summary,
+		// What waits is every snapshot that has expired, since it did.
+		Oldest: func(meta table.Metadata, s Settings, _ *planner.Base, now time.Time) (planner.Oldest, bool, error) {
+			return planner.PendingExpiry(meta, s.SnapshotSettings, now)
+		},
+		Summary: summary,
 	}
 }
 

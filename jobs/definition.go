@@ -75,6 +75,11 @@ type Definition[S any, F Figures] struct {
 	// (cost.Figures' processed objects and bytes, and what S3 Tables
 	// would charge for them).
 	Processed func(F) cost.Work
+	// Oldest is the oldest work the type has not taken on the table, for
+	// its freshness target (planner.Oldest): base is the table as the
+	// latest successful run that left nothing for later found it (nil:
+	// none). ok false: nothing waits.
+	Oldest func(meta table.Metadata, s S, base *planner.Base, now time.Time) (o planner.Oldest, ok bool, err error)
 	// Summary is what a run did in one line, in the words its Text uses
 	// ("234 files -> 21 files"), for the runs route and the dashboard,
 	// which show it before the figures. It is given the figures of runs
@@ -151,6 +156,9 @@ type Common struct {
 	// Cost is what the run spent: requests, bytes, processed data, and
 	// their price.
 	Cost *cost.Figures `json:"cost,omitempty"`
+	// Base is the table as the run found it: what a successful run took,
+	// for the freshness of the next (Definition.Oldest).
+	Base *planner.Base `json:"base,omitempty"`
 }
 
 func (c *Common) common() *Common { return c }
@@ -182,6 +190,8 @@ type Job interface {
 	due(figures json.RawMessage) time.Time
 	runPart(ctx context.Context, t Target, part json.RawMessage) (json.RawMessage, error)
 	budgeted() bool
+	oldest(meta table.Metadata, all maintenance.Settings, base *planner.Base, now time.Time) (planner.Oldest, bool, error)
+	fresh() bool
 }
 
 // ruleState is the unchanged rule's state before a run, as the store has
@@ -268,6 +278,7 @@ func (d *Definition[S, F]) run(ctx context.Context, t Target, all maintenance.Se
 		if err != nil {
 			return out, err
 		}
+		c.Base = planner.BaseOf(tbl.Metadata())
 		v := d.judge(r.u, tbl, s, opts.Now)
 		c.Unchanged = &v
 		// A dry run never skips: it shows the verdict and still
@@ -277,13 +288,65 @@ func (d *Definition[S, F]) run(ctx context.Context, t Target, all maintenance.Se
 			return out, nil
 		}
 	}
+	if !opts.DryRun && opts.Coexist != nil {
+		work, release, err := d.coexist(ctx, r)
+		if err != nil {
+			return out, err
+		}
+		defer release()
+		ctx = work
+	}
 	err = d.Run(ctx, r, fig)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, ErrOtherMaintainer) {
+		err = cause // the lock was lost: say so, not "context canceled"
+	}
+	if c.Base == nil && r.tbl != nil {
+		c.Base = planner.BaseOf(r.tbl.Metadata())
+	}
 	out.Evaluation = r.settled
 	if d.Rewritten != nil {
 		out.Rewritten = d.Rewritten(fig)
 	}
 	return out, err
 }
+
+// coexist applies the coexistence rules before a run's work: a rewriting
+// type steps aside for another maintainer's recent rewrite, and every
+// type holds the table's Flink maintenance lock, where one is
+// configured, until release.
+func (d *Definition[S, F]) coexist(ctx context.Context, r *Run[S]) (work context.Context, release func(), err error) {
+	c := r.Coexist
+	if d.budgeted() && c.StepAside != nil {
+		tbl, err := r.Load(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := c.stepAside(r.Target, tbl, r.Now); err != nil {
+			return nil, nil, err
+		}
+	}
+	var lock *FlinkLock
+	if c.Lock != nil {
+		lock = c.Lock(r.Target)
+	}
+	if lock == nil {
+		return ctx, func() {}, nil
+	}
+	return lock.Acquire(ctx, r.Target)
+}
+
+func (d *Definition[S, F]) oldest(meta table.Metadata, all maintenance.Settings, base *planner.Base, now time.Time) (planner.Oldest, bool, error) {
+	if d.Oldest == nil {
+		return planner.Oldest{}, false, nil
+	}
+	s, err := d.Settings(all)
+	if err != nil {
+		return planner.Oldest{}, false, err
+	}
+	return d.Oldest(meta, s, base, now)
+}
+
+func (d *Definition[S, F]) fresh() bool { return d.Oldest != nil }
 
 func (d *Definition[S, F]) check(ctx context.Context, t Target, all maintenance.Settings) error {
 	if all.For(d.Name).Status != maintenance.Enabled {

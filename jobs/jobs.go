@@ -64,6 +64,9 @@ type Options struct {
 	// groups of its plan that fit run, the rest are deferred to the next
 	// run; 0 rewrites nothing. Nil: no cap.
 	RewriteBytes *int64
+	// Coexist, when set, is how the run shares the table with other
+	// maintainers; the Runner sets its own.
+	Coexist *Coexist
 }
 
 // prices are the run's prices: its own, else S3 Tables' published ones.
@@ -122,6 +125,11 @@ type Runner struct {
 	Loaded func(t Target, tbl *table.Table, s maintenance.Settings, now time.Time)
 	// Prices price each run's cost (nil: cost.DefaultPrices).
 	Prices *cost.Prices
+	// Coexist is how runs share tables with other maintainers (nil:
+	// icekeeper is the only one).
+	Coexist *Coexist
+	// Freshness, when set, is told each table's lag by Need.
+	Freshness *Freshness
 	// FullEvery is the unchanged rule's backstop: a run evaluates in full
 	// once the last full evaluation is this old, even if nothing changed
 	// (0: DefaultFullEvery; negative: the rule is off, every run is full).
@@ -130,6 +138,18 @@ type Runner struct {
 	// FinishRetry is the wait after the first failed one (default 500ms),
 	// doubled after each next one up to 10s.
 	FinishWithin, FinishRetry time.Duration
+}
+
+// FreshTypes are the job types a freshness target applies to: those
+// whose definition says what of a table waits (Definition.Oldest).
+func (r *Runner) FreshTypes() []maintenance.JobType {
+	var out []maintenance.JobType
+	for _, typ := range maintenance.JobTypes() {
+		if j, ok := r.Jobs[typ]; ok && j.fresh() {
+			out = append(out, typ)
+		}
+	}
+	return out
 }
 
 // CheckTableConfig checks that typ's job can run on t once override is
@@ -169,6 +189,9 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 	}
 	if opts.Prices == nil {
 		opts.Prices = r.Prices
+	}
+	if opts.Coexist == nil {
+		opts.Coexist = r.Coexist
 	}
 	settings, err := r.resolver().Table(ctx, t)
 	if err != nil {
@@ -278,7 +301,12 @@ func (r *Runner) safeRun(ctx context.Context, job Job, t Target, settings mainte
 		}
 	}()
 	out, err := job.run(ctx, t, settings, rule, opts)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrOtherMaintainer):
+		// Not a failure of the job: it left the table to its other
+		// maintainer, and says why.
+		out.Status, out.FailureMessage = state.Skipped, errtext.Short(err)
+	case err != nil:
 		out.Status, out.FailureMessage = state.Failed, errtext.Short(err)
 	}
 	if out.Status == "" {

@@ -49,6 +49,7 @@ type Metrics struct {
 	// History, when set, records the health the refresh and the polls
 	// compute, for the dashboard's charts (nil: not recorded).
 	History *HealthHistory
+	fresh   *freshCollector
 }
 
 // MetricsStore is what the metrics read of the state store.
@@ -111,9 +112,67 @@ func NewMetrics(reg prometheus.Registerer, store MetricsStore) *Metrics {
 		}
 		return float64(n)
 	})
+	m.fresh = &freshCollector{now: time.Now}
 	reg.MustRegister(m.runs, m.duration, m.Takeovers, depth, m.tables, m.fireTables, m.firePoll, m.pending, m.budgetUsed, m.budgetCap,
-		m.bytesProcessed, m.objectsProcessed, m.requests, m.spent)
+		m.bytesProcessed, m.objectsProcessed, m.requests, m.spent, m.fresh)
 	return m
+}
+
+// Watch exports f's lags: each table's, and how many tables are past
+// their target, read at each scrape so that a lag grows between checks.
+func (m *Metrics) Watch(f *Freshness) {
+	m.fresh.mu.Lock()
+	defer m.fresh.mu.Unlock()
+	m.fresh.f = f
+}
+
+var (
+	descLag = gauge("icekeeper_table_freshness_lag_seconds",
+		"Age of the oldest work a job type has not taken on the table (0: none waits).", "job")
+	descLagTarget = gauge("icekeeper_table_freshness_target_seconds",
+		"The table's freshness target, for tables that set one.", "job")
+	descLate = prometheus.NewDesc("icekeeper_tables_past_freshness_target",
+		"Tables whose oldest work not taken is older than their freshness target, by job type.", []string{"job"}, nil)
+)
+
+// freshCollector exports a Freshness.
+type freshCollector struct {
+	now func() time.Time
+	mu  sync.Mutex
+	f   *Freshness
+}
+
+func (c *freshCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descLag
+	ch <- descLagTarget
+	ch <- descLate
+}
+
+func (c *freshCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	f := c.f
+	c.mu.Unlock()
+	if f == nil {
+		return
+	}
+	late := map[maintenance.JobType]int{}
+	for _, typ := range maintenance.JobTypes() {
+		late[typ] = 0
+	}
+	now := c.now()
+	for _, l := range f.All() {
+		labels := []string{l.Table.Bucket, l.Table.Namespace, l.Table.Name, string(l.Type)}
+		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, l.Seconds(now), labels...)
+		if l.Target > 0 {
+			ch <- prometheus.MustNewConstMetric(descLagTarget, prometheus.GaugeValue, l.Target.Seconds(), labels...)
+		}
+		if l.Late(now) {
+			late[l.Type]++
+		}
+	}
+	for typ, n := range late {
+		ch <- prometheus.MustNewConstMetric(descLate, prometheus.GaugeValue, float64(n), string(typ))
+	}
 }
 
 // Fired records what a fire did; use it as Scheduler.Fired.

@@ -48,12 +48,28 @@ type Scheduler struct {
 	Needs func(ctx context.Context, t Target, typ maintenance.JobType, now time.Time) (planner.Need, error)
 	// PollParallelism bounds the tables polled at once (default 16).
 	PollParallelism int
+	// FreshTypes are the job types a table's freshness target applies to
+	// (Runner.FreshTypes); empty: freshness scheduling is off, and every
+	// type waits for its fire.
+	FreshTypes []maintenance.JobType
+	// Freshness is the lags Needs records, which freshness scheduling
+	// reads: when each table was last checked, its target and location.
+	Freshness *Freshness
+	// Debounce is how long a table's check waits after its first event
+	// (default DefaultDebounce).
+	Debounce time.Duration
+	// Backstop is how long a table with a freshness target may go
+	// without a check when no event comes; 0: a quarter of its target,
+	// for a daemon without events.
+	Backstop time.Duration
 	// Fired, when set, is told what each fire did (Metrics.Fired).
 	Fired  func(typ maintenance.JobType, f Fire)
 	Logger *slog.Logger
 	Now    func() time.Time
 
 	parsed map[maintenance.JobType]cron.Schedule
+
+	fresh freshState
 
 	mu sync.Mutex
 	// pending is what the last need-ordered fire of each type found of
@@ -322,6 +338,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
 			s.Logger.Error("scheduler tick failed", "err", err)
 		}
+		s.checkFresh(ctx)
 		select {
 		case <-ctx.Done():
 			return nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
@@ -93,7 +95,7 @@ func (r *Runner) Need(ctx context.Context, t Target, typ maintenance.JobType, no
 		return need, fmt.Errorf("resolve %s settings of %s: %w", typ, t.Key(), err)
 	}
 	rule := r.rule(ctx, t, job)
-	if rule == nil {
+	if rule == nil && !job.fresh() {
 		return need, nil
 	}
 	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
@@ -103,18 +105,56 @@ func (r *Runner) Need(ctx context.Context, t Target, typ maintenance.JobType, no
 	if r.Loaded != nil {
 		r.Loaded(t, tbl, settings, now)
 	}
-	v, err := job.verdict(tbl, settings, *rule, now)
-	if err != nil {
-		return need, err
+	if rule != nil {
+		v, err := job.verdict(tbl, settings, *rule, now)
+		if err != nil {
+			return need, err
+		}
+		need.Rule, need.Skip = v.Rule, v.Skip
+		if need.LastSuccess.IsZero() && rule.last != nil {
+			need.LastSuccess = rule.last.At
+		}
+		// Alerts on the age of the last success (24 h, the default backstop)
+		// must not fire on a table left alone because nothing changed.
+		if need.Skip && now.Sub(need.LastSuccess) >= rule.fullEvery/2 {
+			need.Rule, need.Skip = planner.NeedHeartbeat, false
+		}
 	}
-	need.Rule, need.Skip = v.Rule, v.Skip
-	if need.LastSuccess.IsZero() && rule.last != nil {
-		need.LastSuccess = rule.last.At
-	}
-	// Alerts on the age of the last success (24 h, the default backstop)
-	// must not fire on a table left alone because nothing changed.
-	if need.Skip && now.Sub(need.LastSuccess) >= rule.fullEvery/2 {
-		need.Rule, need.Skip = planner.NeedHeartbeat, false
+	if job.fresh() {
+		r.freshness(ctx, t, job, tbl, settings, now, &need)
 	}
 	return need, nil
+}
+
+// freshness adds to need what the type's oldest work not taken and its
+// recent runs say: the deadline the table's freshness target sets, and
+// the back-off of a table whose commits keep losing. It records the lag
+// in Freshness. A store that cannot list the runs costs the lag its
+// reason and base (every snapshot counts as work), never the run.
+func (r *Runner) freshness(ctx context.Context, t Target, job Job, tbl *table.Table, settings maintenance.Settings, now time.Time, need *planner.Need) {
+	var rec recent
+	if runs, err := r.Store.Runs(ctx, t.Key(), job.Type(), historyLen); err == nil {
+		rec = readRecent(job, runs)
+	}
+	meta := tbl.Metadata()
+	target, err := planner.FreshnessTarget(meta.Properties(), time.Duration(settings.Knobs.FreshnessTargetSeconds)*time.Second)
+	lag := Lag{Target: target, Waits: rec.waits, Checked: now}
+	if err != nil {
+		lag.Waits = "configuration: " + err.Error()
+	}
+	need.Target = target
+	if o, ok, err := job.oldest(meta, settings, rec.base, now); err == nil && ok {
+		lag.Oldest = &o
+		if due := o.Since.Add(target); target > 0 && (need.Due.IsZero() || due.Before(need.Due)) {
+			need.Due = due
+		}
+	}
+	if until := rec.backoffUntil(); now.Before(until) {
+		lag.Waits = fmt.Sprintf("backoff: %d runs in a row lost every commit to concurrent ones; next try after %s",
+			rec.conflicts, until.UTC().Format(time.RFC3339))
+		need.Rule, need.Skip = NeedBackoff, true
+	}
+	if r.Freshness != nil {
+		r.Freshness.Set(t.Key(), tbl.Location(), job.Type(), lag)
+	}
 }

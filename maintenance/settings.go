@@ -37,6 +37,11 @@ type Knobs struct {
 	// whose location holds other tables (or is a namespace or warehouse
 	// directory), leaving those tables' prefixes alone.
 	AllowNestedTables bool `json:"allowNestedTables,omitempty"`
+	// FreshnessTargetSeconds bounds how long a small file, a delete file
+	// or an expired snapshot may wait before maintenance takes it (0: no
+	// target); a table's icekeeper.freshness-target property overrides
+	// it.
+	FreshnessTargetSeconds int `json:"freshnessTargetSeconds,omitempty"`
 }
 
 // BucketDefaults are what a bucket's entry in the configuration file says:

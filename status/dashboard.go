@@ -76,6 +76,8 @@ type jobOverview struct {
 	LastRunStatus  string `json:"lastRunStatus,omitempty"`
 	NextRun        string `json:"nextRun,omitempty"`
 	FailureMessage string `json:"failureMessage,omitempty"`
+	// Freshness is the type's lag on the table (nil: none known).
+	Freshness *jobs.LagView `json:"freshness,omitempty"`
 }
 
 // overview lists every table the caller may see with its health and the
@@ -109,7 +111,8 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 			for _, typ := range maintenance.JobTypes() {
 				run, ran := last[typ]
 				ws := statusOf(settings.For(typ), run, ran, maintenanceDialect)
-				j := jobOverview{Status: ws.Status, LastRun: ws.LastRunTimestamp, FailureMessage: ws.FailureMessage}
+				j := jobOverview{Status: ws.Status, LastRun: ws.LastRunTimestamp, FailureMessage: ws.FailureMessage,
+					Freshness: s.freshness(t.Key(), typ, now)}
 				if ran {
 					j.LastRunStatus = string(run.Status)
 				}

@@ -69,7 +69,14 @@ func (s *Server) checkIntent(r *http.Request) *apiError {
 	if strings.HasPrefix(r.URL.Path, "/river/") && (r.Header.Get("Sec-Fetch-Site") == "same-origin" || r.Header.Get("Origin") != "") {
 		return nil
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "application/json" {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err == nil && mt == "application/json" {
+		return nil
+	}
+	// Webhooks send a bearer token, which no form or simple cross-site
+	// request can carry, and CloudEvents have media types of their own.
+	if r.URL.Path == EventsPath && (strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") ||
+		err == nil && (mt == "application/cloudevents+json" || mt == "application/cloudevents-batch+json")) {
 		return nil
 	}
 	return forbidden(fmt.Sprintf("%s %s needs Content-Type application/json or the %s header, got Content-Type %q", r.Method, r.URL.Path, IntentHeader, r.Header.Get("Content-Type")))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/cost"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
 
@@ -27,6 +28,10 @@ type wireStatus struct {
 	// Cost is what the latest run spent (icekeeper's own field; S3
 	// Tables' clients ignore it): nil for runs that recorded none.
 	Cost *cost.Figures `json:"cost,omitempty"`
+	// Freshness is how far the type's maintenance of the table is
+	// behind, as the last check found it (icekeeper's own field; nil for
+	// types without one, or a table not checked yet).
+	Freshness *jobs.LagView `json:"freshness,omitempty"`
 }
 
 // statusOf is the one mapping from a job type's configuration and its
@@ -60,4 +65,18 @@ func costOf(figures json.RawMessage) *cost.Figures {
 		return nil
 	}
 	return f.Cost
+}
+
+// freshness is the lag of typ on the table k at now, as the last check
+// found it (nil: none known).
+func (s *Server) freshness(k state.TableKey, typ maintenance.JobType, now time.Time) *jobs.LagView {
+	if s.Freshness == nil {
+		return nil
+	}
+	l, ok := s.Freshness.Lags(k)[typ]
+	if !ok {
+		return nil
+	}
+	v := l.View(now)
+	return &v
 }

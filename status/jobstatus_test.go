@@ -28,9 +28,9 @@ func TestStatusOf(t *testing.T) {
 	}{
 		{"never ran", on, state.Run{}, false, maintenanceDialect, wireStatus{Status: "Not_Yet_Run"}},
 		{"never ran, records", on, state.Run{}, false, recordsDialect, wireStatus{Status: "NotYetRun"}},
-		{"successful", on, state.Run{Status: state.Successful, Finished: at}, true, maintenanceDialect, wireStatus{"Successful", "2026-01-02T03:04:05Z", "", nil}},
-		{"failed", on, state.Run{Status: state.Failed, Finished: at, FailureMessage: "boom"}, true, maintenanceDialect, wireStatus{"Failed", "2026-01-02T03:04:05Z", "boom", nil}},
-		{"skipped is failed", on, state.Run{Status: state.Skipped, Finished: at, FailureMessage: "not available"}, true, maintenanceDialect, wireStatus{"Failed", "2026-01-02T03:04:05Z", "not available", nil}},
+		{"successful", on, state.Run{Status: state.Successful, Finished: at}, true, maintenanceDialect, wireStatus{"Successful", "2026-01-02T03:04:05Z", "", nil, nil}},
+		{"failed", on, state.Run{Status: state.Failed, Finished: at, FailureMessage: "boom"}, true, maintenanceDialect, wireStatus{"Failed", "2026-01-02T03:04:05Z", "boom", nil, nil}},
+		{"skipped is failed", on, state.Run{Status: state.Skipped, Finished: at, FailureMessage: "not available"}, true, maintenanceDialect, wireStatus{"Failed", "2026-01-02T03:04:05Z", "not available", nil, nil}},
 		{"disabled hides a failure", off, state.Run{Status: state.Failed, Finished: at, FailureMessage: "boom"}, true, maintenanceDialect, wireStatus{Status: "Disabled"}},
 		{"disabled, never ran", off, state.Run{}, false, recordsDialect, wireStatus{Status: "Disabled"}},
 	} {

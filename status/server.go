@@ -77,6 +77,15 @@ type Server struct {
 	// History records the health the dashboard's overview computes, for
 	// its charts; nil: a history of its own on Store.
 	History *jobs.HealthHistory
+	// Freshness is each table's lag, which the job status and the
+	// dashboard show; nil: none is known.
+	Freshness *jobs.Freshness
+	// Events receives the event route's events; nil: the route answers
+	// that events are not configured.
+	Events EventSink
+	// EventTokens are the bearer tokens webhooks may send to the event
+	// route (events.tokens).
+	EventTokens []string
 
 	started time.Time
 	// health spares the dashboard the manifests of unchanged tables.
@@ -125,6 +134,7 @@ func (s *Server) Handler() http.Handler {
 	s.extraRoutes(api)
 	s.dashboardRoutes(mux, api)
 	s.riverRoutes(mux)
+	mux.Handle("POST "+EventsPath, s.events())
 
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/icekeeper/icekeeper/internal/arn"
 	"github.com/icekeeper/icekeeper/internal/bucket"
@@ -82,9 +83,12 @@ func (s *Server) getJobStatus(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := map[maintenance.JobType]wireStatus{}
+	now := time.Now()
 	for _, typ := range maintenance.MaintenanceTypes() {
 		run, ran := last[typ]
-		out[typ] = statusOf(settings.For(typ), run, ran, maintenanceDialect)
+		ws := statusOf(settings.For(typ), run, ran, maintenanceDialect)
+		ws.Freshness = s.freshness(t.Key(), typ, now)
+		out[typ] = ws
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tableARN": tableARN(t), "status": out})
 	return nil

@@ -88,7 +88,12 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Jobs: registered, Logger: w.logger, Prices: &w.cfg.Prices}
+	coexist, closeLocks, err := coexistOf(ctx, w.cfg, w.store, time.Minute, w.logger)
+	if err != nil {
+		return err
+	}
+	defer closeLocks()
+	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Jobs: registered, Logger: w.logger, Prices: &w.cfg.Prices, Coexist: coexist}
 
 	results := map[maintenance.JobType]any{}
 	failed := false

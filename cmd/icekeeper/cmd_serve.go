@@ -82,7 +82,15 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	runner := &jobs.Runner{Store: cache, Resolver: resolver, Jobs: registered, Logger: logger, Prices: &w.cfg.Prices, Observe: metrics.Observe, Loaded: metrics.Polled}
+	coexist, closeLocks, err := coexistOf(ctx, w.cfg, cache, *leaseTTL, logger)
+	if err != nil {
+		return err
+	}
+	defer closeLocks()
+	fresh := &jobs.Freshness{}
+	metrics.Watch(fresh)
+	runner := &jobs.Runner{Store: cache, Resolver: resolver, Jobs: registered, Logger: logger, Prices: &w.cfg.Prices, Observe: metrics.Observe, Loaded: metrics.Polled,
+		Coexist: coexist, Freshness: fresh}
 	schedules := map[maintenance.JobType]string(w.cfg.Schedules)
 	pg := strings.HasPrefix(w.cfg.State, "postgres")
 	if !pg {
@@ -110,11 +118,22 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 		}}
 	if *needOrder {
 		sched.Needs = runner.Need
+		// Freshness scheduling checks tables between fires: on where a
+		// bucket sets a target or events come (a table's own property
+		// is then honoured too).
+		if freshnessOn(w.cfg) {
+			sched.FreshTypes, sched.Freshness = runner.FreshTypes(), fresh
+			sched.Debounce, sched.Backstop = w.cfg.Events.Debounce, w.cfg.Events.Backstop
+		}
 	}
 	if err := sched.Init(); err != nil {
 		return usageError{err}
 	}
-	srv := &status.Server{Registry: w.registry, Store: cache, Runner: runner, Resolver: resolver, Scheduler: sched, Queue: engine, Budgets: budgets, Tables: tables, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, AllowedHosts: w.cfg.API.AllowedHosts, Logger: logger, History: history}
+	srv := &status.Server{Registry: w.registry, Store: cache, Runner: runner, Resolver: resolver, Scheduler: sched, Queue: engine, Budgets: budgets, Tables: tables, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, AllowedHosts: w.cfg.API.AllowedHosts, Logger: logger, History: history,
+		Freshness: fresh, EventTokens: w.cfg.Events.Tokens}
+	if sched.FreshTypes != nil {
+		srv.Events = sched
+	}
 
 	if pg {
 		ui, err := riverui.NewHandler(&riverui.HandlerOpts{Endpoints: riverui.NewEndpoints(engine.Client(), nil),
@@ -158,6 +177,20 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	timer.Stop()
 	logger.Info("icekeeper stopped")
 	return err
+}
+
+// freshnessOn reports whether cfg asks for freshness scheduling: a
+// bucket sets a freshness target, or events are configured.
+func freshnessOn(cfg *configs.Config) bool {
+	if cfg.Events.On() {
+		return true
+	}
+	for _, b := range cfg.Buckets {
+		if b.FreshnessTarget > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // budgetsOf is the daemon's rewrite budgets from the configuration,

@@ -43,24 +43,15 @@ func Sensitive(name string) bool {
 func URI(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme == "" {
-		return params(s)
+		// Unparsable ("postgres://u:pw@[::1/x"): mask what looks like a
+		// password all the same.
+		return params(password(s))
 	}
 	// Split s as url.Parse does: fragment, then query, then authority.
 	rest, frag, hasFrag := strings.Cut(s, "#")
 	rest, query, hasQuery := strings.Cut(rest, "?")
 	if _, ok := u.User.Password(); ok {
-		if i := strings.Index(rest, "//"); i >= 0 {
-			auth := rest[i+2:]
-			if j := strings.Index(auth, "/"); j >= 0 {
-				auth = auth[:j]
-			}
-			if at := strings.LastIndex(auth, "@"); at >= 0 {
-				if colon := strings.Index(auth[:at], ":"); colon >= 0 {
-					start := i + 2 + colon + 1
-					rest = rest[:start] + Mask + rest[i+2+at:]
-				}
-			}
-		}
+		rest = password(rest)
 	}
 	out := rest
 	if hasQuery {
@@ -145,4 +136,26 @@ func attr(a slog.Attr) slog.Attr {
 		}
 	}
 	return a
+}
+
+// password masks the password of the user information in s's authority
+// ("//user:password@host"), if it has one.
+func password(s string) string {
+	i := strings.Index(s, "//")
+	if i < 0 {
+		return s
+	}
+	auth := s[i+2:]
+	if j := strings.IndexAny(auth, "/?#"); j >= 0 {
+		auth = auth[:j]
+	}
+	at := strings.LastIndex(auth, "@")
+	if at < 0 {
+		return s
+	}
+	colon := strings.Index(auth[:at], ":")
+	if colon < 0 {
+		return s
+	}
+	return s[:i+2+colon+1] + Mask + s[i+2+at:]
 }

@@ -16,6 +16,9 @@ func TestURI(t *testing.T) {
 		{"s3://b/k?X-Amz-Signature=abc&X-Amz-Security-Token=def&api_key=1&sig=2", "s3://b/k?X-Amz-Signature=***&X-Amz-Security-Token=***&api_key=***&sig=***"},
 		{"file:/data/catalog.db?_pragma=busy_timeout(10000)", "file:/data/catalog.db?_pragma=busy_timeout(10000)"},
 		{"http://user@host/p", "http://user@host/p"},
+		// Not a URL url.Parse accepts: the password is masked all the same.
+		{"postgres://u:s3cret@[::1/x", "postgres://u:***@[::1/x"},
+		{"postgres://u:p@ss@db%zz/ik?password=x", "postgres://u:***@db%zz/ik?password=***"},
 	} {
 		if got := URI(tc.in); got != tc.want {
 			t.Errorf("URI(%q) = %q, want %q", tc.in, got, tc.want)

@@ -142,7 +142,21 @@ function jobCell(j) {
   if (j.lastRun) td.append(el("div", {}, "last ", when(j.lastRun)));
   if (j.nextRun) td.append(el("div", {}, "next ", when(j.nextRun)));
   if (j.failureMessage) td.append(el("div", {class: "err clamp", title: j.failureMessage}, j.failureMessage));
+  const f = j.freshness;
+  if (f && (f.lagSeconds > 0 || f.targetSeconds)) {
+    // The lag: how old the oldest work not taken is, against the target.
+    const text = "behind " + seconds(f.lagSeconds) + (f.targetSeconds ? " / target " + seconds(f.targetSeconds) : "");
+    td.append(el("div", {class: "lag" + (f.late ? " err" : ""), title: [f.oldest, f.waits].filter(Boolean).join("; ")}, text));
+    if (f.waits) td.append(el("div", {class: "clamp", title: f.waits}, "waits: " + f.waits));
+  }
   return td;
+}
+// seconds is a duration in the largest unit that keeps it readable.
+function seconds(s) {
+  if (s < 90) return Math.round(s) + " s";
+  if (s < 90 * 60) return Math.round(s / 60) + " min";
+  if (s < 36 * 3600) return (s / 3600).toFixed(1) + " h";
+  return (s / 86400).toFixed(1) + " days";
 }
 
 // renderHome fills the table list and the queue.
