@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -142,6 +143,16 @@ buckets:
 		{"unset env", base + "    catalog: {type: sql, uri: '${NOPE}'}\n", "environment variable NOPE is not set"},
 		{"list expected", "state: sqlite://s.db\nbuckets: {a: b}\n", "buckets: must be a list, found a mapping"},
 		{"yaml syntax", "state: [\n", "icekeeper.yaml: "},
+		{"freshness not a duration", base + "    freshnessTarget: 2\n", `buckets[0].freshnessTarget: "2" is not a duration such as 90s, 2m or 1h`},
+		{"freshness negative", base + "    freshnessTarget: -2m\n", "buckets[0].freshnessTarget: -2m0s is not a target"},
+		{"freshness below a second", base + "    freshnessTarget: 10ms\n", "buckets[0].freshnessTarget: 10ms is not a target: set at least 1s"},
+		{"negative step aside", base + "    coexistence: {stepAside: -1h}\n", "buckets[0].coexistence.stepAside: -1h0m0s is negative"},
+		{"flink lock without database", base + "    coexistence: {flinkLock: {lockId: x}}\n", "buckets[0].coexistence.flinkLock.database: is required"},
+		{"flink lock on mysql", base + "    coexistence: {flinkLock: {database: 'mysql://h/db'}}\n", `buckets[0].coexistence.flinkLock.database: scheme "mysql" is not sqlite or postgres`},
+		{"flink lock id too long", base + "    coexistence: {flinkLock: {database: 'sqlite://l.db', lockId: '" + strings.Repeat("x", 101) + "'}}\n", "longer than Flink's LOCK_ID column (100)"},
+		{"short event token", base + "events: {tokens: [short]}\n", "events.tokens[0]: a token is 5 characters, at least 16 are required"},
+		{"negative debounce", base + "events: {debounce: -1s}\n", "events.debounce: -1s is negative"},
+		{"unknown coexistence key", base + "    coexistence: {stepaside: 1h}\n", "buckets[0].coexistence.stepaside: unknown key (did you mean stepAside?)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -349,5 +360,41 @@ buckets:
 	}
 	if cfg.Buckets[1].Budget != (Budget{}) {
 		t.Errorf("a bucket without a budget got %+v (no share without a bytes limit)", cfg.Buckets[1].Budget)
+	}
+}
+
+func TestFreshnessAndCoexistence(t *testing.T) {
+	data := []byte(`
+state: sqlite://s.db
+events: {tokens: ["${TOKEN}"]}
+buckets:
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/one
+    catalog: {type: sql, uri: "file:x.db"}
+    freshnessTarget: 2m
+    coexistence:
+      stepAside: 30m
+      flinkLock: {database: "sqlite://flink-locks.db"}
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/two
+    catalog: {type: sql, uri: "file:x.db"}
+    coexistence: {stepAside: 0s}
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/three
+    catalog: {type: sql, uri: "file:x.db"}
+`)
+	cfg, err := Parse("icekeeper.yaml", data, func(n string) (string, bool) { return "a-webhook-token-of-some-length", n == "TOKEN" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, two, three := cfg.Buckets[0], cfg.Buckets[1], cfg.Buckets[2]
+	if one.FreshnessTarget != 2*time.Minute || one.Defaults().Knobs.FreshnessTargetSeconds != 120 {
+		t.Errorf("freshness target %v (knob %d s), want 2m", one.FreshnessTarget, one.Defaults().Knobs.FreshnessTargetSeconds)
+	}
+	if *one.Coexistence.StepAside != 30*time.Minute || *two.Coexistence.StepAside != 0 || *three.Coexistence.StepAside != DefaultStepAside {
+		t.Errorf("step aside %v, %v, %v; want 30m, 0s and the default", *one.Coexistence.StepAside, *two.Coexistence.StepAside, *three.Coexistence.StepAside)
+	}
+	if fl := one.Coexistence.FlinkLock; fl == nil || fl.LockID != DefaultFlinkLockID || two.Coexistence.FlinkLock != nil {
+		t.Errorf("Flink lock %+v, want the default lock id on bucket one only", fl)
+	}
+	if !cfg.Events.On() || cfg.Events.Backstop != DefaultEventsBackstop {
+		t.Errorf("events %+v, want on with the default backstop", cfg.Events)
 	}
 }

@@ -126,9 +126,11 @@ func (c *Config) finish() error {
 			if fl.Database == "" {
 				return errf(p+".coexistence.flinkLock.database", "is required: the sqlite:// or postgres:// database of the Flink job's lock table")
 			}
-			if scheme, _, _ := strings.Cut(fl.Database, "://"); scheme != "sqlite" && scheme != "postgres" && scheme != "postgresql" {
-				return errf(p+".coexistence.flinkLock.database", "scheme %q is not sqlite or postgres", scheme)
+			db, err := c.resolveState(fl.Database)
+			if err != nil {
+				return errf(p+".coexistence.flinkLock.database", "%v", err)
 			}
+			fl.Database = db
 			if fl.LockID == "" {
 				fl.LockID = DefaultFlinkLockID
 			}
