@@ -334,6 +334,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if s.Now().Sub(lastDiscover) >= s.Rediscover {
 			s.Tables.Discover(ctx)
 			lastDiscover = s.Now()
+			s.forgetGone()
 		}
 		if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
 			s.Logger.Error("scheduler tick failed", "err", err)
@@ -345,4 +346,17 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// forgetGone drops the lags of tables discovery no longer lists (dropped,
+// or filtered out), so that their series leave /metrics.
+func (s *Scheduler) forgetGone() {
+	if s.Freshness == nil {
+		return
+	}
+	live := map[state.TableKey]bool{}
+	for _, t := range s.Tables.Tables() {
+		live[t.Key()] = true
+	}
+	s.Freshness.Forget(func(k state.TableKey) bool { return live[k] })
 }

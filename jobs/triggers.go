@@ -43,7 +43,9 @@ type freshState struct {
 }
 
 // Notify queues a check of each table, debounced: a table with a check
-// pending takes no second one.
+// pending takes no second one. Events call it, and so should the end of
+// every run of a freshness type (Runner.Observe): a run changes what
+// waits, and the writes it did not take need their own deadline.
 func (s *Scheduler) Notify(keys []state.TableKey) {
 	now := s.Now()
 	s.fresh.mu.Lock()
@@ -77,25 +79,28 @@ func (s *Scheduler) dueChecks(now time.Time) []Target {
 	s.fresh.mu.Lock()
 	defer s.fresh.mu.Unlock()
 	var out []Target
-	take := func(k state.TableKey) {
+	// take takes k for a check, unless one runs or a queued run has not
+	// started yet: that run takes what the check would find, and the
+	// check waits for it.
+	take := func(k state.TableKey) (waits bool) {
 		t, ok := byKey[k]
-		if !ok || s.fresh.checking[k] {
-			return
+		if !ok {
+			return false
 		}
-		if until, ok := s.fresh.queued[k]; ok && now.Before(until) {
-			return
+		if until, queued := s.fresh.queued[k]; s.fresh.checking[k] || queued && now.Before(until) {
+			return true
 		}
 		delete(byKey, k)
 		out = append(out, t)
+		return false
 	}
 	debounce := s.Debounce
 	if debounce <= 0 {
 		debounce = DefaultDebounce
 	}
 	for k, first := range s.fresh.notified {
-		if now.Sub(first) >= debounce {
+		if now.Sub(first) >= debounce && !take(k) {
 			delete(s.fresh.notified, k)
-			take(k)
 		}
 	}
 	if s.Freshness == nil {

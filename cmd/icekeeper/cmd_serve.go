@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -89,7 +90,16 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	defer closeLocks()
 	fresh := &jobs.Freshness{}
 	metrics.Watch(fresh)
-	runner := &jobs.Runner{Store: cache, Resolver: resolver, Jobs: registered, Logger: logger, Prices: &w.cfg.Prices, Observe: metrics.Observe, Loaded: metrics.Polled,
+	// A run's end is metrics, and, with freshness scheduling, a check of
+	// its table: what the run left needs its own deadline.
+	var sched *jobs.Scheduler
+	observe := func(run state.Run, out jobs.Outcome) {
+		metrics.Observe(run, out)
+		if len(sched.FreshTypes) > 0 && slices.Contains(sched.FreshTypes, run.Type) {
+			sched.Notify([]state.TableKey{run.Table})
+		}
+	}
+	runner := &jobs.Runner{Store: cache, Resolver: resolver, Jobs: registered, Logger: logger, Prices: &w.cfg.Prices, Observe: observe, Loaded: metrics.Polled,
 		Coexist: coexist, Freshness: fresh}
 	schedules := map[maintenance.JobType]string(w.cfg.Schedules)
 	pg := strings.HasPrefix(w.cfg.State, "postgres")
@@ -110,7 +120,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 			logger.Warn("rewrite budgets not refreshed", "err", err)
 		}
 	}
-	sched := &jobs.Scheduler{Store: w.store, Queue: engine, Tables: tables, Schedules: schedules, Rediscover: *discoverEvery, Logger: logger, Fired: fired,
+	sched = &jobs.Scheduler{Store: w.store, Queue: engine, Tables: tables, Schedules: schedules, Rediscover: *discoverEvery, Logger: logger, Fired: fired,
 		Skip: func(t jobs.Target, typ maintenance.JobType) bool {
 			// The resolver answers from the cache: no store round trip.
 			s, err := resolver.Table(ctx, t)
