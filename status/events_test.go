@@ -49,6 +49,7 @@ func (n *notifyLog) take() []state.TableKey {
 
 type eventFixture struct {
 	*testkit.DemoTable
+	srv      *Server
 	url      string
 	sink     *notifyLog
 	fresh    *jobs.Freshness
@@ -87,7 +88,7 @@ func eventServer(t *testing.T) *eventFixture {
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	_, loc, _ := strings.Cut(d.Load().Location(), "://")
-	return &eventFixture{DemoTable: d, url: ts.URL, sink: sink, fresh: fresh, location: strings.Trim(loc, "/")}
+	return &eventFixture{DemoTable: d, srv: srv, url: ts.URL, sink: sink, fresh: fresh, location: strings.Trim(loc, "/")}
 }
 
 // s3Notification is an S3 event notification of one object under path

@@ -2,6 +2,8 @@
 // a PostgreSQL server, an S3 server (versitygw) and an Iceberg REST catalog
 // with S3 Tables and S3 behind it (SeaweedFS), all on 127.0.0.1. Each test
 // gets its own database, bucket or table bucket and removes it afterwards.
+// A test of what SeaweedFS's filer posts starts a SeaweedFS of its own
+// (SeaweedFSWebhook).
 //
 // When the servers' variables are unset the tests that need them are
 // skipped, unless ICEKEEPER_REQUIRE_SERVERS=1 (set by scripts/test.sh and so
