@@ -196,7 +196,7 @@ func (p *outcomePrinter) print(t maintenance.JobType, out jobs.Outcome) {
 	if out.Figures == nil {
 		return
 	}
-	if e, ok := out.Figures.(emptier); ok && out.Status == state.Failed && e.Empty() {
+	if e, ok := out.Figures.(emptier); ok && (out.Status == state.Failed || out.Status == state.Skipped) && e.Empty() {
 		return
 	}
 	text := out.Figures.Text()
