@@ -149,6 +149,30 @@ func (f *Freshness) Locations() map[state.TableKey]string {
 	return out
 }
 
+// stale returns those of keys never looked at, and those whose lag of
+// one of types has a target and was checked longer ago than every(target):
+// what a backstop poll checks. One pass under the lock: it runs every
+// second over every table.
+func (f *Freshness) stale(keys []state.TableKey, types []maintenance.JobType, now time.Time, every func(time.Duration) time.Duration) []state.TableKey {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []state.TableKey
+	for _, k := range keys {
+		t := f.tables[k]
+		if t == nil {
+			out = append(out, k)
+			continue
+		}
+		for _, typ := range types {
+			if l, ok := t.lags[typ]; ok && l.Target > 0 && now.Sub(l.Checked) >= every(l.Target) {
+				out = append(out, k)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // Forget drops tables that are no longer maintained.
 func (f *Freshness) Forget(keep func(state.TableKey) bool) {
 	f.mu.Lock()

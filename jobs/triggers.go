@@ -2,6 +2,8 @@ package jobs
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -106,18 +108,8 @@ func (s *Scheduler) dueChecks(now time.Time) []Target {
 	if s.Freshness == nil {
 		return out
 	}
-	for k := range byKey {
-		lags := s.Freshness.Lags(k)
-		if lags == nil {
-			take(k) // never checked
-			continue
-		}
-		for _, typ := range s.FreshTypes {
-			if l, ok := lags[typ]; ok && l.Target > 0 && now.Sub(l.Checked) >= s.backstop(l.Target) {
-				take(k)
-				break
-			}
-		}
+	for _, k := range s.Freshness.stale(slices.Collect(maps.Keys(byKey)), s.FreshTypes, now, s.backstop) {
+		take(k)
 	}
 	return out
 }
