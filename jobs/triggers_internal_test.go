@@ -28,7 +28,9 @@ func TestDueChecks(t *testing.T) {
 		ids = append(ids, bucket.TableID{Namespace: []string{"ns"}, Name: n})
 	}
 	d.listed[b.ARN()] = ids
-	key := func(n string) state.TableKey { return Target{Bucket: b, Table: bucket.TableID{Namespace: []string{"ns"}, Name: n}}.Key() }
+	key := func(n string) state.TableKey {
+		return Target{Bucket: b, Table: bucket.TableID{Namespace: []string{"ns"}, Name: n}}.Key()
+	}
 
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	f := &Freshness{}
@@ -36,8 +38,8 @@ func TestDueChecks(t *testing.T) {
 		return Lag{Target: target, Checked: now.Add(-checked)}
 	}
 	f.Set(key("polled"), "", maintenance.Compaction, lag(20*time.Second, 10*time.Second)) // backstop 5 s: due
-	f.Set(key("fresh"), "", maintenance.Compaction, lag(20*time.Second, time.Second))      // checked a second ago
-	f.Set(key("untargeted"), "", maintenance.Compaction, lag(0, time.Hour))                // no target: its schedule
+	f.Set(key("fresh"), "", maintenance.Compaction, lag(20*time.Second, time.Second))     // checked a second ago
+	f.Set(key("untargeted"), "", maintenance.Compaction, lag(0, time.Hour))               // no target: its schedule
 	for _, n := range []string{"evented", "early", "waiting"} {
 		f.Set(key(n), "", maintenance.Compaction, lag(20*time.Second, time.Second))
 	}
