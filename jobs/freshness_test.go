@@ -33,6 +33,17 @@ func (f *fleet) setProperty(t testing.TB, i int, key, value string) {
 	}
 }
 
+// freshScheduler is f's scheduler with freshness scheduling of
+// compaction on, and the lags it reads.
+func (f *fleet) freshScheduler(t testing.TB, e *jobs.Engine, clock *time.Time) (*jobs.Scheduler, *jobs.Freshness) {
+	t.Helper()
+	sc := f.scheduler(t, e, clock)
+	fresh := &jobs.Freshness{}
+	f.runner.Freshness = fresh
+	sc.Needs, sc.Freshness, sc.FreshTypes = f.runner.Need, fresh, []maintenance.JobType{maintenance.Compaction}
+	return sc, fresh
+}
+
 // A check of a table with a freshness target queues its compaction half
 // the target after the oldest file not taken was committed, and records
 // the lag; a table without a target is left to its schedule; once a run
@@ -41,10 +52,7 @@ func TestFreshnessCheckQueuesByDeadline(t *testing.T) {
 	f := newFleet(t, 2)
 	e := f.engine(t)
 	clock := time.Now()
-	sc := f.scheduler(t, e, &clock)
-	fresh := &jobs.Freshness{}
-	f.runner.Freshness = fresh
-	sc.Needs, sc.Freshness, sc.FreshTypes = f.runner.Need, fresh, []maintenance.JobType{maintenance.Compaction}
+	sc, fresh := f.freshScheduler(t, e, &clock)
 	f.setProperty(t, 0, planner.FreshnessProperty, "2m")
 
 	for i := range 2 {
@@ -177,10 +185,7 @@ func TestRouteEvents(t *testing.T) {
 	f := newFleet(t, 2)
 	e := f.engine(t)
 	clock := time.Now()
-	sc := f.scheduler(t, e, &clock)
-	fresh := &jobs.Freshness{}
-	f.runner.Freshness = fresh
-	sc.Needs, sc.Freshness, sc.FreshTypes = f.runner.Need, fresh, []maintenance.JobType{maintenance.Compaction}
+	sc, _ := f.freshScheduler(t, e, &clock)
 	locs := map[string]string{}
 	for i := range 2 {
 		if _, err := f.runner.Need(f.ctx, f.target(i), maintenance.Compaction, clock); err != nil {
