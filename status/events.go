@@ -91,7 +91,8 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 	tables, ignored := s.Events.Route(evs)
 	var checked []state.TableKey
 	for _, k := range tables {
-		if s.authorize(r, bucketName(k.Bucket), k.Namespace) != nil {
+		b, err := s.Registry.Bucket(k.Bucket)
+		if err != nil || s.authorize(r, b.Name(), k.Namespace) != nil {
 			ignored++ // beyond the key's scopes: as if no table matched
 			continue
 		}
@@ -104,9 +105,4 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"events": len(evs), "checks": names, "ignored": ignored})
 	return nil
-}
-
-// bucketName is the name in a bucket ARN (its last path segment).
-func bucketName(arn string) string {
-	return arn[strings.LastIndex(arn, "/")+1:]
 }
