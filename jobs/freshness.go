@@ -110,6 +110,18 @@ func (f *Freshness) Lags(k state.TableKey) map[maintenance.JobType]Lag {
 	return out
 }
 
+// Lag returns t's lag of typ, if one was recorded: one lookup, no copy,
+// for the API's request path.
+func (f *Freshness) Lag(k state.TableKey, typ maintenance.JobType) (Lag, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t := f.tables[k]; t != nil {
+		l, ok := t.lags[typ]
+		return l, ok
+	}
+	return Lag{}, false
+}
+
 // TableLag is one table's lag of one job type.
 type TableLag struct {
 	Table state.TableKey

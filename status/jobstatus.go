@@ -73,7 +73,7 @@ func (s *Server) freshness(k state.TableKey, typ maintenance.JobType, now time.T
 	if s.Freshness == nil {
 		return nil
 	}
-	l, ok := s.Freshness.Lags(k)[typ]
+	l, ok := s.Freshness.Lag(k, typ)
 	if !ok {
 		return nil
 	}
