@@ -47,7 +47,9 @@ import (
 //     and write.parquet.row-group-size-bytes 8 MB), toward 512 MB: the
 //     row groups are healthy, and icekeeper copies them; the same on
 //     format version 3, where icekeeper adds the lineage columns to the
-//     copies;
+//     copies; and flink-row-limit, the same files made by the row limit
+//     alone (the row-group size left at Iceberg's 128 MB), whose row
+//     groups are full by rows;
 //
 // on local disk, on S3 (versitygw on loopback) and on S3 behind a proxy
 // that holds every response back 20 ms, as a remote object store does.
@@ -65,22 +67,23 @@ func BenchmarkCompaction(b *testing.B) {
 		partitioned bool
 		rows        int
 		codec       string
-		flink       bool // flink-shaped: the appends' files and row groups are Flink's
-		v3          bool // format version 3: row lineage
+		flink       iceberg.Properties // flink-shaped: the properties making the appends' files and row groups Flink's
+		v3          bool               // format version 3: row lineage
 	}{
-		{"local/small-files", "local", files, false, 4800, "zstd", false, false},
-		{"local/small-files-snappy", "local", files, false, 4800, "snappy", false, false},
-		{"local/small-files-v3", "local", files, false, 4800, "zstd", false, true},
-		{"local/many-partitions", "local", files, true, 40, "zstd", false, false},
-		{"local/flink-shaped", "local", 8, false, flinkRows, "zstd", true, false},
-		{"local/flink-shaped-v3", "local", 8, false, flinkRows, "zstd", true, true},
-		{"s3/small-files", "s3", files, false, 4800, "zstd", false, false},
-		{"s3/many-partitions", "s3", files, true, 40, "zstd", false, false},
-		{"s3-20ms/small-files", "s3-20ms", files, false, 4800, "zstd", false, false},
-		{"s3-20ms/many-partitions", "s3-20ms", files, true, 40, "zstd", false, false},
-		{"s3-20ms/flink-shaped", "s3-20ms", 8, false, flinkRows, "zstd", true, false},
-		{"s3-20ms/small-files-v3", "s3-20ms", files, false, 4800, "zstd", false, true},
-		{"s3-20ms/flink-shaped-v3", "s3-20ms", 8, false, flinkRows, "zstd", true, true},
+		{"local/small-files", "local", files, false, 4800, "zstd", nil, false},
+		{"local/small-files-snappy", "local", files, false, 4800, "snappy", nil, false},
+		{"local/small-files-v3", "local", files, false, 4800, "zstd", nil, true},
+		{"local/many-partitions", "local", files, true, 40, "zstd", nil, false},
+		{"local/flink-shaped", "local", 8, false, flinkRows, "zstd", flinkProps, false},
+		{"local/flink-row-limit", "local", 8, false, flinkRows, "zstd", flinkRowLimitProps, false},
+		{"local/flink-shaped-v3", "local", 8, false, flinkRows, "zstd", flinkProps, true},
+		{"s3/small-files", "s3", files, false, 4800, "zstd", nil, false},
+		{"s3/many-partitions", "s3", files, true, 40, "zstd", nil, false},
+		{"s3-20ms/small-files", "s3-20ms", files, false, 4800, "zstd", nil, false},
+		{"s3-20ms/many-partitions", "s3-20ms", files, true, 40, "zstd", nil, false},
+		{"s3-20ms/flink-shaped", "s3-20ms", 8, false, flinkRows, "zstd", flinkProps, false},
+		{"s3-20ms/small-files-v3", "s3-20ms", files, false, 4800, "zstd", nil, true},
+		{"s3-20ms/flink-shaped-v3", "s3-20ms", 8, false, flinkRows, "zstd", flinkProps, true},
 	} {
 		b.Run(in.name, func(b *testing.B) {
 			var ik, ig child.Result
@@ -91,8 +94,8 @@ func BenchmarkCompaction(b *testing.B) {
 				build, run := benchConfigs(b, home, in.storage)
 				var err error
 				props, targetMB := iceberg.Properties{}, "128"
-				if in.flink {
-					props, targetMB = flinkProps, "512"
+				if in.flink != nil {
+					props, targetMB = in.flink, "512"
 				}
 				if in.v3 {
 					props = maps.Clone(props)
@@ -148,6 +151,14 @@ var flinkProps = iceberg.Properties{
 	"write.parquet.row-group-limit":      "72000",
 	"write.parquet.row-group-size-bytes": strconv.Itoa(8 << 20),
 	"write.target-file-size-bytes":       strconv.Itoa(32 << 20),
+}
+
+// flinkRowLimitProps make the same files with the row limit alone: the
+// row-group size is Iceberg's default 128 MB, so the 8 MB row groups are
+// full by rows, not by bytes.
+var flinkRowLimitProps = iceberg.Properties{
+	"write.parquet.row-group-limit": "72000",
+	"write.target-file-size-bytes":  strconv.Itoa(32 << 20),
 }
 
 // benchConfigs returns the configuration the input is built with and the

@@ -55,6 +55,10 @@ func TestMergeCopiesHealthyRowGroups(t *testing.T) {
 			for i := 0; i < 4; i++ {
 				tbl = e.Append(tbl, 3000) // 3 row groups of 1,000 rows each
 			}
+			// Full by rows, those row groups would be copied whatever
+			// their bytes (TestMergeCopiesRowGroupsFullByRows); a limit a
+			// row above makes this test the byte rule's.
+			tbl = e.setProps(tbl, iceberg.Properties{"write.parquet.row-group-limit": "1001"})
 			if !indexed {
 				// The merge path leaves tables that ask for bloom filters
 				// to iceberg-go's writer; the filters already written stay
@@ -82,6 +86,42 @@ func TestMergeCopiesHealthyRowGroups(t *testing.T) {
 				tbl = e.Append(tbl, 40) // one tiny row group each
 			}
 			checkRowGroupCopies(t, e, indexed)
+		})
+	}
+}
+
+// A row group that reached the table's row limit is full: it is copied
+// however far below half the byte target it is, and one a row short of
+// the limit is re-encoded.
+func TestMergeCopiesRowGroupsFullByRows(t *testing.T) {
+	for _, tc := range []struct {
+		limit                              string
+		copied, reencoded, outputRowGroups int
+	}{
+		{"1000", 12, 6, 13}, // 12 copied, the 240 tiny rows in one
+		{"1001", 0, 18, 13}, // re-encoded: 12,240 rows cut by 1,001
+	} {
+		t.Run("limit "+tc.limit, func(t *testing.T) {
+			e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+			tbl = e.setProps(tbl, iceberg.Properties{"write.parquet.row-group-limit": "1000"})
+			for i := 0; i < 4; i++ {
+				tbl = e.Append(tbl, 3000) // 3 row groups of 1,000 rows each
+			}
+			for i := 0; i < 6; i++ {
+				tbl = e.Append(tbl, 40)
+			}
+			e.setProps(tbl, iceberg.Properties{"write.parquet.row-group-limit": tc.limit})
+			fig := e.checkCompaction(&Job{MinInputFiles: 2})
+			if fig.RowGroupsCopied != tc.copied || fig.RowGroupsReencoded != tc.reencoded {
+				t.Fatalf("%d row groups copied, %d re-encoded; want %d, %d", fig.RowGroupsCopied, fig.RowGroupsReencoded, tc.copied, tc.reencoded)
+			}
+			files := e.dataFiles()
+			if len(files) != 1 {
+				t.Fatalf("%d output files, want 1", len(files))
+			}
+			if n := len(openParquet(t, files[0]).RowGroups()); n != tc.outputRowGroups {
+				t.Errorf("%d row groups in the output, want %d", n, tc.outputRowGroups)
+			}
 		})
 	}
 }

@@ -23,10 +23,28 @@ func TestCopyThreshold(t *testing.T) {
 	}
 }
 
+func TestRowGroupFull(t *testing.T) {
+	for _, tc := range []struct {
+		size, rows int64
+		want       bool
+	}{
+		{size: 4 << 20, rows: 10, want: true},    // half the byte target
+		{size: 4<<20 - 1, rows: 10, want: false}, // a byte under it
+		{size: 1 << 10, rows: 1000, want: true},  // the row limit reached
+		{size: 1 << 10, rows: 999, want: false},  // a row under it
+		{size: 8 << 20, rows: 1001, want: false}, // past the limit: the output must honour it
+		{size: 1 << 10, rows: 0, want: false},    // empty
+	} {
+		if got := RowGroupFull(tc.size, tc.rows, 4<<20, 1000); got != tc.want {
+			t.Errorf("RowGroupFull(%d bytes, %d rows) = %v, want %v", tc.size, tc.rows, got, tc.want)
+		}
+	}
+}
+
 func TestEstimateCopies(t *testing.T) {
 	const mib = 1 << 20
-	file := func(size int64, offsets ...int64) table.FileScanTask {
-		b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, "s3://b/t/data/f.parquet", iceberg.ParquetFile, nil, nil, nil, 10, size)
+	rowsFile := func(rows, size int64, offsets ...int64) table.FileScanTask {
+		b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, "s3://b/t/data/f.parquet", iceberg.ParquetFile, nil, nil, nil, rows, size)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,8 +53,10 @@ func TestEstimateCopies(t *testing.T) {
 		}
 		return table.FileScanTask{File: b.Build()}
 	}
+	file := func(size int64, offsets ...int64) table.FileScanTask { return rowsFile(10, size, offsets...) }
 	flink := file(32*mib, 4, 8*mib, 16*mib, 24*mib) // 4 row groups of 8 MiB
 	eightMiB := iceberg.Properties{table.ParquetRowGroupSizeBytesKey: strconv.Itoa(8 * mib)}
+	rowLimit := iceberg.Properties{table.ParquetRowGroupLimitKey: "72000"}
 	v3 := iceberg.Properties{table.ParquetRowGroupSizeBytesKey: strconv.Itoa(8 * mib), table.PropertyFormatVersion: "3"}
 	// withLineage is flink's shape with metrics for both lineage columns,
 	// nulls of them null row IDs.
@@ -66,6 +86,9 @@ func TestEstimateCopies(t *testing.T) {
 		{"no split offsets: one row group of the file's size", eightMiB, []table.FileScanTask{file(1 * mib), file(5 * mib)}, RowGroupEstimate{2, 1}},
 		{"exactly the threshold", eightMiB, []table.FileScanTask{file(8*mib, 0, 4*mib)}, RowGroupEstimate{2, 2}},
 		{"a byte under it", eightMiB, []table.FileScanTask{file(8*mib, 0, 4*mib-1)}, RowGroupEstimate{2, 1}},
+		{"Flink's files cut by the row limit", rowLimit, []table.FileScanTask{rowsFile(4*72000, 32*mib, 4, 8*mib, 16*mib, 24*mib)}, RowGroupEstimate{4, 4}},
+		{"the last row group short of the limit", rowLimit, []table.FileScanTask{rowsFile(3*72000+5, 32*mib, 4, 8*mib, 16*mib, 24*mib)}, RowGroupEstimate{4, 3}},
+		{"below the row limit", rowLimit, []table.FileScanTask{rowsFile(71999, 8*mib, 4)}, RowGroupEstimate{1, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			props := iceberg.Properties{table.PropertyFormatVersion: "2"}

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/icekeeper/icekeeper/internal/version"
+	"github.com/icekeeper/icekeeper/planner"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 	"github.com/sourcegraph/conc/pool"
@@ -100,11 +101,12 @@ func writerName() string {
 }
 
 // copyable reports whether input row group rg, of size compressed bytes,
-// is copied as it is: large enough (planner.CopyThreshold), within the table's
-// row limit, compressed with the table's codec, dictionary-encoded only if
-// the table allows dictionaries, and not encrypted.
+// is copied as it is: full (planner.RowGroupFull: half the byte target,
+// or the table's row limit reached), within the row limit, compressed
+// with the table's codec, dictionary-encoded only if the table allows
+// dictionaries, and not encrypted.
 func (o *mergeOutput) copyable(rg *format.RowGroup, size int64) bool {
-	if size < o.set.copyBytes || rg.NumRows > o.set.rowGroupRows {
+	if !planner.RowGroupFull(size, rg.NumRows, o.set.copyBytes, o.set.rowGroupRows) {
 		return false
 	}
 	codec := o.set.codec.CompressionCodec()

@@ -43,7 +43,7 @@ func mergeSettingsOf(props iceberg.Properties, m *Merger) (mergeSettings, error)
 		dictionary:    props.GetBool("parquet.enable.dictionary", true),
 		dictBytes:     int64(props.GetInt(table.ParquetDictSizeBytesKey, table.ParquetDictSizeBytesDefault)),
 		rowGroupBytes: int64(props.GetInt(table.ParquetRowGroupSizeBytesKey, table.ParquetRowGroupSizeBytesDefault)),
-		rowGroupRows:  int64(props.GetInt("write.parquet.row-group-limit", table.ParquetRowGroupLimitDefault)),
+		rowGroupRows:  planner.RowGroupRows(props),
 		copyBytes:     planner.CopyThreshold(props),
 	}
 	switch v := props.Get("write.parquet.page-version", "2"); v {
