@@ -160,7 +160,7 @@ func (j *Job) Definition() *jobs.Definition[Settings, *Figures] {
 		// S3 Tables bills compaction by the data files it rewrites.
 		Processed: func(f *Figures) cost.Work {
 			return cost.Work{Objects: int64(f.InputFiles), Bytes: f.InputBytes,
-				Sorted: f.Strategy == "sort" || f.Strategy == "z-order", Billed: true}
+				Sorted: f.Strategy == planner.PathSort || f.Strategy == planner.PathZOrder || f.Strategy == planner.PathHilbert, Billed: true}
 		},
 		Summary: summary,
 	}
