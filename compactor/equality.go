@@ -282,6 +282,9 @@ func convertGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, meta ta
 			}
 			found[i] = append(found[i], positions...)
 		}
+		// Segments written for this chunk are merged before the next
+		// chunk's lookups.
+		keys.merge(ctx)
 		if len(look) > 0 {
 			if err := keys.lookup(ctx, g, look, sets, found, &st); err != nil {
 				if ctx.Err() != nil {

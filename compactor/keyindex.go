@@ -49,8 +49,14 @@ import (
 	"github.com/icekeeper/icekeeper/planner"
 )
 
-// keyFlush is how many entries indexing a file writes per transaction.
-const keyFlush = 8192
+// keyFlush is how many entries indexing a file holds and then writes, in
+// hash order, as one segment of the index (state.KeyIndex): about 20 MB.
+const keyFlush = 1 << 18
+
+// maxKeySegments bounds an index's segments: a lookup seeks every
+// segment for each key, so past it the run merges all but the biggest
+// into one after the chunk that wrote them (state.KeyIndex).
+const maxKeySegments = 8
 
 // errDamagedEntry is wrapped by every reason an index entry is not
 // believed.
@@ -125,6 +131,7 @@ type keyIndex struct {
 type keyView struct {
 	name  state.KeyIndexName
 	files map[string]state.KeyFile // complete, live, size and count agreeing
+	wrote bool                     // this run added a segment
 }
 
 func newKeyIndex(store state.KeyIndex, key state.TableKey, tbl *table.Table, tasks []table.FileScanTask, log *slog.Logger, f *convertFigures) *keyIndex {
@@ -267,6 +274,7 @@ func (w *fileIndexer) flush(i int) {
 	if err := w.x.store.PutKeys(w.ctx, w.x.table, w.views[i].name, pending); err != nil {
 		w.x.stop(err)
 	}
+	w.views[i].wrote = true
 	w.pending[i] = pending[:0]
 }
 
@@ -477,4 +485,22 @@ func (x *keyIndex) groupViews(ctx context.Context, g planner.ConvertGroup) []*ke
 		}
 	}
 	return out
+}
+
+// merge merges the segments of each index this run wrote to, past
+// maxKeySegments. A failed merge costs later lookups more seeks, nothing
+// else: it is logged.
+func (x *keyIndex) merge(ctx context.Context) {
+	if !x.usable() {
+		return
+	}
+	for _, v := range x.views {
+		if !v.wrote {
+			continue
+		}
+		v.wrote = false
+		if _, err := x.store.MergeKeySegments(ctx, x.table, v.name, maxKeySegments); err != nil {
+			x.log.Warn("key index segments not merged", "table", x.table.String(), "err", err)
+		}
+	}
 }

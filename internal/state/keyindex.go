@@ -55,8 +55,8 @@ func (s *sqlStore) AddKeyFile(ctx context.Context, t TableKey, ix KeyIndexName, 
 		return f, wrapKeyIndex(err, "store", t)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO key_indexes (bucket, namespace, name, table_uuid, fields, dead)
-		VALUES (?, ?, ?, ?, ?, 0) ON CONFLICT (bucket, namespace, name, table_uuid, fields) DO NOTHING`),
+	if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO key_indexes (bucket, namespace, name, table_uuid, fields, segs, dead)
+		VALUES (?, ?, ?, ?, ?, 0, 0) ON CONFLICT (bucket, namespace, name, table_uuid, fields) DO NOTHING`),
 		t.Bucket, t.Namespace, t.Name, ix.TableUUID, ix.Fields); err != nil {
 		return f, wrapKeyIndex(err, "store", t)
 	}
@@ -70,6 +70,17 @@ func (s *sqlStore) AddKeyFile(ctx context.Context, t TableKey, ix KeyIndexName, 
 		return f, wrapKeyIndex(err, "store", t)
 	}
 	return f, wrapKeyIndex(tx.Commit(), "store", t)
+}
+
+// newSegment numbers a new segment of index id, above every earlier one,
+// and records it with its entries.
+func (s *sqlStore) newSegment(ctx context.Context, tx *sql.Tx, id, entries int64) (int64, error) {
+	var seg int64
+	if err := tx.QueryRowContext(ctx, s.rebind(`UPDATE key_indexes SET segs = segs + 1 WHERE id = ? RETURNING segs`), id).Scan(&seg); err != nil {
+		return 0, err
+	}
+	_, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO key_index_segments (ix, seg, entries) VALUES (?, ?, ?)`), id, seg, entries)
+	return seg, err
 }
 
 func (s *sqlStore) PutKeys(ctx context.Context, t TableKey, ix KeyIndexName, entries []KeyEntry) error {
@@ -88,17 +99,21 @@ func (s *sqlStore) PutKeys(ctx context.Context, t TableKey, ix KeyIndexName, ent
 		return wrapKeyIndex(err, "store", t)
 	}
 	defer tx.Rollback()
-	const row = ", (?, ?, ?, ?, ?)"
+	seg, err := s.newSegment(ctx, tx, id, int64(len(entries)))
+	if err != nil {
+		return wrapKeyIndex(err, "store", t)
+	}
+	const row = ", (?, ?, ?, ?, ?, ?)"
 	var full *sql.Stmt // the statement of a whole batch, prepared once
-	args := make([]any, 0, 5*keyBatch)
+	args := make([]any, 0, 6*keyBatch)
 	for start := 0; start < len(entries); start += keyBatch {
 		batch := entries[start:min(start+keyBatch, len(entries))]
 		args = args[:0]
 		for _, e := range batch {
-			args = append(args, id, e.Hash, e.File, e.Pos, e.Entry)
+			args = append(args, id, seg, e.Hash, e.File, e.Pos, e.Entry)
 		}
-		q := s.rebind(`INSERT INTO key_index_entries (ix, hash, file, pos, entry) VALUES ` + strings.Repeat(row, len(batch))[2:] +
-			` ON CONFLICT (ix, hash, file, pos) DO UPDATE SET entry = excluded.entry`)
+		q := s.rebind(`INSERT INTO key_index_entries (ix, seg, hash, file, pos, entry) VALUES ` + strings.Repeat(row, len(batch))[2:] +
+			` ON CONFLICT (ix, seg, hash, file, pos) DO UPDATE SET entry = excluded.entry`)
 		if len(batch) < keyBatch {
 			_, err = tx.ExecContext(ctx, q, args...)
 		} else {
@@ -143,22 +158,53 @@ func (s *sqlStore) LookupKeys(ctx context.Context, t TableKey, ix KeyIndexName, 
 	if err != nil || !ok {
 		return wrapKeyIndex(err, "read", t)
 	}
-	args := make([]any, 0, 1+keyBatch)
+	segs, err := s.keySegments(ctx, id)
+	if err != nil || len(segs) == 0 {
+		return wrapKeyIndex(err, "read", t)
+	}
+	args := make([]any, 0, 1+len(segs)+keyBatch)
 	for start := 0; start < len(hashes); start += keyBatch {
 		batch := hashes[start:min(start+keyBatch, len(hashes))]
 		args = append(args[:0], id)
+		for _, g := range segs {
+			args = append(args, g.seg)
+		}
 		for _, h := range batch {
 			args = append(args, h)
 		}
-		if err := s.lookupBatch(ctx, len(batch), args, fn); err != nil {
+		if err := s.lookupBatch(ctx, len(segs), len(batch), args, fn); err != nil {
 			return wrapKeyIndex(err, "read", t)
 		}
 	}
 	return nil
 }
 
-func (s *sqlStore) lookupBatch(ctx context.Context, n int, args []any, fn func(KeyEntry) error) error {
-	rows, err := s.query(ctx, `SELECT hash, file, pos, entry FROM key_index_entries WHERE ix = ? AND hash IN (?`+strings.Repeat(", ?", n-1)+`)`, args...)
+// keySegment is one segment of an index and the entries written to it.
+type keySegment struct {
+	seg, entries int64
+}
+
+// keySegments lists the segments of index id.
+func (s *sqlStore) keySegments(ctx context.Context, id int64) ([]keySegment, error) {
+	rows, err := s.query(ctx, `SELECT seg, entries FROM key_index_segments WHERE ix = ? ORDER BY seg`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []keySegment
+	for rows.Next() {
+		var g keySegment
+		if err := rows.Scan(&g.seg, &g.entries); err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+func (s *sqlStore) lookupBatch(ctx context.Context, segs, n int, args []any, fn func(KeyEntry) error) error {
+	rows, err := s.query(ctx, `SELECT hash, file, pos, entry FROM key_index_entries WHERE ix = ? AND seg IN (?`+strings.Repeat(", ?", segs-1)+
+		`) AND hash IN (?`+strings.Repeat(", ?", n-1)+`)`, args...)
 	if err != nil {
 		return err
 	}
@@ -173,6 +219,59 @@ func (s *sqlStore) lookupBatch(ctx context.Context, n int, args []any, fn func(K
 		}
 	}
 	return rows.Err()
+}
+
+func (s *sqlStore) MergeKeySegments(ctx context.Context, t TableKey, ix KeyIndexName, max int) (int, error) {
+	id, ok, err := keyIndexID(ctx, s.db, s, t, ix)
+	if err != nil || !ok {
+		return 0, wrapKeyIndex(err, "merge segments of", t)
+	}
+	segs, err := s.keySegments(ctx, id)
+	if err != nil || len(segs) <= max {
+		return 0, wrapKeyIndex(err, "merge segments of", t)
+	}
+	biggest := segs[0]
+	for _, g := range segs {
+		if g.entries > biggest.entries {
+			biggest = g
+		}
+	}
+	var moved int64
+	var merged []any
+	for _, g := range segs {
+		if g != biggest {
+			merged = append(merged, g.seg)
+			moved += g.entries
+		}
+	}
+	in := `(?` + strings.Repeat(", ?", len(merged)-1) + `)`
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, wrapKeyIndex(err, "merge segments of", t)
+	}
+	defer tx.Rollback()
+	seg, err := s.newSegment(ctx, tx, id, moved)
+	if err != nil {
+		return 0, wrapKeyIndex(err, "merge segments of", t)
+	}
+	// Entries of files forgotten are left behind, and go with the old
+	// segments.
+	steps := []struct {
+		q    string
+		args []any
+	}{
+		{`INSERT INTO key_index_entries (ix, seg, hash, file, pos, entry) SELECT ix, ?, hash, file, pos, entry FROM key_index_entries
+			WHERE ix = ? AND seg IN ` + in + ` AND file IN (SELECT id FROM key_index_files WHERE ix = ?) ORDER BY hash, file, pos`,
+			append(append([]any{seg, id}, merged...), id)},
+		{`DELETE FROM key_index_entries WHERE ix = ? AND seg IN ` + in, append([]any{id}, merged...)},
+		{`DELETE FROM key_index_segments WHERE ix = ? AND seg IN ` + in, append([]any{id}, merged...)},
+	}
+	for _, st := range steps {
+		if _, err := tx.ExecContext(ctx, s.rebind(st.q), st.args...); err != nil {
+			return 0, wrapKeyIndex(err, "merge segments of", t)
+		}
+	}
+	return len(merged), wrapKeyIndex(tx.Commit(), "merge segments of", t)
 }
 
 func (s *sqlStore) ForgetKeyFiles(ctx context.Context, t TableKey, ix KeyIndexName, ids []int64) (int, error) {
@@ -223,6 +322,10 @@ func (s *sqlStore) ForgetKeyFiles(ctx context.Context, t TableKey, ix KeyIndexNa
 		if _, err := tx.ExecContext(ctx, s.rebind(`UPDATE key_indexes SET dead = 0 WHERE id = ?`), id); err != nil {
 			return 0, wrapKeyIndex(err, "sweep", t)
 		}
+		if _, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM key_index_segments WHERE ix = ? AND NOT EXISTS
+			(SELECT 1 FROM key_index_entries e WHERE e.ix = key_index_segments.ix AND e.seg = key_index_segments.seg)`), id); err != nil {
+			return 0, wrapKeyIndex(err, "sweep", t)
+		}
 	}
 	return removed, wrapKeyIndex(tx.Commit(), "forget files of", t)
 }
@@ -253,7 +356,8 @@ func (s *sqlStore) DropKeyIndexes(ctx context.Context, t TableKey, keepUUID stri
 	}
 	defer tx.Rollback()
 	for _, id := range ids {
-		for _, q := range []string{`DELETE FROM key_index_entries WHERE ix = ?`, `DELETE FROM key_index_files WHERE ix = ?`, `DELETE FROM key_indexes WHERE id = ?`} {
+		for _, q := range []string{`DELETE FROM key_index_entries WHERE ix = ?`, `DELETE FROM key_index_segments WHERE ix = ?`,
+			`DELETE FROM key_index_files WHERE ix = ?`, `DELETE FROM key_indexes WHERE id = ?`} {
 			if _, err := tx.ExecContext(ctx, s.rebind(q), id); err != nil {
 				return 0, wrapKeyIndex(err, "drop", t)
 			}

@@ -9,8 +9,9 @@ import (
 )
 
 // testKeyIndex: files are added incomplete and completed; lookups return
-// the entries of the hashes asked for, of this table's index of this
-// UUID and field set only, across more hashes than one query takes;
+// the entries of the hashes asked for, in every segment, of this table's
+// index of this UUID and field set only, across more hashes than one
+// query takes; merging segments keeps every entry of a live file;
 // forgetting a file keeps its entries until they outnumber the live ones,
 // then sweeps them; dropping keeps only the given UUID's indexes.
 func testKeyIndex(t *testing.T, s Store) {
@@ -51,11 +52,12 @@ func testKeyIndex(t *testing.T, s Store) {
 	for i := range int64(2*keyBatch + 3) {
 		entries = append(entries, KeyEntry{Hash: 1000 + i, File: b.ID, Pos: 1 + i, Entry: []byte("x")})
 	}
-	if err := s.PutKeys(ctx, tbl, ix, entries); err != nil {
+	// Two segments: a's entries, then b's.
+	if err := s.PutKeys(ctx, tbl, ix, entries[:3]); err != nil {
 		t.Fatal(err)
 	}
-	// Replacing an entry keeps one row.
-	if err := s.PutKeys(ctx, tbl, ix, []KeyEntry{{Hash: 7, File: b.ID, Pos: 0, Entry: []byte("b0'")}}); err != nil {
+	entries[3].Entry = []byte("b0'")
+	if err := s.PutKeys(ctx, tbl, ix, entries[3:]); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []struct {
@@ -101,11 +103,11 @@ func testKeyIndex(t *testing.T, s Store) {
 		})
 		return out
 	}
-	got := lookup(7, -5, 42)
 	want := []KeyEntry{entries[0], entries[1], entries[2], {Hash: 7, File: b.ID, Pos: 0, Entry: []byte("b0'")}}
-	if !slices.EqualFunc(got, want, func(x, y KeyEntry) bool {
+	same := func(x, y KeyEntry) bool {
 		return x.Hash == y.Hash && x.File == y.File && x.Pos == y.Pos && bytes.Equal(x.Entry, y.Entry)
-	}) {
+	}
+	if got := lookup(7, -5, 42); !slices.EqualFunc(got, want, same) {
 		t.Fatalf("lookup: %+v, want %+v", got, want)
 	}
 	var many []int64
@@ -114,6 +116,30 @@ func testKeyIndex(t *testing.T, s Store) {
 	}
 	if n := len(lookup(many...)); n != 2*keyBatch+3 {
 		t.Fatalf("lookup of %d hashes found %d entries", len(many), n)
+	}
+	// A third segment. Merging beyond 2 merges every segment but the
+	// biggest (b's, of 1,004 entries) into a new one.
+	c0 := add(tbl, ix, "s3://b/t/data/c0.parquet", 1)
+	if err := s.PutKeys(ctx, tbl, ix, []KeyEntry{{Hash: 7, File: c0.ID, Pos: 0, Entry: []byte("c0")}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.MergeKeySegments(ctx, tbl, ix, 3); err != nil || n != 0 {
+		t.Fatalf("merged %d, %v under the bound", n, err)
+	}
+	if n, err := s.MergeKeySegments(ctx, tbl, ix, 2); err != nil || n != 2 {
+		t.Fatalf("merged %d, %v; want a's and c0's segments", n, err)
+	}
+	if n, err := s.MergeKeySegments(ctx, tbl, ix, 2); err != nil || n != 0 {
+		t.Fatalf("merged %d, %v; two segments left", n, err)
+	}
+	if got := lookup(7, -5, 42); !slices.EqualFunc(got, append(want, KeyEntry{Hash: 7, File: c0.ID, Pos: 0, Entry: []byte("c0")}), same) {
+		t.Fatalf("lookup after the merge: %+v", got)
+	}
+	if n := len(lookup(many...)); n != 2*keyBatch+3 {
+		t.Fatalf("lookup after the merge of %d hashes found %d entries", len(many), n)
+	}
+	if n, err := s.ForgetKeyFiles(ctx, tbl, ix, []int64{c0.ID}); err != nil || n != 1 {
+		t.Fatalf("forgot %d, %v", n, err)
 	}
 	stop := errors.New("stop")
 	if err := s.LookupKeys(ctx, tbl, ix, []int64{7}, func(KeyEntry) error { return stop }); !errors.Is(err, stop) {

@@ -92,21 +92,27 @@ var migrations = []string{
 	// 10: equality-delete conversion's key index (state.KeyIndex): per
 	// table UUID and equality field set, the data files read, and for
 	// each of their rows the key's hash, the file, the position and the
-	// opaque entry (package compactor's). Entries are keyed by hash
-	// first, so that a lookup of a few keys reads a few rows; without a
-	// rowid on SQLite, so that a row is stored once. dead counts the rows
-	// of files forgotten whose entries are not yet swept.
+	// opaque entry (package compactor's). Entries are keyed by segment,
+	// then hash: a segment is one batch of entries, written in hash order
+	// after every existing segment (appended, not spread over the tree),
+	// and a lookup of a few keys seeks each segment for them; segments
+	// are merged, in hash order, to keep them few. Without a rowid on
+	// SQLite, so that a row is stored once. segs numbers segments; dead
+	// counts the rows of files forgotten whose entries are not yet swept.
 	`CREATE TABLE key_indexes (
 		id {{id}}, bucket TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
-		table_uuid TEXT NOT NULL, fields TEXT NOT NULL, dead BIGINT NOT NULL);
+		table_uuid TEXT NOT NULL, fields TEXT NOT NULL, segs BIGINT NOT NULL, dead BIGINT NOT NULL);
 	CREATE UNIQUE INDEX key_indexes_once ON key_indexes (bucket, namespace, name, table_uuid, fields);
 	CREATE TABLE key_index_files (
 		id {{id}}, ix BIGINT NOT NULL, path TEXT NOT NULL, size BIGINT NOT NULL, records BIGINT NOT NULL,
 		complete INTEGER NOT NULL);
 	CREATE INDEX key_index_files_by_index ON key_index_files (ix, id);
+	CREATE TABLE key_index_segments (
+		ix BIGINT NOT NULL, seg BIGINT NOT NULL, entries BIGINT NOT NULL,
+		PRIMARY KEY (ix, seg));
 	CREATE TABLE key_index_entries (
-		ix BIGINT NOT NULL, hash BIGINT NOT NULL, file BIGINT NOT NULL, pos BIGINT NOT NULL, entry {{blob}} NOT NULL,
-		PRIMARY KEY (ix, hash, file, pos)){{norowid}};`,
+		ix BIGINT NOT NULL, seg BIGINT NOT NULL, hash BIGINT NOT NULL, file BIGINT NOT NULL, pos BIGINT NOT NULL, entry {{blob}} NOT NULL,
+		PRIMARY KEY (ix, seg, hash, file, pos)){{norowid}};`,
 }
 
 // migrationLockID is an arbitrary constant key for pg_advisory_lock, so that

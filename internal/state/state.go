@@ -231,9 +231,11 @@ type IndexRow struct {
 // so the index is a cache, never the truth.
 //
 // An index is named by its table and KeyIndexName (the table's UUID and
-// the equality field set). Entries are keyed by (index, Hash, File, Pos):
-// a lookup of K keys reads about K rows, and indexing a file of n rows
-// writes n rows, whatever the index already holds.
+// the equality field set). Its entries are in segments, each one batch
+// written in hash order after every existing segment and keyed by
+// (segment, hash): indexing a file of n rows writes n rows, appended,
+// whatever the index already holds, and a lookup of K keys seeks each
+// segment for them (MergeKeySegments keeps the segments few).
 type KeyIndex interface {
 	// KeyFiles returns the data files of t's index ix, complete or not,
 	// ordered by ID; none when the index does not exist.
@@ -241,9 +243,9 @@ type KeyIndex interface {
 	// AddKeyFile records f (its ID and Complete ignored) in t's index ix,
 	// creating the index, as not complete, and returns it with its ID.
 	AddKeyFile(ctx context.Context, t TableKey, ix KeyIndexName, f KeyFile) (KeyFile, error)
-	// PutKeys stores entries of files of t's index ix, in one
-	// transaction; an entry of the same hash, file and position is
-	// replaced.
+	// PutKeys stores entries of files of t's index ix as a new segment,
+	// in one transaction. The caller sorts them by hash: the segment is
+	// then written in key order.
 	PutKeys(ctx context.Context, t TableKey, ix KeyIndexName, entries []KeyEntry) error
 	// CompleteKeyFile marks file id of t's index ix complete: every entry
 	// of its rows is stored. It returns ErrNotFound when the file is not
@@ -253,11 +255,16 @@ type KeyIndex interface {
 	// hashes, reading at most a few hundred hashes per query; an error
 	// from fn stops it and is returned.
 	LookupKeys(ctx context.Context, t TableKey, ix KeyIndexName, hashes []int64, fn func(KeyEntry) error) error
+	// MergeKeySegments merges every segment of t's index ix but the
+	// biggest into one, in hash order, when it has more than max, leaving
+	// out the entries of files no longer in the index; it returns how
+	// many segments it merged (0: none).
+	MergeKeySegments(ctx context.Context, t TableKey, ix KeyIndexName, max int) (int, error)
 	// ForgetKeyFiles removes files ids from t's index ix and returns how
-	// many it removed. Their entries are no longer returned by lookups of
-	// live files' keys only because the caller ignores files it does not
-	// know: they are deleted in one sweep of the index once the rows of
-	// forgotten files outnumber those of the files it keeps.
+	// many it removed. Their entries stay until one sweep of the index
+	// deletes them, once the rows of forgotten files outnumber those of
+	// the files it keeps: the caller ignores entries of files it does
+	// not know.
 	ForgetKeyFiles(ctx context.Context, t TableKey, ix KeyIndexName, ids []int64) (int, error)
 	// DropKeyIndexes removes t's indexes, files and entries but those
 	// written for keepUUID ("" drops all), and returns how many indexes
