@@ -401,10 +401,6 @@ func (s *keySet) deletes(key []byte, seq int64) bool {
 // appended unless every lookup succeeds: on an error the caller reads the
 // files instead.
 func (x *keyIndex) lookup(ctx context.Context, g planner.ConvertGroup, tasks []int, sets []*keySet, found [][]int64, st *convertStats) error {
-	type want struct {
-		key []byte
-		seq int64
-	}
 	got := map[int][]int64{}
 	var hits int64
 	for _, s := range sets {
@@ -416,47 +412,21 @@ func (x *keyIndex) lookup(ctx context.Context, g planner.ConvertGroup, tasks []i
 		for _, i := range tasks {
 			byID[v.files[g.Tasks[i].File.FilePath()].ID] = i
 		}
-		byHash := map[int64][]want{}
-		var hashes []int64
-		ask := func(key []byte, seq int64) {
-			h := keyHash(key)
-			if _, ok := byHash[h]; !ok {
-				hashes = append(hashes, h)
-			}
-			byHash[h] = append(byHash[h], want{key, seq})
-		}
+		q := keyQuery{x: x, v: v, g: g, byID: byID, got: got, hits: &hits, st: st}
 		if s.integral {
 			for _, k := range s.ints {
-				ask(appendInt(nil, k), s.iseq[k])
+				if err := q.ask(ctx, appendInt(nil, k), s.iseq[k]); err != nil {
+					return err
+				}
 			}
 		} else {
 			for k, seq := range s.seq {
-				ask([]byte(k), seq)
-			}
-		}
-		err := x.store.LookupKeys(ctx, x.table, v.name, hashes, func(e state.KeyEntry) error {
-			st.indexBytes += 24 + int64(len(e.Entry))
-			i, ok := byID[e.File]
-			if !ok {
-				return nil // a file of no task here: another partition, or forgotten
-			}
-			key, err := decodeEntry(e)
-			if err != nil {
-				return err
-			}
-			if e.Pos < 0 || e.Pos >= g.Tasks[i].File.Count() {
-				return fmt.Errorf("%w: position %d of %s, which holds %d rows", errDamagedEntry, e.Pos, g.Tasks[i].File.FilePath(), g.Tasks[i].File.Count())
-			}
-			for _, w := range byHash[e.Hash] {
-				if w.seq > g.Seqs[i] && string(w.key) == string(key) {
-					got[i] = append(got[i], e.Pos)
-					hits++
-					break
+				if err := q.ask(ctx, []byte(k), seq); err != nil {
+					return err
 				}
 			}
-			return nil
-		})
-		if err != nil {
+		}
+		if err := q.flush(ctx); err != nil {
 			return err
 		}
 	}
@@ -468,6 +438,83 @@ func (x *keyIndex) lookup(ctx context.Context, g planner.ConvertGroup, tasks []i
 	st.hits += hits
 	st.fromIndex += len(tasks)
 	return nil
+}
+
+// lookupKeys is how many keys a lookup holds at once, encoded with their
+// hashes: the chunk's keys are looked up in slices of it, so that the
+// lookup adds little to the chunk's memory.
+const lookupKeys = 4096
+
+// keyQuery looks up one set's keys, lookupKeys at a time, and collects the
+// positions their deletes delete in got, by task.
+type keyQuery struct {
+	x      *keyIndex
+	v      *keyView
+	g      planner.ConvertGroup
+	byID   map[int64]int // file ID → task
+	got    map[int][]int64
+	hits   *int64
+	st     *convertStats
+	byHash map[int64][]wantKey
+	hashes []int64
+	n      int
+}
+
+// wantKey is a key looked up and the data sequence number of its newest
+// delete.
+type wantKey struct {
+	key []byte
+	seq int64
+}
+
+// ask adds key to the keys looked up, and looks them up once there are
+// lookupKeys.
+func (q *keyQuery) ask(ctx context.Context, key []byte, seq int64) error {
+	if q.byHash == nil {
+		q.byHash = make(map[int64][]wantKey, lookupKeys)
+	}
+	h := keyHash(key)
+	if _, ok := q.byHash[h]; !ok {
+		q.hashes = append(q.hashes, h)
+	}
+	q.byHash[h] = append(q.byHash[h], wantKey{key, seq})
+	if q.n++; q.n >= lookupKeys {
+		return q.flush(ctx)
+	}
+	return nil
+}
+
+// flush looks up the keys asked since the last flush.
+func (q *keyQuery) flush(ctx context.Context) error {
+	if len(q.hashes) == 0 {
+		return nil
+	}
+	err := q.x.store.LookupKeys(ctx, q.x.table, q.v.name, q.hashes, func(e state.KeyEntry) error {
+		q.st.indexBytes += 24 + int64(len(e.Entry))
+		i, ok := q.byID[e.File]
+		if !ok {
+			return nil // a file of no task here: another partition, or forgotten
+		}
+		key, err := decodeEntry(e)
+		if err != nil {
+			return err
+		}
+		df := q.g.Tasks[i].File
+		if e.Pos < 0 || e.Pos >= df.Count() {
+			return fmt.Errorf("%w: position %d of %s, which holds %d rows", errDamagedEntry, e.Pos, df.FilePath(), df.Count())
+		}
+		for _, w := range q.byHash[e.Hash] {
+			if w.seq > q.g.Seqs[i] && string(w.key) == string(key) {
+				q.got[i] = append(q.got[i], e.Pos)
+				*q.hits++
+				break
+			}
+		}
+		return nil
+	})
+	clear(q.byHash)
+	q.hashes, q.n = q.hashes[:0], 0
+	return err
 }
 
 // groupViews opens the index of each equality field set of g's deletes;

@@ -382,3 +382,22 @@ func TestKeyIndexEntry(t *testing.T) {
 		}
 	}
 }
+
+// Chunks and many keys: with a bound of 70 keys, the first chunk reads
+// and indexes the data files and the later chunks of the same run look
+// them up; a round of 5,000 keys is looked up in slices of lookupKeys.
+// The rows stay those iceberg-go's reader saw before each run.
+func TestKeyIndexChunked(t *testing.T) {
+	testkit.SkipUnderRace(t)
+	k := newYoung(t)
+	k.job.ConvertChunkKeys = 70
+	first, _ := k.round(spread(7, 83, 230))
+	if first.ConvertChunks != 4 || first.ConvertFilesIndexed != 2 || first.ConvertFilesLookedUp != 6 || first.ConvertIndexHits == 0 {
+		t.Fatalf("want 4 chunks, 2 files indexed in the first and looked up in the 3 others:\n%s", first.Text())
+	}
+	k.job.ConvertChunkKeys = 0
+	second, _ := k.round(spread(3, 4, 5000))
+	if second.ConvertIndexHits <= lookupKeys || second.ConvertIndexOff != "" {
+		t.Fatalf("want more than %d rows found through the index:\n%s", lookupKeys, second.Text())
+	}
+}
