@@ -63,8 +63,6 @@ const maxKeySegments = 8
 // believed.
 var errDamagedEntry = errors.New("damaged key index entry")
 
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
-
 // keyHash is the 64-bit FNV-1a hash of an encoded key: stable across
 // processes and releases, as a stored index needs.
 func keyHash(key []byte) int64 {
@@ -88,7 +86,8 @@ func entryCRC(hash, file, pos int64, key []byte) uint32 {
 	binary.BigEndian.PutUint64(head[0:], uint64(hash))
 	binary.BigEndian.PutUint64(head[8:], uint64(file))
 	binary.BigEndian.PutUint64(head[16:], uint64(pos))
-	return crc32.Update(crc32.Update(0, crcTable, head[:]), crcTable, key)
+	tab := crc32.MakeTable(crc32.Castagnoli) // made once by package crc32
+	return crc32.Update(crc32.Update(0, tab, head[:]), tab, key)
 }
 
 // decodeEntry returns e's key, checked against its checksum and hash.
