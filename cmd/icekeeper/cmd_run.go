@@ -110,7 +110,9 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 			}
 		}
 		update, finish := progress.Bar(env.stderr, string(t))
-		out, err := runner.Run(ctx, target, t, jobs.TriggerCLI, jobs.Options{DryRun: *dryRun, Now: now, Progress: update, RewriteBytes: capBytes})
+		out, err := runner.Run(ctx, target, t, jobs.TriggerCLI, jobs.Options{DryRun: *dryRun, Now: now, Progress: update, RewriteBytes: capBytes, Loaded: w.loaded})
+		// The next type starts from the table as this run left it.
+		w.loaded = nil
 		finish()
 		if err != nil {
 			return err
