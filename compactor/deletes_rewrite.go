@@ -40,7 +40,7 @@ type deleteFigures struct {
 	// DeleteBytes is the size of the position deletes and deletion
 	// vectors the groups read to rewrite them, committed or not.
 	DeleteBytes int64 `json:"deleteBytes,omitempty"`
-	DeleteMs              int64    `json:"deleteMs"`
+	DeleteMs    int64 `json:"deleteMs"`
 }
 
 // compactDeletes rewrites the position deletes of the partitions in
