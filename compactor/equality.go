@@ -50,12 +50,27 @@ type convertFigures struct {
 	// ConvertBytesRead is the bytes of key column chunks read from data
 	// files (and of the equality delete files), ConvertFilesSkipped the
 	// data files not read because their bounds hold no deleted key.
-	ConvertBytesRead    int64    `json:"convertBytesRead,omitempty"`
-	ConvertFilesSkipped int      `json:"convertFilesSkipped,omitempty"`
-	ConvertCommits      int      `json:"convertCommits,omitempty"`
-	ConvertConflicts    int      `json:"convertConflicts,omitempty"`
-	ConvertDropped      []string `json:"convertDropped,omitempty"`
-	ConvertMs           int64    `json:"convertMs,omitempty"`
+	ConvertBytesRead    int64 `json:"convertBytesRead,omitempty"`
+	ConvertFilesSkipped int   `json:"convertFilesSkipped,omitempty"`
+	// With the key index (Job.KeyIndex): ConvertFilesIndexed counts the
+	// data files read and indexed, ConvertFilesLookedUp the data files
+	// matched through the index without being opened (once per chunk),
+	// ConvertIndexHits the rows found through it, ConvertIndexBytesRead
+	// the bytes of index rows read (hash, file and position at 8 bytes
+	// each, and the entry), ConvertIndexForgotten the indexed files
+	// forgotten (no longer live, or no longer agreeing with the table's
+	// metadata), and ConvertIndexOff why the run stopped using the index
+	// ("" when it did not).
+	ConvertFilesIndexed   int      `json:"convertFilesIndexed,omitempty"`
+	ConvertFilesLookedUp  int      `json:"convertFilesLookedUp,omitempty"`
+	ConvertIndexHits      int64    `json:"convertIndexHits,omitempty"`
+	ConvertIndexBytesRead int64    `json:"convertIndexBytesRead,omitempty"`
+	ConvertIndexForgotten int      `json:"convertIndexForgotten,omitempty"`
+	ConvertIndexOff       string   `json:"convertIndexOff,omitempty"`
+	ConvertCommits        int      `json:"convertCommits,omitempty"`
+	ConvertConflicts      int      `json:"convertConflicts,omitempty"`
+	ConvertDropped        []string `json:"convertDropped,omitempty"`
+	ConvertMs             int64    `json:"convertMs,omitempty"`
 }
 
 // equalityDeletes lists the live equality delete files of tbl's current
@@ -166,12 +181,20 @@ func (j *Job) convert(ctx context.Context, t jobs.Target, tbl *table.Table, sc s
 	run := uuid.New()
 	results := make([]table.CompactionGroupResult, 0, len(f.ConvertPlan))
 	matched := map[string]int64{}
+	var keys *keyIndex
+	if j.KeyIndex != nil {
+		keys = newKeyIndex(j.KeyIndex, t.Key(), tbl, sc.tasks, j.log(), f)
+	}
 	for i, g := range f.ConvertPlan {
 		w := newDeleteWriter(rec, c.Locations(), meta, fmt.Sprintf("%s-%05d", run, i))
-		r, st, err := convertGroup(ctx, wfs, w, meta, g, sc.deletes.Covers, cmp.Or(j.wholeDeleteBytes, wholeDeleteBytes))
+		r, st, err := convertGroup(ctx, wfs, w, meta, g, sc.deletes.Covers, cmp.Or(j.wholeDeleteBytes, wholeDeleteBytes), keys)
 		f.ConvertBytesRead += st.bytesRead
 		f.ConvertFilesSkipped += st.skipped
 		f.ConvertChunks += st.chunks
+		f.ConvertFilesIndexed += st.indexed
+		f.ConvertFilesLookedUp += st.fromIndex
+		f.ConvertIndexHits += st.hits
+		f.ConvertIndexBytesRead += st.indexBytes
 		if err != nil {
 			c.RemoveUncommitted(rec)
 			return fmt.Errorf("convert equality deletes of %s: %w", g.Partition, err)
@@ -203,6 +226,13 @@ type convertStats struct {
 	bytesRead int64
 	skipped   int   // data files whose bounds hold no key
 	matched   int64 // rows the equality deletes delete
+	// With the key index: data files read and indexed, data files
+	// matched through it (per chunk), rows found through it, and bytes
+	// of index rows read.
+	indexed    int
+	fromIndex  int
+	hits       int64
+	indexBytes int64
 }
 
 // convertGroup converts g's equality deletes one chunk at a time (the
@@ -216,24 +246,59 @@ type convertStats struct {
 // position deletes it had (covers says which data files each position
 // delete file applies to). A delete file of up to whole bytes is read in
 // one request.
-func convertGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, meta table.Metadata, g planner.ConvertGroup, covers map[string][]string, whole int64) (table.CompactionGroupResult, convertStats, error) {
+//
+// With keys (nil: none), a data file already in the key index is not
+// read: the chunk's keys are looked up instead. A data file not in it is
+// read whole once, matched, and indexed. Should the index fail, the chunk
+// and the rest read every data file, as without it.
+func convertGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, meta table.Metadata, g planner.ConvertGroup, covers map[string][]string, whole int64, keys *keyIndex) (table.CompactionGroupResult, convertStats, error) {
 	res := table.CompactionGroupResult{PartitionKey: g.Partition}
 	var st convertStats
 	found := make([][]int64, len(g.Tasks))
+	views := keys.groupViews(ctx, g)
 	for _, c := range g.Slices {
 		sets, err := readKeys(fs, g.Deletes, c.Keys, whole, &st)
 		if err != nil {
 			return res, st, err
 		}
+		var look []int // tasks matched through the index
 		for _, i := range c.Tasks {
 			if err := ctx.Err(); err != nil {
 				return res, st, err
 			}
-			positions, err := matchFile(fs, g.Tasks[i].File, g.Seqs[i], sets, &st)
+			df := g.Tasks[i].File
+			var positions []int64
+			switch {
+			case views != nil && keys.usable() && indexed(views, df):
+				look = append(look, i)
+				continue
+			case views != nil && keys.usable():
+				positions, err = keys.indexFile(ctx, fs, df, g.Seqs[i], sets, views, &st)
+			default:
+				positions, err = matchFile(fs, df, g.Seqs[i], sets, &st)
+			}
 			if err != nil {
 				return res, st, err
 			}
 			found[i] = append(found[i], positions...)
+		}
+		// Segments written for this chunk are merged before the next
+		// chunk's lookups.
+		keys.merge(ctx)
+		if len(look) > 0 {
+			if err := keys.lookup(ctx, g, look, sets, found, &st); err != nil {
+				if ctx.Err() != nil {
+					return res, st, ctx.Err()
+				}
+				keys.stop(err)
+				for _, i := range look {
+					positions, err := matchFile(fs, g.Tasks[i].File, g.Seqs[i], sets, &st)
+					if err != nil {
+						return res, st, err
+					}
+					found[i] = append(found[i], positions...)
+				}
+			}
 		}
 		st.chunks++
 	}

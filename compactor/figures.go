@@ -190,6 +190,13 @@ func (f *Figures) TextItems(limit int) string {
 		fmt.Fprintf(&b, "\n  equality deletes: %d partitions converted (%d dropped for conflicts) in %d chunks of keys, %d equality delete files -> %d position delete files or vectors, %d rows matched, %d bytes read (%d data files skipped by their bounds), %d commits (%d attempts lost to concurrent commits), %d ms",
 			cv.ConvertGroupsCommitted, cv.ConvertGroupsDropped, cv.ConvertChunks, cv.EqualityDeletesConverted, cv.ConvertDeletesWritten, cv.ConvertRowsMatched, cv.ConvertBytesRead, cv.ConvertFilesSkipped, cv.ConvertCommits, cv.ConvertConflicts, cv.ConvertMs)
 	}
+	if cv.ConvertFilesIndexed > 0 || cv.ConvertFilesLookedUp > 0 || cv.ConvertIndexForgotten > 0 {
+		fmt.Fprintf(&b, "\n  key index: %d data files read and indexed, %d matched by lookup without being read, %d rows found, %d bytes of index read, %d indexed files forgotten",
+			cv.ConvertFilesIndexed, cv.ConvertFilesLookedUp, cv.ConvertIndexHits, cv.ConvertIndexBytesRead, cv.ConvertIndexForgotten)
+	}
+	if cv.ConvertIndexOff != "" {
+		fmt.Fprintf(&b, "\n  key index not used for the rest of the run: %s", cv.ConvertIndexOff)
+	}
 	d := f.deleteFigures
 	textlist.Lines(&b, limit, d.DeletePlan, 0, func(g planner.DeleteGroup) string {
 		return fmt.Sprintf("deletes %s: the position deletes of %d data files, in %d files,%s rewritten into %d", g.Partition, g.DataFiles, g.DeleteFiles, would, g.ExpectedOutputFiles)

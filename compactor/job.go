@@ -60,6 +60,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/internal/cost"
 	"github.com/icekeeper/icekeeper/internal/rebase"
+	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
@@ -95,6 +96,12 @@ type Job struct {
 	// their keys need, each chunk reading the key columns of the data
 	// files it applies to again.
 	ConvertChunkKeys int64
+	// KeyIndex keeps, per table, the keys and row positions of the data
+	// files conversion has read (see keyindex.go), so that a run reads
+	// only the new equality deletes and the data files not yet indexed.
+	// Nil: every run reads the key columns of every data file a deleted
+	// key may be in.
+	KeyIndex state.KeyIndex
 	// Logger receives the run's planning, rewrites and commits at debug
 	// level (nil: none).
 	Logger *slog.Logger
@@ -153,7 +160,7 @@ func (j *Job) Definition() *jobs.Definition[Settings, *Figures] {
 		// S3 Tables bills compaction by the data files it rewrites.
 		Processed: func(f *Figures) cost.Work {
 			return cost.Work{Objects: int64(f.InputFiles), Bytes: f.InputBytes,
-				Sorted: f.Strategy == "sort" || f.Strategy == "z-order", Billed: true}
+				Sorted: f.Strategy == planner.PathSort || f.Strategy == planner.PathZOrder || f.Strategy == planner.PathHilbert, Billed: true}
 		},
 		Summary: summary,
 	}

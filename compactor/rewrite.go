@@ -52,8 +52,8 @@ func rewriteGroup(ctx context.Context, merger *merge.Merger, tbl *table.Table, t
 	switch g.Path {
 	case planner.PathRepartition:
 		rw.result, rw.err = repartitionGroup(ctx, tbl, tasks, target)
-	case planner.PathSort, planner.PathZOrder:
-		rw.result, rw.err = sortedGroup(ctx, tbl, tasks, target, g.Path == planner.PathZOrder)
+	case planner.PathSort, planner.PathZOrder, planner.PathHilbert:
+		rw.result, rw.err = sortedGroup(ctx, tbl, tasks, target, g.Path)
 	case planner.PathMerge:
 		rw.result, rw.rowGroups, rw.err = merger.Group(ctx, tbl, tasks, target)
 		if !errors.Is(rw.err, merge.ErrNotMergeable) {

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -19,7 +20,7 @@ import (
 	"github.com/icekeeper/icekeeper/planner"
 )
 
-// The sort and z-order strategies read a whole group into memory (its
+// The sort, z-order and hilbert strategies read a whole group into memory (its
 // decoded size is a few times its Parquet size, and a group is about one
 // target file), order the rows, and write them with the group's target.
 // Binpack streams instead; that is why it is the default without a sort
@@ -32,7 +33,7 @@ type sortKey struct {
 	desc       bool
 	nullsFirst bool
 	compare    func(i, j int) int
-	zbits      func(i int) uint64 // order-preserving 64-bit image, for z-order
+	zbits      func(i int) uint64 // order-preserving 64-bit image, for z-order and hilbert
 }
 
 // sortKeys resolves the table's sort order against the group's columns.
@@ -162,37 +163,117 @@ func sortPermutation(n int, keys []sortKey) []int {
 // the keys' order-preserving images are interleaved, most significant
 // first, so rows close in every key end up close in the file. Nulls take
 // the smallest image.
-func zorderPermutation(n int, keys []sortKey) []int {
+func zorderPermutation(n int, keys []sortKey) ([]int, curveCodes) {
+	return curvePermutation(n, keys, func([]uint64) {})
+}
+
+// hilbertPermutation orders rows along a Hilbert curve over the keys'
+// order-preserving images. Unlike the Z-curve, consecutive cells of a
+// Hilbert curve are neighbours, so a run of rows (an output file) covers
+// a compact box of the key space and its bounds overlap fewer files'.
+// Nulls take the smallest image.
+func hilbertPermutation(n int, keys []sortKey) ([]int, curveCodes) {
+	return curvePermutation(n, keys, hilbertTranspose)
+}
+
+// curveCodes are rows' positions along a curve, width bytes each.
+type curveCodes struct {
+	codes []byte
+	width int
+}
+
+// split is how many leading bits the codes of rows i and j share: the
+// fewer, the larger the block of the curve a cut between them closes.
+func (c curveCodes) split(i, j int) int {
+	a, b := c.codes[i*c.width:(i+1)*c.width], c.codes[j*c.width:(j+1)*c.width]
+	for k := range a {
+		if x := a[k] ^ b[k]; x != 0 {
+			return 8*k + bits.LeadingZeros8(x)
+		}
+	}
+	return 8 * c.width
+}
+
+// curvePermutation orders rows by a space-filling curve: each row's key
+// images, turned by transform, interleaved into one code.
+func curvePermutation(n int, keys []sortKey, transform func([]uint64)) ([]int, curveCodes) {
 	width := 8 * len(keys)
-	z := make([]byte, n*width)
+	codes := make([]byte, n*width)
+	x := make([]uint64, len(keys))
 	for r := 0; r < n; r++ {
-		out := z[r*width : (r+1)*width]
-		for bit := 0; bit < 64; bit++ {
-			for k, key := range keys {
-				var v uint64
-				if !key.col.IsNull(r) {
-					v = key.zbits(r)
-				}
-				if v>>(63-bit)&1 == 1 {
-					pos := bit*len(keys) + k
-					out[pos/8] |= 1 << (7 - pos%8)
-				}
+		for k, key := range keys {
+			x[k] = 0
+			if !key.col.IsNull(r) {
+				x[k] = key.zbits(r)
 			}
 		}
+		transform(x)
+		interleave(codes[r*width:(r+1)*width], x)
 	}
 	perm := make([]int, n)
 	for i := range perm {
 		perm[i] = i
 	}
 	slices.SortStableFunc(perm, func(i, j int) int {
-		return bytes.Compare(z[i*width:(i+1)*width], z[j*width:(j+1)*width])
+		return bytes.Compare(codes[i*width:(i+1)*width], codes[j*width:(j+1)*width])
 	})
-	return perm
+	return perm, curveCodes{codes: codes, width: width}
 }
 
-// sortedGroup rewrites one group with its rows in the table's sort order
-// (or along a Z-curve over the sort-order columns).
-func sortedGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, target int64, zorder bool) (table.CompactionGroupResult, error) {
+// interleave writes the bits of x into out, most significant first and
+// x[0]'s bit before x[1]'s at each level: one big-endian number.
+func interleave(out []byte, x []uint64) {
+	clear(out)
+	for bit := 0; bit < 64; bit++ {
+		for k, v := range x {
+			if v>>(63-bit)&1 == 1 {
+				pos := bit*len(x) + k
+				out[pos/8] |= 1 << (7 - pos%8)
+			}
+		}
+	}
+}
+
+// hilbertTranspose turns the coordinates x, 64 bits each, into their
+// Hilbert index in transposed form, in place: interleaved (interleave),
+// the bits are the point's distance along the curve. It is John
+// Skilling's method ("Programming the Hilbert curve", AIP Conference
+// Proceedings 707, 2004): from the top bit down, each level's lower bits
+// are reflected or exchanged so that the sub-cube is entered in the
+// curve's orientation, and the result is Gray-decoded into a distance.
+func hilbertTranspose(x []uint64) {
+	const top = uint64(1) << 63
+	n := len(x)
+	for q := top; q > 1; q >>= 1 {
+		p := q - 1
+		for i := range n {
+			if x[i]&q != 0 {
+				x[0] ^= p // reflect
+			} else {
+				t := (x[0] ^ x[i]) & p // exchange the lower bits of x[0] and x[i]
+				x[0] ^= t
+				x[i] ^= t
+			}
+		}
+	}
+	for i := 1; i < n; i++ {
+		x[i] ^= x[i-1]
+	}
+	var t uint64
+	for q := top; q > 1; q >>= 1 {
+		if x[n-1]&q != 0 {
+			t ^= q - 1
+		}
+	}
+	for i := range x {
+		x[i] ^= t
+	}
+}
+
+// sortedGroup rewrites one group with its rows in the table's sort order,
+// or along a Z-curve or a Hilbert curve over the sort-order columns (path
+// planner.PathSort, PathZOrder or PathHilbert).
+func sortedGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, target int64, path string) (table.CompactionGroupResult, error) {
 	var res table.CompactionGroupResult
 	sc, it, err := tbl.Scan().ReadTasks(ctx, tasks)
 	if err != nil {
@@ -236,9 +317,17 @@ func sortedGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTa
 		return res, err
 	}
 	var perm []int
-	if zorder {
-		perm = zorderPermutation(n, keys)
-	} else {
+	var curve *curveCodes
+	switch path {
+	case planner.PathZOrder, planner.PathHilbert:
+		var c curveCodes
+		if path == planner.PathZOrder {
+			perm, c = zorderPermutation(n, keys)
+		} else {
+			perm, c = hilbertPermutation(n, keys)
+		}
+		curve = &c
+	default:
 		perm = sortPermutation(n, keys)
 	}
 	idxB := array.NewInt64Builder(memory.DefaultAllocator)
@@ -256,8 +345,30 @@ func sortedGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTa
 		defer sorted[c].Release()
 	}
 	rec := array.NewRecordBatch(sc, sorted, int64(n))
-	one := func(yield func(arrow.RecordBatch, error) bool) { rec.Retain(); yield(rec, nil) }
 	defer rec.Release()
+	// iceberg-go's writer rolls to a new file only once a file's flushed
+	// row groups reach the target, so one batch is one file: write the
+	// rows in runs of about a target each (by the inputs' Parquet bytes
+	// per row), one file per run, so that a group of several targets, as
+	// the clustering rule plans, is written as files of the target's size.
+	var inBytes int64
+	for _, t := range tasks {
+		inBytes += t.File.FileSizeBytes()
+	}
+	run := n
+	if inBytes > target {
+		run = max(1, int(int64(n)*target/inBytes))
+	}
+	// A curve's cut moves by up to a quarter of a run, to where the curve
+	// closes its largest block (curveCut).
+	var cuts []int
+	for at := run; at < n; at += run {
+		if curve != nil {
+			at = curveCut(*curve, perm, at, run/4, n)
+		}
+		cuts = append(cuts, at)
+	}
+	cuts = append(cuts, n)
 	// iceberg-go's writer sorts each batch by the table's sort order
 	// itself; write through a view of the table without one, so that the
 	// order written is the order computed here (a Z-curve would otherwise
@@ -266,13 +377,40 @@ func sortedGroup(ctx context.Context, tbl *table.Table, tasks []table.FileScanTa
 	if err != nil {
 		return res, err
 	}
-	for df, err := range table.WriteRecords(ctx, wtbl, sc, one, table.WithClusteredWrite(), table.WithTargetFileSize(target)) {
-		if err != nil {
-			return res, fmt.Errorf("write sorted files: %w", err)
+	from := 0
+	for _, to := range cuts {
+		part := rec.NewSlice(int64(from), int64(to))
+		from = to
+		one := func(yield func(arrow.RecordBatch, error) bool) { yield(part, nil) }
+		for df, err := range table.WriteRecords(ctx, wtbl, sc, one, table.WithClusteredWrite(), table.WithTargetFileSize(target)) {
+			if err != nil {
+				return res, fmt.Errorf("write sorted files: %w", err)
+			}
+			res.NewDataFiles = append(res.NewDataFiles, df)
 		}
-		res.NewDataFiles = append(res.NewDataFiles, df)
 	}
 	return res, nil
+}
+
+// curveCut moves a cut between output files from row at to the row
+// within slack of it where the curve closes its largest block, so that a
+// file holds whole blocks of the key space and its bounds' box overlaps
+// fewer of its neighbours'.
+func curveCut(c curveCodes, perm []int, at, slack, n int) int {
+	best, bestSplit := at, c.split(perm[at-1], perm[at])
+	for i := max(1, at-slack); i <= min(n-1, at+slack); i++ {
+		if s := c.split(perm[i-1], perm[i]); s < bestSplit || s == bestSplit && abs(i-at) < abs(best-at) {
+			best, bestSplit = i, s
+		}
+	}
+	return best
+}
+
+func abs[T int | int64](v T) T {
+	if v < 0 {
+		return -v
+	}
+	return v
 }
 
 // unsortedView is tbl with no default sort order, for writing only.

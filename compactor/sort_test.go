@@ -1,6 +1,7 @@
 package compactor
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -167,7 +168,8 @@ func TestZOrderPermutationIsMorton(t *testing.T) {
 		keys = append(keys, sortKey{col: col, compare: cmpFn, zbits: zbits})
 	}
 	var got [][2]int64
-	for _, i := range zorderPermutation(len(points), keys) {
+	perm, _ := zorderPermutation(len(points), keys)
+	for _, i := range perm {
 		got = append(got, points[i])
 	}
 	// Morton order with x as the first (more significant) key.
@@ -176,6 +178,109 @@ func TestZOrderPermutationIsMorton(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("z-order %v, want %v", got, want)
+		}
+	}
+}
+
+// hilbertOrder is the cells of a grid of side 2^bits in dims dimensions,
+// ordered by their Hilbert index, each coordinate in the top bits of its
+// 64-bit image.
+func hilbertOrder(t *testing.T, dims, bits int) [][]uint64 {
+	t.Helper()
+	side := uint64(1) << bits
+	cells := 1
+	for range dims {
+		cells *= int(side)
+	}
+	type coded struct {
+		cell []uint64
+		code string
+	}
+	all := make([]coded, cells)
+	for c := range all {
+		cell, rest := make([]uint64, dims), uint64(c)
+		for d := range cell {
+			cell[d], rest = rest%side, rest/side
+		}
+		x := make([]uint64, dims)
+		for d, v := range cell {
+			x[d] = v << (64 - bits)
+		}
+		hilbertTranspose(x)
+		code := make([]byte, 8*dims)
+		interleave(code, x)
+		all[c] = coded{cell, string(code)}
+	}
+	slices.SortFunc(all, func(a, b coded) int { return strings.Compare(a.code, b.code) })
+	out := make([][]uint64, cells)
+	for i, c := range all {
+		if i > 0 && c.code == all[i-1].code {
+			t.Fatalf("cells %v and %v have one Hilbert index", all[i-1].cell, c.cell)
+		}
+		out[i] = c.cell
+	}
+	return out
+}
+
+// The Hilbert index is a bijection from a grid's cells onto distances
+// along a path of unit steps from the origin: every cell has its own
+// index, and cells with consecutive indexes are neighbours. Two and three
+// dimensions; the top bits of each image decide, as the images of real
+// keys do.
+func TestHilbertIndex(t *testing.T) {
+	for _, tc := range []struct{ dims, bits int }{{2, 1}, {2, 3}, {3, 2}, {1, 4}} {
+		order := hilbertOrder(t, tc.dims, tc.bits)
+		if first := order[0]; slices.ContainsFunc(first, func(v uint64) bool { return v != 0 }) {
+			t.Fatalf("%d×%d bits: the curve starts at %v", tc.dims, tc.bits, first)
+		}
+		for i := 1; i < len(order); i++ {
+			dist := 0
+			for d := range order[i] {
+				a, b := order[i-1][d], order[i][d]
+				dist += int(max(a, b) - min(a, b))
+			}
+			if dist != 1 {
+				t.Fatalf("%d dims, %d bits: step %d goes from %v to %v", tc.dims, tc.bits, i, order[i-1], order[i])
+			}
+		}
+	}
+}
+
+// hilbertPermutation orders a group's rows along the curve: on a 4×4
+// grid fed backwards, each row is a neighbour of the one before, and one
+// key orders as the sort does.
+func TestHilbertPermutation(t *testing.T) {
+	xb, yb := array.NewInt64Builder(memory.DefaultAllocator), array.NewInt64Builder(memory.DefaultAllocator)
+	var points [][2]int64
+	for y := int64(3); y >= 0; y-- {
+		for x := int64(3); x >= 0; x-- {
+			xb.Append(x)
+			yb.Append(y)
+			points = append(points, [2]int64{x, y})
+		}
+	}
+	xs, ys := xb.NewArray(), yb.NewArray()
+	defer xs.Release()
+	defer ys.Release()
+	var keys []sortKey
+	for _, col := range []arrow.Array{xs, ys} {
+		cmpFn, zbits, err := comparer(col)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, sortKey{col: col, compare: cmpFn, zbits: zbits})
+	}
+	perm, _ := hilbertPermutation(len(points), keys)
+	for i := 1; i < len(perm); i++ {
+		a, b := points[perm[i-1]], points[perm[i]]
+		if d := abs(a[0]-b[0]) + abs(a[1]-b[1]); d != 1 {
+			t.Fatalf("step %d: %v to %v", i, a, b)
+		}
+	}
+	one, _ := hilbertPermutation(len(points), keys[:1])
+	for i := 1; i < len(one); i++ {
+		if points[one[i-1]][0] > points[one[i]][0] {
+			t.Fatalf("one key: %v after %v", points[one[i]], points[one[i-1]])
 		}
 	}
 }

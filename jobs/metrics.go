@@ -229,7 +229,8 @@ func (m *Metrics) Observe(r state.Run, out Outcome) {
 // changed. A table whose health a poll gave is not loaded again by the
 // next RefreshHealth.
 func (m *Metrics) Polled(t Target, tbl *table.Table, s maintenance.Settings, now time.Time) {
-	h, ok := m.healthCache.Cached(t.Key().String(), tbl, *s.For(maintenance.Compaction).Compaction().TargetFileSizeMB, planner.DefaultMinInput, now)
+	cs := s.For(maintenance.Compaction).Compaction()
+	h, ok := m.healthCache.Cached(t.Key().String(), tbl, *cs.TargetFileSizeMB, planner.DefaultMinInput, cs.Strategy, now)
 	if !ok {
 		return
 	}
@@ -328,11 +329,14 @@ var (
 	descScorePart   = gauge("icekeeper_table_health_score_part", "The parts of the health score.", "part")
 	descNoncurrent  = gauge("icekeeper_table_noncurrent_objects", "Objects marked noncurrent and not protected, awaiting deletion.")
 	descOldestMark  = gauge("icekeeper_table_oldest_noncurrent_mark_timestamp_seconds", "When the table's oldest unprotected noncurrent mark was made.")
+	// Clustering is apart from the health score, whose parts add up to it.
+	descClustering = gauge("icekeeper_table_clustering_score", "How well the table's data files are clustered on its sort order, 0 to 100: the share of data files not in a partition whose key ranges overlap more than 2 deep. Absent for a table without a sort order.")
+	descDepth      = gauge("icekeeper_table_overlap_depth", "The most data files of one partition whose key ranges on the sort order share a point.")
 )
 
 func (c *tableCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDataFiles, descSmallFiles, descDeleteFiles, descBytes, descSnapshots, descOldest, descMetadata,
-		descScore, descScorePart, descLastSuccess, descNoncurrent, descOldestMark} {
+		descScore, descScorePart, descClustering, descDepth, descLastSuccess, descNoncurrent, descOldestMark} {
 		ch <- d
 	}
 }
@@ -351,6 +355,10 @@ func (c *tableCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descScore, prometheus.GaugeValue, h.Score.Total, l...)
 		for part, v := range map[string]float64{"small_files": h.Score.SmallFiles, "equality_deletes": h.Score.EqualityDeletes, "position_deletes": h.Score.PositionDeletes} {
 			ch <- prometheus.MustNewConstMetric(descScorePart, prometheus.GaugeValue, v, append(l, part)...)
+		}
+		if c := h.Clustering; c != nil {
+			ch <- prometheus.MustNewConstMetric(descClustering, prometheus.GaugeValue, c.Score, l...)
+			ch <- prometheus.MustNewConstMetric(descDepth, prometheus.GaugeValue, float64(c.Depth), l...)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

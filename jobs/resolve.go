@@ -92,7 +92,8 @@ func healthOf(ctx context.Context, t Target, s maintenance.Settings, now time.Ti
 	if err != nil {
 		return health.Health{}, "", err
 	}
-	h, err := c.Of(ctx, t.Key().String(), tbl, *s.For(maintenance.Compaction).Compaction().TargetFileSizeMB, planner.DefaultMinInput, now)
+	cs := s.For(maintenance.Compaction).Compaction()
+	h, err := c.Of(ctx, t.Key().String(), tbl, *cs.TargetFileSizeMB, planner.DefaultMinInput, cs.Strategy, now)
 	if err != nil {
 		return h, "", fmt.Errorf("health of %s: %w", t.Key(), err)
 	}

@@ -11,6 +11,10 @@ const (
 	StrategyBinpack Strategy = "binpack"
 	StrategySort    Strategy = "sort"
 	StrategyZOrder  Strategy = "z-order"
+	// StrategyHilbert orders rows along a Hilbert curve over the sort
+	// order's columns. S3 Tables does not offer it; Iceberg 1.12's
+	// rewrite_data_files does.
+	StrategyHilbert Strategy = "hilbert"
 )
 
 // MinTargetFileSizeMB and MaxTargetFileSizeMB bound targetFileSizeMB.
@@ -63,9 +67,9 @@ func compactionType() Type {
 			}
 			checkRange(add, "targetFileSizeMB", s.TargetFileSizeMB, MinTargetFileSizeMB, MaxTargetFileSizeMB)
 			switch s.Strategy {
-			case "", StrategyAuto, StrategyBinpack, StrategySort, StrategyZOrder:
+			case "", StrategyAuto, StrategyBinpack, StrategySort, StrategyZOrder, StrategyHilbert:
 			default:
-				add("strategy", "%q is not one of auto, binpack, sort, z-order", s.Strategy)
+				add("strategy", "%q is not one of auto, binpack, sort, z-order, hilbert", s.Strategy)
 			}
 		},
 		merge: func(out *Config, l Config) {

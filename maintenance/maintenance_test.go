@@ -26,11 +26,17 @@ func TestDecodeConfig(t *testing.T) {
 		`{"status":"enabled","extra":1}`:        "unknown field",
 		`{"status":"enabled"} {}`:               "trailing data",
 		`not json`:                              "invalid character",
-		`{"status":"enabled","settings":{"icebergCompaction":{"strategy":"hilbert"}}}`: `"hilbert" is not one of`,
+		`{"status":"enabled","settings":{"icebergCompaction":{"strategy":"peano"}}}`: `"peano" is not one of auto, binpack, sort, z-order, hilbert`,
 	} {
 		_, err := DecodeConfig(Compaction, []byte(body))
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
 			t.Errorf("DecodeConfig(%s) = %v, want ErrInvalid with %q", body, err, want)
+		}
+	}
+	for _, s := range []Strategy{StrategyAuto, StrategyBinpack, StrategySort, StrategyZOrder, StrategyHilbert} {
+		body := `{"status":"enabled","settings":{"icebergCompaction":{"strategy":"` + string(s) + `"}}}`
+		if c, err := DecodeConfig(Compaction, []byte(body)); err != nil || c.Compaction().Strategy != s {
+			t.Errorf("DecodeConfig(%s) = %+v, %v", body, c, err)
 		}
 	}
 	for body, want := range map[string]string{

@@ -20,6 +20,13 @@
 // into itself is never planned. Files committed less than MinFileAge ago
 // are left alone: a streaming writer's newest files are still being joined
 // by more, and compacting them races the writer for nothing.
+//
+// Under the sort, z-order and hilbert strategies a partition is also
+// judged by its clustering (clustering.go): when its files' key ranges
+// overlap more than MaxOverlapDepth deep, the files that overlap another
+// are rewritten with its size candidates, however well sized, packed in
+// key order into groups of up to MaxGroupBytes (a group sorts as one, so
+// larger groups separate more), and the group's reason names the depth.
 
 package planner
 
@@ -30,6 +37,8 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // Defaults of CompactionOptions.
@@ -71,6 +80,10 @@ type File struct {
 	// Skip, when set, keeps the file out of every group; it is the reason
 	// reported.
 	Skip string
+	// Box is the file's extent on the sort columns (Boxes), read by the
+	// clustering rule under the strategies that order rows; Rewrite fills
+	// it. A partition with a file not measured is judged by size alone.
+	Box Box
 }
 
 // CompactionOptions steer compaction planning.
@@ -207,14 +220,30 @@ func Compaction(files []File, opts CompactionOptions) (CompactionPlan, error) {
 				justified = true
 			}
 		}
+		label := part // a partition's files share its label
+		if fs := byPart[part]; fs[0].Label != "" {
+			label = fs[0].Label
+		}
+		if groups, d, why := clustered(byPart[part], cands, opts); len(groups) > 0 {
+			for _, g := range groups {
+				if noop(g, large) {
+					continue
+				}
+				grp := group(label, g, opts.TargetBytes)
+				grp.Reason = fmt.Sprintf("overlap depth %d", d)
+				if r := reason(g, small, large); r != "0 small" {
+					grp.Reason += ", " + r
+				}
+				plan.Groups = append(plan.Groups, grp)
+			}
+			continue
+		} else if why != "" {
+			plan.Skipped = append(plan.Skipped, Skip{Partition: label, Files: len(byPart[part]), Reason: why})
+		}
 		if len(cands) == 0 {
 			continue
 		}
 		if len(cands) < opts.MinInputFiles && !justified {
-			label := part
-			if cands[0].Label != "" {
-				label = cands[0].Label
-			}
 			plan.Skipped = append(plan.Skipped, Skip{Partition: label, Files: len(cands),
 				Reason: fmt.Sprintf("%d small files, fewer than the minimum %d", len(cands), opts.MinInputFiles)})
 			continue
@@ -223,18 +252,7 @@ func Compaction(files []File, opts CompactionOptions) (CompactionPlan, error) {
 			if noop(g, large) {
 				continue
 			}
-			grp := Group{Partition: part}
-			if g[0].Label != "" {
-				grp.Partition = g[0].Label
-			}
-			for _, f := range g {
-				grp.FileIDs = append(grp.FileIDs, f.ID)
-				grp.InputFiles++
-				grp.InputBytes += f.SizeBytes
-				grp.InputRecords += f.Records
-				grp.DeleteFiles += f.DeleteFiles
-			}
-			grp.ExpectedOutputFiles = int(max(1, (grp.InputBytes+opts.TargetBytes-1)/opts.TargetBytes))
+			grp := group(label, g, opts.TargetBytes)
 			grp.Reason = reason(g, small, large)
 			plan.Groups = append(plan.Groups, grp)
 		}
@@ -242,10 +260,51 @@ func Compaction(files []File, opts CompactionOptions) (CompactionPlan, error) {
 	return plan, nil
 }
 
+// group is the Group of files g, in the partition labelled label.
+func group(label string, g []File, target int64) Group {
+	grp := Group{Partition: label}
+	for _, f := range g {
+		grp.FileIDs = append(grp.FileIDs, f.ID)
+		grp.InputFiles++
+		grp.InputBytes += f.SizeBytes
+		grp.InputRecords += f.Records
+		grp.DeleteFiles += f.DeleteFiles
+	}
+	grp.ExpectedOutputFiles = int(max(1, (grp.InputBytes+target-1)/target))
+	return grp
+}
+
+// clustered applies the clustering rule to one partition's files under
+// opts' strategy (clusterGroups): the groups it plans, the partition's
+// depth, or why a deep partition is left to the size rules. It does
+// nothing under binpack or when a file was not measured.
+func clustered(files, cands []File, opts CompactionOptions) (groups [][]File, depth int, why string) {
+	if !ordersRows(opts.Strategy) || slices.ContainsFunc(files, func(f File) bool { return !f.Box.Measured() }) {
+		return nil, 0, ""
+	}
+	return clusterGroups(files, cands, opts.MaxGroupBytes)
+}
+
+// ordersRows reports whether strategy rewrites rows in an order.
+func ordersRows(strategy string) bool {
+	switch maintenance.Strategy(strategy) {
+	case maintenance.StrategySort, maintenance.StrategyZOrder, maintenance.StrategyHilbert:
+		return true
+	}
+	return false
+}
+
 // Rewrite is compaction's whole decision: the groups of files, each with
 // the path that will rewrite it (see RewritePath). files[i] describes
-// tasks[i] and has ID i. It reads metadata only.
+// tasks[i] and has ID i. It reads metadata only: under a strategy that
+// orders rows, the files' boxes come from their bounds (Boxes).
 func Rewrite(meta table.Metadata, tasks []table.FileScanTask, files []File, opts CompactionOptions) (CompactionPlan, error) {
+	if boxes := Boxes(meta, opts.Strategy, tasks); ordersRows(opts.Strategy) && boxes != nil {
+		files = slices.Clone(files)
+		for i := range files {
+			files[i].Box = boxes[i]
+		}
+	}
 	plan, err := Compaction(files, opts)
 	if err != nil {
 		return plan, err

@@ -17,10 +17,11 @@ const (
 	// PathRepartition reads files of an older partition spec and writes
 	// their rows into the current spec's partitions.
 	PathRepartition = "repartition"
-	// PathSort and PathZOrder order a group's rows in memory before
-	// writing them.
-	PathSort   = "sort"
-	PathZOrder = "z-order"
+	// PathSort, PathZOrder and PathHilbert order a group's rows in
+	// memory before writing them.
+	PathSort    = "sort"
+	PathZOrder  = "z-order"
+	PathHilbert = "hilbert"
 )
 
 // MergeCheck is the executor's merge path, as a capability: whether it can
@@ -34,9 +35,9 @@ type MergeCheck func(meta table.Metadata, tasks []table.FileScanTask, target int
 const noMerge = "no merge path available"
 
 // RewritePath picks the path that rewrites a group of tasks: files of an
-// older spec are re-partitioned whatever the strategy; sort and z-order
-// order rows; a bin-pack group merges when mergeable can take it and goes
-// through iceberg-go otherwise, with the reason.
+// older spec are re-partitioned whatever the strategy; sort, z-order and
+// hilbert order rows; a bin-pack group merges when mergeable can take it
+// and goes through iceberg-go otherwise, with the reason.
 func RewritePath(meta table.Metadata, tasks []table.FileScanTask, strategy string, target int64, mergeable MergeCheck) (path, why string) {
 	if int(tasks[0].File.SpecID()) != meta.DefaultPartitionSpec() {
 		return PathRepartition, ""
@@ -46,6 +47,8 @@ func RewritePath(meta table.Metadata, tasks []table.FileScanTask, strategy strin
 		return PathSort, ""
 	case string(maintenance.StrategyZOrder):
 		return PathZOrder, ""
+	case string(maintenance.StrategyHilbert):
+		return PathHilbert, ""
 	}
 	if mergeable == nil {
 		return PathIceberg, noMerge

@@ -24,6 +24,7 @@ func TestRewritePath(t *testing.T) {
 		{"an older spec is re-partitioned under binpack", oldSpec, "binpack", yes, PathRepartition, ""},
 		{"sort", current, "sort", yes, PathSort, ""},
 		{"z-order", current, "z-order", yes, PathZOrder, ""},
+		{"hilbert", current, "hilbert", yes, PathHilbert, ""},
 		{"binpack merges when the merge path can", current, "binpack", yes, PathMerge, ""},
 		{"binpack goes through iceberg-go when it cannot, with why", current, "binpack", no, PathIceberg, "files have deletes"},
 		{"no merge path handed in", current, "binpack", nil, PathIceberg, noMerge},

@@ -16,7 +16,7 @@ var ErrStrategy = errors.New("compaction strategy cannot be applied")
 
 // Strategy resolves the configured compaction strategy for a table's
 // metadata: auto is sort when the table has a sort order, else binpack;
-// sort and z-order need a sort order the rewrite can apply, and fail
+// sort, z-order and hilbert need a sort order the rewrite can apply, and fail
 // without one rather than silently fall back to binpack.
 func Strategy(s maintenance.Strategy, meta table.Metadata) (string, error) {
 	sorted := !meta.SortOrder().IsUnsorted()
@@ -28,7 +28,7 @@ func Strategy(s maintenance.Strategy, meta table.Metadata) (string, error) {
 			return string(maintenance.StrategyBinpack), nil
 		}
 		s = maintenance.StrategySort
-	case maintenance.StrategySort, maintenance.StrategyZOrder:
+	case maintenance.StrategySort, maintenance.StrategyZOrder, maintenance.StrategyHilbert:
 		if !sorted {
 			return "", fmt.Errorf("%w: strategy %s needs a table sort order (its columns) and the table has none", ErrStrategy, s)
 		}

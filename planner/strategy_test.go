@@ -32,6 +32,8 @@ func TestStrategy(t *testing.T) {
 		{"auto on a sorted table is sort", sorted, maintenance.StrategyAuto, "sort", ""},
 		{"sort on a sorted table", sorted, maintenance.StrategySort, "sort", ""},
 		{"z-order on a sorted table", sorted, maintenance.StrategyZOrder, "z-order", ""},
+		{"hilbert needs a sort order", unsorted, maintenance.StrategyHilbert, "", "strategy hilbert needs a table sort order"},
+		{"hilbert on a sorted table", sorted, maintenance.StrategyHilbert, "hilbert", ""},
 		{"binpack ignores the sort order", bucketed, maintenance.StrategyBinpack, "binpack", ""},
 		{"a transformed sort field cannot be applied", bucketed, maintenance.StrategyAuto, "", "only identity sort fields are supported"},
 		{"a nested sort column cannot be applied", nested, maintenance.StrategySort, "", "sort column loc.city is nested"},

@@ -27,6 +27,9 @@ type sampleJSON struct {
 	TotalBytes  int64     `json:"totalBytes"`
 	Snapshots   int       `json:"snapshots"`
 	Score       float64   `json:"score"`
+	// Clustering is the clustering score, apart from Score; absent for a
+	// table without a sort order.
+	Clustering *float64 `json:"clustering,omitempty"`
 }
 
 // dayCost is what a table's runs cost on one UTC day.
@@ -64,8 +67,12 @@ func (s *Server) getHistory(w http.ResponseWriter, r *http.Request) error {
 		if json.Unmarshal(st.Health, &h) != nil {
 			continue // a row of another version: a point missing, not a page failing
 		}
-		samples = append(samples, sampleJSON{At: st.At, DataFiles: h.DataFiles, SmallFiles: h.SmallFiles, DeleteFiles: h.DeleteFiles,
-			TotalBytes: h.TotalBytes, Snapshots: h.Snapshots, Score: h.Score.Total})
+		sample := sampleJSON{At: st.At, DataFiles: h.DataFiles, SmallFiles: h.SmallFiles, DeleteFiles: h.DeleteFiles,
+			TotalBytes: h.TotalBytes, Snapshots: h.Snapshots, Score: h.Score.Total}
+		if h.Clustering != nil {
+			sample.Clustering = &h.Clustering.Score
+		}
+		samples = append(samples, sample)
 	}
 	firstDay := now.Truncate(24*time.Hour).AddDate(0, 0, 1-days)
 	sums, err := s.Store.DailySums(r.Context(), t.Key(), firstDay, "cost.usd", "cost.s3TablesUSD")

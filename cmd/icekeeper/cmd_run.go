@@ -262,7 +262,7 @@ func availableJobs(w *world) (map[maintenance.JobType]jobs.Job, error) {
 	removal := &orphan.Job{Store: w.store, Logger: w.logger}
 	return jobs.Register(
 		(&records.Job{Logger: w.logger}).Definition(),
-		(&compactor.Job{Logger: w.logger}).Definition(),
+		(&compactor.Job{KeyIndex: w.store, Logger: w.logger}).Definition(),
 		(&expire.Job{DeleteFiles: removal.DeleteUnreferenced, Logger: w.logger}).Definition(),
 		removal.Definition(),
 		(&erasure.Job{DeleteFiles: removal.DeleteUnreferenced, Logger: w.logger}).Definition(),

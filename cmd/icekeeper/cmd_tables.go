@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/icekeeper/icekeeper/internal/health"
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 type tableHealth struct {
@@ -89,20 +91,29 @@ func cmdTables(ctx context.Context, env *cliEnv, args []string) error {
 
 func printTables(env *cliEnv, out []tableHealth) error {
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TABLE\tHEALTH\tDATA FILES\tDELETE FILES\tSIZE\tSMALL FILES\tSNAPSHOTS\tOLDEST SNAPSHOT\tMETADATA")
+	fmt.Fprintln(tw, "TABLE\tHEALTH\tCLUSTERING\tDATA FILES\tDELETE FILES\tSIZE\tSMALL FILES\tSNAPSHOTS\tOLDEST SNAPSHOT\tMETADATA")
 	for _, t := range out {
 		name := t.Bucket + "/" + t.Namespace + "/" + t.Table
 		if t.Error != "" {
 			fmt.Fprintf(tw, "%s\terror: %s\n", name, t.Error)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%.0f/100\t%d\t%d\t%s\t%d (< %d%% of %d MB)\t%d\t%s\t%s\n", name, t.Score.Total, t.DataFiles, t.DeleteFiles, humanBytes(t.TotalBytes),
+		fmt.Fprintf(tw, "%s\t%.0f/100\t%s\t%d\t%d\t%s\t%d (< %d%% of %d MB)\t%d\t%s\t%s\n", name, t.Score.Total, clustering(t.Clustering), t.DataFiles, t.DeleteFiles, humanBytes(t.TotalBytes),
 			t.SmallFiles, int(health.SmallFileRatio*100), t.TargetFileSizeMB, t.Snapshots, humanAge(t.OldestAgeHours), humanBytes(t.MetadataBytes))
 	}
 	if len(out) == 0 {
 		fmt.Fprintln(tw, "(no tables)")
 	}
 	return tw.Flush()
+}
+
+// clustering is the clustering score and the depth behind it, "-" for a
+// table without a sort order to measure.
+func clustering(c *planner.Clustering) string {
+	if c == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f/100 (depth %d on %s)", c.Score, c.Depth, strings.Join(c.Columns, ","))
 }
 
 func humanBytes(n int64) string {

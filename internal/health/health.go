@@ -1,6 +1,7 @@
 // Package health summarises how much a table needs maintenance: file
 // counts and sizes of the current snapshot, small files against the
-// compaction target, snapshot count and age, and metadata size.
+// compaction target, how well the files are clustered on the sort order,
+// snapshot count and age, and metadata size.
 package health
 
 import (
@@ -15,6 +16,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/verified"
+	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // SmallFileRatio is the fraction of the target size under which a data file
@@ -49,6 +52,11 @@ type Files struct {
 	// files is left alone by the planner (as by Iceberg's min-input-files);
 	// a table of such partitions is as healthy as compaction makes it.
 	MergeableSmallFiles int `json:"mergeableSmallFiles"`
+	// Clustering is how deep the data files' key ranges overlap on the
+	// sort order (planner.Clustering), with its own score; nil when the
+	// table has no sort order its bounds can measure. It is apart from
+	// Score: a table can be well sized and badly clustered.
+	Clustering *planner.Clustering `json:"clustering,omitempty"`
 }
 
 // Score rates, from 0 to 100, how little a table needs compaction, with
@@ -80,9 +88,11 @@ func scoreOf(h Health) Score {
 
 // Of computes tbl's health; a data file is small when under SmallFileRatio
 // of targetMB, and mergeable when its partition holds at least minInput
-// small files.
-func Of(ctx context.Context, tbl *table.Table, targetMB, minInput int, now time.Time) (Health, error) {
-	return (*Cache)(nil).Of(ctx, "", tbl, targetMB, minInput, now)
+// small files. Clustering is measured on the columns the compaction
+// strategy orders by (the sort order's first, all of them for z-order and
+// hilbert).
+func Of(ctx context.Context, tbl *table.Table, targetMB, minInput int, strategy maintenance.Strategy, now time.Time) (Health, error) {
+	return (*Cache)(nil).Of(ctx, "", tbl, targetMB, minInput, strategy, now)
 }
 
 // Cache keeps, per table, what Of read from the table's files: the size of
@@ -101,6 +111,7 @@ type cached struct {
 	snapshot      int64
 	targetMB      int
 	minInput      int
+	strategy      maintenance.Strategy
 	files         Files
 }
 
@@ -135,8 +146,8 @@ func (c *Cache) put(key string, e cached) {
 
 // Of is the package's Of for the table named key, reading what the cache
 // does not hold for tbl's current metadata and snapshot.
-func (c *Cache) Of(ctx context.Context, key string, tbl *table.Table, targetMB, minInput int, now time.Time) (Health, error) {
-	h, e, ok := c.cached(key, tbl, targetMB, minInput, now)
+func (c *Cache) Of(ctx context.Context, key string, tbl *table.Table, targetMB, minInput int, strategy maintenance.Strategy, now time.Time) (Health, error) {
+	h, e, ok := c.cached(key, tbl, targetMB, minInput, strategy, now)
 	if ok {
 		return h, nil
 	}
@@ -148,7 +159,7 @@ func (c *Cache) Of(ctx context.Context, key string, tbl *table.Table, targetMB, 
 		return h, err
 	}
 	if cur := tbl.CurrentSnapshot(); cur != nil {
-		if h.Files, err = filesOf(fs, cur, targetMB, minInput); err != nil {
+		if h.Files, err = filesOf(fs, tbl.Metadata(), cur, targetMB, minInput, strategy); err != nil {
 			return h, err
 		}
 	}
@@ -163,15 +174,15 @@ func (c *Cache) Of(ctx context.Context, key string, tbl *table.Table, targetMB, 
 // nothing, so a caller that loaded the table for another reason (a
 // need-ordered fire's poll) gets its health for free. ok is false when
 // Of would have to read.
-func (c *Cache) Cached(key string, tbl *table.Table, targetMB, minInput int, now time.Time) (h Health, ok bool) {
-	h, _, ok = c.cached(key, tbl, targetMB, minInput, now)
+func (c *Cache) Cached(key string, tbl *table.Table, targetMB, minInput int, strategy maintenance.Strategy, now time.Time) (h Health, ok bool) {
+	h, _, ok = c.cached(key, tbl, targetMB, minInput, strategy, now)
 	return h, ok
 }
 
 // cached is the part of Of that needs no read: the metadata's figures,
 // and the cached files' when the entry matches; e is the entry Of stores
 // after reading.
-func (c *Cache) cached(key string, tbl *table.Table, targetMB, minInput int, now time.Time) (h Health, e cached, ok bool) {
+func (c *Cache) cached(key string, tbl *table.Table, targetMB, minInput int, strategy maintenance.Strategy, now time.Time) (h Health, e cached, ok bool) {
 	h = Health{TargetFileSizeMB: targetMB}
 	meta := tbl.Metadata()
 	snaps := meta.Snapshots()
@@ -183,11 +194,12 @@ func (c *Cache) cached(key string, tbl *table.Table, targetMB, minInput int, now
 			h.OldestAgeHours = float64(now.Sub(t).Round(time.Minute)) / float64(time.Hour)
 		}
 	}
-	e = cached{metadata: tbl.MetadataLocation(), snapshot: -1, targetMB: targetMB, minInput: minInput}
+	e = cached{metadata: tbl.MetadataLocation(), snapshot: -1, targetMB: targetMB, minInput: minInput, strategy: strategy}
 	if cur := tbl.CurrentSnapshot(); cur != nil {
 		e.snapshot = cur.SnapshotID
 	}
-	if old, ok := c.get(key); ok && old.metadata == e.metadata && old.snapshot == e.snapshot && old.targetMB == targetMB && old.minInput == minInput {
+	if old, ok := c.get(key); ok && old.metadata == e.metadata && old.snapshot == e.snapshot && old.targetMB == targetMB && old.minInput == minInput &&
+		old.strategy == strategy {
 		h.MetadataBytes, h.Files = old.metadataBytes, old.files
 		h.Score = scoreOf(h)
 		return h, e, true
@@ -196,8 +208,9 @@ func (c *Cache) cached(key string, tbl *table.Table, targetMB, minInput int, now
 }
 
 // filesOf reads the figures of snapshot cur's manifests.
-func filesOf(fs icebergio.IO, cur *table.Snapshot, targetMB, minInput int) (Files, error) {
+func filesOf(fs icebergio.IO, meta table.Metadata, cur *table.Snapshot, targetMB, minInput int, strategy maintenance.Strategy) (Files, error) {
 	var h Files
+	meter, measured := planner.NewClusterMeter(meta, string(strategy))
 	small := int64(float64(targetMB) * SmallFileRatio * (1 << 20))
 	manifests, err := verified.Manifests(fs, cur)
 	if err != nil {
@@ -212,6 +225,9 @@ func filesOf(fs icebergio.IO, cur *table.Snapshot, targetMB, minInput int) (File
 			df := e.DataFile()
 			h.TotalBytes += df.FileSizeBytes()
 			if df.ContentType() == iceberg.EntryContentData {
+				if measured {
+					meter.Add(df, planner.PartitionLabel(meta, df))
+				}
 				h.DataFiles++
 				h.DataRecords += df.Count()
 				if df.FileSizeBytes() < small {
@@ -232,6 +248,10 @@ func filesOf(fs icebergio.IO, cur *table.Snapshot, targetMB, minInput int) (File
 		if n >= max(minInput, 2) {
 			h.MergeableSmallFiles += n
 		}
+	}
+	if measured {
+		c := meter.Result()
+		h.Clustering = &c
 	}
 	return h, nil
 }

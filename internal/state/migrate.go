@@ -12,7 +12,8 @@ import (
 
 // migrations are applied in order, each once, each in its own transaction.
 // Never edit a released migration: append a new one. {{id}} becomes the
-// dialect's auto-increment primary key, {{blob}} its byte-string type.
+// dialect's auto-increment primary key, {{blob}} its byte-string type,
+// {{norowid}} SQLite's WITHOUT ROWID (nothing on PostgreSQL).
 var migrations = []string{
 	// 1: configuration overrides, run history, noncurrent marks, leases.
 	`CREATE TABLE table_config (
@@ -88,6 +89,30 @@ var migrations = []string{
 		sampled_at BIGINT NOT NULL, metadata_location TEXT NOT NULL, health TEXT NOT NULL);
 	CREATE UNIQUE INDEX health_samples_once ON health_samples (bucket, namespace, name, metadata_location);
 	CREATE INDEX health_samples_by_time ON health_samples (bucket, namespace, name, sampled_at);`,
+	// 10: equality-delete conversion's key index (state.KeyIndex): per
+	// table UUID and equality field set, the data files read, and for
+	// each of their rows the key's hash, the file, the position and the
+	// opaque entry (package compactor's). Entries are keyed by segment,
+	// then hash: a segment is one batch of entries, written in hash order
+	// after every existing segment (appended, not spread over the tree),
+	// and a lookup of a few keys seeks each segment for them; segments
+	// are merged, in hash order, to keep them few. Without a rowid on
+	// SQLite, so that a row is stored once. segs numbers segments; dead
+	// counts the rows of files forgotten whose entries are not yet swept.
+	`CREATE TABLE key_indexes (
+		id {{id}}, bucket TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+		table_uuid TEXT NOT NULL, fields TEXT NOT NULL, segs BIGINT NOT NULL, dead BIGINT NOT NULL);
+	CREATE UNIQUE INDEX key_indexes_once ON key_indexes (bucket, namespace, name, table_uuid, fields);
+	CREATE TABLE key_index_files (
+		id {{id}}, ix BIGINT NOT NULL, path TEXT NOT NULL, size BIGINT NOT NULL, records BIGINT NOT NULL,
+		complete INTEGER NOT NULL);
+	CREATE INDEX key_index_files_by_index ON key_index_files (ix, id);
+	CREATE TABLE key_index_segments (
+		ix BIGINT NOT NULL, seg BIGINT NOT NULL, entries BIGINT NOT NULL,
+		PRIMARY KEY (ix, seg));
+	CREATE TABLE key_index_entries (
+		ix BIGINT NOT NULL, seg BIGINT NOT NULL, hash BIGINT NOT NULL, file BIGINT NOT NULL, pos BIGINT NOT NULL, entry {{blob}} NOT NULL,
+		PRIMARY KEY (ix, seg, hash, file, pos)){{norowid}};`,
 }
 
 // migrationLockID is an arbitrary constant key for pg_advisory_lock, so that
@@ -141,7 +166,11 @@ func (s *sqlStore) apply(ctx context.Context, conn *sql.Conn, version int, scrip
 	if s.dialect == postgres {
 		blob = "BYTEA"
 	}
-	script = strings.NewReplacer("{{id}}", id, "{{blob}}", blob).Replace(script)
+	norowid := " WITHOUT ROWID"
+	if s.dialect == postgres {
+		norowid = ""
+	}
+	script = strings.NewReplacer("{{id}}", id, "{{blob}}", blob, "{{norowid}}", norowid).Replace(script)
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err

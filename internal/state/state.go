@@ -109,6 +109,7 @@ type Store interface {
 	Leases
 	Queue
 	RefIndex
+	KeyIndex
 	Ledger
 	HealthHistory
 	// Ping checks that the store answers: the daemon's readiness.
@@ -218,6 +219,90 @@ type IndexRow struct {
 	TableUUID string
 	// Refs is the encoded list of references (package orphan's format).
 	Refs []byte
+}
+
+// KeyIndex is equality-delete conversion's key index: for each data file
+// of a table it has read, every row's key (the equality fields' values,
+// encoded) and the row's position, so that a later run finds the rows of
+// a deleted key by looking the key up instead of reading every data file
+// again. Data files are immutable, so an entry stays true while its file
+// is live. The store keeps entries opaque and returns what it was given;
+// package compactor encodes them and checks each one before trusting it,
+// so the index is a cache, never the truth.
+//
+// An index is named by its table and KeyIndexName (the table's UUID and
+// the equality field set). Its entries are in segments, each one batch
+// written in hash order after every existing segment and keyed by
+// (segment, hash): indexing a file of n rows writes n rows, appended,
+// whatever the index already holds, and a lookup of K keys seeks each
+// segment for them (MergeKeySegments keeps the segments few).
+type KeyIndex interface {
+	// KeyFiles returns the data files of t's index ix, complete or not,
+	// ordered by ID; none when the index does not exist.
+	KeyFiles(ctx context.Context, t TableKey, ix KeyIndexName) ([]KeyFile, error)
+	// AddKeyFile records f (its ID and Complete ignored) in t's index ix,
+	// creating the index, as not complete, and returns it with its ID.
+	AddKeyFile(ctx context.Context, t TableKey, ix KeyIndexName, f KeyFile) (KeyFile, error)
+	// PutKeys stores entries of files of t's index ix as a new segment,
+	// in one transaction. The caller sorts them by hash: the segment is
+	// then written in key order.
+	PutKeys(ctx context.Context, t TableKey, ix KeyIndexName, entries []KeyEntry) error
+	// CompleteKeyFile marks file id of t's index ix complete: every entry
+	// of its rows is stored. It returns ErrNotFound when the file is not
+	// (or no longer) in the index.
+	CompleteKeyFile(ctx context.Context, t TableKey, ix KeyIndexName, id int64) error
+	// LookupKeys calls fn with each entry of t's index ix whose hash is in
+	// hashes, reading at most a few hundred hashes per query; an error
+	// from fn stops it and is returned.
+	LookupKeys(ctx context.Context, t TableKey, ix KeyIndexName, hashes []int64, fn func(KeyEntry) error) error
+	// MergeKeySegments merges every segment of t's index ix but the
+	// biggest into one, in hash order, when it has more than max, leaving
+	// out the entries of files no longer in the index; it returns how
+	// many segments it merged (0: none).
+	MergeKeySegments(ctx context.Context, t TableKey, ix KeyIndexName, max int) (int, error)
+	// ForgetKeyFiles removes files ids from t's index ix and returns how
+	// many it removed. Their entries stay until one sweep of the index
+	// deletes them, once the rows of forgotten files outnumber those of
+	// the files it keeps: the caller ignores entries of files it does
+	// not know.
+	ForgetKeyFiles(ctx context.Context, t TableKey, ix KeyIndexName, ids []int64) (int, error)
+	// DropKeyIndexes removes t's indexes, files and entries but those
+	// written for keepUUID ("" drops all), and returns how many indexes
+	// it removed.
+	DropKeyIndexes(ctx context.Context, t TableKey, keepUUID string) (int, error)
+}
+
+// KeyIndexName names one key index of a table: the UUID of the table its
+// files were read for (a table recreated under the same name never
+// reuses another's entries) and its equality field set, whose IDs,
+// sorted, make the key.
+type KeyIndexName struct {
+	TableUUID string
+	Fields    string // e.g. "1" or "1,6"
+}
+
+// KeyFile is a data file in a key index. Path, Size and Records are the
+// file's as the table's metadata gave them when it was read; a file whose
+// metadata no longer agrees is not the file indexed. Complete is set once
+// every entry of its rows is stored: a file indexed by a run that died
+// midway has entries missing, and is read again.
+type KeyFile struct {
+	ID       int64
+	Path     string
+	Size     int64
+	Records  int64
+	Complete bool
+}
+
+// KeyEntry is one row of a data file in a key index: Hash is the hash of
+// its key, File the KeyFile's ID, Pos the row's position in the file, and
+// Entry the opaque encoding package compactor writes (the key itself and
+// a checksum).
+type KeyEntry struct {
+	Hash  int64
+	File  int64
+	Pos   int64
+	Entry []byte
 }
 
 // LedgerKeep is how long the rewrite ledger keeps a row: budgets look

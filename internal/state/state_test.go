@@ -47,6 +47,7 @@ func suite(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("Evaluation", func(t *testing.T) { testEvaluation(t, newStore(t)) })
 	t.Run("Marks", func(t *testing.T) { testMarks(t, newStore(t)) })
 	t.Run("RefIndex", func(t *testing.T) { testRefIndex(t, newStore(t)) })
+	t.Run("KeyIndex", func(t *testing.T) { testKeyIndex(t, newStore(t)) })
 	t.Run("Leases", func(t *testing.T) { testLeases(t, newStore(t)) })
 	t.Run("LeaseRace", func(t *testing.T) { testLeaseRace(t, newStore(t), newStore(t)) })
 	t.Run("Queue", func(t *testing.T) { testQueue(t, newStore(t)) })

@@ -134,8 +134,10 @@ function scoreCell(h) {
   const s = h.score;
   return el("td", {class: "score"}, el("span", {class: "total " + scoreClass(s.total)}, s.total.toFixed(0)),
     el("div", {class: "parts"}, el("div", {}, "small files " + s.smallFiles.toFixed(0) + "/40"), el("div", {}, "equality deletes " + s.equalityDeletes.toFixed(0) + "/40"),
-      el("div", {}, "position deletes " + s.positionDeletes.toFixed(0) + "/20")));
+      el("div", {}, "position deletes " + s.positionDeletes.toFixed(0) + "/20"), h.clustering ? el("div", {}, clusteringText(h.clustering)) : ""));
 }
+// The clustering score stands apart from the health score (see README).
+function clusteringText(c) { return "clustering " + c.score.toFixed(0) + "/100, overlap depth " + c.depth + " on " + c.columns.join(", "); }
 function jobCell(j) {
   const td = el("td", {class: "job"}, el("span", {class: "status " + j.status}, j.status.replace(/_/g, " ")));
   if (j.lastRunStatus && j.lastRunStatus !== j.status) td.append(" (" + j.lastRunStatus + ")");
@@ -303,6 +305,8 @@ async function renderTable(t) {
   const cards = el("div", {class: "cards"},
     el("div", {class: "card"}, el("div", {class: "k"}, "health"), h.score ? el("div", {class: "v " + scoreClass(h.score.total)}, h.score.total.toFixed(0)) : el("div", {class: "v"}, "?"),
       h.score ? el("div", {class: "parts"}, "small files " + h.score.smallFiles.toFixed(0) + "/40, equality deletes " + h.score.equalityDeletes.toFixed(0) + "/40, position deletes " + h.score.positionDeletes.toFixed(0) + "/20") : ""),
+    h.clustering ? el("div", {class: "card"}, el("div", {class: "k"}, "clustering"), el("div", {class: "v " + scoreClass(h.clustering.score)}, h.clustering.score.toFixed(0)),
+      el("div", {class: "parts"}, "overlap depth " + h.clustering.depth + " on " + h.clustering.columns.join(", ") + "; " + count(h.clustering.overlapping) + " of " + count(h.clustering.files) + " files in overlaps deeper than 2")) : "",
     el("div", {class: "card"}, el("div", {class: "k"}, "data files"), el("div", {class: "v"}, count(h.dataFiles)), el("div", {class: "parts"}, count(h.smallFiles) + " small, " + count(h.deleteFiles) + " delete files")),
     el("div", {class: "card"}, el("div", {class: "k"}, "size"), el("div", {class: "v"}, h.totalBytes == null ? "" : bytes(h.totalBytes)), el("div", {class: "parts"}, count(h.snapshots) + " snapshots")));
   const c = hist.cost || {};
