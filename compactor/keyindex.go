@@ -54,8 +54,9 @@ import (
 const keyFlush = 1 << 18
 
 // maxKeySegments bounds an index's segments: a lookup seeks every
-// segment for each key, so past it the run merges all but the biggest
-// into one after the chunk that wrote them (state.KeyIndex).
+// segment for each key. The segments a chunk writes are merged into one
+// after it, so a run adds one segment; past the bound, every segment but
+// the biggest (most often the first run's) is merged (state.KeyIndex).
 const maxKeySegments = 8
 
 // errDamagedEntry is wrapped by every reason an index entry is not
@@ -131,7 +132,7 @@ type keyIndex struct {
 type keyView struct {
 	name  state.KeyIndexName
 	files map[string]state.KeyFile // complete, live, size and count agreeing
-	wrote bool                     // this run added a segment
+	segs  []int64                  // the segments written since the last merge
 }
 
 func newKeyIndex(store state.KeyIndex, key state.TableKey, tbl *table.Table, tasks []table.FileScanTask, log *slog.Logger, f *convertFigures) *keyIndex {
@@ -271,10 +272,11 @@ func (w *fileIndexer) flush(i int) {
 		}
 		return int(a.Pos - b.Pos)
 	})
-	if err := w.x.store.PutKeys(w.ctx, w.x.table, w.views[i].name, pending); err != nil {
+	if seg, err := w.x.store.PutKeys(w.ctx, w.x.table, w.views[i].name, pending); err != nil {
 		w.x.stop(err)
+	} else {
+		w.views[i].segs = append(w.views[i].segs, seg)
 	}
-	w.views[i].wrote = true
 	w.pending[i] = pending[:0]
 }
 
@@ -495,11 +497,12 @@ func (x *keyIndex) merge(ctx context.Context) {
 		return
 	}
 	for _, v := range x.views {
-		if !v.wrote {
+		if len(v.segs) == 0 {
 			continue
 		}
-		v.wrote = false
-		if _, err := x.store.MergeKeySegments(ctx, x.table, v.name, maxKeySegments); err != nil {
+		segs := v.segs
+		v.segs = nil
+		if _, err := x.store.MergeKeySegments(ctx, x.table, v.name, segs, maxKeySegments); err != nil {
 			x.log.Warn("key index segments not merged", "table", x.table.String(), "err", err)
 		}
 	}

@@ -240,9 +240,9 @@ func (h *hostile) LookupKeys(ctx context.Context, t state.TableKey, ix state.Key
 	})
 }
 
-func (h *hostile) PutKeys(ctx context.Context, t state.TableKey, ix state.KeyIndexName, entries []state.KeyEntry) error {
+func (h *hostile) PutKeys(ctx context.Context, t state.TableKey, ix state.KeyIndexName, entries []state.KeyEntry) (int64, error) {
 	if h.err != nil {
-		return h.err
+		return 0, h.err
 	}
 	return h.KeyIndex.PutKeys(ctx, t, ix, entries)
 }
@@ -284,7 +284,7 @@ func TestKeyIndexHostile(t *testing.T) {
 		}
 		k := appendInt(nil, next[0])
 		h := keyHash(k)
-		if err := s.PutKeys(ctx, key, ix, []state.KeyEntry{{Hash: h, File: f.ID, Pos: 1, Entry: encodeEntry(nil, h, f.ID, 1, k)}}); err != nil {
+		if _, err := s.PutKeys(ctx, key, ix, []state.KeyEntry{{Hash: h, File: f.ID, Pos: 1, Entry: encodeEntry(nil, h, f.ID, 1, k)}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.CompleteKeyFile(ctx, key, ix, f.ID); err != nil {

@@ -1,10 +1,12 @@
 package state
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -83,25 +85,25 @@ func (s *sqlStore) newSegment(ctx context.Context, tx *sql.Tx, id, entries int64
 	return seg, err
 }
 
-func (s *sqlStore) PutKeys(ctx context.Context, t TableKey, ix KeyIndexName, entries []KeyEntry) error {
+func (s *sqlStore) PutKeys(ctx context.Context, t TableKey, ix KeyIndexName, entries []KeyEntry) (int64, error) {
 	if len(entries) == 0 {
-		return nil
+		return 0, nil
 	}
 	id, ok, err := keyIndexID(ctx, s.db, s, t, ix)
 	if err != nil {
-		return wrapKeyIndex(err, "store", t)
+		return 0, wrapKeyIndex(err, "store", t)
 	}
 	if !ok {
-		return fmt.Errorf("store key index of %s: index %s/%s: %w", t, ix.TableUUID, ix.Fields, ErrNotFound)
+		return 0, fmt.Errorf("store key index of %s: index %s/%s: %w", t, ix.TableUUID, ix.Fields, ErrNotFound)
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return wrapKeyIndex(err, "store", t)
+		return 0, wrapKeyIndex(err, "store", t)
 	}
 	defer tx.Rollback()
 	seg, err := s.newSegment(ctx, tx, id, int64(len(entries)))
 	if err != nil {
-		return wrapKeyIndex(err, "store", t)
+		return 0, wrapKeyIndex(err, "store", t)
 	}
 	const row = ", (?, ?, ?, ?, ?, ?)"
 	var full *sql.Stmt // the statement of a whole batch, prepared once
@@ -119,17 +121,17 @@ func (s *sqlStore) PutKeys(ctx context.Context, t TableKey, ix KeyIndexName, ent
 		} else {
 			if full == nil {
 				if full, err = tx.PrepareContext(ctx, q); err != nil {
-					return wrapKeyIndex(err, "store", t)
+					return 0, wrapKeyIndex(err, "store", t)
 				}
 				defer full.Close()
 			}
 			_, err = full.ExecContext(ctx, args...)
 		}
 		if err != nil {
-			return wrapKeyIndex(err, "store", t)
+			return 0, wrapKeyIndex(err, "store", t)
 		}
 	}
-	return wrapKeyIndex(tx.Commit(), "store", t)
+	return seg, wrapKeyIndex(tx.Commit(), "store", t)
 }
 
 func (s *sqlStore) CompleteKeyFile(ctx context.Context, t TableKey, ix KeyIndexName, file int64) error {
@@ -221,57 +223,77 @@ func (s *sqlStore) lookupBatch(ctx context.Context, segs, n int, args []any, fn 
 	return rows.Err()
 }
 
-func (s *sqlStore) MergeKeySegments(ctx context.Context, t TableKey, ix KeyIndexName, max int) (int, error) {
+func (s *sqlStore) MergeKeySegments(ctx context.Context, t TableKey, ix KeyIndexName, segs []int64, max int) (int, error) {
 	id, ok, err := keyIndexID(ctx, s.db, s, t, ix)
 	if err != nil || !ok {
 		return 0, wrapKeyIndex(err, "merge segments of", t)
 	}
-	segs, err := s.keySegments(ctx, id)
-	if err != nil || len(segs) <= max {
-		return 0, wrapKeyIndex(err, "merge segments of", t)
-	}
-	biggest := segs[0]
-	for _, g := range segs {
-		if g.entries > biggest.entries {
-			biggest = g
-		}
-	}
-	var moved int64
-	var merged []any
-	for _, g := range segs {
-		if g != biggest {
-			merged = append(merged, g.seg)
-			moved += g.entries
-		}
-	}
-	in := `(?` + strings.Repeat(", ?", len(merged)-1) + `)`
-	tx, err := s.db.BeginTx(ctx, nil)
+	all, err := s.keySegments(ctx, id)
 	if err != nil {
 		return 0, wrapKeyIndex(err, "merge segments of", t)
+	}
+	var merged []keySegment
+	for _, g := range all {
+		if slices.Contains(segs, g.seg) {
+			merged = append(merged, g)
+		}
+	}
+	n := 0
+	if len(merged) > 1 {
+		seg, err := s.mergeSegments(ctx, id, merged)
+		if err != nil {
+			return 0, wrapKeyIndex(err, "merge segments of", t)
+		}
+		n = len(merged)
+		all = slices.DeleteFunc(all, func(g keySegment) bool { return slices.Contains(segs, g.seg) })
+		all = append(all, seg)
+	}
+	if len(all) <= max || len(all) < 3 {
+		return n, nil // merging one segment into one helps nothing
+	}
+	biggest := slices.MaxFunc(all, func(a, b keySegment) int { return cmp.Compare(a.entries, b.entries) })
+	rest := slices.DeleteFunc(all, func(g keySegment) bool { return g == biggest })
+	if _, err := s.mergeSegments(ctx, id, rest); err != nil {
+		return n, wrapKeyIndex(err, "merge segments of", t)
+	}
+	return n + len(rest), nil
+}
+
+// mergeSegments writes the entries of index id's segments segs, of files
+// still in the index, as a new segment in hash order, and removes segs.
+func (s *sqlStore) mergeSegments(ctx context.Context, id int64, segs []keySegment) (keySegment, error) {
+	var moved int64
+	var args []any
+	for _, g := range segs {
+		moved += g.entries
+		args = append(args, g.seg)
+	}
+	in := `(?` + strings.Repeat(", ?", len(segs)-1) + `)`
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return keySegment{}, err
 	}
 	defer tx.Rollback()
 	seg, err := s.newSegment(ctx, tx, id, moved)
 	if err != nil {
-		return 0, wrapKeyIndex(err, "merge segments of", t)
+		return keySegment{}, err
 	}
-	// Entries of files forgotten are left behind, and go with the old
-	// segments.
 	steps := []struct {
 		q    string
 		args []any
 	}{
 		{`INSERT INTO key_index_entries (ix, seg, hash, file, pos, entry) SELECT ix, ?, hash, file, pos, entry FROM key_index_entries
 			WHERE ix = ? AND seg IN ` + in + ` AND file IN (SELECT id FROM key_index_files WHERE ix = ?) ORDER BY hash, file, pos`,
-			append(append([]any{seg, id}, merged...), id)},
-		{`DELETE FROM key_index_entries WHERE ix = ? AND seg IN ` + in, append([]any{id}, merged...)},
-		{`DELETE FROM key_index_segments WHERE ix = ? AND seg IN ` + in, append([]any{id}, merged...)},
+			append(append([]any{seg, id}, args...), id)},
+		{`DELETE FROM key_index_entries WHERE ix = ? AND seg IN ` + in, append([]any{id}, args...)},
+		{`DELETE FROM key_index_segments WHERE ix = ? AND seg IN ` + in, append([]any{id}, args...)},
 	}
 	for _, st := range steps {
 		if _, err := tx.ExecContext(ctx, s.rebind(st.q), st.args...); err != nil {
-			return 0, wrapKeyIndex(err, "merge segments of", t)
+			return keySegment{}, err
 		}
 	}
-	return len(merged), wrapKeyIndex(tx.Commit(), "merge segments of", t)
+	return keySegment{seg: seg, entries: moved}, tx.Commit()
 }
 
 func (s *sqlStore) ForgetKeyFiles(ctx context.Context, t TableKey, ix KeyIndexName, ids []int64) (int, error) {

@@ -53,23 +53,25 @@ func testKeyIndex(t *testing.T, s Store) {
 		entries = append(entries, KeyEntry{Hash: 1000 + i, File: b.ID, Pos: 1 + i, Entry: []byte("x")})
 	}
 	// Two segments: a's entries, then b's.
-	if err := s.PutKeys(ctx, tbl, ix, entries[:3]); err != nil {
+	segA, err := s.PutKeys(ctx, tbl, ix, entries[:3])
+	if err != nil {
 		t.Fatal(err)
 	}
 	entries[3].Entry = []byte("b0'")
-	if err := s.PutKeys(ctx, tbl, ix, entries[3:]); err != nil {
-		t.Fatal(err)
+	segB, err := s.PutKeys(ctx, tbl, ix, entries[3:])
+	if err != nil || segB <= segA {
+		t.Fatalf("segment %d, %v after %d", segB, err, segA)
 	}
 	for _, w := range []struct {
 		k  TableKey
 		ix KeyIndexName
 		f  int64
 	}{{other, ix, oa.ID}, {tbl, KeyIndexName{TableUUID: "u0", Fields: "1"}, ua.ID}, {tbl, KeyIndexName{TableUUID: "u1", Fields: "1,6"}, fa.ID}} {
-		if err := s.PutKeys(ctx, w.k, w.ix, []KeyEntry{{Hash: 7, File: w.f, Pos: 9, Entry: []byte("elsewhere")}}); err != nil {
+		if _, err := s.PutKeys(ctx, w.k, w.ix, []KeyEntry{{Hash: 7, File: w.f, Pos: 9, Entry: []byte("elsewhere")}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.PutKeys(ctx, tbl, KeyIndexName{TableUUID: "nope", Fields: "1"}, entries[:1]); !errors.Is(err, ErrNotFound) {
+	if _, err := s.PutKeys(ctx, tbl, KeyIndexName{TableUUID: "nope", Fields: "1"}, entries[:1]); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("entries of an index never created: %v, want ErrNotFound", err)
 	}
 	if err := s.CompleteKeyFile(ctx, tbl, ix, a.ID); err != nil {
@@ -117,20 +119,29 @@ func testKeyIndex(t *testing.T, s Store) {
 	if n := len(lookup(many...)); n != 2*keyBatch+3 {
 		t.Fatalf("lookup of %d hashes found %d entries", len(many), n)
 	}
-	// A third segment. Merging beyond 2 merges every segment but the
-	// biggest (b's, of 1,004 entries) into a new one.
+	// A third segment. Merging a's and c0's leaves two; past a bound of
+	// one, two segments are left as they are (merging one into one helps
+	// nothing); a fourth past a bound of two merges all but the biggest
+	// (b's, of 1,004 entries).
 	c0 := add(tbl, ix, "s3://b/t/data/c0.parquet", 1)
-	if err := s.PutKeys(ctx, tbl, ix, []KeyEntry{{Hash: 7, File: c0.ID, Pos: 0, Entry: []byte("c0")}}); err != nil {
+	segC, err := s.PutKeys(ctx, tbl, ix, []KeyEntry{{Hash: 7, File: c0.ID, Pos: 0, Entry: []byte("c0")}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.MergeKeySegments(ctx, tbl, ix, 3); err != nil || n != 0 {
+	if n, err := s.MergeKeySegments(ctx, tbl, ix, nil, 3); err != nil || n != 0 {
 		t.Fatalf("merged %d, %v under the bound", n, err)
 	}
-	if n, err := s.MergeKeySegments(ctx, tbl, ix, 2); err != nil || n != 2 {
+	if n, err := s.MergeKeySegments(ctx, tbl, ix, []int64{segA, segC}, 3); err != nil || n != 2 {
 		t.Fatalf("merged %d, %v; want a's and c0's segments", n, err)
 	}
-	if n, err := s.MergeKeySegments(ctx, tbl, ix, 2); err != nil || n != 0 {
-		t.Fatalf("merged %d, %v; two segments left", n, err)
+	if n, err := s.MergeKeySegments(ctx, tbl, ix, nil, 1); err != nil || n != 0 {
+		t.Fatalf("merged %d, %v; two segments left as they are", n, err)
+	}
+	if _, err := s.PutKeys(ctx, tbl, ix, []KeyEntry{{Hash: 99, File: c0.ID, Pos: 1, Entry: []byte("c1")}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.MergeKeySegments(ctx, tbl, ix, nil, 2); err != nil || n != 2 {
+		t.Fatalf("merged %d, %v; want all but b's", n, err)
 	}
 	if got := lookup(7, -5, 42); !slices.EqualFunc(got, append(want, KeyEntry{Hash: 7, File: c0.ID, Pos: 0, Entry: []byte("c0")}), same) {
 		t.Fatalf("lookup after the merge: %+v", got)
@@ -160,7 +171,7 @@ func testKeyIndex(t *testing.T, s Store) {
 	}
 	// Forgetting one row of a big file leaves it unswept.
 	c := add(tbl, ix, "s3://b/t/data/c.parquet", 1)
-	if err := s.PutKeys(ctx, tbl, ix, []KeyEntry{{Hash: 8, File: c.ID, Pos: 0, Entry: []byte("c0")}}); err != nil {
+	if _, err := s.PutKeys(ctx, tbl, ix, []KeyEntry{{Hash: 8, File: c.ID, Pos: 0, Entry: []byte("c0")}}); err != nil {
 		t.Fatal(err)
 	}
 	b2 := add(tbl, ix, "s3://b/t/data/b2.parquet", 10)

@@ -244,9 +244,9 @@ type KeyIndex interface {
 	// creating the index, as not complete, and returns it with its ID.
 	AddKeyFile(ctx context.Context, t TableKey, ix KeyIndexName, f KeyFile) (KeyFile, error)
 	// PutKeys stores entries of files of t's index ix as a new segment,
-	// in one transaction. The caller sorts them by hash: the segment is
-	// then written in key order.
-	PutKeys(ctx context.Context, t TableKey, ix KeyIndexName, entries []KeyEntry) error
+	// in one transaction, and returns its number. The caller sorts them
+	// by hash: the segment is then written in key order.
+	PutKeys(ctx context.Context, t TableKey, ix KeyIndexName, entries []KeyEntry) (int64, error)
 	// CompleteKeyFile marks file id of t's index ix complete: every entry
 	// of its rows is stored. It returns ErrNotFound when the file is not
 	// (or no longer) in the index.
@@ -255,11 +255,12 @@ type KeyIndex interface {
 	// hashes, reading at most a few hundred hashes per query; an error
 	// from fn stops it and is returned.
 	LookupKeys(ctx context.Context, t TableKey, ix KeyIndexName, hashes []int64, fn func(KeyEntry) error) error
-	// MergeKeySegments merges every segment of t's index ix but the
-	// biggest into one, in hash order, when it has more than max, leaving
-	// out the entries of files no longer in the index; it returns how
-	// many segments it merged (0: none).
-	MergeKeySegments(ctx context.Context, t TableKey, ix KeyIndexName, max int) (int, error)
+	// MergeKeySegments merges segments segs of t's index ix into one
+	// (nothing when fewer than two), then, if the index has more than max
+	// segments, every segment but the biggest into one. A merge writes in
+	// hash order and leaves out the entries of files no longer in the
+	// index. It returns how many segments it merged (0: none).
+	MergeKeySegments(ctx context.Context, t TableKey, ix KeyIndexName, segs []int64, max int) (int, error)
 	// ForgetKeyFiles removes files ids from t's index ix and returns how
 	// many it removed. Their entries stay until one sweep of the index
 	// deletes them, once the rows of forgotten files outnumber those of
