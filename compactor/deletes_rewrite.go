@@ -37,7 +37,10 @@ type deleteFigures struct {
 	DeleteCommits         int      `json:"deleteCommits"`
 	DeleteConflicts       int      `json:"deleteConflicts"`
 	DeleteDropped         []string `json:"deleteDropped,omitempty"`
-	DeleteMs              int64    `json:"deleteMs"`
+	// DeleteBytes is the size of the position deletes and deletion
+	// vectors the groups read to rewrite them, committed or not.
+	DeleteBytes int64 `json:"deleteBytes,omitempty"`
+	DeleteMs    int64 `json:"deleteMs"`
 }
 
 // compactDeletes rewrites the position deletes of the partitions in
@@ -61,6 +64,11 @@ func (j *Job) compactDeletes(ctx context.Context, t jobs.Target, tbl *table.Tabl
 		return err
 	}
 	rec := &rebase.RecordingFS{WriteFileIO: wfs}
+	for _, g := range f.DeletePlan {
+		for _, d := range g.Remove {
+			f.DeleteBytes += deleteSize(d)
+		}
+	}
 	results, err := j.rewriteDeletes(ctx, wfs, rec, c, tbl.Metadata(), f.DeletePlan)
 	if err == nil {
 		err = c.Run(ctx, results)
@@ -137,4 +145,13 @@ func rewriteDeleteGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, g
 		}
 	}
 	return res, nil
+}
+
+// deleteSize is what reading delete file d costs: a deletion vector's
+// blob, else the file.
+func deleteSize(d iceberg.DataFile) int64 {
+	if n := d.ContentSizeInBytes(); d.ContentType() == iceberg.EntryContentPosDeletes && n != nil && d.FileFormat() == iceberg.PuffinFile {
+		return *n
+	}
+	return d.FileSizeBytes()
 }

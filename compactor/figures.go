@@ -45,6 +45,16 @@ type Figures struct {
 	GroupsDeferredByBudget int    `json:"groupsDeferredByBudget,omitempty"`
 	BytesDeferredByBudget  int64  `json:"bytesDeferredByBudget,omitempty"`
 	DeferredBecause        string `json:"deferredBecause,omitempty"`
+	// StagesDeferredByBudget name the stages after the data rewrite
+	// (equality-delete conversion, delete-file compaction) that the run
+	// left for a later run because the data rewrite had spent its cap.
+	StagesDeferredByBudget []string `json:"stagesDeferredByBudget,omitempty"`
+	// ChargedBytes is what the run charges to the rewrite budgets'
+	// ledger: the input bytes of the data groups it rewrote (committed or
+	// then dropped for a conflict), of the manifests it merged, of what
+	// equality-delete conversion read, and of the position deletes it
+	// rewrote. A dry run charges nothing.
+	ChargedBytes int64 `json:"chargedBytes,omitempty"`
 	// GroupsFannedOut is how many groups were rewritten by the workers of
 	// every replica rather than by this run (Fanout.MinParts).
 	GroupsFannedOut int      `json:"groupsFannedOut,omitempty"`
@@ -77,6 +87,8 @@ type manifestFigures struct {
 	// ManifestRebases the attempts built on a newer head than the rewrite
 	// read; ManifestsDeferred is set when the rewrite was left for the next
 	// run (its retries spent, or the manifests replaced under it).
+	// ManifestBytes is the size of the manifests merged, for the ledger.
+	ManifestBytes     int64 `json:"manifestBytes,omitempty"`
 	ManifestConflicts int   `json:"manifestConflicts"`
 	ManifestRebases   int   `json:"manifestRebases"`
 	ManifestsDeferred bool  `json:"manifestsDeferred,omitempty"`
@@ -124,6 +136,12 @@ func (f *Figures) TextItems(limit int) string {
 		}
 		fmt.Fprintf(&b, "\n  %d groups (%d bytes) deferred to the next run by the rewrite budget of %d bytes%s",
 			f.GroupsDeferredByBudget, f.BytesDeferredByBudget, *f.RewriteBudget, why)
+	}
+	if len(f.StagesDeferredByBudget) > 0 {
+		fmt.Fprintf(&b, "\n  %s deferred to the next run: the rewrite budget of %d bytes is spent", strings.Join(f.StagesDeferredByBudget, " and "), *f.RewriteBudget)
+	}
+	if f.ChargedBytes > 0 {
+		fmt.Fprintf(&b, "\n  %d bytes charged to the rewrite budgets", f.ChargedBytes)
 	}
 	if f.GroupsFannedOut > 0 {
 		fmt.Fprintf(&b, "\n  %d groups fanned out to the workers of every replica", f.GroupsFannedOut)
@@ -223,6 +241,30 @@ func (f *Figures) addRewrites(rws []rewritten) {
 			f.RowGroupsReencoded += rw.rowGroups.Reencoded
 		}
 	}
+}
+
+// spent is what the run has taken of its rewrite cap so far: its data
+// groups and its manifest rewrite.
+func (f *Figures) spent() int64 { return f.Plan.InputBytes() + f.ManifestBytes }
+
+// deferStage reports whether the stage is left for a later run: the run
+// has a rewrite cap and the data rewrite and manifest rewrite spent it.
+// A stage that runs is not capped further: like a plan's first group,
+// it may overdraw what is left, and the ledger charges it.
+func (f *Figures) deferStage(opts jobs.Options, stage string) bool {
+	if opts.RewriteBytes == nil || f.spent() < *opts.RewriteBytes {
+		return false
+	}
+	f.StagesDeferredByBudget = append(f.StagesDeferredByBudget, stage)
+	return true
+}
+
+// charge sets ChargedBytes from what the stages did.
+func (f *Figures) charge(opts jobs.Options) {
+	if opts.DryRun {
+		return
+	}
+	f.ChargedBytes = f.spent() + f.ConvertBytesRead + f.DeleteBytes
 }
 
 // addCommits counts the commit stage.

@@ -156,7 +156,7 @@ func (j *Job) Definition() *jobs.Definition[Settings, *Figures] {
 			return o, ok, nil
 		},
 		RunPart:   j.RunPart,
-		Rewritten: func(f *Figures) int64 { return f.InputBytes },
+		Rewritten: func(f *Figures) int64 { return f.ChargedBytes },
 		// S3 Tables bills compaction by the data files it rewrites.
 		Processed: func(f *Figures) cost.Work {
 			return cost.Work{Objects: int64(f.InputFiles), Bytes: f.InputBytes,
@@ -231,12 +231,13 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 	}
 	ds, err := j.compactData(ctx, r.Target, tbl, s, r.Options, fig)
 	fig.MetadataFilesRemoved += m.metadataRemoved
-	if err == nil && ds.tbl != nil {
+	if err == nil && ds.tbl != nil && !fig.deferStage(r.Options, "equality-delete conversion") {
 		err = j.convertStage(ctx, r.Target, s, r.Options, &ds, &fig.convertFigures)
 	}
-	if err == nil && ds.tbl != nil {
+	if err == nil && ds.tbl != nil && !fig.deferStage(r.Options, "delete-file compaction") {
 		err = j.deleteStage(ctx, r.Target, s, r.Options, ds, &fig.deleteFigures)
 	}
+	fig.charge(r.Options)
 	switch {
 	case err != nil:
 	case settled(fig, ds):
@@ -263,7 +264,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 func rewroteAll(f *Figures, ds dataStage) bool {
 	m, done := f.manifestFigures, ds.done
 	return ds.committed && !done.Unknown && done.Stats.Conflicts == 0 && done.Rebases == 0 && len(done.Dropped) == 0 &&
-		f.GroupsCommitted == f.GroupsPlanned && f.GroupsFailed == 0 && f.GroupsDeferredByBudget == 0 &&
+		f.GroupsCommitted == f.GroupsPlanned && f.GroupsFailed == 0 && f.GroupsDeferredByBudget == 0 && len(f.StagesDeferredByBudget) == 0 &&
 		!m.ManifestsDeferred && len(f.ConvertPlan) == 0 && f.ConvertCommits == 0 && len(f.DeletePlan) == 0
 }
 
@@ -319,7 +320,7 @@ func (j *Job) idle(meta table.Metadata, s Settings) (string, bool) {
 func settled(f *Figures, ds dataStage) bool {
 	m := f.manifestFigures
 	manifestsDone := m.ManifestsRewritten == 0 && !m.ManifestsDeferred && (m.ManifestsMinimum == 0 || m.ManifestsSmall < m.ManifestsMinimum)
-	return manifestsDone && f.GroupsPlanned == 0 && f.GroupsDeferredByBudget == 0 && len(f.ConvertPlan) == 0 && f.ConvertCommits == 0 &&
+	return manifestsDone && f.GroupsPlanned == 0 && f.GroupsDeferredByBudget == 0 && len(f.StagesDeferredByBudget) == 0 && len(f.ConvertPlan) == 0 && f.ConvertCommits == 0 &&
 		len(f.DeletePlan) == 0 && !ds.committed && f.CommitAttempts == 0
 }
 

@@ -40,7 +40,7 @@ func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, tbl *table.Ta
 	out, err := env.RewriteManifests(ctx, tbl, op, opts.DryRun)
 	fig.ManifestsSmall = out.Small
 	fig.ManifestConflicts, fig.ManifestRebases, fig.ManifestsDeferred = out.Conflicts, out.Rebases, out.Deferred
-	fig.ManifestsRewritten, fig.ManifestsWritten = out.Rewritten, out.Written
+	fig.ManifestsRewritten, fig.ManifestsWritten, fig.ManifestBytes = out.Rewritten, out.Written, out.Bytes
 	fig.metadataRemoved = out.MetadataRemoved
 	j.log().Debug("manifests checked", "table", t.Table.String(), "small", out.Small, "minimum", s.MinManifests,
 		"rewritten", out.Rewritten, "written", out.Written, "deferred", out.Deferred, "error", err)

@@ -98,6 +98,11 @@ func (j *Job) Definition() *jobs.Definition[Settings, *Figures] {
 			return planner.ErasureIdle(meta)
 		}},
 		Summary: summary,
+		// Erasure's rewrites are charged to the rewrite budgets and take
+		// their concurrency slots, but its bytes are not capped: a
+		// deadline outranks a cost budget. What it rewrote makes the
+		// other rewrites wait.
+		Rewritten: func(f *Figures) int64 { return f.BytesRewritten },
 		// Processed, not billed: S3 Tables has no erasure to compare with.
 		Processed: func(f *Figures) cost.Work {
 			return cost.Work{Objects: int64(f.FilesRewritten), Bytes: f.BytesRewritten}

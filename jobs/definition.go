@@ -269,7 +269,7 @@ func (d *Definition[S, F]) run(ctx context.Context, t Target, all maintenance.Se
 		c.Cost = &figures
 	}()
 	out := Outcome{Figures: fig}
-	r := &Run[S]{Target: t, Settings: s, Options: opts}
+	r := &Run[S]{Target: t, Settings: s, Options: opts, tbl: opts.Loaded}
 	if d.Unchanged != nil && rule != nil {
 		if r.u, err = d.unchanged(s, *rule); err != nil {
 			return out, err

@@ -28,6 +28,12 @@ type RunArgs struct {
 	Name      string              `json:"name" river:"unique"`
 	Type      maintenance.JobType `json:"type" river:"unique"`
 	Trigger   string              `json:"trigger"`
+	// Reason and Estimate are why a need-ordered fire or a freshness
+	// check queued the run (Pending). They travel with the job, in the
+	// queue every replica reads, so that any replica tells them; they
+	// are not part of the run's uniqueness.
+	Reason   string `json:"reason,omitempty"`
+	Estimate int64  `json:"estimatedBytes,omitempty"`
 }
 
 // Kind names the job in River's tables.
@@ -177,21 +183,29 @@ func (e *Engine) Init() error {
 // Enqueue queues typ on the table k, due at at, unless a run of it is
 // already pending (then it returns false).
 func (e *Engine) Enqueue(ctx context.Context, k state.TableKey, typ maintenance.JobType, trigger string, at time.Time) (bool, error) {
-	n, err := e.EnqueueMany(ctx, []state.TableKey{k}, typ, trigger, func(state.TableKey) time.Time { return at })
+	n, err := e.EnqueueMany(ctx, []state.TableKey{k}, typ, trigger, func(state.TableKey) Placement { return Placement{At: at} })
 	return n == 1, err
 }
 
-// EnqueueMany queues typ on every table, each due at its own time, and
-// returns how many were not pending already.
-func (e *Engine) EnqueueMany(ctx context.Context, keys []state.TableKey, typ maintenance.JobType, trigger string, at func(state.TableKey) time.Time) (int, error) {
+// Placement is when a queued run is due, and why it was queued.
+type Placement struct {
+	At time.Time
+	Pending
+}
+
+// EnqueueMany queues typ on every table, each placed by place, and
+// returns how many were not pending already. A table whose run is
+// pending keeps that run, its due time and its reason.
+func (e *Engine) EnqueueMany(ctx context.Context, keys []state.TableKey, typ maintenance.JobType, trigger string, place func(state.TableKey) Placement) (int, error) {
 	const batch = 500
 	queued := 0
 	for len(keys) > 0 {
 		n := min(len(keys), batch)
 		params := make([]river.InsertManyParams, 0, n)
 		for _, k := range keys[:n] {
-			args := RunArgs{Bucket: k.Bucket, Namespace: k.Namespace, Name: k.Name, Type: typ, Trigger: trigger}
-			params = append(params, river.InsertManyParams{Args: args, InsertOpts: &river.InsertOpts{ScheduledAt: at(k)}})
+			p := place(k)
+			args := RunArgs{Bucket: k.Bucket, Namespace: k.Namespace, Name: k.Name, Type: typ, Trigger: trigger, Reason: p.Reason, Estimate: p.Estimate}
+			params = append(params, river.InsertManyParams{Args: args, InsertOpts: &river.InsertOpts{ScheduledAt: p.At}})
 		}
 		res, err := e.client.InsertMany(ctx, params)
 		if err != nil {
@@ -542,6 +556,8 @@ type QueuedRun struct {
 	Due time.Time
 	// Running says a worker has it now.
 	Running bool
+	// Pending is why it was queued (empty: queued otherwise).
+	Pending
 }
 
 // Queued lists up to limit runs queued or running, in the order they
@@ -564,7 +580,7 @@ func (e *Engine) Queued(ctx context.Context, limit int) ([]QueuedRun, error) {
 				continue
 			}
 			out = append(out, QueuedRun{Table: a.Key(), Type: a.Type, Trigger: a.Trigger, Due: j.ScheduledAt,
-				Running: j.State == rivertype.JobStateRunning})
+				Running: j.State == rivertype.JobStateRunning, Pending: Pending{Reason: a.Reason, Estimate: a.Estimate}})
 		}
 	}
 	return out, nil

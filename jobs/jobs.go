@@ -56,6 +56,10 @@ type Options struct {
 	// Fanout, when set, lets a job with parts run them on every replica's
 	// workers (the daemon sets it; one-shot runs do all the work here).
 	Fanout Fanout
+	// Loaded, when set, is the table as the caller loaded it just
+	// before the run, which the run starts from instead of loading it
+	// again (on a REST catalog each load downloads the metadata).
+	Loaded *table.Table
 	// Prices price the run's cost (nil: cost.DefaultPrices); the Runner
 	// sets its own.
 	Prices *cost.Prices

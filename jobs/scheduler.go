@@ -70,15 +70,10 @@ type Scheduler struct {
 	parsed map[maintenance.JobType]cron.Schedule
 
 	fresh freshState
-
-	mu sync.Mutex
-	// pending is what the last need-ordered fire of each type found of
-	// the tables it queued, for the API's queue.
-	pending map[maintenance.JobType]map[state.TableKey]Pending
 }
 
-// Pending is why a need-ordered fire queued a table, and how much work
-// it expects there.
+// Pending is why a need-ordered fire or a freshness check queued a
+// table, and how much work it expects there.
 type Pending struct {
 	// Reason is planner.NeedBudget for work a rewrite budget deferred,
 	// else the unchanged rule's verdict, else NeedDue.
@@ -102,15 +97,6 @@ func reasonLabel(n planner.Need) string {
 		return "budget"
 	}
 	return cmp.Or(n.Rule, NeedDue)
-}
-
-// Pending returns what the last need-ordered fire of typ found of the
-// table k, if it queued it.
-func (s *Scheduler) Pending(typ maintenance.JobType, k state.TableKey) (Pending, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, ok := s.pending[typ][k]
-	return p, ok
 }
 
 // Init parses the schedules; Run calls it.
@@ -191,7 +177,7 @@ func (s *Scheduler) fire(ctx context.Context, typ maintenance.JobType, at time.T
 		keys = append(keys, t.Key())
 		due[t.Key()] = at.Add(s.jitter(t, typ))
 	}
-	queued, err := s.Queue.EnqueueMany(ctx, keys, typ, trigger, func(k state.TableKey) time.Time { return due[k] })
+	queued, err := s.Queue.EnqueueMany(ctx, keys, typ, trigger, func(k state.TableKey) Placement { return Placement{At: due[k]} })
 	if err != nil {
 		return err
 	}
@@ -266,12 +252,6 @@ func (s *Scheduler) fireByNeed(ctx context.Context, typ maintenance.JobType, tab
 		pending[tables[i].Key()] = pendingOf(needs[i])
 		reasons[reasonLabel(needs[i])]++
 	}
-	s.mu.Lock()
-	if s.pending == nil {
-		s.pending = map[maintenance.JobType]map[state.TableKey]Pending{}
-	}
-	s.pending[typ] = pending
-	s.mu.Unlock()
 	for i, t := range tables {
 		if failed[i] {
 			errs++
@@ -279,7 +259,7 @@ func (s *Scheduler) fireByNeed(ctx context.Context, typ maintenance.JobType, tab
 			due[t.Key()] = at.Add(s.jitter(t, typ))
 		}
 	}
-	queued, err := s.Queue.EnqueueMany(ctx, keys, typ, trigger, func(k state.TableKey) time.Time { return due[k] })
+	queued, err := s.Queue.EnqueueMany(ctx, keys, typ, trigger, func(k state.TableKey) Placement { return Placement{At: due[k], Pending: pending[k]} })
 	if err != nil {
 		return err
 	}

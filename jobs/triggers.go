@@ -173,7 +173,7 @@ func (s *Scheduler) Check(ctx context.Context, t Target, trigger string) []maint
 		if at.Before(now) {
 			at = now
 		}
-		ok, err := s.Queue.Enqueue(ctx, t.Key(), typ, trigger, at)
+		added, err := s.Queue.EnqueueMany(ctx, []state.TableKey{t.Key()}, typ, trigger, func(state.TableKey) Placement { return Placement{At: at, Pending: pendingOf(n)} })
 		if err != nil {
 			s.Logger.Warn("freshness run not queued", "table", t.Key().String(), "job", typ, "err", err)
 			continue
@@ -186,7 +186,7 @@ func (s *Scheduler) Check(ctx context.Context, t Target, trigger string) []maint
 			s.fresh.queued[t.Key()] = at
 		}
 		s.fresh.mu.Unlock()
-		if ok {
+		if added == 1 {
 			queued = append(queued, typ)
 			s.Logger.Debug("queued for freshness", "table", t.Key().String(), "job", typ, "at", at, "trigger", trigger)
 		}

@@ -5,16 +5,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
-
-// Pender tells why the last need-ordered fire queued a table;
-// jobs.Scheduler implements it.
-type Pender interface {
-	Pending(typ maintenance.JobType, k state.TableKey) (jobs.Pending, bool)
-}
 
 // queuedRun is one run of GET /icekeeper/v1/queue.
 type queuedRun struct {
@@ -26,8 +19,9 @@ type queuedRun struct {
 	Due       string              `json:"due"`
 	Trigger   string              `json:"trigger"`
 	Running   bool                `json:"running"`
-	// Reason is why the fire queued it (planner.NeedBudget, the unchanged
-	// rule's verdict, jobs.NeedDue); "" for a run queued otherwise.
+	// Reason is why a fire or a freshness check queued it
+	// (planner.NeedBudget, the unchanged rule's verdict, jobs.NeedDue),
+	// as the queued job carries it; "" for a run queued otherwise.
 	Reason string `json:"reason"`
 	// EstimatedBytes is what the run is expected to rewrite, when the
 	// last run's figures say (null: unknown).
@@ -52,7 +46,6 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pender, _ := s.Scheduler.(Pender)
 	out := []queuedRun{}
 	for _, q := range queued {
 		b, err := s.bucketByARN(q.Table.Bucket)
@@ -61,13 +54,9 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) error {
 		}
 		run := queuedRun{Bucket: b.Name(), BucketARN: b.ARN(), Namespace: q.Table.Namespace, Table: q.Table.Name, Type: q.Type,
 			Due: q.Due.UTC().Format(time.RFC3339Nano), Trigger: q.Trigger, Running: q.Running}
-		if pender != nil {
-			if p, ok := pender.Pending(q.Type, q.Table); ok {
-				run.Reason = p.Reason
-				if p.Estimate > 0 {
-					run.EstimatedBytes = &p.Estimate
-				}
-			}
+		run.Reason = q.Reason
+		if q.Estimate > 0 {
+			run.EstimatedBytes = &q.Estimate
 		}
 		out = append(out, run)
 	}

@@ -18,16 +18,6 @@ import (
 	"github.com/icekeeper/icekeeper/planner"
 )
 
-// pendingScheduler is a scheduler whose last fire found pending.
-type pendingScheduler map[state.TableKey]jobs.Pending
-
-func (pendingScheduler) Next(jobs.Target, maintenance.JobType) time.Time { return time.Time{} }
-
-func (p pendingScheduler) Pending(typ maintenance.JobType, k state.TableKey) (jobs.Pending, bool) {
-	v, ok := p[k]
-	return v, ok && typ == maintenance.Compaction
-}
-
 // GET /icekeeper/v1/queue with keys on: the queued runs in their order
 // with why and how much, and the budgets; a key scoped elsewhere sees
 // neither, and no key gets nothing.
@@ -53,8 +43,15 @@ func TestQueueRoute(t *testing.T) {
 		k   state.TableKey
 		typ maintenance.JobType
 		at  time.Time
-	}{{later, maintenance.Compaction, now.Add(time.Hour)}, {first, maintenance.Compaction, now}, {first, maintenance.SnapshotManagement, now.Add(time.Minute)}, {gone, maintenance.Compaction, now}} {
-		if _, err := engine.Enqueue(ctx, q.k, q.typ, "schedule", q.at); err != nil {
+		why jobs.Pending
+	}{
+		{later, maintenance.Compaction, now.Add(time.Hour), jobs.Pending{Reason: planner.RuleSnapshotChanged}},
+		{first, maintenance.Compaction, now, jobs.Pending{Reason: planner.NeedBudget, Estimate: 4096}},
+		{first, maintenance.SnapshotManagement, now.Add(time.Minute), jobs.Pending{}},
+		{gone, maintenance.Compaction, now, jobs.Pending{}},
+	} {
+		place := func(state.TableKey) jobs.Placement { return jobs.Placement{At: q.at, Pending: q.why} }
+		if _, err := engine.EnqueueMany(ctx, []state.TableKey{q.k}, q.typ, "schedule", place); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,8 +60,7 @@ func TestQueueRoute(t *testing.T) {
 	}
 	budgets := &jobs.Budgets{Store: store, Daemon: jobs.Limits{RewriteBytesPerHour: 5000, TableSharePercent: 25},
 		Buckets: map[string]jobs.BucketLimits{bucketARN: {Name: "local", Limits: jobs.Limits{MaxConcurrentRewrites: 2, RewriteBytesPerHour: 1000, TableSharePercent: 50}}}}
-	sched := pendingScheduler{first: {Reason: planner.NeedBudget, Estimate: 4096}, later: {Reason: planner.RuleSnapshotChanged}}
-	srv := &Server{Registry: reg, Store: store, Queue: engine, Scheduler: sched, Budgets: budgets, Auth: NewAuth(configs.API{SigningName: "s3tables", Keys: []configs.APIKey{
+	srv := &Server{Registry: reg, Store: store, Queue: engine, Budgets: budgets, Auth: NewAuth(configs.API{SigningName: "s3tables", Keys: []configs.APIKey{
 		{AccessKeyID: "AKVIEW", SecretAccessKey: viewSecret, ReadOnly: true},
 		{AccessKeyID: "AKOTHER", SecretAccessKey: "other-secret-0123456789", Scopes: []string{"elsewhere"}},
 	}})}

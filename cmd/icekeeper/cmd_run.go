@@ -95,15 +95,32 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	defer closeLocks()
 	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Jobs: registered, Logger: w.logger, Prices: &w.cfg.Prices, Coexist: coexist}
 
+	// A one-shot run spends the same rewrite budgets as the daemon's
+	// runs: its cap is what the ledger leaves the table's bucket (unless
+	// --rewrite-bytes sets one), and what it rewrote is charged.
+	budgets := budgetsOf(w.cfg, w.store)
 	results := map[maintenance.JobType]any{}
 	failed := false
 	p := &outcomePrinter{w: env.stdout, dryRun: *dryRun, verbose: *verbose, endpoint: target.Bucket.Properties()["s3.endpoint"]}
 	for _, t := range types {
+		capBytes := rewriteCap
+		if capBytes == nil {
+			if capBytes, err = budgets.Allowance(ctx, target.Bucket.ARN(), time.Now()); err != nil {
+				return fmt.Errorf("%s on %s: %w", t, *ref, err)
+			}
+		}
 		update, finish := progress.Bar(env.stderr, string(t))
-		out, err := runner.Run(ctx, target, t, jobs.TriggerCLI, jobs.Options{DryRun: *dryRun, Now: now, Progress: update, RewriteBytes: rewriteCap})
+		out, err := runner.Run(ctx, target, t, jobs.TriggerCLI, jobs.Options{DryRun: *dryRun, Now: now, Progress: update, RewriteBytes: capBytes, Loaded: w.loaded})
+		// The next type starts from the table as this run left it.
+		w.loaded = nil
 		finish()
 		if err != nil {
 			return err
+		}
+		if !*dryRun {
+			if err := budgets.Record(ctx, target.Bucket.ARN(), time.Now(), out); err != nil {
+				w.logger.Error("bytes rewritten could not be recorded in the rewrite ledger", "job", t, "err", err)
+			}
 		}
 		if out.Status == state.Failed {
 			failed = true

@@ -170,6 +170,48 @@ func TestRunRewriteBytes(t *testing.T) {
 	}
 }
 
+// A one-shot run spends the configured rewrite budget: it is charged to
+// the ledger the daemon's runs share, and the next run finds the hour's
+// bytes spent and defers its work; --rewrite-bytes replaces the ledger's
+// allowance for one run.
+func TestRunSpendsTheBudget(t *testing.T) {
+	c := newCLI(t)
+	c.must("demo")
+	cfg := filepath.Join(c.home, "budget.yaml")
+	os.WriteFile(cfg, []byte(`state: sqlite://state.db
+budget: {rewriteBytesPerHour: 1000, tableSharePercent: 100}
+buckets:
+  - arn: arn:aws:s3tables:local:000000000000:bucket/local
+    catalog: {type: sql, uri: "file:catalog.db", sql.driver: sqlite, sql.dialect: sqlite, warehouse: "file://./warehouse"}
+`), 0o644)
+	type figures struct {
+		ChargedBytes           int64 `json:"chargedBytes"`
+		GroupsCommitted        int   `json:"groupsCommitted"`
+		GroupsDeferredByBudget int   `json:"groupsDeferredByBudget"`
+		RewriteBudget          *int64
+	}
+	run := func(args ...string) figures {
+		t.Helper()
+		out := c.must(append([]string{"run", "--table", "local/demo/events", "--job", "compaction", "--config", cfg, "--json"}, args...)...)
+		var got struct {
+			Compaction struct{ Figures figures } `json:"icebergCompaction"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Compaction.Figures
+	}
+	if f := run(); f.RewriteBudget == nil || *f.RewriteBudget != 1000 || f.GroupsCommitted != 1 || f.ChargedBytes <= 1000 {
+		t.Fatalf("first run: cap %v, %d groups committed, %d bytes charged; want a cap of 1000 overdrawn by one group", f.RewriteBudget, f.GroupsCommitted, f.ChargedBytes)
+	}
+	if f := run("--dry-run"); f.RewriteBudget == nil || *f.RewriteBudget != 0 || f.GroupsDeferredByBudget == 0 {
+		t.Fatalf("after the charge: cap %v, %d groups deferred; want the hour's budget spent", f.RewriteBudget, f.GroupsDeferredByBudget)
+	}
+	if f := run("--dry-run", "--rewrite-bytes", "1000000000"); f.RewriteBudget == nil || *f.RewriteBudget != 1000000000 || f.GroupsDeferredByBudget != 0 {
+		t.Fatalf("--rewrite-bytes: cap %v, %d deferred", f.RewriteBudget, f.GroupsDeferredByBudget)
+	}
+}
+
 // Before `demo`, the embedded default is empty: commands say how to fill
 // it, and create nothing.
 func TestEmptyEmbeddedDefault(t *testing.T) {

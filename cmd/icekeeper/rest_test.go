@@ -7,9 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,5 +176,68 @@ buckets:
 		if !errors.As(err, &nf) {
 			t.Errorf("stray %s: %v, want it deleted", key, err)
 		}
+	}
+}
+
+// `icekeeper run` on a REST catalog asks the catalog for the table once:
+// finding the table and the run's load are the same request, whether or
+// not the catalog advertises a HEAD route for existence checks.
+func TestRunLoadsRESTTableOnce(t *testing.T) {
+	srv := servers.REST(t)
+	c := newCLI(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	loads := map[string]int{}
+	target, err := url.Parse(srv.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host // SigV4 signs the host the client saw
+	}}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/tables/events") {
+			mu.Lock()
+			loads[r.Method]++
+			mu.Unlock()
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	props := srv.Props()
+	props["uri"] = front.URL + strings.TrimPrefix(srv.URI, target.Scheme+"://"+target.Host)
+	var lines []string
+	for k, v := range props {
+		lines = append(lines, fmt.Sprintf("      %s: %q", k, v))
+	}
+	cfgPath := filepath.Join(t.TempDir(), "icekeeper.yaml")
+	yaml := fmt.Sprintf("state: sqlite://state.db\nbuckets:\n  - arn: %s\n    catalog:\n%s\n", srv.BucketARN, strings.Join(lines, "\n"))
+	if err := os.WriteFile(cfgPath, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configs.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := cfg.Registry()
+	defer reg.Close()
+	b, _ := reg.Bucket(srv.Bucket)
+	tbl := testkit.NewTable(t, b, "db", "events", demo.Schema())
+	if _, err := testkit.AppendRandom(ctx, tbl, 100, 0, rand.New(rand.NewPCG(1, 2))); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	clear(loads)
+	mu.Unlock()
+	c.must("run", "--config", cfgPath, "--table", srv.Bucket+"/db/events", "--job", "icebergSnapshotManagement")
+	mu.Lock()
+	defer mu.Unlock()
+	if loads["GET"]+loads["HEAD"] != 1 {
+		t.Fatalf("the catalog was asked for the table %v; want one load", loads)
+	}
+	// A table that is not there is still refused before anything runs.
+	if code, _, errOut := c.run("run", "--config", cfgPath, "--table", srv.Bucket+"/db/nothing"); code == 0 || !strings.Contains(errOut, "nothing") {
+		t.Fatalf("a missing table: exit %d, %q", code, errOut)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/redact"
@@ -166,6 +168,9 @@ type world struct {
 	store    state.Store
 	resolver *jobs.Resolver
 	logger   *slog.Logger
+	// loaded is the table --table named, when resolving it had to load
+	// it (a REST catalog), for the first run to start from.
+	loaded *table.Table
 }
 
 func (w *world) Close() {
@@ -238,7 +243,17 @@ func (c *commonFlags) resolve(ctx context.Context, w *world, ref string) (*bucke
 		return nil, bucket.TableID{}, err
 	}
 	// Whether the table exists, not its metadata: the job loads that
-	// itself, once.
+	// itself, once. A REST catalog that advertises no HEAD route answers
+	// an existence check with the whole table load, so there the table
+	// is loaded here, and the first run starts from it.
+	if b.Properties()["type"] == "rest" {
+		tbl, err := b.LoadTable(ctx, r.Table)
+		if err != nil {
+			return nil, bucket.TableID{}, err
+		}
+		w.loaded = tbl
+		return b, r.Table, nil
+	}
 	if err := b.Exists(cctx, r.Table); err != nil {
 		return nil, bucket.TableID{}, err
 	}

@@ -26,6 +26,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/icekeeper/icekeeper/internal/s3write"
 )
 
 // ErrNotMergeable says a group must take iceberg-go's general path; it is
@@ -151,6 +153,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 	if !ok {
 		return res, fmt.Errorf("the file system of %s cannot write", tbl.Location())
 	}
+	wfs = s3write.Wrap(ctx, wfs, tbl.Location())
 	spec := meta.PartitionSpec()
 	sc := meta.CurrentSchema()
 	lineage := meta.Version() >= 3

@@ -24,6 +24,9 @@ type ManifestOutcome struct {
 	// Small is how many small data manifests the head had; Rewritten of
 	// them were merged into Written.
 	Small, Rewritten, Written int
+	// Bytes is the size of the manifests merged, whether or not their
+	// commit landed: what the rewrite read, for the rewrite budgets.
+	Bytes int64
 	// Conflicts are attempts lost to concurrent commits, Rebases the
 	// attempts built on a newer head than the rewrite read; Deferred is
 	// set when the rewrite was left for the next run (its retries spent,
@@ -67,6 +70,9 @@ func (e *Env) RewriteManifests(ctx context.Context, tbl *table.Table, op Manifes
 	if err := m.merge(ctx, tbl.Metadata()); err != nil {
 		m.discard(nil)
 		return out, err
+	}
+	for _, mf := range m.small {
+		out.Bytes += mf.Length()
 	}
 	l, err := e.commit(ctx, op, m, tbl)
 	out.Conflicts, out.Rebases, out.MetadataRemoved = l.stats.Conflicts, m.rebases, l.metadataRemoved

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/s3write"
 )
 
 // staged is what a commit writes before it is attempted — manifests, a
@@ -55,7 +56,7 @@ func WritableFS(ctx context.Context, tbl *table.Table) (icebergio.WriteFileIO, e
 	if !ok {
 		return nil, fmt.Errorf("the file system of %s cannot write", tbl.Location())
 	}
-	return wfs, nil
+	return s3write.Wrap(ctx, wfs, tbl.Location()), nil
 }
 
 // discard removes the files written that are not in keep. A failure only
