@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -92,7 +93,13 @@ func Run(childTest string, args ...string) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^"+childTest+"$", "-test.count=1")
+	cmdArgs := []string{"-test.run=^" + childTest + "$", "-test.count=1"}
+	if dir := os.Getenv("ICEKEEPER_BENCH_CPUPROFILE"); dir != "" && len(args) > 0 {
+		// Each side's CPU profile, to see where a benchmark's CPU goes
+		// (the last iteration's is kept).
+		cmdArgs = append(cmdArgs, "-test.cpuprofile="+filepath.Join(dir, args[0]+".prof"))
+	}
+	cmd := exec.Command(os.Args[0], cmdArgs...)
 	cmd.Env = append(os.Environ(), envKey+"="+string(spec))
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
