@@ -254,9 +254,9 @@ func (h *hostile) PutKeys(ctx context.Context, t state.TableKey, ix state.KeyInd
 // reader, and against the twin converted without the index). Forged
 // rows: a file of the wrong size, or of another table's UUID, each with
 // a checksummed entry naming the next round's key at a wrong position.
-// Damaged rows (as the store returns them): an entry whose bytes are
-// flipped, one moved to another position, one cut short; a store that
-// fails lookups and writes. A forged row is ignored and the rest of the
+// Damaged rows: one stored that does not decode; as the store returns
+// them, an entry whose bytes are flipped, one moved to another position,
+// one cut short; a store that fails lookups and writes. A forged row is ignored and the rest of the
 // index used; a damaged one stops the index for the run.
 func TestKeyIndexHostile(t *testing.T) {
 	testkit.SkipUnderRace(t)
@@ -316,6 +316,17 @@ func TestKeyIndexHostile(t *testing.T) {
 				return files
 			}
 		}, false},
+		{"undecodable row stored", func(t *testing.T, k *keyed, h *hostile) {
+			key, ix := k.with.Target().Key(), state.KeyIndexName{TableUUID: k.a.Metadata().TableUUID().String(), Fields: "1"}
+			files, err := k.with.Store.KeyFiles(ctx, key, ix)
+			if err != nil || len(files) == 0 {
+				t.Fatalf("no indexed files: %v", err)
+			}
+			if _, err := k.with.Store.PutKeys(ctx, key, ix, []state.KeyEntry{
+				{Hash: keyHash(appendInt(nil, next[0])), File: files[0].ID, Pos: 0, Entry: []byte{keyInt, 0xde, 0xad}}}); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
 		{"flipped bytes", func(t *testing.T, k *keyed, h *hostile) {
 			h.lookup = func(e state.KeyEntry) state.KeyEntry {
 				e.Entry = slices.Clone(e.Entry)
