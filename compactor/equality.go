@@ -248,9 +248,10 @@ type convertStats struct {
 // one request.
 //
 // With keys (nil: none), a data file already in the key index is not
-// read: the chunk's keys are looked up instead. A data file not in it is
-// read whole once, matched, and indexed. Should the index fail, the chunk
-// and the rest read every data file, as without it.
+// read: the chunk's keys are looked up instead, unless they are so many
+// that reading is cheaper (worthLooking). A data file not in it is read
+// whole once, matched, and indexed. Should the index fail, the chunk and
+// the rest read every data file, as without it.
 func convertGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, meta table.Metadata, g planner.ConvertGroup, covers map[string][]string, whole int64, keys *keyIndex) (table.CompactionGroupResult, convertStats, error) {
 	res := table.CompactionGroupResult{PartitionKey: g.Partition}
 	var st convertStats
@@ -286,11 +287,24 @@ func convertGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, meta ta
 		// chunk's lookups.
 		keys.merge(ctx)
 		if len(look) > 0 {
-			if err := keys.lookup(ctx, g, look, sets, found, &st); err != nil {
-				if ctx.Err() != nil {
-					return res, st, ctx.Err()
+			var nkeys, rows int64
+			for _, s := range sets {
+				nkeys += int64(s.size())
+			}
+			for _, i := range look {
+				rows += g.Tasks[i].File.Count()
+			}
+			read := !worthLooking(nkeys, rows)
+			if !read {
+				if err := keys.lookup(ctx, g, look, sets, found, &st); err != nil {
+					if ctx.Err() != nil {
+						return res, st, ctx.Err()
+					}
+					keys.stop(err)
+					read = true
 				}
-				keys.stop(err)
+			}
+			if read {
 				for _, i := range look {
 					positions, err := matchFile(fs, g.Tasks[i].File, g.Seqs[i], sets, &st)
 					if err != nil {

@@ -49,6 +49,18 @@ import (
 	"github.com/icekeeper/icekeeper/planner"
 )
 
+// lookupShare is how much cheaper reading a row's key is than looking a
+// key up: a chunk whose keys number more than 1/lookupShare of the rows
+// of the indexed files it applies to reads those files instead. Measured
+// on SQLite and local disk (BENCHMARKS.md), a lookup cost about 12 µs a
+// key and a read about 0.15 µs a row, 80 times less; 64 leans to the
+// lookups, since a read over S3 also costs requests.
+const lookupShare = 64
+
+// worthLooking reports whether looking up keys beats reading the key
+// columns of the indexed files of rows rows.
+func worthLooking(keys, rows int64) bool { return keys*lookupShare <= rows }
+
 // keyFlush is how many entries indexing a file holds and then writes, in
 // hash order, as one segment of the index (state.KeyIndex): about 20 MB.
 const keyFlush = 1 << 18

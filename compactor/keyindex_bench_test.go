@@ -74,12 +74,17 @@ const indexFileRows = 250_000
 //	go test -run '^$' -bench 'EqualityConversionIndex/10M' -benchtime 1x -timeout 120m ./compactor
 //
 // ICEKEEPER_BENCH_KEYS=n measures n keys instead (a sub-benchmark of its
-// own); ICEKEEPER_BENCH_CPUPROFILE=file has each child write the CPU
+// own), ICEKEEPER_BENCH_UPSERTS=n upserts n keys before run 2 instead of
+// 1,000; ICEKEEPER_BENCH_CPUPROFILE=file has each child write the CPU
 // profile of its run to file.SIDE.*.
 func BenchmarkEqualityConversionIndex(b *testing.B) {
 	sizes := []int{2_000_000, 10_000_000}
 	if n, err := strconv.Atoi(os.Getenv("ICEKEEPER_BENCH_KEYS")); err == nil && n > 0 {
 		sizes = []int{n}
+	}
+	upserts := 1000
+	if n, err := strconv.Atoi(os.Getenv("ICEKEEPER_BENCH_UPSERTS")); err == nil && n > 0 {
+		upserts = n
 	}
 	for _, keys := range sizes {
 		name := fmt.Sprintf("%dM-keys", keys/1_000_000)
@@ -104,7 +109,11 @@ func BenchmarkEqualityConversionIndex(b *testing.B) {
 					b.Logf("%s: %d rows written in %s", name, keys, time.Since(start).Round(time.Second))
 					rng := rand.New(rand.NewPCG(3, 4))
 					for r := range 2 {
-						tbl = indexUpserts(e, tbl, keys, rng, 1000)
+						n := 1000
+						if r == 1 {
+							n = upserts
+						}
+						tbl = indexUpserts(e, tbl, keys, rng, n)
 						want := e.Rows(tbl, 0)
 						fps[s][r] = want
 						b.StartTimer()

@@ -99,15 +99,16 @@ func newKeyed(t *testing.T, spec iceberg.PartitionSpec, format string, deleteOn 
 	return k
 }
 
-// newYoung is one small table without a twin, whose files are all left
-// to the writer (a minimum file age): conversion alone runs, and each
-// run's data files are the previous one's and its new versions.
-func newYoung(t *testing.T) *keyed {
+// newYoung is one table of two files of rows rows without a twin, whose
+// files are all left to the writer (a minimum file age): conversion alone
+// runs, and each run's data files are the previous one's and its new
+// versions.
+func newYoung(t *testing.T, rows int) *keyed {
 	k := &keyed{deleteOn: func(e *env, tbl *table.Table, keys []int64) *table.Table { return e.upsert(tbl, keys) }}
 	k.with, k.a = newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	k.with.Defaults.Knobs.MinFileAgeMinutes = 60
 	k.job = &Job{KeyIndex: k.with.Store}
-	k.a, _ = cdcTable{appends: 2, bigRows: 10000}.fill(k.with, k.a)
+	k.a, _ = cdcTable{appends: 2, bigRows: rows}.fill(k.with, k.a)
 	return k
 }
 
@@ -254,9 +255,9 @@ func (h *hostile) PutKeys(ctx context.Context, t state.TableKey, ix state.KeyInd
 // reader, and against the twin converted without the index). Forged
 // rows: a file of the wrong size, or of another table's UUID, each with
 // a checksummed entry naming the next round's key at a wrong position.
-// Damaged rows (as the store returns them): an entry whose bytes are
-// flipped, one moved to another position, one cut short; a store that
-// fails lookups and writes. A forged row is ignored and the rest of the
+// Damaged rows: one stored that does not decode; as the store returns
+// them, an entry whose bytes are flipped, one moved to another position,
+// one cut short; a store that fails lookups and writes. A forged row is ignored and the rest of the
 // index used; a damaged one stops the index for the run.
 func TestKeyIndexHostile(t *testing.T) {
 	testkit.SkipUnderRace(t)
@@ -316,6 +317,17 @@ func TestKeyIndexHostile(t *testing.T) {
 				return files
 			}
 		}, false},
+		{"undecodable row stored", func(t *testing.T, k *keyed, h *hostile) {
+			key, ix := k.with.Target().Key(), state.KeyIndexName{TableUUID: k.a.Metadata().TableUUID().String(), Fields: "1"}
+			files, err := k.with.Store.KeyFiles(ctx, key, ix)
+			if err != nil || len(files) == 0 {
+				t.Fatalf("no indexed files: %v", err)
+			}
+			if _, err := k.with.Store.PutKeys(ctx, key, ix, []state.KeyEntry{
+				{Hash: keyHash(appendInt(nil, next[0])), File: files[0].ID, Pos: 0, Entry: []byte{keyInt, 0xde, 0xad}}}); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
 		{"flipped bytes", func(t *testing.T, k *keyed, h *hostile) {
 			h.lookup = func(e state.KeyEntry) state.KeyEntry {
 				e.Entry = slices.Clone(e.Entry)
@@ -332,7 +344,7 @@ func TestKeyIndexHostile(t *testing.T) {
 		{"store failing", func(t *testing.T, k *keyed, h *hostile) { h.err = errors.New("disk I/O error") }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			k := newYoung(t)
+			k := newYoung(t, 10000)
 			h := &hostile{KeyIndex: k.with.Store}
 			k.job = &Job{KeyIndex: h}
 			k.round(spread(7, 197, 50))
@@ -385,19 +397,25 @@ func TestKeyIndexEntry(t *testing.T) {
 
 // Chunks and many keys: with a bound of 70 keys, the first chunk reads
 // and indexes the data files and the later chunks of the same run look
-// them up; a round of 5,000 keys is looked up in slices of lookupKeys.
-// The rows stay those iceberg-go's reader saw before each run.
+// them up; a round of 4,500 keys is looked up in slices of lookupKeys;
+// a round of 10,000 keys, past 1/lookupShare of the rows, reads the
+// indexed files instead. The rows stay those iceberg-go's reader saw
+// before each run.
 func TestKeyIndexChunked(t *testing.T) {
 	testkit.SkipUnderRace(t)
-	k := newYoung(t)
+	k := newYoung(t, 150000)
 	k.job.ConvertChunkKeys = 70
 	first, _ := k.round(spread(7, 83, 230))
 	if first.ConvertChunks != 4 || first.ConvertFilesIndexed != 2 || first.ConvertFilesLookedUp != 6 || first.ConvertIndexHits == 0 {
 		t.Fatalf("want 4 chunks, 2 files indexed in the first and looked up in the 3 others:\n%s", first.Text())
 	}
 	k.job.ConvertChunkKeys = 0
-	second, _ := k.round(spread(3, 4, 5000))
+	second, _ := k.round(spread(3, 4, 4500))
 	if second.ConvertIndexHits <= lookupKeys || second.ConvertIndexOff != "" {
 		t.Fatalf("want more than %d rows found through the index:\n%s", lookupKeys, second.Text())
+	}
+	third, _ := k.round(spread(5, 29, 10000))
+	if third.ConvertFilesLookedUp != 0 || third.ConvertFilesIndexed != 1 || third.ConvertIndexOff != "" {
+		t.Fatalf("want the indexed files read, not looked up, and only the new versions indexed:\n%s", third.Text())
 	}
 }
