@@ -94,7 +94,7 @@ func Run(childTest string, args ...string) (Result, error) {
 		return Result{}, err
 	}
 	cmdArgs := []string{"-test.run=^" + childTest + "$", "-test.count=1"}
-	if dir := os.Getenv("ICEKEEPER_BENCH_CPUPROFILE"); dir != "" && len(args) > 0 {
+	if dir := os.Getenv("ICEKEEPER_BENCH_PROFILE_DIR"); dir != "" && len(args) > 0 {
 		// Each side's CPU profile, to see where a benchmark's CPU goes
 		// (the last iteration's is kept).
 		cmdArgs = append(cmdArgs, "-test.cpuprofile="+filepath.Join(dir, args[0]+".prof"))
