@@ -138,7 +138,7 @@ func (j *Job) convertStage(ctx context.Context, t jobs.Target, s Settings, opts 
 	if opts.DryRun || len(f.ConvertPlan) == 0 {
 		return nil
 	}
-	err := j.convert(ctx, t, tbl, sc, f)
+	err := j.convert(ctx, t, tbl, sc, s.KeyIndex, f)
 	if f.ConvertCommits > 0 {
 		ds.committed = true
 	}
@@ -156,7 +156,7 @@ func convertOptions(s Settings) planner.ConvertOptions {
 // data file it converted or a delete file it replaces was removed
 // meanwhile, or, on v3, a deletion vector committed meanwhile may apply
 // to a data file it writes a vector for.
-func (j *Job) convert(ctx context.Context, t jobs.Target, tbl *table.Table, sc scanned, f *convertFigures) error {
+func (j *Job) convert(ctx context.Context, t jobs.Target, tbl *table.Table, sc scanned, indexed bool, f *convertFigures) error {
 	policy, err := j.policy(tbl)
 	if err != nil {
 		return fmt.Errorf("equality-delete conversion of %s: %w", t.Table, err)
@@ -182,7 +182,7 @@ func (j *Job) convert(ctx context.Context, t jobs.Target, tbl *table.Table, sc s
 	results := make([]table.CompactionGroupResult, 0, len(f.ConvertPlan))
 	matched := map[string]int64{}
 	var keys *keyIndex
-	if j.KeyIndex != nil {
+	if j.KeyIndex != nil && indexed {
 		keys = newKeyIndex(j.KeyIndex, t.Key(), tbl, sc.tasks, j.log(), f)
 	}
 	for i, g := range f.ConvertPlan {

@@ -183,6 +183,8 @@ type Settings struct {
 	// must have before they are converted into position deletes (0: never;
 	// the data rewrite applies them).
 	MinEqualityDeletes int
+	// KeyIndex says conversion uses the key index (Job.KeyIndex).
+	KeyIndex bool
 }
 
 // SettingsOf picks compaction's settings out of a table's.
@@ -190,7 +192,7 @@ func SettingsOf(s maintenance.Settings) Settings {
 	c := s.For(maintenance.Compaction).Compaction()
 	return Settings{TargetFileSizeMB: *c.TargetFileSizeMB, Strategy: c.Strategy,
 		MinFileAge: time.Duration(s.Knobs.MinFileAgeMinutes) * time.Minute, MinManifests: s.Knobs.MinManifestsToRewrite,
-		MinDeleteFiles: s.Knobs.MinDeleteFilesToRewrite, MinEqualityDeletes: s.Knobs.MinEqualityDeleteFilesToConvert}
+		MinDeleteFiles: s.Knobs.MinDeleteFilesToRewrite, MinEqualityDeletes: s.Knobs.MinEqualityDeleteFilesToConvert, KeyIndex: s.Knobs.ConvertKeyIndex}
 }
 
 func settingsOf(s maintenance.Settings) (Settings, error) { return SettingsOf(s), nil }

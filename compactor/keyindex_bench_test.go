@@ -289,6 +289,7 @@ func TestEqualityConversionIndexBenchChild(t *testing.T) {
 	job := &Job{}
 	if args[0] == "index" {
 		job.KeyIndex = store
+		e.Defaults.Knobs.ConvertKeyIndex = true
 	}
 	if p := os.Getenv("ICEKEEPER_BENCH_CPUPROFILE"); p != "" {
 		f, err := os.CreateTemp(filepath.Dir(p), filepath.Base(p)+"."+args[0]+".*")

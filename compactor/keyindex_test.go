@@ -88,6 +88,7 @@ func newKeyed(t *testing.T, spec iceberg.PartitionSpec, format string, deleteOn 
 	k.with, k.a = newEnv(t, tableenv.BaseSchema, spec, format)
 	k.without, k.b = newEnv(t, tableenv.BaseSchema, spec, format)
 	k.job = &Job{KeyIndex: k.with.Store}
+	k.with.Defaults.Knobs.ConvertKeyIndex = true
 	k.step(func(e *env, tbl *table.Table) *table.Table {
 		parts := 1
 		if !spec.IsUnpartitioned() {
@@ -107,6 +108,7 @@ func newYoung(t *testing.T, rows int) *keyed {
 	k := &keyed{deleteOn: func(e *env, tbl *table.Table, keys []int64) *table.Table { return e.upsert(tbl, keys) }}
 	k.with, k.a = newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	k.with.Defaults.Knobs.MinFileAgeMinutes = 60
+	k.with.Defaults.Knobs.ConvertKeyIndex = true
 	k.job = &Job{KeyIndex: k.with.Store}
 	k.a, _ = cdcTable{appends: 2, bigRows: rows}.fill(k.with, k.a)
 	return k
@@ -417,5 +419,21 @@ func TestKeyIndexChunked(t *testing.T) {
 	third, _ := k.round(spread(5, 29, 10000))
 	if third.ConvertFilesLookedUp != 0 || third.ConvertFilesIndexed != 1 || third.ConvertIndexOff != "" {
 		t.Fatalf("want the indexed files read, not looked up, and only the new versions indexed:\n%s", third.Text())
+	}
+}
+
+// The key index is the bucket's choice (compaction.convertKeyIndex, off by
+// default): without it, a job given a store reads the key columns every
+// run and writes nothing to the index.
+func TestKeyIndexOff(t *testing.T) {
+	k := newYoung(t, 10000)
+	k.with.Defaults.Knobs.ConvertKeyIndex = false
+	first, _ := k.round(spread(7, 197, 50))
+	second, _ := k.round(spread(11, 193, 50))
+	for _, f := range []*Figures{first, second} {
+		if f.ConvertFilesIndexed != 0 || f.ConvertFilesLookedUp != 0 || f.ConvertIndexHits != 0 || f.ConvertBytesRead == 0 {
+			t.Fatalf("with the index off: %d files indexed, %d looked up, %d hits, %d bytes read\n%s",
+				f.ConvertFilesIndexed, f.ConvertFilesLookedUp, f.ConvertIndexHits, f.ConvertBytesRead, f.Text())
+		}
 	}
 }

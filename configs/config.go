@@ -245,6 +245,12 @@ type CompactionOptions struct {
 	// deletes (v2) or deletion vectors (v3) instead of rewriting the
 	// well-sized data files they apply to (default 1; 0 turns it off).
 	MinEqualityDeleteFilesToConvert *int `yaml:"minEqualityDeleteFilesToConvert"`
+	// ConvertKeyIndex keeps a key index of the converted tables in the
+	// state store: a later conversion reads the new equality deletes, the
+	// new data files and one index row per deleted key, not the key
+	// columns of every file. It costs the first run several times its
+	// time and the store about 80 bytes a key on disk (default off).
+	ConvertKeyIndex bool `yaml:"convertKeyIndex"`
 }
 
 // DefaultMinManifestsToRewrite is compaction.minManifestsToRewrite when unset.

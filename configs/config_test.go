@@ -105,7 +105,7 @@ buckets:
         targetFileSizeMB: 0
 `, "icekeeper.yaml: buckets[1].maintenance.icebergCompaction.targetFileSizeMB: 0 is below the minimum 1"},
 		{"above maximum", base + `    maintenance: {icebergCompaction: {targetFileSizeMB: 513}}`, "buckets[0].maintenance.icebergCompaction.targetFileSizeMB: 513 is above the maximum 512"},
-		{"bad strategy", base + `    maintenance: {icebergCompaction: {strategy: hilbert}}`, `buckets[0].maintenance.icebergCompaction.strategy: "hilbert" is not one of auto, binpack, sort, z-order`},
+		{"bad strategy", base + `    maintenance: {icebergCompaction: {strategy: peano}}`, `buckets[0].maintenance.icebergCompaction.strategy: "peano" is not one of auto, binpack, sort, z-order, hilbert`},
 		{"bad status", base + `    maintenance: {icebergSnapshotManagement: {status: on}}`, `buckets[0].maintenance.icebergSnapshotManagement.status: "on" is not one of enabled, disabled`},
 		{"snapshots", base + `    maintenance: {icebergSnapshotManagement: {minSnapshotsToKeep: -1}}`, `icebergSnapshotManagement.minSnapshotsToKeep: -1 is below the minimum 1`},
 		{"removal days", base + `    maintenance: {icebergUnreferencedFileRemoval: {nonCurrentDays: 0}}`, `icebergUnreferencedFileRemoval.nonCurrentDays: 0 is below the minimum 1`},
@@ -228,8 +228,12 @@ buckets:
 		t.Errorf("absolute state path changed: %s", cfg.State)
 	}
 	if k := cfg.Buckets[0].Defaults().Knobs; k.MinDeleteFilesToRewrite != DefaultMinDeleteFilesToRewrite || k.MinManifestsToRewrite != DefaultMinManifestsToRewrite ||
-		k.MinEqualityDeleteFilesToConvert != DefaultMinEqualityDeleteFilesToConvert {
+		k.MinEqualityDeleteFilesToConvert != DefaultMinEqualityDeleteFilesToConvert || k.ConvertKeyIndex {
 		t.Errorf("unset compaction knobs resolve to %+v", k)
+	}
+	cfg.Buckets[0].Compaction.ConvertKeyIndex = true
+	if k := cfg.Buckets[0].Defaults().Knobs; !k.ConvertKeyIndex {
+		t.Errorf("convertKeyIndex: true resolves to %+v", k)
 	}
 	off := 0
 	cfg.Buckets[0].Compaction.MinDeleteFilesToRewrite = &off

@@ -37,6 +37,7 @@ func (b Bucket) Defaults() maintenance.BucketDefaults {
 		MinManifestsToRewrite:           DefaultMinManifestsToRewrite,
 		MinDeleteFilesToRewrite:         DefaultMinDeleteFilesToRewrite,
 		MinEqualityDeleteFilesToConvert: DefaultMinEqualityDeleteFilesToConvert,
+		ConvertKeyIndex:                 b.Compaction.ConvertKeyIndex,
 		RetentionMode:                   b.TableRetentionProperties,
 		DeleteExpiredFiles:              b.Expiration.DeleteExpiredFiles,
 		PruneUnusedSchemasAndSpecs:      b.Expiration.PruneUnusedSchemasAndSpecs,

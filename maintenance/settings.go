@@ -19,6 +19,10 @@ type Knobs struct {
 	// once it has this many equality delete files (0: never; the data
 	// rewrite then applies them).
 	MinEqualityDeleteFilesToConvert int `json:"minEqualityDeleteFilesToConvert,omitempty"`
+	// ConvertKeyIndex: conversion keeps the key index in the state store
+	// (every converted row's key and position), so that a later run reads
+	// only what changed.
+	ConvertKeyIndex bool `json:"convertKeyIndex,omitempty"`
 	// RetentionMode says how a table's history.expire.* properties combine
 	// with icebergSnapshotManagement's settings: "conservative" (the
 	// default) or "strict".

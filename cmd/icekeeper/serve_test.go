@@ -116,7 +116,10 @@ func TestServeRunsSchedules(t *testing.T) {
 	}
 
 	code, out, errOut := c.run("status", "--endpoint", "http://"+addr, "--table", "local/demo/events")
-	if code != 0 || !strings.Contains(out, "icebergCompaction") || !strings.Contains(out, "Successful") || !strings.Contains(out, "schedule") {
+	// The scheduler's trigger: "catch-up" when a loaded machine let a
+	// fire pass before the one that ran.
+	if code != 0 || !strings.Contains(out, "icebergCompaction") || !strings.Contains(out, "Successful") ||
+		!strings.Contains(out, "schedule") && !strings.Contains(out, "catch-up") {
 		t.Fatalf("status: %d\n%s\n%s", code, out, errOut)
 	}
 	// Record expiration's counters reach /metrics once a run removed
