@@ -592,23 +592,12 @@ func matchFile(fs icebergio.IO, df iceberg.DataFile, seq int64, sets []*keySet, 
 		st.skipped++
 		return nil, nil
 	}
-	path := df.FilePath()
-	f, err := fs.Open(path)
+	f, pf, err := openDataFile(fs, df)
 	if err != nil {
-		return nil, fmt.Errorf("open data file %s: %w", path, err)
+		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("open data file %s: %w", path, err)
-	}
-	pf, err := parquet.OpenFile(f, fi.Size(), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true), parquet.ReadBufferSize(1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("read data file %s: %w", path, err)
-	}
-	if pf.NumRows() != df.Count() {
-		return nil, fmt.Errorf("data file %s holds %d rows, its manifest entry %d", path, pf.NumRows(), df.Count())
-	}
+	path := df.FilePath()
 	cols := leafColumns(pf.Schema())
 	var positions []int64
 	var first int64 // position of the row group's first row
@@ -634,21 +623,8 @@ func matchFile(fs icebergio.IO, df iceberg.DataFile, seq int64, sets []*keySet, 
 				}
 				continue
 			}
-			buf = resetKeys(buf, int(n))
-			for _, id := range s.ids {
-				col, ok := cols[id]
-				if !ok {
-					// A column added after the file was written: null in
-					// every row, as readers project it.
-					for i := range buf {
-						buf[i] = append(buf[i], keyNull)
-					}
-					continue
-				}
-				st.bytesRead += pf.Metadata().RowGroups[r].Columns[col].MetaData.TotalCompressedSize
-				if err := columnKeys(rg.ColumnChunks()[col], n, 0, buf); err != nil {
-					return nil, fmt.Errorf("read data file %s: %w", path, err)
-				}
+			if buf, err = rowGroupKeys(pf, r, cols, s.ids, buf, st); err != nil {
+				return nil, fmt.Errorf("read data file %s: %w", path, err)
 			}
 			for i, k := range buf {
 				if s.seq[string(k)] > seq {
@@ -662,6 +638,57 @@ func matchFile(fs icebergio.IO, df iceberg.DataFile, seq int64, sets []*keySet, 
 		positions = sortedUnique(positions)
 	}
 	return positions, nil
+}
+
+// rowGroupKeys reads the keys of row group r of pf on the columns ids
+// (cols maps field IDs to leaf columns) into buf, one key per row, and
+// counts the column chunks' bytes into st.
+func rowGroupKeys(pf *parquet.File, r int, cols map[int]int, ids []int, buf [][]byte, st *convertStats) ([][]byte, error) {
+	rg := pf.RowGroups()[r]
+	n := rg.NumRows()
+	buf = resetKeys(buf, int(n))
+	for _, id := range ids {
+		col, ok := cols[id]
+		if !ok {
+			// A column added after the file was written: null in every
+			// row, as readers project it.
+			for i := range buf {
+				buf[i] = append(buf[i], keyNull)
+			}
+			continue
+		}
+		st.bytesRead += pf.Metadata().RowGroups[r].Columns[col].MetaData.TotalCompressedSize
+		if err := columnKeys(rg.ColumnChunks()[col], n, 0, buf); err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
+}
+
+// openDataFile opens data file df for its key columns (no bloom filters,
+// no page indexes), and checks that it holds the rows its manifest entry
+// says. The caller closes f.
+func openDataFile(fs icebergio.IO, df iceberg.DataFile) (icebergio.File, *parquet.File, error) {
+	path := df.FilePath()
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open data file %s: %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("open data file %s: %w", path, err)
+	}
+	pf, err := parquet.OpenFile(f, fi.Size(), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true), parquet.ReadBufferSize(1<<20))
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("read data file %s: %w", path, err)
+	}
+	if pf.NumRows() != df.Count() {
+		f.Close()
+		return nil, nil, fmt.Errorf("data file %s holds %d rows, its manifest entry %d", path, pf.NumRows(), df.Count())
+	}
+	return f, pf, nil
 }
 
 // mayMatch reports whether data file df may hold a key of s: false only

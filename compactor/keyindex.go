@@ -43,7 +43,6 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/parquet-go/parquet-go"
 
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/planner"
@@ -317,23 +316,12 @@ func (w *fileIndexer) done(i int) {
 // deletes (those of a delete with a higher data sequence number than
 // seq), ascending.
 func (x *keyIndex) indexFile(ctx context.Context, fs icebergio.IO, df iceberg.DataFile, seq int64, sets []*keySet, views []*keyView, st *convertStats) ([]int64, error) {
-	path := df.FilePath()
-	f, err := fs.Open(path)
+	f, pf, err := openDataFile(fs, df)
 	if err != nil {
-		return nil, fmt.Errorf("open data file %s: %w", path, err)
+		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("open data file %s: %w", path, err)
-	}
-	pf, err := parquet.OpenFile(f, fi.Size(), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true), parquet.ReadBufferSize(1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("read data file %s: %w", path, err)
-	}
-	if pf.NumRows() != df.Count() {
-		return nil, fmt.Errorf("data file %s holds %d rows, its manifest entry %d", path, pf.NumRows(), df.Count())
-	}
+	path := df.FilePath()
 	w := x.indexer(ctx, views, df)
 	cols := leafColumns(pf.Schema())
 	var positions []int64
@@ -343,21 +331,8 @@ func (x *keyIndex) indexFile(ctx context.Context, fs icebergio.IO, df iceberg.Da
 		n := rg.NumRows()
 		for i, v := range views {
 			ids := v.ids()
-			buf = resetKeys(buf, int(n))
-			for _, id := range ids {
-				col, ok := cols[id]
-				if !ok {
-					// A column added after the file was written: null in
-					// every row, as readers project it.
-					for k := range buf {
-						buf[k] = append(buf[k], keyNull)
-					}
-					continue
-				}
-				st.bytesRead += pf.Metadata().RowGroups[r].Columns[col].MetaData.TotalCompressedSize
-				if err := columnKeys(rg.ColumnChunks()[col], n, 0, buf); err != nil {
-					return nil, fmt.Errorf("read data file %s: %w", path, err)
-				}
+			if buf, err = rowGroupKeys(pf, r, cols, ids, buf, st); err != nil {
+				return nil, fmt.Errorf("read data file %s: %w", path, err)
 			}
 			for k, key := range buf {
 				pos := first + int64(k)

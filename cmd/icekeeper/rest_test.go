@@ -43,36 +43,16 @@ func TestRESTCatalogEndToEnd(t *testing.T) {
 	srv := servers.REST(t)
 	c := newCLI(t)
 	ctx := context.Background()
-	dir := t.TempDir()
-	var props []string
-	for k, v := range srv.Props() {
-		props = append(props, fmt.Sprintf("      %s: %q", k, v))
-	}
-	cfgPath := filepath.Join(dir, "icekeeper.yaml")
-	yaml := fmt.Sprintf(`state: sqlite://state.db
-buckets:
-  - arn: %s
-    catalog:
-%s
+	cfgPath, b := restConfig(t, srv.BucketARN, srv.Bucket, srv.Props(), `
     maintenance:
       icebergCompaction: {targetFileSizeMB: 64, strategy: binpack}
       icebergSnapshotManagement: {minSnapshotsToKeep: 1, maxSnapshotAgeHours: 1}
-      icebergUnreferencedFileRemoval: {unreferencedDays: 1, nonCurrentDays: 1}
-`, srv.BucketARN, strings.Join(props, "\n"))
-	if err := os.WriteFile(cfgPath, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+      icebergUnreferencedFileRemoval: {unreferencedDays: 1, nonCurrentDays: 1}`)
 
 	// The table, created and filled through the REST catalog.
-	cfg, err := configs.Load(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := cfg.Registry()
-	defer reg.Close()
-	b, _ := reg.Bucket(srv.Bucket)
 	tbl := testkit.NewTable(t, b, "db", "events", demo.Schema())
 	rng := rand.New(rand.NewPCG(1, 2))
+	var err error
 	for i := 0; i < 40; i++ {
 		if tbl, err = testkit.AppendRandom(ctx, tbl, 100, 0, rng); err != nil {
 			t.Fatal(err)
@@ -207,22 +187,7 @@ func TestRunLoadsRESTTableOnce(t *testing.T) {
 	t.Cleanup(front.Close)
 	props := srv.Props()
 	props["uri"] = front.URL + strings.TrimPrefix(srv.URI, target.Scheme+"://"+target.Host)
-	var lines []string
-	for k, v := range props {
-		lines = append(lines, fmt.Sprintf("      %s: %q", k, v))
-	}
-	cfgPath := filepath.Join(t.TempDir(), "icekeeper.yaml")
-	yaml := fmt.Sprintf("state: sqlite://state.db\nbuckets:\n  - arn: %s\n    catalog:\n%s\n", srv.BucketARN, strings.Join(lines, "\n"))
-	if err := os.WriteFile(cfgPath, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := configs.Load(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := cfg.Registry()
-	defer reg.Close()
-	b, _ := reg.Bucket(srv.Bucket)
+	cfgPath, b := restConfig(t, srv.BucketARN, srv.Bucket, props, "")
 	tbl := testkit.NewTable(t, b, "db", "events", demo.Schema())
 	if _, err := testkit.AppendRandom(ctx, tbl, 100, 0, rand.New(rand.NewPCG(1, 2))); err != nil {
 		t.Fatal(err)
@@ -240,4 +205,31 @@ func TestRunLoadsRESTTableOnce(t *testing.T) {
 	if code, _, errOut := c.run("run", "--config", cfgPath, "--table", srv.Bucket+"/db/nothing"); code == 0 || !strings.Contains(errOut, "nothing") {
 		t.Fatalf("a missing table: exit %d, %q", code, errOut)
 	}
+}
+
+// restConfig writes a configuration of one bucket on a REST catalog with
+// catalog properties props, and extra after them (YAML of the bucket's),
+// and returns its path and the bucket it opens, closed with the test.
+func restConfig(t *testing.T, arn, name string, props map[string]string, extra string) (string, *bucket.Bucket) {
+	t.Helper()
+	var lines []string
+	for k, v := range props {
+		lines = append(lines, fmt.Sprintf("      %s: %q", k, v))
+	}
+	path := filepath.Join(t.TempDir(), "icekeeper.yaml")
+	yaml := fmt.Sprintf("state: sqlite://state.db\nbuckets:\n  - arn: %s\n    catalog:\n%s%s\n", arn, strings.Join(lines, "\n"), extra)
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configs.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := cfg.Registry()
+	t.Cleanup(reg.Close)
+	b, err := reg.Bucket(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, b
 }
