@@ -83,12 +83,12 @@ type manifestFigures struct {
 	ManifestsMinimum   int `json:"manifestsMinimum"`
 	ManifestsRewritten int `json:"manifestsRewritten"`
 	ManifestsWritten   int `json:"manifestsWritten"`
+	// ManifestBytes is the size of the manifests merged, for the ledger.
+	ManifestBytes int64 `json:"manifestBytes,omitempty"`
 	// ManifestConflicts are rewrite attempts lost to concurrent commits,
 	// ManifestRebases the attempts built on a newer head than the rewrite
 	// read; ManifestsDeferred is set when the rewrite was left for the next
 	// run (its retries spent, or the manifests replaced under it).
-	// ManifestBytes is the size of the manifests merged, for the ledger.
-	ManifestBytes     int64 `json:"manifestBytes,omitempty"`
 	ManifestConflicts int   `json:"manifestConflicts"`
 	ManifestRebases   int   `json:"manifestRebases"`
 	ManifestsDeferred bool  `json:"manifestsDeferred,omitempty"`
