@@ -1,9 +1,7 @@
 package erasure
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
+	"context"
 	"slices"
 	"time"
 
@@ -11,6 +9,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/internal/objects"
 	"github.com/icekeeper/icekeeper/internal/rebase"
 	"github.com/icekeeper/icekeeper/internal/verified"
 )
@@ -179,18 +178,18 @@ func (d *deleteTimes) of(meta table.Metadata, snap *table.Snapshot) (map[string]
 }
 
 // absent sorts paths into those storage no longer has and those it still
-// has, by opening each.
-func absent(fsys icebergio.IO, paths []string) (gone, kept []string, err error) {
+// has, asking storage of each (objects.Gone: a "not found" that S3 did not
+// answer is an error, not a proof).
+func absent(ctx context.Context, fsys icebergio.IO, paths []string) (gone, kept []string, err error) {
 	slices.Sort(paths)
 	for _, p := range slices.Compact(paths) {
-		f, err := fsys.Open(p)
+		ok, err := objects.Gone(ctx, fsys, p)
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			gone = append(gone, p)
 		case err != nil:
-			return gone, kept, fmt.Errorf("look for %s: %w", p, err)
+			return gone, kept, err
+		case ok:
+			gone = append(gone, p)
 		default:
-			f.Close()
 			kept = append(kept, p)
 		}
 	}

@@ -1,0 +1,78 @@
+package objects
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	icebergio "github.com/apache/iceberg-go/io"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3://
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+)
+
+// On S3 (versitygw): a stored object is not gone, a missing one is. With
+// storage refused, a file whose name holds "301" — which gocloud's S3
+// driver reports as not existing — is an error, not gone.
+func TestGoneOnS3(t *testing.T) {
+	srv := servers.S3(t)
+	ctx := context.Background()
+	fsys, err := icebergio.LoadFS(ctx, srv.Props(), "s3://"+srv.Bucket+"/t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "t/data/00000-0-ae9fba4e-ffa9-4304-ace4-d137f301b191.parquet"
+	if _, err := srv.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(srv.Bucket), Key: aws.String(key), Body: bytes.NewReader([]byte("rows"))}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path string
+		gone bool
+	}{
+		{"s3://" + srv.Bucket + "/" + key, false},
+		{"s3a://" + srv.Bucket + "/" + key, false},
+		{"s3://" + srv.Bucket + "/t/data/missing-301.parquet", true},
+	} {
+		if gone, err := Gone(ctx, fsys, tc.path); err != nil || gone != tc.gone {
+			t.Errorf("Gone(%s) = %v, %v; want %v", tc.path, gone, err, tc.gone)
+		}
+	}
+
+	props := srv.Props()
+	props["s3.endpoint"] = "http://" + servers.RefusedAddr
+	down, err := icebergio.LoadFS(ctx, props, "s3://"+srv.Bucket+"/t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "s3://" + srv.Bucket + "/" + key
+	if _, err := down.Open(path); !errors.Is(err, fs.ErrNotExist) {
+		// The reason for this package: if gocloud stops mapping a
+		// refused connection to NotFound, this test says so.
+		t.Logf("gocloud no longer reports a refused read of %s as missing: %v", path, err)
+	}
+	if gone, err := Gone(ctx, down, path); gone || err == nil {
+		t.Fatalf("refused storage: gone %v, error %v; want an error", gone, err)
+	}
+}
+
+// On local disk, Gone is the file's absence.
+func TestGoneLocal(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f.parquet")
+	if err := os.WriteFile(p, []byte("rows"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fsys := icebergio.LocalFS{}
+	if gone, err := Gone(context.Background(), fsys, p); gone || err != nil {
+		t.Fatalf("stored file: %v %v", gone, err)
+	}
+	if gone, err := Gone(context.Background(), fsys, filepath.Join(dir, "g.parquet")); !gone || err != nil {
+		t.Fatalf("missing file: %v %v", gone, err)
+	}
+}
