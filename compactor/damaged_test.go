@@ -10,6 +10,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // A compaction over a manifest that reads cleanly but short fails naming
@@ -29,6 +30,16 @@ func TestDamagedManifestFailsCompaction(t *testing.T) {
 			t.Fatal(err)
 		}
 		damagedRun(t, e, &Job{}, path, n, func(b []byte) ([]byte, error) { return testkit.CutAfterBlocks(b, 1) })
+	})
+	t.Run("clustering by sort", func(t *testing.T) {
+		// The overlap rule plans from every data manifest's bounds: a
+		// short one must fail the run, not hide files from the depth.
+		e := overlappingTable(t, maintenance.StrategySort)
+		path, n, err := testkit.LargestManifest(e.Ctx, e.Load())
+		if err != nil {
+			t.Fatal(err)
+		}
+		damagedRun(t, e, &Job{}, path, n, func(b []byte) ([]byte, error) { return testkit.CutAfterBlocks(b, 0) })
 	})
 	t.Run("manifest rewrite", func(t *testing.T) {
 		e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")

@@ -147,26 +147,7 @@ func TestSortOnTransformFails(t *testing.T) {
 // The Z-curve over two keys visits a 4×4 grid in Morton order: quadrant by
 // quadrant, each quadrant in the same Z.
 func TestZOrderPermutationIsMorton(t *testing.T) {
-	xb, yb := array.NewInt64Builder(memory.DefaultAllocator), array.NewInt64Builder(memory.DefaultAllocator)
-	var points [][2]int64
-	for y := int64(3); y >= 0; y-- { // fed in an order unlike the answer
-		for x := int64(3); x >= 0; x-- {
-			xb.Append(x)
-			yb.Append(y)
-			points = append(points, [2]int64{x, y})
-		}
-	}
-	xs, ys := xb.NewArray(), yb.NewArray()
-	defer xs.Release()
-	defer ys.Release()
-	var keys []sortKey
-	for _, col := range []arrow.Array{xs, ys} {
-		cmpFn, zbits, err := comparer(col)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, sortKey{col: col, compare: cmpFn, zbits: zbits})
-	}
+	points, keys := grid4x4(t) // fed in an order unlike the answer
 	var got [][2]int64
 	perm, _ := zorderPermutation(len(points), keys)
 	for _, i := range perm {
@@ -250,26 +231,7 @@ func TestHilbertIndex(t *testing.T) {
 // grid fed backwards, each row is a neighbour of the one before, and one
 // key orders as the sort does.
 func TestHilbertPermutation(t *testing.T) {
-	xb, yb := array.NewInt64Builder(memory.DefaultAllocator), array.NewInt64Builder(memory.DefaultAllocator)
-	var points [][2]int64
-	for y := int64(3); y >= 0; y-- {
-		for x := int64(3); x >= 0; x-- {
-			xb.Append(x)
-			yb.Append(y)
-			points = append(points, [2]int64{x, y})
-		}
-	}
-	xs, ys := xb.NewArray(), yb.NewArray()
-	defer xs.Release()
-	defer ys.Release()
-	var keys []sortKey
-	for _, col := range []arrow.Array{xs, ys} {
-		cmpFn, zbits, err := comparer(col)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, sortKey{col: col, compare: cmpFn, zbits: zbits})
-	}
+	points, keys := grid4x4(t)
 	perm, _ := hilbertPermutation(len(points), keys)
 	for i := 1; i < len(perm); i++ {
 		a, b := points[perm[i-1]], points[perm[i]]
@@ -283,4 +245,30 @@ func TestHilbertPermutation(t *testing.T) {
 			t.Fatalf("one key: %v after %v", points[one[i]], points[one[i-1]])
 		}
 	}
+}
+
+// grid4x4 is the points of a 4×4 grid of two int64 columns, fed from
+// (3,3) down to (0,0), and the sort keys over the columns (released with
+// the test).
+func grid4x4(t *testing.T) ([][2]int64, []sortKey) {
+	xb, yb := array.NewInt64Builder(memory.DefaultAllocator), array.NewInt64Builder(memory.DefaultAllocator)
+	var points [][2]int64
+	for y := int64(3); y >= 0; y-- {
+		for x := int64(3); x >= 0; x-- {
+			xb.Append(x)
+			yb.Append(y)
+			points = append(points, [2]int64{x, y})
+		}
+	}
+	xs, ys := xb.NewArray(), yb.NewArray()
+	t.Cleanup(func() { xs.Release(); ys.Release() })
+	var keys []sortKey
+	for _, col := range []arrow.Array{xs, ys} {
+		cmpFn, zbits, err := comparer(col)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, sortKey{col: col, compare: cmpFn, zbits: zbits})
+	}
+	return points, keys
 }

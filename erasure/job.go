@@ -173,7 +173,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 			return fmt.Errorf("erasure of %s: snapshots expired; deleting their files failed: %w", t.Table, err)
 		}
 		fig.GoneAt = time.Now().UTC()
-		gone, kept, err := absent(ctx, fsys, slices.Concat(taken, expiredFiles))
+		gone, kept, err := absent(ctx, fsys, before.Location(), slices.Concat(taken, expiredFiles))
 		if err != nil {
 			return fmt.Errorf("erasure of %s: %w", t.Table, err)
 		}

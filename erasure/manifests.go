@@ -180,10 +180,10 @@ func (d *deleteTimes) of(meta table.Metadata, snap *table.Snapshot) (map[string]
 // absent sorts paths into those storage no longer has and those it still
 // has, asking storage of each (objects.Gone: a "not found" that S3 did not
 // answer is an error, not a proof).
-func absent(ctx context.Context, fsys icebergio.IO, paths []string) (gone, kept []string, err error) {
+func absent(ctx context.Context, fsys icebergio.IO, location string, paths []string) (gone, kept []string, err error) {
 	slices.Sort(paths)
 	for _, p := range slices.Compact(paths) {
-		ok, err := objects.Gone(ctx, fsys, p)
+		ok, err := objects.Gone(ctx, fsys, location, p)
 		switch {
 		case err != nil:
 			return gone, kept, err

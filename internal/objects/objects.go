@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"strings"
 
 	icebergio "github.com/apache/iceberg-go/io"
@@ -26,13 +27,69 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-// Gone reports whether the file at path is absent from fsys. On
-// iceberg-go's S3 IO it is a HeadObject whose answer is a 404; any other
-// failure is an error, never "gone". Elsewhere it is fsys.Open failing
-// with fs.ErrNotExist.
-func Gone(ctx context.Context, fsys icebergio.IO, path string) (bool, error) {
-	if client, bucket, key, ok := s3Object(fsys, path); ok {
-		_, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+// ErrOtherBucket is returned for a path outside the table's bucket.
+var ErrOtherBucket = errors.New("path is not in the table's bucket")
+
+// ErrInvalidKey is returned for an object key that could name another
+// object than it spells.
+var ErrInvalidKey = errors.New("object key with an empty, \".\" or \"..\" segment, or an escaped one")
+
+// Bucket returns the bucket of an s3://, s3a:// or s3n:// location.
+func Bucket(location string) (string, bool) {
+	bucket, _, ok := split(location)
+	return bucket, ok
+}
+
+// Key returns the object key of path, an s3, s3a or s3n URL that must be
+// in bucket. It refuses a key that storage or a proxy could resolve to
+// another object: an empty, "." or ".." segment, or one that percent-
+// decodes to those or holds an escaped "/".
+func Key(bucket, path string) (string, error) {
+	b, key, ok := split(path)
+	if !ok {
+		return "", fmt.Errorf("%s: not an S3 URL: %w", path, ErrInvalidKey)
+	}
+	if b != bucket {
+		return "", fmt.Errorf("%s: %w %s", path, ErrOtherBucket, bucket)
+	}
+	if !fs.ValidPath(key) || key == "." {
+		return "", fmt.Errorf("%s: %w", path, ErrInvalidKey)
+	}
+	for seg := range strings.SplitSeq(key, "/") {
+		u, err := url.PathUnescape(seg)
+		if err != nil || u == "." || u == ".." || strings.ContainsAny(u, "/\\") {
+			return "", fmt.Errorf("%s: %w", path, ErrInvalidKey)
+		}
+	}
+	return key, nil
+}
+
+// split cuts an s3://, s3a:// or s3n:// URL into its bucket and key.
+func split(location string) (bucket, key string, ok bool) {
+	scheme, rest, ok := strings.Cut(location, "://")
+	if !ok || (scheme != "s3" && scheme != "s3a" && scheme != "s3n") {
+		return "", "", false
+	}
+	bucket, key, _ = strings.Cut(rest, "/")
+	return bucket, key, bucket != ""
+}
+
+// Gone reports whether the file at path, of the table at location, is
+// absent from fsys. On iceberg-go's S3 IO it is a HeadObject whose answer
+// is a 404, for a key in the table's bucket (Key); any other failure is
+// an error, never "gone". Elsewhere it is fsys.Open failing with
+// fs.ErrNotExist.
+func Gone(ctx context.Context, fsys icebergio.IO, location, path string) (bool, error) {
+	if client := S3Client(fsys); client != nil {
+		bucket, ok := Bucket(location)
+		if !ok {
+			return false, fmt.Errorf("look for %s: table location %s is not an S3 URL", path, location)
+		}
+		key, err := Key(bucket, path)
+		if err != nil {
+			return false, fmt.Errorf("look for %w", err)
+		}
+		_, err = client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 		var re *awshttp.ResponseError
 		switch {
 		case err == nil:
@@ -54,20 +111,13 @@ func Gone(ctx context.Context, fsys icebergio.IO, path string) (bool, error) {
 	return false, nil
 }
 
-// s3Object returns the S3 client under fsys and path's bucket and key,
-// when fsys is iceberg-go's S3 blob IO and path an s3, s3a or s3n URL.
-func s3Object(fsys icebergio.IO, path string) (client *s3.Client, bucket, key string, ok bool) {
-	bfs, isBlob := fsys.(*blobfs.FileIO)
-	if !isBlob || !bfs.Bucket.As(&client) || client == nil {
-		return nil, "", "", false
+// S3Client returns the S3 client under fsys when it is iceberg-go's S3
+// blob IO, else nil.
+func S3Client(fsys icebergio.IO) *s3.Client {
+	bfs, ok := fsys.(*blobfs.FileIO)
+	var client *s3.Client
+	if !ok || !bfs.Bucket.As(&client) {
+		return nil
 	}
-	scheme, rest, found := strings.Cut(path, "://")
-	if !found || (scheme != "s3" && scheme != "s3a" && scheme != "s3n") {
-		return nil, "", "", false
-	}
-	bucket, key, _ = strings.Cut(rest, "/")
-	if bucket == "" || key == "" {
-		return nil, "", "", false
-	}
-	return client, bucket, key, true
+	return client
 }

@@ -19,14 +19,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"strings"
 	"sync"
 
 	icebergio "github.com/apache/iceberg-go/io"
-	"github.com/apache/iceberg-go/io/gocloud/blobfs"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/icekeeper/icekeeper/internal/objects"
 )
 
 // PartBytes is the size of a part buffer: S3's 5 MiB minimum part with
@@ -36,9 +36,6 @@ const PartBytes = 8 << 20
 // inFlight is how many full parts of one object upload while the next
 // fills.
 const inFlight = 2
-
-// ErrOtherBucket is returned for a path outside the bucket the FS writes.
-var ErrOtherBucket = errors.New("path is not in the table's bucket")
 
 // FS is a table's file IO whose Create writes with this package's
 // writer; the rest is the IO's own.
@@ -56,16 +53,9 @@ type FS struct {
 // blob IO; any other IO is returned as it is. ctx is the context of every
 // request the writers make.
 func Wrap(ctx context.Context, fsys icebergio.WriteFileIO, location string) icebergio.WriteFileIO {
-	bfs, ok := fsys.(*blobfs.FileIO)
-	if !ok {
-		return fsys
-	}
-	var client *s3.Client
-	if !bfs.Bucket.As(&client) || client == nil {
-		return fsys
-	}
-	bucket, _, ok := split(location)
-	if !ok {
+	client := objects.S3Client(fsys)
+	bucket, ok := objects.Bucket(location)
+	if client == nil || !ok {
 		return fsys
 	}
 	return newFS(ctx, fsys, client, bucket, PartBytes)
@@ -80,28 +70,12 @@ func newFS(ctx context.Context, fsys icebergio.WriteFileIO, client *s3.Client, b
 	return f
 }
 
-// split cuts an s3://, s3a:// or s3n:// URL into its bucket and key.
-func split(location string) (bucket, key string, ok bool) {
-	scheme, rest, ok := strings.Cut(location, "://")
-	if !ok || (scheme != "s3" && scheme != "s3a" && scheme != "s3n") {
-		return "", "", false
-	}
-	bucket, key, _ = strings.Cut(rest, "/")
-	return bucket, key, bucket != ""
-}
-
 // Create starts writing the object at name, which must be in the FS's
-// bucket and a valid object path (no empty, "." or ".." segment).
+// bucket under a key that names only itself (objects.Key).
 func (f *FS) Create(name string) (icebergio.FileWriter, error) {
-	bucket, key, ok := split(name)
-	if !ok {
-		return nil, &fs.PathError{Op: "create", Path: name, Err: fs.ErrInvalid}
-	}
-	if bucket != f.bucket {
-		return nil, &fs.PathError{Op: "create", Path: name, Err: fmt.Errorf("%w %s", ErrOtherBucket, f.bucket)}
-	}
-	if !fs.ValidPath(key) || key == "." {
-		return nil, &fs.PathError{Op: "create", Path: name, Err: fs.ErrInvalid}
+	key, err := objects.Key(f.bucket, name)
+	if err != nil {
+		return nil, &fs.PathError{Op: "create", Path: name, Err: err}
 	}
 	return &writer{f: f, name: name, key: key, buf: f.get()}, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/icekeeper/icekeeper/internal/objects"
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 )
 
@@ -95,6 +96,8 @@ func TestCreateRefusesOtherPaths(t *testing.T) {
 		"s3://bucket/t//f",
 		"s3://bucket/t/../u/f",
 		"s3://bucket/t/./f",
+		"s3://bucket/t/%2e%2e/u/f",
+		"s3://bucket/t/a%2Fb",
 		"s3://bucket/",
 		"s3://bucket",
 		"s3:///t/f",
@@ -102,7 +105,7 @@ func TestCreateRefusesOtherPaths(t *testing.T) {
 		if w, err := f.Create(name); err == nil {
 			w.Close()
 			t.Errorf("Create(%q) was accepted", name)
-		} else if !errors.Is(err, fs.ErrInvalid) && !errors.Is(err, ErrOtherBucket) {
+		} else if !errors.Is(err, objects.ErrInvalidKey) && !errors.Is(err, objects.ErrOtherBucket) {
 			t.Errorf("Create(%q): %v", name, err)
 		}
 	}
