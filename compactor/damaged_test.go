@@ -14,7 +14,7 @@ import (
 )
 
 // A compaction over a manifest that reads cleanly but short fails naming
-// the manifest and both counts, and commits nothing: the data rewrite
+// the manifest and both lengths, and commits nothing: the data rewrite
 // would otherwise drop the lost files' delete files as dangling, and a
 // manifest rewrite would drop the lost entries from the table itself.
 func TestDamagedManifestFailsCompaction(t *testing.T) {
@@ -25,21 +25,42 @@ func TestDamagedManifestFailsCompaction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		path, n, err := testkit.LargestManifest(e.Ctx, tbl)
+		path, _, err := testkit.LargestManifest(e.Ctx, tbl)
 		if err != nil {
 			t.Fatal(err)
 		}
-		damagedRun(t, e, &Job{}, path, n, func(b []byte) ([]byte, error) { return testkit.CutAfterBlocks(b, 1) })
+		damagedRun(t, e, &Job{}, path, func(b []byte) ([]byte, error) { return testkit.CutAfterBlocks(b, 1) })
 	})
+	for _, totals := range []bool{true, false} {
+		t.Run(fmt.Sprintf("old writer, totals=%v", totals), func(t *testing.T) {
+			// Format version 1, a list without counts: the scan's file
+			// count cannot be checked against the list, and without totals
+			// against nothing; the length still tells.
+			e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "1")
+			tbl = e.Append(tbl, 20)
+			tbl, err := testkit.AddCopies(e.Ctx, tbl, 300)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := testkit.OldWriterTable(e.Ctx, tbl, totals); err != nil {
+				t.Fatal(err)
+			}
+			path, _, err := testkit.LargestManifest(e.Ctx, e.Load())
+			if err != nil {
+				t.Fatal(err)
+			}
+			damagedRun(t, e, &Job{}, path, func(b []byte) ([]byte, error) { return testkit.CutAfterBlocks(b, 1) })
+		})
+	}
 	t.Run("clustering by sort", func(t *testing.T) {
 		// The overlap rule plans from every data manifest's bounds: a
 		// short one must fail the run, not hide files from the depth.
 		e := overlappingTable(t, maintenance.StrategySort)
-		path, n, err := testkit.LargestManifest(e.Ctx, e.Load())
+		path, _, err := testkit.LargestManifest(e.Ctx, e.Load())
 		if err != nil {
 			t.Fatal(err)
 		}
-		damagedRun(t, e, &Job{}, path, n, func(b []byte) ([]byte, error) { return testkit.CutAfterBlocks(b, 0) })
+		damagedRun(t, e, &Job{}, path, func(b []byte) ([]byte, error) { return testkit.CutAfterBlocks(b, 0) })
 	})
 	t.Run("manifest rewrite", func(t *testing.T) {
 		e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
@@ -56,21 +77,25 @@ func TestDamagedManifestFailsCompaction(t *testing.T) {
 		}
 		// Files this small compact too; the minimum keeps the data alone,
 		// so the manifest rewrite is what reads the damaged manifest.
-		damagedRun(t, e, &Job{MinInputFiles: 1000}, list[3].FilePath(), 1, func(b []byte) ([]byte, error) { return testkit.CutAfterBlocks(b, 0) })
+		damagedRun(t, e, &Job{MinInputFiles: 1000}, list[3].FilePath(), func(b []byte) ([]byte, error) { return testkit.CutAfterBlocks(b, 0) })
 	})
 }
 
-// damagedRun damages the manifest at path (n entries) with how and
-// asserts that a compaction fails naming it and changes nothing.
-func damagedRun(t *testing.T, e *env, job *Job, path string, n int, how func([]byte) ([]byte, error)) {
+// damagedRun damages the manifest at path with how and asserts that a
+// compaction fails naming it and its recorded length, and changes nothing.
+func damagedRun(t *testing.T, e *env, job *Job, path string, how func([]byte) ([]byte, error)) {
 	t.Helper()
 	before := e.Load()
 	if _, err := testkit.Damage(e.Ctx, before, path, how); err != nil {
 		t.Fatal(err)
 	}
 	out, _ := e.compact(job)
+	m, err := testkit.ManifestOf(e.Ctx, before, path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if out.Status != state.Failed || !strings.Contains(out.FailureMessage, path) ||
-		!strings.Contains(out.FailureMessage, fmt.Sprintf("counts %d", n)) {
+		!strings.Contains(out.FailureMessage, fmt.Sprintf("its manifest list records %d (manifest_length)", m.Length())) {
 		t.Fatalf("compaction over a damaged manifest: %s %s", out.Status, out.FailureMessage)
 	}
 	if after := e.Load(); after.MetadataLocation() != before.MetadataLocation() {

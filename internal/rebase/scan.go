@@ -50,16 +50,27 @@ func PlanVerified(ctx context.Context, tbl *table.Table, snap *table.Snapshot) (
 	if snap == nil {
 		return nil, nil
 	}
-	tasks, err := tbl.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithMaxConcurrency(manifestReads),
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// iceberg-go opens the manifests itself: it is handed an IO that
+	// checks each one's size against the list's manifest_length on open
+	// (the size comes with the read), so that a manifest cut at a block
+	// boundary fails the plan even where no count or total would tell.
+	list, err := verified.Manifests(fs, snap)
+	if err != nil {
+		return nil, fmt.Errorf("plan scan of %s: %w", tbl.Identifier(), err)
+	}
+	checkedFS := verified.IO(fs, list)
+	checked := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(),
+		func(context.Context) (icebergio.IO, error) { return checkedFS, nil }, nil)
+	tasks, err := checked.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithMaxConcurrency(manifestReads),
 		table.WithOptions(iceberg.Properties{"include_empty_files": "true"})).PlanFiles(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("plan scan of %s at snapshot %d: %w", tbl.Identifier(), snap.SnapshotID, err)
 	}
 	tasks = WholeFiles(tasks)
-	fs, err := tbl.FS(ctx)
-	if err != nil {
-		return nil, err
-	}
 	if err := verified.LiveDataFiles(fs, snap, len(tasks)); err != nil {
 		return nil, fmt.Errorf("plan scan of %s: %w", tbl.Identifier(), err)
 	}

@@ -1,7 +1,8 @@
 // Package verified reads manifest lists and manifests and checks that each
-// holds what the metadata above it counts: a manifest the ADDED, EXISTING
-// and DELETED entries its manifest-list entry counts, a manifest list the
-// live data and delete files its snapshot summary totals.
+// is the file the metadata above it describes: a manifest has the size its
+// manifest-list entry records (manifest_length) and holds the ADDED,
+// EXISTING and DELETED entries that entry counts; a manifest list holds
+// the live data and delete files its snapshot summary totals.
 //
 // An Avro object container file cut off exactly after a block's sync
 // marker decodes without an error and with fewer records; so does a block
@@ -9,11 +10,18 @@
 // manifest (what is unreferenced, which delete files are dangling, what a
 // rewritten manifest keeps) would silently lose the missing entries, so
 // every reader that decides goes through this package, and a shortfall or
-// surplus is an error naming the file and both counts.
+// surplus is an error naming the file and both figures.
 //
-// What cannot be verified is not: a format-version-1 manifest list may
-// leave its counts null, and a snapshot summary may lack totals (older
-// writers). Such a file is read as it is.
+// The length is the check that always applies: manifest_length is
+// required in every format version, and the stored size comes with the
+// read itself (the GET's Content-Length on S3, fstat on a local file), so
+// it costs no request. Counts may be missing: a format-version-1 manifest
+// list may leave them null (old writers do). Then the live entries of the
+// manifests without counts are read and counted, and the sum compared
+// with the summary's totals, so that a list cut at a block boundary is
+// caught too. What is left unverifiable is a list with null counts under
+// a summary without totals: its manifests are still checked by length,
+// but a list that lost whole manifests reads as it is.
 package verified
 
 import (
@@ -52,6 +60,72 @@ func (e *CountError) Error() string {
 // Unwrap makes errors.Is(err, ErrDamaged) hold.
 func (e *CountError) Unwrap() error { return ErrDamaged }
 
+// LengthError is a manifest whose stored size is not the length its
+// manifest list records: not the file the snapshot wrote.
+type LengthError struct {
+	// File is the manifest.
+	File string
+	// Recorded is its manifest-list entry's manifest_length; Stored the
+	// size of the object or file read.
+	Recorded, Stored int64
+}
+
+func (e *LengthError) Error() string {
+	return fmt.Sprintf("%v: manifest %s is %d bytes in storage, its manifest list records %d (manifest_length): the file is cut short, altered or replaced",
+		ErrDamaged, e.File, e.Stored, e.Recorded)
+}
+
+// Unwrap makes errors.Is(err, ErrDamaged) hold.
+func (e *LengthError) Unwrap() error { return ErrDamaged }
+
+// IO returns fs, except that opening one of manifests checks the opened
+// file's size against its recorded length first and fails with a
+// *LengthError on a difference. It is for readers this package does not
+// drive (iceberg-go's scan planning), so that they read no manifest
+// unverified; only Open is passed through.
+func IO(fs icebergio.IO, manifests []iceberg.ManifestFile) icebergio.IO {
+	lengths := make(map[string]int64, len(manifests))
+	for _, m := range manifests {
+		lengths[m.FilePath()] = m.Length()
+	}
+	return checkedIO{fs: fs, lengths: lengths}
+}
+
+type checkedIO struct {
+	fs      icebergio.IO
+	lengths map[string]int64
+}
+
+func (c checkedIO) Open(name string) (icebergio.File, error) {
+	f, err := c.fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if want, ok := c.lengths[name]; ok {
+		if err := checkLength(f, name, want); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+func (c checkedIO) Remove(name string) error {
+	return fmt.Errorf("remove %s: the verified manifest reader does not delete", name)
+}
+
+// checkLength compares the size of the open manifest f with recorded.
+func checkLength(f icebergio.File, path string, recorded int64) error {
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("size of manifest %s: %w", path, err)
+	}
+	if info.Size() != recorded {
+		return &LengthError{File: path, Recorded: recorded, Stored: info.Size()}
+	}
+	return nil
+}
+
 // Summary totals this package checks a manifest list against.
 const (
 	totalDataFiles   = "total-data-files"
@@ -68,13 +142,13 @@ func Manifests(fs icebergio.IO, snap *table.Snapshot) ([]iceberg.ManifestFile, e
 	if err != nil {
 		return nil, fmt.Errorf("read manifest list %s of snapshot %d: %w", snap.ManifestList, snap.SnapshotID, err)
 	}
-	if err := checkList(snap, list); err != nil {
+	if err := checkList(fs, snap, list); err != nil {
 		return nil, err
 	}
 	return list, nil
 }
 
-func checkList(snap *table.Snapshot, list []iceberg.ManifestFile) error {
+func checkList(fs icebergio.IO, snap *table.Snapshot, list []iceberg.ManifestFile) error {
 	for _, c := range []struct {
 		content iceberg.ManifestContent
 		key     string
@@ -87,13 +161,39 @@ func checkList(snap *table.Snapshot, list []iceberg.ManifestFile) error {
 		if !ok {
 			continue
 		}
-		got, known := LiveFiles(list, c.content)
-		if known && got != want {
+		got, err := liveFiles(fs, list, c.content)
+		if err != nil {
+			return fmt.Errorf("count the %s of manifest list %s: %w", c.what, snap.ManifestList, err)
+		}
+		if got != want {
 			return &CountError{File: snap.ManifestList, What: c.what, Counted: want, Read: got,
 				By: fmt.Sprintf("the summary of snapshot %d (%s)", snap.SnapshotID, c.key)}
 		}
 	}
 	return nil
+}
+
+// liveFiles is the number of ADDED and EXISTING files in the manifests of
+// content in list: what each manifest's list entry counts, or where the
+// counts are null, what the manifest holds, read and verified by length.
+func liveFiles(fs icebergio.IO, list []iceberg.ManifestFile, content iceberg.ManifestContent) (int64, error) {
+	var n int64
+	for _, m := range list {
+		if m.ManifestContent() != content {
+			continue
+		}
+		if a, e := m.AddedDataFiles(), m.ExistingDataFiles(); a >= 0 && e >= 0 {
+			n += int64(a) + int64(e)
+			continue
+		}
+		for _, err := range Entries(fs, m, true) {
+			if err != nil {
+				return 0, err
+			}
+			n++
+		}
+	}
+	return n, nil
 }
 
 // SummaryTotal returns the summary total key of snap, if it has one.
@@ -122,15 +222,15 @@ func LiveFiles(list []iceberg.ManifestFile, content iceberg.ManifestContent) (in
 	return n, true
 }
 
-// Entries yields m's entries (its live ones with discardDeleted) and,
-// after the last, an error if the manifest held other than its
-// manifest-list entry counts of ADDED, EXISTING or DELETED entries. A
-// consumer acts on what it was given only once the sequence ended
-// without an error.
+// Entries yields m's entries (its live ones with discardDeleted), none if
+// the manifest's stored size is not its recorded length, and after the
+// last an error if the manifest held other than its manifest-list entry
+// counts of ADDED, EXISTING or DELETED entries. A consumer acts on what it
+// was given only once the sequence ended without an error.
 func Entries(fs icebergio.IO, m iceberg.ManifestFile, discardDeleted bool) iter.Seq2[iceberg.ManifestEntry, error] {
 	return func(yield func(iceberg.ManifestEntry, error) bool) {
 		var n [3]int64 // by status: EXISTING, ADDED, DELETED
-		for e, err := range m.Entries(fs, false) {
+		for e, err := range m.Entries(IO(fs, []iceberg.ManifestFile{m}), false) {
 			if err != nil {
 				yield(nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err))
 				return

@@ -115,10 +115,12 @@ func TestManifestCounts(t *testing.T) {
 				t.Fatalf("a damaged manifest (%d of %d entries readable) was read without an error", read, n)
 			}
 			if c.clean {
-				var ce *verified.CountError
-				if !errors.As(err, &ce) || !errors.Is(err, verified.ErrDamaged) || ce.Counted != int64(n) || ce.Read != int64(read) ||
+				// The length tells before a count could: the file is
+				// refused at open, with both sizes.
+				var le *verified.LengthError
+				if !errors.As(err, &le) || !errors.Is(err, verified.ErrDamaged) || le.Recorded != m.Length() || le.Stored >= m.Length() ||
 					!strings.Contains(err.Error(), path) {
-					t.Fatalf("want a count error naming %s with %d counted and %d read, got %v", path, n, read, err)
+					t.Fatalf("want a length error naming %s with %d bytes recorded, got %v", path, m.Length(), err)
 				}
 			}
 			t.Log(err)
@@ -192,8 +194,8 @@ func TestManifestReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = verified.FetchEntries(fs, small, true)
-	var ce *verified.CountError
-	if !errors.As(err, &ce) || ce.Read != int64(big.AddedDataFiles()) || ce.Counted != int64(small.AddedDataFiles()) {
+	var le *verified.LengthError
+	if !errors.As(err, &le) || le.Stored != big.Length() || le.Recorded != small.Length() {
 		t.Fatalf("a manifest replaced by a larger one: %v", err)
 	}
 }
