@@ -31,6 +31,7 @@ import (
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/orphan"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 const deadlineDays = 7
@@ -53,7 +54,7 @@ func newEnv(t testing.TB, e *tableenv.Env) *env {
 	e.Defaults.Configs[maintenance.Erasure] = maintenance.Config{Status: maintenance.Enabled,
 		Settings: &maintenance.ErasureSettings{DeadlineDays: maintenance.Int(deadlineDays)}}
 	removal := &orphan.Job{Store: e.Store}
-	er := &Job{DeleteFiles: removal.DeleteUnreferenced}
+	er := &Job{DeleteFiles: removal.DeleteUnreferenced, Unreferenced: removal.Unreferenced, Holders: removal.Holders, Blocks: e.Store}
 	runner := e.Runner(er.Definition())
 	runner.Jobs = jobs.Map(er.Definition(), (&compactor.Job{}).Definition(),
 		(&expire.Job{DeleteFiles: removal.DeleteUnreferenced}).Definition(), removal.Definition())
@@ -509,7 +510,7 @@ func TestAnotherTablesFilesStay(t *testing.T) {
 	otherRows := e.Rows(other, 0)
 
 	out := e.run(maintenance.Erasure, time.Now().Add((deadlineDays+1)*24*time.Hour), "Failed")
-	if !strings.Contains(out.FailureMessage, ErrBlocked.Error()) || !strings.Contains(out.FailureMessage, "another table references them") {
+	if !strings.Contains(out.FailureMessage, ErrBlocked.Error()) || !strings.Contains(out.FailureMessage, `table "t.snap" references `) {
 		t.Fatalf("failure %q", out.FailureMessage)
 	}
 	for _, p := range files {
@@ -601,7 +602,7 @@ func TestRewritesOnlyFilesWithRemovedRows(t *testing.T) {
 // them away and expires the snapshots that reached them; the other
 // table's file stays under every spelling (the link itself, the table's
 // own object, may go), the other table's rows are intact, and the run
-// fails saying another table references what is still stored.
+// fails naming the other table, which holds what is still stored.
 func TestHostileNamesKeepAnotherTablesFile(t *testing.T) {
 	base, tbl := tableenv.New(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	e := newEnv(t, base)
@@ -648,7 +649,7 @@ func TestHostileNamesKeepAnotherTablesFile(t *testing.T) {
 	want := e.Rows(tbl, 0)
 
 	out := e.run(maintenance.Erasure, time.Now().Add((deadlineDays+1)*24*time.Hour), "Failed")
-	if !strings.Contains(out.FailureMessage, "another table references them") {
+	if !strings.Contains(out.FailureMessage, `table "t.other" references `) {
 		t.Fatalf("failure %q", out.FailureMessage)
 	}
 	if _, err := os.Stat(theirsOnDisk); err != nil {
@@ -667,4 +668,138 @@ func TestHostileNamesKeepAnotherTablesFile(t *testing.T) {
 	if missing, err := tablecheck.MissingFiles(e.Ctx, e.Load()); err != nil || len(missing) > 0 {
 		t.Errorf("reachable files missing: %v %v", missing, err)
 	}
+}
+
+// A file that held removed rows and that another table references blocks
+// erasure until that table lets it go: the first run fails naming the
+// table; a day later, when the table's own metadata no longer reaches the
+// file, the run still fails naming it and reports the block in its
+// figures; once the other table drops its reference, a dry run and the
+// real run at the same clock both delete the file, and the real run
+// succeeds.
+func TestAnotherTableBlocksUntilItLetsGo(t *testing.T) {
+	base, tbl := tableenv.New(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e := newEnv(t, base)
+	tbl = e.cdc(tbl)
+	want := e.Rows(tbl, 0)
+	tasks, err := tbl.Scan().PlanFiles(e.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file string
+	for _, task := range tasks {
+		if len(task.DeleteFiles)+len(task.EqualityDeleteFiles)+len(task.DeletionVectorFiles) > 0 {
+			file = task.File.FilePath()
+			break
+		}
+	}
+	if file == "" {
+		t.Fatal("no data file holds removed rows: the test would prove nothing")
+	}
+	other := testkit.NewTable(t, e.B, "t", "snap", tableenv.BaseSchema)
+	tx := other.NewTransaction()
+	if err := tx.AddFiles(e.Ctx, []string{file}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if other, err = tx.Commit(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	named := `table "t.snap" references ` + file
+	day := func(n int) time.Time { return time.Now().Add(time.Duration(deadlineDays+n) * 24 * time.Hour) }
+	blockedBy := func(fig *Figures) bool {
+		return slices.ContainsFunc(fig.Blocked, func(bl planner.ErasureBlock) bool {
+			return bl.Type == planner.BlockTable && bl.Ref == "t.snap" && bl.Path == file && !bl.Due.IsZero() && !bl.Since.IsZero()
+		})
+	}
+
+	out := e.run(maintenance.Erasure, day(1), "Failed")
+	if fig := figures(t, out); !strings.Contains(out.FailureMessage, named) || !blockedBy(fig) {
+		t.Fatalf("first run: %q\n%s", out.FailureMessage, fig.Text())
+	}
+	if _, err := os.Stat(strings.TrimPrefix(file, "file://")); err != nil {
+		t.Fatalf("the file another table references went: %v", err)
+	}
+
+	// A day later the table's metadata no longer reaches the file: the
+	// block is remembered, and every run reports it.
+	for _, n := range []int{2, 3} {
+		out = e.run(maintenance.Erasure, day(n), "Failed")
+		fig := figures(t, out)
+		if !strings.Contains(out.FailureMessage, named) || !blockedBy(fig) || fig.Counters()["erasure_blocked_snapshots"] == 0 || fig.NextDue.IsZero() {
+			t.Fatalf("day %d: %q\n%s", n, out.FailureMessage, fig.Text())
+		}
+		if !strings.Contains(fig.Text(), `table "t.snap" references`) || !strings.Contains(summary(fig), "blocked by another table") {
+			t.Errorf("day %d: the proof does not name the table: %s / %s", n, fig.Text(), summary(fig))
+		}
+	}
+	last, err := e.Store.LastRuns(e.Ctx, e.Target().Key())
+	if err != nil || last[maintenance.Erasure].Status != "Failed" || !strings.Contains(last[maintenance.Erasure].FailureMessage, named) {
+		t.Fatalf("status: %+v %v", last[maintenance.Erasure], err)
+	}
+	if blocks, err := e.Store.ErasureBlocks(e.Ctx, e.Target().Key()); err != nil || len(blocks) != 1 || blocks[0].Holder.Name != "snap" {
+		t.Fatalf("remembered blocks: %+v %v", blocks, err)
+	}
+
+	// The other table expires its only snapshot: nothing holds the file.
+	cat, err := e.B.Catalog(e.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := cat.CommitTable(e.Ctx, other.Identifier(), nil, []table.Update{
+		table.NewRemoveSnapshotRefUpdate(table.MainBranch),
+		table.NewRemoveSnapshotsUpdate([]int64{other.CurrentSnapshot().SnapshotID}, false),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	dry, err := e.runner.Run(e.Ctx, e.Target(), maintenance.Erasure, "test", jobs.Options{Now: day(4), DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := figures(t, e.run(maintenance.Erasure, day(4), "Successful"))
+	if d := figures(t, dry); d.ObjectsDeleted != real.ObjectsDeleted || real.ObjectsDeleted == 0 {
+		t.Errorf("dry run would delete %d objects, the real run deleted %d", d.ObjectsDeleted, real.ObjectsDeleted)
+	}
+	if !slices.Contains(real.Gone, file) || len(real.Blocked) != 0 {
+		t.Fatalf("resolving run:\n%s", real.Text())
+	}
+	if blocks, err := e.Store.ErasureBlocks(e.Ctx, e.Target().Key()); err != nil || len(blocks) != 0 {
+		t.Fatalf("blocks after resolving: %+v %v", blocks, err)
+	}
+	e.settled(want)
+	e.run(maintenance.Erasure, day(5), "Successful")
+}
+
+// A dry run at a shifted clock reports what the real run at the same
+// clock then does: the snapshots it expires and the objects it deletes
+// after that expiry, and it changes nothing itself.
+func TestDryRunShowsTheDeletions(t *testing.T) {
+	base, tbl := tableenv.New(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e := newEnv(t, base)
+	tbl = e.cdc(tbl)
+	want := e.Rows(tbl, 0)
+	// Compaction applies the deletes now; what erasure has left at the
+	// deadline is the expiry of the snapshots that reach removed rows,
+	// and the deletion of what only they reached.
+	e.run(maintenance.Compaction, time.Now(), "Successful")
+	at := time.Now().Add((deadlineDays + 1) * 24 * time.Hour)
+	metadata := e.Load().MetadataLocation()
+	stored := e.raw.objects(t, tbl.Location())
+
+	out, err := e.runner.Run(e.Ctx, e.Target(), maintenance.Erasure, "test", jobs.Options{Now: at, DryRun: true})
+	if err != nil || out.Status != "Successful" {
+		t.Fatalf("dry run: %v %s %s", err, out.Status, out.FailureMessage)
+	}
+	dry := figures(t, out)
+	if e.Load().MetadataLocation() != metadata || !slices.Equal(e.raw.objects(t, tbl.Location()), stored) {
+		t.Fatal("the dry run changed the table or its storage")
+	}
+	real := figures(t, e.run(maintenance.Erasure, at, "Successful"))
+	if real.ObjectsDeleted == 0 || len(real.Expired) == 0 {
+		t.Fatalf("the real run did nothing to compare with:\n%s", real.Text())
+	}
+	if dry.ObjectsDeleted != real.ObjectsDeleted || len(dry.Expired) != len(real.Expired) || dry.FilesRewritten != real.FilesRewritten {
+		t.Errorf("dry run: %d objects deleted, %d snapshots expired, %d files rewritten; real run: %d, %d, %d\n%s\n%s",
+			dry.ObjectsDeleted, len(dry.Expired), dry.FilesRewritten, real.ObjectsDeleted, len(real.Expired), real.FilesRewritten, dry.Text(), real.Text())
+	}
+	e.settled(want)
 }

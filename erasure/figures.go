@@ -36,8 +36,10 @@ type Figures struct {
 	// ObjectsDeleted counts every object deleted: data and delete files,
 	// manifests and manifest lists.
 	ObjectsDeleted int `json:"objectsDeleted"`
-	// Blocked are the refs that keep removed row versions past the
-	// lead of their deadline; Pending what is not due yet.
+	// Blocked are the refs, and the other tables' references to files,
+	// that keep removed row versions past the lead of their deadline; a
+	// block by another table is reported by every run until it is
+	// resolved. Pending is what is not due yet.
 	Blocked []planner.ErasureBlock `json:"blocked,omitempty"`
 	Pending []planner.Pending      `json:"pending,omitempty"`
 	// NextDue is the deadline of the oldest pending or blocked version
@@ -104,6 +106,9 @@ func (f *Figures) TextItems(limit int) string {
 		fmt.Fprintf(&b, "\n  %d files checked gone from storage at %s, %d still stored", len(f.Gone), stamp(f.GoneAt), len(f.Kept))
 	}
 	textlist.Lines(&b, limit, f.Blocked, 0, func(bl planner.ErasureBlock) string {
+		if bl.Type == planner.BlockTable {
+			return fmt.Sprintf("blocked: table %q references %s (since %s) until it no longer does; rows removed %s, due %s", bl.Ref, bl.Path, stamp(bl.Since), removedText(0, bl.Removed), stamp(bl.Due))
+		}
 		return fmt.Sprintf("blocked: held by %s %q (snapshot %d) until you remove it; rows removed %s, due %s", bl.Type, bl.Ref, bl.SnapshotID, removedText(0, bl.Removed), stamp(bl.Due))
 	})
 	if len(f.Pending) > 0 {

@@ -29,17 +29,20 @@ import (
 	"github.com/sourcegraph/conc/pool"
 
 	"github.com/icekeeper/icekeeper/expire"
+	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/internal/cost"
 	"github.com/icekeeper/icekeeper/internal/rebase"
+	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/verified"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
 )
 
-// ErrBlocked is a run that did all it could, but a ref keeps row versions
-// past the lead of their deadline: the run fails with it, naming the refs.
+// ErrBlocked is a run that did all it could, but a ref or another table
+// keeps row versions past the lead of their deadline: the run fails with
+// it, naming them.
 var ErrBlocked = errors.New("erasure blocked")
 
 // Job is icebergErasure.
@@ -53,6 +56,17 @@ type Job struct {
 	// freshly loaded metadata (unreferenced file removal provides it),
 	// and returns how many it deleted.
 	DeleteFiles func(ctx context.Context, t jobs.Target, s maintenance.Settings, paths []string) (int, error)
+	// Unreferenced says which of paths DeleteFiles would delete were tbl
+	// the table's metadata, deleting nothing: a dry run asks it about the
+	// table as the expiry it does not commit would leave it.
+	Unreferenced func(ctx context.Context, t jobs.Target, s maintenance.Settings, tbl *table.Table, paths []string) ([]string, error)
+	// Holders says which other table of the bucket holds each of paths
+	// now (unreferenced file removal provides both).
+	Holders func(ctx context.Context, t jobs.Target, s maintenance.Settings, paths []string) (map[string]bucket.TableID, error)
+	// Blocks remembers the files kept because another table holds them:
+	// once the table's snapshots that reached them are expired, nothing
+	// else leads a later run back to them. Nil remembers nothing.
+	Blocks state.ErasureBlocks
 	// Logger receives the run's plans, commits and deletions at debug
 	// level (nil: none).
 	Logger *slog.Logger
@@ -116,7 +130,13 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 	if err != nil {
 		return err
 	}
-	if tbl.CurrentSnapshot() == nil {
+	var remembered []state.ErasureBlock
+	if j.Blocks != nil {
+		if remembered, err = j.Blocks.ErasureBlocks(ctx, t.Key()); err != nil {
+			return fmt.Errorf("erasure of %s: %w", t.Table, err)
+		}
+	}
+	if tbl.CurrentSnapshot() == nil && len(remembered) == 0 {
 		r.Settled(tbl, time.Time{})
 		return nil
 	}
@@ -146,17 +166,15 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 	for _, e := range plan.Expire {
 		fig.overdue(e.Removed, e.Due, now)
 	}
-	var dueAt []time.Time
-	for _, p := range fig.Pending {
-		dueAt = append(dueAt, p.Due)
-	}
-	for _, bl := range fig.Blocked {
-		dueAt = append(dueAt, bl.Due)
-	}
-	if len(dueAt) > 0 {
-		fig.NextDue = slices.MinFunc(dueAt, time.Time.Compare)
-	}
 
+	if r.DryRun && len(plan.Expire) > 0 {
+		// What the real run deletes follows its expiry: judge the files
+		// of the snapshots it would expire against the table as that
+		// expiry would leave it.
+		if fig.ObjectsDeleted, err = j.wouldDelete(ctx, r, before, plan.ExpireIDs(), fsys); err != nil {
+			return fmt.Errorf("erasure of %s: %w", t.Table, err)
+		}
+	}
 	if !r.DryRun && len(plan.Expire) > 0 {
 		manifests, expiredFiles, err := expire.FilesOf(fsys, before.Metadata(), plan.ExpireIDs(), r.Progress)
 		if err != nil {
@@ -192,19 +210,47 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 		fig.Kept = taken
 	}
 
-	var holders []string
+	var found []planner.ErasureBlock
+	unheld := fig.Kept
+	if !r.DryRun && len(fig.Kept) > 0 && len(plan.Expire) > 0 {
+		// Every snapshot of this table that reached them is expired, or
+		// a ref keeps it (Blocked): what else keeps them is outside the
+		// table, another table's references.
+		if found, unheld, err = j.heldFiles(ctx, r, fig.Kept, fig.Rewritten); err != nil {
+			return fmt.Errorf("erasure of %s: %w", t.Table, err)
+		}
+	}
+	tableBlocks, err := j.recheck(ctx, r, fsys, tbl, remembered, found, fig)
+	if err != nil {
+		return fmt.Errorf("erasure of %s: %w", t.Table, err)
+	}
+	fig.Blocked = append(fig.Blocked, tableBlocks...)
+
+	var dueAt []time.Time
+	for _, p := range fig.Pending {
+		dueAt = append(dueAt, p.Due)
+	}
 	for _, bl := range fig.Blocked {
+		dueAt = append(dueAt, bl.Due)
+	}
+	if len(dueAt) > 0 {
+		fig.NextDue = slices.MinFunc(dueAt, time.Time.Compare)
+	}
+
+	var holders []string
+	for _, bl := range plan.Blocked {
 		holders = append(holders, fmt.Sprintf("%s %q holds snapshot %d (rows due %s); remove it to let erasure finish", bl.Type, bl.Ref, bl.SnapshotID, stamp(bl.Due)))
 	}
-	if len(fig.Kept) > 0 && len(plan.Expire) > 0 && len(fig.Blocked) == 0 {
-		// Every snapshot of this table that reached them is gone, so
-		// what keeps them is outside it: another table's references.
-		holders = append(holders, fmt.Sprintf("%d files that held removed rows are still stored because another table references them (%s)", len(fig.Kept), fig.Kept[0]))
+	holders = append(holders, tableHolders(tableBlocks)...)
+	if len(unheld) > 0 && len(plan.Expire) > 0 && len(plan.Blocked) == 0 {
+		// Neither a ref nor, as far as the tables of the bucket say now,
+		// another table: still, a file that held removed rows is stored.
+		holders = append(holders, fmt.Sprintf("%d files that held removed rows are still stored, though no ref or other table of the bucket holds them (%s)", len(unheld), unheld[0]))
 	}
 	if len(holders) > 0 {
 		return fmt.Errorf("%w: %s", ErrBlocked, strings.Join(holders, "; "))
 	}
-	if tbl == start && len(plan.Expire) == 0 {
+	if tbl == start && len(plan.Expire) == 0 && len(remembered) == 0 {
 		// Nothing was due: a later run on this metadata decides the
 		// same until the clock makes the first pending version due.
 		r.Settled(tbl, s.NextErasure(fig.Pending))
@@ -218,6 +264,9 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 func (j *Job) rewrite(ctx context.Context, r *jobs.Run[Settings], tbl *table.Table, fsys icebergio.IO, dt *deleteTimes, policy commit.Policy, fig *Figures) (*table.Table, []string, error) {
 	t, s, now := r.Target, r.Settings, r.Now
 	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		return tbl, nil, nil // emptied: only remembered blocks are left to check
+	}
 	if n, ok := verified.SummaryTotal(snap, "total-delete-files"); ok && n == 0 {
 		return tbl, nil, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/icekeeper/icekeeper/internal/human"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // summary is a run in one line (jobs.Definition.Summary), in Text's
@@ -25,8 +26,19 @@ func summary(f *Figures) string {
 	if f.ObjectsDeleted > 0 {
 		parts = append(parts, fmt.Sprintf("%s %s", deleted, human.Count(int64(f.ObjectsDeleted), "object")))
 	}
-	if len(f.Blocked) > 0 {
-		parts = append(parts, fmt.Sprintf("blocked by %s", human.Count(int64(len(f.Blocked)), "ref")))
+	refs, files := 0, 0
+	for _, bl := range f.Blocked {
+		if bl.Type == planner.BlockTable {
+			files++
+		} else {
+			refs++
+		}
+	}
+	if refs > 0 {
+		parts = append(parts, fmt.Sprintf("blocked by %s", human.Count(int64(refs), "ref")))
+	}
+	if files > 0 {
+		parts = append(parts, fmt.Sprintf("%s blocked by another table", human.Count(int64(files), "file")))
 	}
 	if len(f.Pending) > 0 {
 		parts = append(parts, fmt.Sprintf("%d pending", len(f.Pending)))

@@ -482,23 +482,9 @@ func (j *Job) DeleteUnreferenced(ctx context.Context, t jobs.Target, s maintenan
 	if err != nil {
 		return 0, err
 	}
-	v, err := j.view(ctx, t, tbl, RulesOf(s), readAll)
+	del, err := j.unreferenced(ctx, t, s, tbl, paths)
 	if err != nil {
 		return 0, err
-	}
-	var del []loc
-	for _, p := range paths {
-		l, err := refLoc(p)
-		if err != nil {
-			return 0, err
-		}
-		// Delete the file the path names, as storage resolves it.
-		if forms, n := v.sc.forms(l); n == 1 {
-			l = forms[0]
-		}
-		if v.keeps(l) == "" {
-			del = append(del, l)
-		}
 	}
 	deleted := 0
 	for _, group := range groupByStorage(del) {

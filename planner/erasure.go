@@ -137,16 +137,27 @@ type ErasedSnapshot struct {
 	Due        time.Time `json:"due"`
 }
 
-// ErasureBlock is a ref that keeps a snapshot reaching removed row
-// versions past the lead of their deadline. Erasure never moves or drops
-// a ref: the versions the ref reaches stay until its owner removes it.
+// ErasureBlock is what keeps removed row versions past the lead of their
+// deadline: a ref whose snapshot reaches them, or another table that
+// references a file holding them. Erasure never moves or drops a ref, nor
+// deletes another table's file: the versions stay until the ref's owner
+// removes it, or the other table no longer references the file.
 type ErasureBlock struct {
+	// Ref names the tag or branch, or the table (namespace.name, in the
+	// same bucket) when Type is BlockTable.
 	Ref        string    `json:"ref"`
-	Type       string    `json:"type"` // "tag" or "branch"
-	SnapshotID int64     `json:"snapshotId"`
+	Type       string    `json:"type"` // "tag", "branch" or "table"
+	SnapshotID int64     `json:"snapshotId,omitempty"`
 	Removed    time.Time `json:"removed"`
 	Due        time.Time `json:"due"`
+	// Path is the file another table references, and Since when a run
+	// first found it there (BlockTable only).
+	Path  string    `json:"path,omitempty"`
+	Since time.Time `json:"since,omitzero"`
 }
+
+// BlockTable is the Type of an ErasureBlock by another table.
+const BlockTable = "table"
 
 // ErasureSnapshotPlan is what erasure does with a table's snapshots.
 type ErasureSnapshotPlan struct {

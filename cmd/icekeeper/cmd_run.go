@@ -265,6 +265,7 @@ func availableJobs(w *world) (map[maintenance.JobType]jobs.Job, error) {
 		(&compactor.Job{KeyIndex: w.store, Logger: w.logger}).Definition(),
 		(&expire.Job{DeleteFiles: removal.DeleteUnreferenced, Logger: w.logger}).Definition(),
 		removal.Definition(),
-		(&erasure.Job{DeleteFiles: removal.DeleteUnreferenced, Logger: w.logger}).Definition(),
+		(&erasure.Job{DeleteFiles: removal.DeleteUnreferenced, Unreferenced: removal.Unreferenced, Holders: removal.Holders,
+			Blocks: w.store, Logger: w.logger}).Definition(),
 	)
 }

@@ -113,6 +113,17 @@ var migrations = []string{
 	CREATE TABLE key_index_entries (
 		ix BIGINT NOT NULL, seg BIGINT NOT NULL, hash BIGINT NOT NULL, file BIGINT NOT NULL, pos BIGINT NOT NULL, entry {{blob}} NOT NULL,
 		PRIMARY KEY (ix, seg, hash, file, pos)){{norowid}};`,
+	// 11: erasure's blocks by another table: a file that held removed
+	// rows, kept because another table of the bucket references it, with
+	// that table, when the rows were removed and are due, and when a run
+	// first found it. The
+	// table's own metadata no longer reaches the file, so only this row
+	// makes every later run look at it again.
+	`CREATE TABLE erasure_blocks (
+		bucket TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL, path TEXT NOT NULL,
+		holder_bucket TEXT NOT NULL, holder_namespace TEXT NOT NULL, holder_name TEXT NOT NULL,
+		removed BIGINT NOT NULL, due BIGINT NOT NULL, first_seen BIGINT NOT NULL,
+		PRIMARY KEY (bucket, namespace, name, path));`,
 }
 
 // migrationLockID is an arbitrary constant key for pg_advisory_lock, so that

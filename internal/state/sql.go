@@ -465,6 +465,64 @@ func (s *sqlStore) DeleteMarks(ctx context.Context, t TableKey, paths []string) 
 	return n, nil
 }
 
+func (s *sqlStore) PutErasureBlocks(ctx context.Context, blocks []ErasureBlock) error {
+	if len(blocks) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store erasure blocks: %w", err)
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, s.rebind(`INSERT INTO erasure_blocks (bucket, namespace, name, path,
+		holder_bucket, holder_namespace, holder_name, removed, due, first_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (bucket, namespace, name, path) DO UPDATE SET holder_bucket = excluded.holder_bucket,
+		holder_namespace = excluded.holder_namespace, holder_name = excluded.holder_name,
+		removed = excluded.removed, due = excluded.due`))
+	if err != nil {
+		return fmt.Errorf("store erasure blocks: %w", err)
+	}
+	defer stmt.Close()
+	for _, b := range blocks {
+		if _, err := stmt.ExecContext(ctx, b.Table.Bucket, b.Table.Namespace, b.Table.Name, b.Path,
+			b.Holder.Bucket, b.Holder.Namespace, b.Holder.Name, millis(b.Removed), millis(b.Due), millis(b.FirstSeen)); err != nil {
+			return fmt.Errorf("store erasure block of %s: %w", b.Path, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store erasure blocks: %w", err)
+	}
+	return nil
+}
+
+func (s *sqlStore) ErasureBlocks(ctx context.Context, t TableKey) ([]ErasureBlock, error) {
+	rows, err := s.query(ctx, `SELECT path, holder_bucket, holder_namespace, holder_name, removed, due, first_seen FROM erasure_blocks
+		WHERE bucket = ? AND namespace = ? AND name = ? ORDER BY path`, t.Bucket, t.Namespace, t.Name)
+	if err != nil {
+		return nil, fmt.Errorf("read erasure blocks of %s: %w", t, err)
+	}
+	defer rows.Close()
+	var out []ErasureBlock
+	for rows.Next() {
+		b := ErasureBlock{Table: t}
+		var removed, due, seen int64
+		if err := rows.Scan(&b.Path, &b.Holder.Bucket, &b.Holder.Namespace, &b.Holder.Name, &removed, &due, &seen); err != nil {
+			return nil, fmt.Errorf("read erasure blocks of %s: %w", t, err)
+		}
+		b.Removed, b.Due, b.FirstSeen = fromMillis(removed), fromMillis(due), fromMillis(seen)
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+func (s *sqlStore) DeleteErasureBlocks(ctx context.Context, t TableKey, paths []string) (int, error) {
+	n, err := s.perPath(ctx, t, paths, `DELETE FROM erasure_blocks WHERE bucket = ? AND namespace = ? AND name = ? AND path = ?`)
+	if err != nil {
+		return 0, fmt.Errorf("clear erasure blocks of %s: %w", t, err)
+	}
+	return n, nil
+}
+
 // perPath runs stmt once per path in one transaction, with the arguments
 // lead..., t's bucket, namespace and name, and the path, and returns the
 // rows it affected.

@@ -112,6 +112,7 @@ type Store interface {
 	KeyIndex
 	Ledger
 	HealthHistory
+	ErasureBlocks
 	// Ping checks that the store answers: the daemon's readiness.
 	Ping(ctx context.Context) error
 	Close() error
@@ -350,6 +351,35 @@ type HealthHistory interface {
 	// HealthSamples returns t's samples taken at or after since, oldest
 	// first.
 	HealthSamples(ctx context.Context, t TableKey, since time.Time) ([]HealthSample, error)
+}
+
+// ErasureBlock is a file that held row versions erasure removed, still
+// stored because another table of the bucket references it: Holder is
+// that table, Removed when the rows were removed (zero: before the oldest
+// snapshot the metadata kept), Due their deadline, FirstSeen when a run
+// first found the reference.
+type ErasureBlock struct {
+	Table     TableKey
+	Path      string
+	Holder    TableKey
+	Removed   time.Time
+	Due       time.Time
+	FirstSeen time.Time
+}
+
+// ErasureBlocks are erasure's blocks by other tables. Once erasure
+// expired every snapshot of a table that reached such a file, the
+// table's metadata no longer names it: the store remembers it, so that
+// every later run checks it again until it is gone or no table holds it.
+type ErasureBlocks interface {
+	// PutErasureBlocks inserts blocks, or updates the holder and times
+	// of a path already blocked, keeping its FirstSeen.
+	PutErasureBlocks(ctx context.Context, blocks []ErasureBlock) error
+	// ErasureBlocks returns t's blocks, ordered by path.
+	ErasureBlocks(ctx context.Context, t TableKey) ([]ErasureBlock, error)
+	// DeleteErasureBlocks removes t's blocks of paths and returns how many
+	// it removed; no paths removes nothing.
+	DeleteErasureBlocks(ctx context.Context, t TableKey, paths []string) (int, error)
 }
 
 // Leases are named, expiring locks: one job per table at a time.

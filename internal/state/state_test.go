@@ -46,6 +46,7 @@ func suite(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("Runs", func(t *testing.T) { testRuns(t, newStore(t)) })
 	t.Run("Evaluation", func(t *testing.T) { testEvaluation(t, newStore(t)) })
 	t.Run("Marks", func(t *testing.T) { testMarks(t, newStore(t)) })
+	t.Run("ErasureBlocks", func(t *testing.T) { testErasureBlocks(t, newStore(t)) })
 	t.Run("RefIndex", func(t *testing.T) { testRefIndex(t, newStore(t)) })
 	t.Run("KeyIndex", func(t *testing.T) { testKeyIndex(t, newStore(t)) })
 	t.Run("Leases", func(t *testing.T) { testLeases(t, newStore(t)) })
@@ -217,6 +218,59 @@ func testEvaluation(t *testing.T, s Store) {
 	runs, err := s.Runs(ctx, tbl, maintenance.Compaction, 4)
 	if err != nil || len(runs) != 4 || runs[0].Evaluation == nil || runs[2].Evaluation != nil || *runs[3].Evaluation != want {
 		t.Fatalf("runs carry their evaluations: %+v %v", runs, err)
+	}
+}
+
+// A block is kept per table and path: putting it again updates its
+// holder and deadline but keeps when it was first seen; another table's
+// blocks are its own; deleting removes only the paths named.
+func testErasureBlocks(t *testing.T, s Store) {
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	other := TableKey{tbl.Bucket, "demo", "other"}
+	holder := TableKey{tbl.Bucket, "snap", "copy"}
+	if got, err := s.ErasureBlocks(ctx, tbl); err != nil || len(got) != 0 {
+		t.Fatalf("empty store: %v %v", got, err)
+	}
+	blocks := []ErasureBlock{
+		{Table: tbl, Path: "s3://b/t/data/b.parquet", Holder: holder, Removed: now.Add(-24 * time.Hour), Due: now.Add(24 * time.Hour), FirstSeen: now},
+		{Table: tbl, Path: "s3://b/t/data/a.parquet", Holder: holder, Due: now, FirstSeen: now},
+		{Table: other, Path: "s3://b/o/data/a.parquet", Holder: holder, Due: now, FirstSeen: now},
+	}
+	if err := s.PutErasureBlocks(ctx, blocks); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutErasureBlocks(ctx, nil); err != nil {
+		t.Fatalf("no blocks: %v", err)
+	}
+	// A later run finds b held by another table: the holder and due time
+	// follow, the first sighting stays.
+	again := blocks[0]
+	again.Holder, again.Due, again.FirstSeen = TableKey{tbl.Bucket, "snap", "copy2"}, now.Add(48*time.Hour), now.Add(24*time.Hour)
+	if err := s.PutErasureBlocks(ctx, []ErasureBlock{again}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ErasureBlocks(ctx, tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Path != "s3://b/t/data/a.parquet" || got[0].Holder != holder || !got[0].Due.Equal(now) || got[0].Table != tbl ||
+		got[1].Holder.Name != "copy2" || !got[1].Due.Equal(now.Add(48*time.Hour)) || !got[1].FirstSeen.Equal(now) || !got[1].Removed.Equal(now.Add(-24*time.Hour)) ||
+		!got[0].Removed.IsZero() {
+		t.Fatalf("blocks = %+v", got)
+	}
+	n, err := s.DeleteErasureBlocks(ctx, tbl, []string{"s3://b/t/data/a.parquet", "s3://b/t/data/missing"})
+	if err != nil || n != 1 {
+		t.Fatalf("delete one = %d %v", n, err)
+	}
+	if n, err := s.DeleteErasureBlocks(ctx, tbl, nil); err != nil || n != 0 {
+		t.Fatalf("deleting no paths deleted %d: %v", n, err)
+	}
+	if got, err := s.ErasureBlocks(ctx, tbl); err != nil || len(got) != 1 || got[0].Path != "s3://b/t/data/b.parquet" {
+		t.Fatalf("after delete: %+v %v", got, err)
+	}
+	if got, err := s.ErasureBlocks(ctx, other); err != nil || len(got) != 1 || got[0].Path != "s3://b/o/data/a.parquet" {
+		t.Fatalf("the other table's blocks: %+v %v", got, err)
 	}
 }
 
