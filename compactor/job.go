@@ -47,6 +47,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/apache/iceberg-go"
 	"log/slog"
 	"slices"
 	"strings"
@@ -105,6 +106,17 @@ type Job struct {
 	// Logger receives the run's planning, rewrites and commits at debug
 	// level (nil: none).
 	Logger *slog.Logger
+
+	// SkipRowCheck turns off the row check of every rewritten group: its
+	// inputs' rows (deletes applied) and its outputs' rows, read back, must
+	// have one row digest (package rowdigest) before anything is
+	// committed, and the digests go into the snapshot's summary. The check
+	// reads every input and output a second time (BENCHMARKS.md gives its
+	// cost); without it the summary carries no claim.
+	SkipRowCheck bool
+	// tamper, when set (tests only), runs on a group's outputs before its
+	// row check (fault injection).
+	tamper func(ctx context.Context, tbl *table.Table, outputs []iceberg.DataFile) error
 
 	// wholeFileBytes overrides the merge path's whole-file read size (tests
 	// only: 1 sends every input through ranged reads).
@@ -430,7 +442,7 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, tbl *table.Table, 
 	if err != nil {
 		return ds, err
 	}
-	op := rebase.DataRewrite{Caller: rebase.Caller{Job: string(maintenance.Compaction), Name: "compaction"}}
+	op := rebase.DataRewrite{Caller: rebase.Caller{Job: string(maintenance.Compaction), Name: "compaction"}, Rows: &rebase.RowClaims{}}
 	c, err := j.newCommitter(op, t, tbl, cat, wfs, sc, policy)
 	if err != nil {
 		return ds, err
@@ -442,7 +454,7 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, tbl *table.Table, 
 	if fan := opts.Fanout; fan != nil && fan.MinParts() > 0 && len(fig.Plan.Groups) >= fan.MinParts() {
 		err = j.fanOut(ctx, fan, sc, fig, c, rec, target, opts.Progress)
 	} else {
-		err = j.rewriteHere(ctx, tbl, cat, sc, fig, c, rec, target, opts.Progress)
+		err = j.rewriteHere(ctx, tbl, cat, sc, fig, c, rec, target, opts.Progress, op.Rows)
 	}
 	done := c.Committed()
 	fig.addCommits(done)
@@ -482,7 +494,7 @@ func (j *Job) newCommitter(op rebase.GroupProducer, t jobs.Target, tbl *table.Ta
 }
 
 // rewriteHere rewrites every group in this process, then commits them.
-func (j *Job) rewriteHere(ctx context.Context, tbl *table.Table, cat catalog.Catalog, sc scanned, fig *Figures, c *rebase.Committer, rec *rebase.RecordingFS, target int64, progress func(int, int)) error {
+func (j *Job) rewriteHere(ctx context.Context, tbl *table.Table, cat catalog.Catalog, sc scanned, fig *Figures, c *rebase.Committer, rec *rebase.RecordingFS, target int64, progress func(int, int), claims *rebase.RowClaims) error {
 	rtbl := rec.Table(tbl, cat)
 	rewriteStart := time.Now()
 	rws := j.rewrite(ctx, rtbl, sc.tasks, fig.Plan.Groups, target, progress)
@@ -498,6 +510,9 @@ func (j *Job) rewriteHere(ctx context.Context, tbl *table.Table, cat catalog.Cat
 	results := make([]table.CompactionGroupResult, len(rws))
 	for i, rw := range rws {
 		results[i] = rw.result
+		if rw.claim != nil {
+			claims.Put(rw.result, *rw.claim)
+		}
 	}
 	commitStart := time.Now()
 	err := c.Run(ctx, results)

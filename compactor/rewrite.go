@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/sourcegraph/conc/pool"
 
 	"github.com/icekeeper/icekeeper/compactor/merge"
 	"github.com/icekeeper/icekeeper/internal/rebase"
+	"github.com/icekeeper/icekeeper/internal/rowdigest"
 	"github.com/icekeeper/icekeeper/planner"
 )
 
@@ -22,7 +24,10 @@ type rewritten struct {
 	path string
 	// rowGroups is what the merge path did with the inputs' row groups.
 	rowGroups merge.RowGroupCounts
-	err       error
+	// claim is the digest of the rows the group read and wrote, which
+	// agree, when the run checks rows.
+	claim *rebase.RowClaim
+	err   error
 }
 
 // rewrite executes the planned groups, at most Parallelism at a time, and
@@ -36,7 +41,7 @@ func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileS
 	p := pool.New().WithContext(ctx).WithMaxGoroutines(par)
 	for i, g := range groups {
 		p.Go(func(ctx context.Context) error {
-			out[i] = rewriteGroup(ctx, merger, tbl, planner.GroupTasks(tasks, g), g, target)
+			out[i] = j.rewriteGroup(ctx, merger, tbl, planner.GroupTasks(tasks, g), g, target)
 			if progress != nil {
 				progress(int(done.Add(1)), len(groups))
 			}
@@ -47,7 +52,7 @@ func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileS
 	return out
 }
 
-func rewriteGroup(ctx context.Context, merger *merge.Merger, tbl *table.Table, tasks []table.FileScanTask, g planner.Group, target int64) rewritten {
+func (j *Job) rewriteGroup(ctx context.Context, merger *merge.Merger, tbl *table.Table, tasks []table.FileScanTask, g planner.Group, target int64) rewritten {
 	rw := rewritten{path: g.Path}
 	switch g.Path {
 	case planner.PathRepartition:
@@ -77,9 +82,44 @@ func rewriteGroup(ctx context.Context, merger *merge.Merger, tbl *table.Table, t
 			rw.err = rebase.VerifyOutput(fs, df)
 		}
 	}
+	if rw.err == nil && j.tamper != nil {
+		rw.err = j.tamper(ctx, tbl, rw.result.NewDataFiles)
+	}
+	if rw.err == nil && !j.SkipRowCheck {
+		var claim rebase.RowClaim
+		if claim, rw.err = rowCheck(ctx, tbl, tasks, rw.result.NewDataFiles); rw.err == nil {
+			rw.claim = &claim
+		}
+	}
 	if rw.err != nil {
 		rw.err = fmt.Errorf("rewrite group %s: %w", g.Partition, rw.err)
 	}
 	rw.result.PartitionKey = g.Partition
 	return rw
+}
+
+// rowCheck digests the rows the group's inputs hold, their deletes
+// applied, and the rows its outputs hold, read back from storage, and
+// refuses the rewrite (ErrRowsDiffer) when they are not the same multiset.
+func rowCheck(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, outputs []iceberg.DataFile) (rebase.RowClaim, error) {
+	scan := tbl.Scan()
+	sc, err := scan.Projection()
+	if err != nil {
+		return rebase.RowClaim{}, err
+	}
+	var claim rebase.RowClaim
+	if claim.Read, err = rowdigest.Tasks(ctx, scan, sc, tasks, nil); err != nil {
+		return claim, fmt.Errorf("digest the rows read: %w", err)
+	}
+	written := make([]table.FileScanTask, len(outputs))
+	for i, df := range outputs {
+		written[i] = table.FileScanTask{File: df, Length: df.FileSizeBytes()}
+	}
+	if claim.Written, err = rowdigest.Tasks(ctx, scan, sc, written, nil); err != nil {
+		return claim, fmt.Errorf("digest the rows written: %w", err)
+	}
+	if claim.Read != claim.Written {
+		return claim, fmt.Errorf("%w: read %s, wrote %s", rowdigest.ErrRowsDiffer, claim.Read, claim.Written)
+	}
+	return claim, nil
 }

@@ -54,6 +54,7 @@ var commands = []command{
 	{"restore", "protect noncurrent objects: keep them, and do not mark them again", cmdRestore},
 	{"release", "end restore's protection, so removal evaluates the objects afresh", cmdRelease},
 	{"erasure", "show the proof icebergErasure recorded: what held removed rows, and when it went", cmdErasure},
+	{"verify", "recompute from storage whether a commit kept exactly the rows it rewrote", cmdVerify},
 	{"status", "show a table's status and recent runs from a running daemon", cmdStatus},
 	{"demo", "create the embedded default's demo table", cmdDemo},
 	{"version", "print the version", cmdVersion},
@@ -98,7 +99,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitOK
 		case errors.Is(err, flag.ErrHelp):
 			return exitOK
-		case errors.Is(err, errJobFailed):
+		case errors.Is(err, errJobFailed), errors.Is(err, errNotVerified):
 			return exitFailed
 		}
 		fmt.Fprintf(stderr, "icekeeper %s: %s\n", c.name, redact.Text(oneLine(err)))

@@ -104,7 +104,23 @@ func (c Caller) Properties() iceberg.Properties {
 // DataRewrite replaces groups of data files with new ones holding the same
 // rows (compaction): REPLACE snapshots. A delete file goes with the data
 // files once every file it may apply to is replaced.
-type DataRewrite struct{ Caller }
+type DataRewrite struct {
+	Caller
+	// Rows, when set, holds each group's row claim, which its snapshot's
+	// summary carries.
+	Rows *RowClaims
+}
+
+// Claims implements Claimer.
+func (d DataRewrite) Claims(groups []table.CompactionGroupResult) iceberg.Properties {
+	return d.Rows.properties(groups)
+}
+
+// Claimer is a producer whose snapshots carry a row claim for the groups
+// they commit.
+type Claimer interface {
+	Claims(groups []table.CompactionGroupResult) iceberg.Properties
+}
 
 // Operation implements Producer: rows do not change.
 func (DataRewrite) Operation(int64) table.Operation { return table.OpReplace }

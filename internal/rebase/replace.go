@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -595,6 +596,9 @@ func (r *replace) summary(head *table.Snapshot, groups []table.CompactionGroupRe
 		}
 	}
 	p := r.op.Properties()
+	if c, ok := r.op.(Claimer); ok {
+		maps.Copy(p, c.Claims(groups))
+	}
 	set := func(k string, v int64) {
 		if v > 0 {
 			p[k] = strconv.FormatInt(v, 10)

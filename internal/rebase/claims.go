@@ -1,0 +1,74 @@
+package rebase
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/internal/rowdigest"
+)
+
+// Summary properties of a rewrite's row claim: the digest (package
+// rowdigest) of the rows its groups read, deletes applied, and of the rows
+// they wrote. Any reader of the table sees what the commit claims, and
+// `icekeeper verify` recomputes it from storage.
+const (
+	RowsReadProperty     = "icekeeper.rows-read"
+	RowsWrittenProperty  = "icekeeper.rows-written"
+	RowDigestVersionProp = "icekeeper.row-digest-version"
+)
+
+// RowClaim is one group's digests: the rows it read and the rows it wrote.
+type RowClaim struct{ Read, Written rowdigest.Digest }
+
+// RowClaims holds the claims of a run's groups, by the path of each
+// group's first output, for the summaries of the snapshots that commit
+// them (a snapshot commits a batch of groups, and a retry may drop some).
+// Safe for concurrent use.
+type RowClaims struct {
+	mu sync.Mutex
+	by map[string]RowClaim
+}
+
+// Put records group g's claim.
+func (c *RowClaims) Put(g table.CompactionGroupResult, claim RowClaim) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.by == nil {
+		c.by = map[string]RowClaim{}
+	}
+	c.by[firstOutput(g)] = claim
+}
+
+// properties are the summary properties of a snapshot committing groups:
+// the sums of their claims, or none unless every group has one.
+func (c *RowClaims) properties(groups []table.CompactionGroupResult) iceberg.Properties {
+	if c == nil || len(groups) == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var sum RowClaim
+	for _, g := range groups {
+		claim, ok := c.by[firstOutput(g)]
+		if !ok {
+			return nil
+		}
+		sum.Read.Merge(claim.Read)
+		sum.Written.Merge(claim.Written)
+	}
+	return iceberg.Properties{
+		RowsReadProperty:     sum.Read.String(),
+		RowsWrittenProperty:  sum.Written.String(),
+		RowDigestVersionProp: strconv.Itoa(rowdigest.Version),
+	}
+}
+
+func firstOutput(g table.CompactionGroupResult) string {
+	if len(g.NewDataFiles) == 0 {
+		return ""
+	}
+	return g.NewDataFiles[0].FilePath()
+}
