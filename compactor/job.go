@@ -107,12 +107,13 @@ type Job struct {
 	// level (nil: none).
 	Logger *slog.Logger
 
-	// SkipRowCheck turns off the row check of every rewritten group: its
-	// inputs' rows (deletes applied) and its outputs' rows, read back, must
-	// have one row digest (package rowdigest) before anything is
-	// committed, and the digests go into the snapshot's summary. The check
-	// reads every input and output a second time (BENCHMARKS.md gives its
-	// cost); without it the summary carries no claim.
+	// SkipRowCheck turns off the row check of every rewritten group, as
+	// the bucket's compaction.skipRowCheck does: its inputs' rows (deletes
+	// applied) and its outputs' rows, read back, must have one row digest
+	// (package rowdigest) before anything is committed, and the digests go
+	// into the snapshot's summary. The check reads every input and output
+	// a second time (BENCHMARKS.md gives its cost); without it the summary
+	// carries no claim.
 	SkipRowCheck bool
 	// tamper, when set (tests only), runs on a group's outputs before its
 	// row check (fault injection).
@@ -197,6 +198,8 @@ type Settings struct {
 	MinEqualityDeletes int
 	// KeyIndex says conversion uses the key index (Job.KeyIndex).
 	KeyIndex bool
+	// SkipRowCheck says groups are committed without their row check.
+	SkipRowCheck bool
 }
 
 // SettingsOf picks compaction's settings out of a table's.
@@ -204,7 +207,8 @@ func SettingsOf(s maintenance.Settings) Settings {
 	c := s.For(maintenance.Compaction).Compaction()
 	return Settings{TargetFileSizeMB: *c.TargetFileSizeMB, Strategy: c.Strategy,
 		MinFileAge: time.Duration(s.Knobs.MinFileAgeMinutes) * time.Minute, MinManifests: s.Knobs.MinManifestsToRewrite,
-		MinDeleteFiles: s.Knobs.MinDeleteFilesToRewrite, MinEqualityDeletes: s.Knobs.MinEqualityDeleteFilesToConvert, KeyIndex: s.Knobs.ConvertKeyIndex}
+		MinDeleteFiles: s.Knobs.MinDeleteFilesToRewrite, MinEqualityDeletes: s.Knobs.MinEqualityDeleteFilesToConvert, KeyIndex: s.Knobs.ConvertKeyIndex,
+		SkipRowCheck: s.Knobs.SkipRowCheck}
 }
 
 func settingsOf(s maintenance.Settings) (Settings, error) { return SettingsOf(s), nil }
@@ -442,7 +446,10 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, tbl *table.Table, 
 	if err != nil {
 		return ds, err
 	}
-	op := rebase.DataRewrite{Caller: rebase.Caller{Job: string(maintenance.Compaction), Name: "compaction"}, Rows: &rebase.RowClaims{}}
+	op := rebase.DataRewrite{Caller: rebase.Caller{Job: string(maintenance.Compaction), Name: "compaction"}}
+	if !j.SkipRowCheck && !s.SkipRowCheck {
+		op.Rows = &rebase.RowClaims{}
+	}
 	c, err := j.newCommitter(op, t, tbl, cat, wfs, sc, policy)
 	if err != nil {
 		return ds, err
@@ -497,7 +504,7 @@ func (j *Job) newCommitter(op rebase.GroupProducer, t jobs.Target, tbl *table.Ta
 func (j *Job) rewriteHere(ctx context.Context, tbl *table.Table, cat catalog.Catalog, sc scanned, fig *Figures, c *rebase.Committer, rec *rebase.RecordingFS, target int64, progress func(int, int), claims *rebase.RowClaims) error {
 	rtbl := rec.Table(tbl, cat)
 	rewriteStart := time.Now()
-	rws := j.rewrite(ctx, rtbl, sc.tasks, fig.Plan.Groups, target, progress)
+	rws := j.rewrite(ctx, rtbl, sc.tasks, fig.Plan.Groups, target, progress, claims != nil)
 	fig.RewriteMs = time.Since(rewriteStart).Milliseconds()
 	fig.addRewrites(rws)
 	j.log().Debug("compaction groups rewritten", "table", strings.Join(tbl.Identifier(), "."), "groups", len(rws), "failed", fig.GroupsFailed,

@@ -33,7 +33,7 @@ type rewritten struct {
 // rewrite executes the planned groups, at most Parallelism at a time, and
 // returns one rewritten per group, in plan order. Every output is read
 // back with a second Parquet reader before it may be committed.
-func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, groups []planner.Group, target int64, progress func(int, int)) []rewritten {
+func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, groups []planner.Group, target int64, progress func(int, int), checkRows bool) []rewritten {
 	par := orDefault(j.Parallelism, 2)
 	out := make([]rewritten, len(groups))
 	merger := &merge.Merger{WholeFileBytes: j.wholeFileBytes}
@@ -41,7 +41,7 @@ func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileS
 	p := pool.New().WithContext(ctx).WithMaxGoroutines(par)
 	for i, g := range groups {
 		p.Go(func(ctx context.Context) error {
-			out[i] = j.rewriteGroup(ctx, merger, tbl, planner.GroupTasks(tasks, g), g, target)
+			out[i] = j.rewriteGroup(ctx, merger, tbl, planner.GroupTasks(tasks, g), g, target, checkRows)
 			if progress != nil {
 				progress(int(done.Add(1)), len(groups))
 			}
@@ -52,7 +52,7 @@ func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileS
 	return out
 }
 
-func (j *Job) rewriteGroup(ctx context.Context, merger *merge.Merger, tbl *table.Table, tasks []table.FileScanTask, g planner.Group, target int64) rewritten {
+func (j *Job) rewriteGroup(ctx context.Context, merger *merge.Merger, tbl *table.Table, tasks []table.FileScanTask, g planner.Group, target int64, checkRows bool) rewritten {
 	rw := rewritten{path: g.Path}
 	switch g.Path {
 	case planner.PathRepartition:
@@ -85,7 +85,7 @@ func (j *Job) rewriteGroup(ctx context.Context, merger *merge.Merger, tbl *table
 	if rw.err == nil && j.tamper != nil {
 		rw.err = j.tamper(ctx, tbl, rw.result.NewDataFiles)
 	}
-	if rw.err == nil && !j.SkipRowCheck {
+	if rw.err == nil && checkRows {
 		var claim rebase.RowClaim
 		if claim, rw.err = rowCheck(ctx, tbl, tasks, rw.result.NewDataFiles); rw.err == nil {
 			rw.claim = &claim

@@ -251,6 +251,11 @@ type CompactionOptions struct {
 	// columns of every file. It costs the first run several times its
 	// time and the store about 80 bytes a key on disk (default off).
 	ConvertKeyIndex bool `yaml:"convertKeyIndex"`
+	// SkipRowCheck turns off the row check of every rewritten group
+	// (default off: every group's rows are checked by their row digest
+	// before it is committed). The check reads each input and output a
+	// second time; see BENCHMARKS.md for its cost.
+	SkipRowCheck bool `yaml:"skipRowCheck"`
 }
 
 // DefaultMinManifestsToRewrite is compaction.minManifestsToRewrite when unset.

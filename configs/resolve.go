@@ -38,6 +38,7 @@ func (b Bucket) Defaults() maintenance.BucketDefaults {
 		MinDeleteFilesToRewrite:         DefaultMinDeleteFilesToRewrite,
 		MinEqualityDeleteFilesToConvert: DefaultMinEqualityDeleteFilesToConvert,
 		ConvertKeyIndex:                 b.Compaction.ConvertKeyIndex,
+		SkipRowCheck:                    b.Compaction.SkipRowCheck,
 		RetentionMode:                   b.TableRetentionProperties,
 		DeleteExpiredFiles:              b.Expiration.DeleteExpiredFiles,
 		PruneUnusedSchemasAndSpecs:      b.Expiration.PruneUnusedSchemasAndSpecs,

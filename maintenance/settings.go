@@ -23,6 +23,9 @@ type Knobs struct {
 	// (every converted row's key and position), so that a later run reads
 	// only what changed.
 	ConvertKeyIndex bool `json:"convertKeyIndex,omitempty"`
+	// SkipRowCheck: compaction commits groups without checking their rows
+	// by their row digest.
+	SkipRowCheck bool `json:"skipRowCheck,omitempty"`
 	// RetentionMode says how a table's history.expire.* properties combine
 	// with icebergSnapshotManagement's settings: "conservative" (the
 	// default) or "strict".
