@@ -128,3 +128,48 @@ func readFile(fs icebergio.IO, path string) ([]byte, error) {
 	_, err = f.ReadAt(b, 0)
 	return b, err
 }
+
+// On the merge path the claim comes from the merge itself: rows it
+// re-encodes by their digest, row groups it copies by their bytes, and
+// the counts add up to the table's rows; recomputed from storage, the
+// commit kept its rows.
+func TestMergeRowClaim(t *testing.T) {
+	for _, tc := range []struct {
+		limit          string
+		copied, copies int64 // rows and row groups copied byte for byte
+	}{
+		{"1000", 12000, 12},
+		{"1001", 0, 0},
+	} {
+		t.Run("limit "+tc.limit, func(t *testing.T) {
+			e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+			tbl = e.setProps(tbl, iceberg.Properties{"write.parquet.row-group-limit": "1000"})
+			for range 4 {
+				tbl = e.Append(tbl, 3000)
+			}
+			for range 6 {
+				tbl = e.Append(tbl, 40)
+			}
+			e.setProps(tbl, iceberg.Properties{"write.parquet.row-group-limit": tc.limit})
+			fig := e.checkCompaction(&Job{MinInputFiles: 2})
+			if fig.GroupsMerged != 1 {
+				t.Fatalf("%d groups merged", fig.GroupsMerged)
+			}
+			tbl = e.Load()
+			snap := tbl.CurrentSnapshot()
+			c, err := rebase.Recompute(e.Ctx, tbl, snap.SnapshotID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl := c.Claimed
+			if !c.Kept() || cl == nil || cl.CopiedRows != tc.copied || cl.Copied.Count != tc.copies ||
+				cl.Read.Count+cl.CopiedRows != 12240 || c.Before.Count != 12240 {
+				t.Fatalf("summary %v\n%s", snap.Summary.Properties, c.Report())
+			}
+			if tc.copied == 0 && cl.Read != c.Before {
+				t.Fatalf("the merge's digest %v is not the one recomputed through Arrow, %v", cl.Read, c.Before)
+			}
+			t.Log(c.Report())
+		})
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/icekeeper/icekeeper/internal/rowdigest"
 	"github.com/icekeeper/icekeeper/internal/s3write"
 )
 
@@ -100,6 +101,16 @@ type Merger struct {
 	// WholeFileBytes is the size up to which an input is read in one
 	// request (0: 16 MiB).
 	WholeFileBytes int64
+	// CheckRows proves every output's rows before Group returns it: the
+	// rows of the row groups it re-encodes are hashed as they are decoded
+	// (row digest, package rowdigest) and must be what the output, read
+	// back from storage, holds; the row groups it copies are hashed by
+	// their bytes on both sides. Group's Report then carries the claim.
+	CheckRows bool
+
+	// beforeProve, when set (tests only), runs on an output written and
+	// not yet read back (fault injection).
+	beforeProve func(path string) error
 
 	mu   sync.Mutex
 	zstd map[int]*zstdCodec // by write.parquet.compression-level
@@ -119,19 +130,30 @@ func (m *Merger) zstdCodec(level int) *zstdCodec {
 	return c
 }
 
+// Report is what Group did besides its result: what it did with the
+// inputs' row groups, and with CheckRows the group's claim.
+type Report struct {
+	RowGroups RowGroupCounts
+	Rows      *rowdigest.Claim
+}
+
 // Group rewrites a group by merging its files into files of about target
-// bytes, beside the first input, and counts what it did with their row
+// bytes, beside the first input, and says what it did with their row
 // groups. It returns an error
 // wrapping ErrNotMergeable when the group must take the general path; an
 // output it had begun is never returned, and the caller removes it with its
 // other uncommitted files.
-func (m *Merger) Group(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, target int64) (table.CompactionGroupResult, RowGroupCounts, error) {
-	var counts RowGroupCounts
-	res, err := m.group(ctx, tbl, tasks, target, &counts)
-	return res, counts, err
+func (m *Merger) Group(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, target int64) (table.CompactionGroupResult, Report, error) {
+	var rep Report
+	if m.CheckRows {
+		rep.Rows = &rowdigest.Claim{}
+	}
+	res, err := m.group(ctx, tbl, tasks, target, &rep)
+	return res, rep, err
 }
 
-func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, target int64, counts *RowGroupCounts) (table.CompactionGroupResult, error) {
+func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, target int64, rep *Report) (table.CompactionGroupResult, error) {
+	counts := &rep.RowGroups
 	wholeFileBytes := m.WholeFileBytes
 	if wholeFileBytes <= 0 {
 		wholeFileBytes = defaultWholeFileBytes
@@ -157,6 +179,10 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 	spec := meta.PartitionSpec()
 	sc := meta.CurrentSchema()
 	lineage := meta.Version() >= 3
+	ids := make([]int, len(sc.Fields()))
+	for i, f := range sc.Fields() {
+		ids[i] = f.ID
+	}
 	// Outputs go beside the first input, in its partition's directory.
 	// (path.Dir would collapse the "//" of a URL.)
 	first := tasks[0].File.FilePath()
@@ -187,9 +213,22 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 		df, err := out.close(spec, sc, inputs)
 		counts.Copied += out.counts.Copied
 		counts.Reencoded += out.counts.Reencoded
+		proof, path := out.proof, out.path
 		out, inputs = nil, nil
 		if err != nil {
 			return err
+		}
+		if proof != nil {
+			if m.beforeProve != nil {
+				if err := m.beforeProve(path); err != nil {
+					return err
+				}
+			}
+			claim, err := proof.prove(fsys, path)
+			if err != nil {
+				return err
+			}
+			rep.Rows.Merge(claim)
 		}
 		res.NewDataFiles = append(res.NewDataFiles, df)
 		return nil
@@ -233,6 +272,9 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 			if out, err = newMergeOutput(wfs, name, outSchema, set, len(sc.Fields()), lineage); err != nil {
 				f.close()
 				return res, err
+			}
+			if m.CheckRows {
+				out.proof = newRowProof(ids)
 			}
 		}
 		err = out.copyFile(f.pf, lin)

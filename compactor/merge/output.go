@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/cespare/xxhash/v2"
 	"github.com/icekeeper/icekeeper/internal/version"
 	"github.com/icekeeper/icekeeper/planner"
 	"github.com/parquet-go/parquet-go"
@@ -48,6 +49,8 @@ type mergeOutput struct {
 	// Parquet file of its own passing into the output like w's.
 	lw    *parquet.Writer
 	lsink reencodeSink
+	// proof, when the merge checks rows, hashes what it reads.
+	proof *rowProof
 }
 
 // RowGroupCounts say what the merge did with its inputs' row groups:
@@ -149,8 +152,21 @@ func (o *mergeOutput) copyFile(pf *parquet.File, lin lineageSource) error {
 				if err := o.flushReencoded(); err != nil {
 					return err
 				}
-				if err := o.st.appendRowGroup(pf, md, r); err != nil {
+				// A nil *xxhash.Digest would be a non-nil io.Writer.
+				var h *xxhash.Digest
+				var hw io.Writer
+				if o.proof != nil {
+					h = xxhash.New()
+					hw = h
+				}
+				ordinal := len(o.st.groups)
+				if err := o.st.appendRowGroup(pf, md, r, hw); err != nil {
 					return err
+				}
+				if h != nil {
+					g := copiedGroup{ordinal: ordinal, cols: len(md.RowGroups[r].Columns), rows: rg.NumRows(), hash: h.Sum64()}
+					o.proof.copied = append(o.proof.copied, g)
+					o.proof.in.Add(g.hash)
 				}
 				if !whole {
 					if err := o.appendLineage(rg, lin, start); err != nil {
@@ -175,11 +191,19 @@ func (o *mergeOutput) copyFile(pf *parquet.File, lin lineageSource) error {
 		}
 		writers := o.w.ColumnWriters()
 		chunks := rg.ColumnChunks()
+		if o.proof != nil {
+			o.proof.begin(rg.NumRows())
+		}
 		p := pool.New().WithErrors()
 		for l, lane := range o.lanes {
 			p.Go(func() error {
 				for _, c := range lane {
-					if err := copyChunk(writers[c], chunks[c], o.values[l]); err != nil {
+					var hash func(row int, batch []parquet.Value)
+					if o.proof != nil && c < len(o.proof.ids) {
+						lh, id := &o.proof.lanes[l], o.proof.ids[c]
+						hash = func(row int, batch []parquet.Value) { lh.add(id, row, batch) }
+					}
+					if err := copyChunk(writers[c], chunks[c], o.values[l], hash); err != nil {
 						return err
 					}
 				}
@@ -191,6 +215,9 @@ func (o *mergeOutput) copyFile(pf *parquet.File, lin lineageSource) error {
 		}
 		if err := p.Wait(); err != nil {
 			return err
+		}
+		if o.proof != nil {
+			o.proof.fold(&o.proof.read)
 		}
 		o.rgBytes += size
 		o.rgRows += rg.NumRows()
@@ -303,10 +330,16 @@ func balanceLanes(cols []format.ColumnChunk) [2][]int {
 // one batch.
 const writeBatch = 1024
 
-// copyChunk decodes a column chunk page by page into w. Columns are flat,
-// so each value is a row.
-func copyChunk(w *parquet.ColumnWriter, cc parquet.ColumnChunk, values []parquet.Value) error {
+// copyChunk decodes a column chunk page by page into w, handing each batch
+// to hash first when it is set, with the row of its first value. Columns
+// are flat, so each value is a row.
+func copyChunk(w *parquet.ColumnWriter, cc parquet.ColumnChunk, values []parquet.Value, hash func(row int, batch []parquet.Value)) error {
+	row := 0
 	return eachBatch(cc, values, func(batch []parquet.Value) error {
+		if hash != nil {
+			hash(row, batch)
+			row += len(batch)
+		}
 		_, err := w.WriteRowValues(batch)
 		return err
 	})

@@ -58,19 +58,21 @@ func chunkStart(md *format.ColumnMetaData) int64 {
 	return start
 }
 
-// appendRowGroup copies row group r of the file src whose footer is md.
-func (s *stitcher) appendRowGroup(src io.ReaderAt, md *format.FileMetaData, r int) error {
+// appendRowGroup copies row group r of the file src whose footer is md,
+// writing its column chunks' bytes, in column order, to h too when it is
+// set.
+func (s *stitcher) appendRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, h io.Writer) error {
 	// Writers put a row group's chunks one after another: then one
 	// ranged read copies them all (on object storage, a GET per 8 MiB
 	// rather than one per column at least).
 	if start, n, ok := contiguous(md.RowGroups[r].Columns); ok {
 		at := s.w.n
-		if err := s.copyRange(src, start, n); err != nil {
+		if err := s.copyRange(src, start, n, h); err != nil {
 			return fmt.Errorf("copy row group %d: %w", r, err)
 		}
-		return s.addRowGroup(src, md, r, true, at-start)
+		return s.addRowGroup(src, md, r, true, at-start, nil)
 	}
-	return s.addRowGroup(src, md, r, false, 0)
+	return s.addRowGroup(src, md, r, false, 0, h)
 }
 
 // contiguous reports whether cols lie one after another in their file,
@@ -121,7 +123,7 @@ func (s *stitcher) adoptRowGroups(sink *reencodeSink) (*format.FileMetaData, err
 		return nil, fmt.Errorf("the output holds %d bytes of row groups ending at %d", s.w.n-base, end)
 	}
 	for r := range md.RowGroups {
-		if err := s.addRowGroup(sink, md, r, true, base-int64(len(parquetMagic))); err != nil {
+		if err := s.addRowGroup(sink, md, r, true, base-int64(len(parquetMagic)), nil); err != nil {
 			return nil, err
 		}
 	}
@@ -166,9 +168,10 @@ func (s *stitcher) joinLast(md *format.FileMetaData) error {
 }
 
 // addRowGroup adds row group r of the file src whose footer is md: its
-// chunks copied one by one from src, or, when placed, already in the
-// output, delta bytes after where they are in src.
-func (s *stitcher) addRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, placed bool, delta int64) error {
+// chunks copied one by one from src (their bytes written to h too when it
+// is set), or, when placed, already in the output, delta bytes after where
+// they are in src.
+func (s *stitcher) addRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, placed bool, delta int64, h io.Writer) error {
 	if s.schema == nil {
 		s.schema = md.Schema
 		s.orders = md.ColumnOrders
@@ -198,7 +201,7 @@ func (s *stitcher) addRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, 
 		start := chunkStart(&c.MetaData)
 		if !placed {
 			delta = s.w.n - start
-			if err := s.copyRange(src, start, c.MetaData.TotalCompressedSize); err != nil {
+			if err := s.copyRange(src, start, c.MetaData.TotalCompressedSize, h); err != nil {
 				return fmt.Errorf("copy column %v: %w", c.MetaData.PathInSchema, err)
 			}
 		}
@@ -261,18 +264,19 @@ func (s *stitcher) copyBloomFilter(src io.ReaderAt, md *format.ColumnMetaData) e
 		return nil
 	}
 	at := s.w.n
-	if err := s.copyRange(src, off, int64(n)); err != nil {
+	if err := s.copyRange(src, off, int64(n), nil); err != nil {
 		return err
 	}
 	md.BloomFilterOffset, md.BloomFilterLength = at, n
 	return nil
 }
 
-// copyRange copies n bytes of src from off to the output, in pieces of
-// s.piece bytes read up to copyAhead at once and written in order. On
-// object storage each piece is a ranged GET: with several in flight the
-// copy waits for one round trip per copyAhead pieces, not per piece.
-func (s *stitcher) copyRange(src io.ReaderAt, off, n int64) error {
+// copyRange copies n bytes of src from off to the output, and to h when it
+// is set, in pieces of s.piece bytes read up to copyAhead at once and
+// written in order. On object storage each piece is a ranged GET: with
+// several in flight the copy waits for one round trip per copyAhead
+// pieces, not per piece.
+func (s *stitcher) copyRange(src io.ReaderAt, off, n int64, h io.Writer) error {
 	pieces := int((n + s.piece - 1) / s.piece)
 	done := make([]chan error, pieces)
 	read := func(i int) {
@@ -289,7 +293,11 @@ func (s *stitcher) copyRange(src io.ReaderAt, off, n int64) error {
 		err := <-done[i]
 		if err == nil {
 			at := int64(i) * s.piece
-			_, err = s.w.Write(s.slot(i % copyAhead)[:min(s.piece, n-at)])
+			piece := s.slot(i % copyAhead)[:min(s.piece, n-at)]
+			if h != nil {
+				h.Write(piece)
+			}
+			_, err = s.w.Write(piece)
 		}
 		if err != nil {
 			for j := i + 1; j < started; j++ { // the buffers are reused

@@ -18,10 +18,15 @@ const (
 	RowsReadProperty     = "icekeeper.rows-read"
 	RowsWrittenProperty  = "icekeeper.rows-written"
 	RowDigestVersionProp = "icekeeper.row-digest-version"
+	// RowsCopiedProperty and CopiedChunksProperty are the rows that went
+	// over in row groups copied byte for byte, outside the row digests,
+	// and the digest of those row groups' bytes.
+	RowsCopiedProperty   = "icekeeper.rows-copied"
+	CopiedChunksProperty = "icekeeper.copied-chunks"
 )
 
-// RowClaim is one group's digests: the rows it read and the rows it wrote.
-type RowClaim struct{ Read, Written rowdigest.Digest }
+// RowClaim is one group's proof of its rows (rowdigest.Claim).
+type RowClaim = rowdigest.Claim
 
 // RowClaims holds the claims of a run's groups, by the path of each
 // group's first output, for the summaries of the snapshots that commit
@@ -56,14 +61,18 @@ func (c *RowClaims) properties(groups []table.CompactionGroupResult) iceberg.Pro
 		if !ok {
 			return nil
 		}
-		sum.Read.Merge(claim.Read)
-		sum.Written.Merge(claim.Written)
+		sum.Merge(claim)
 	}
-	return iceberg.Properties{
+	p := iceberg.Properties{
 		RowsReadProperty:     sum.Read.String(),
 		RowsWrittenProperty:  sum.Written.String(),
 		RowDigestVersionProp: strconv.Itoa(rowdigest.Version),
 	}
+	if sum.CopiedRows > 0 {
+		p[RowsCopiedProperty] = strconv.FormatInt(sum.CopiedRows, 10)
+		p[CopiedChunksProperty] = sum.Copied.String()
+	}
+	return p
 }
 
 func firstOutput(g table.CompactionGroupResult) string {

@@ -308,3 +308,23 @@ func decimalBytes(dst []byte, v *big.Int) []byte {
 	}
 	return dst
 }
+
+// Claim is what a rewrite proved of one group, or of every group of a
+// commit: the digest of the rows it read (deletes applied) and of the rows
+// it wrote, which agree. Row groups copied byte for byte are not decoded:
+// CopiedRows rows went over in them, and Copied digests their column
+// chunks' bytes (one XXH64 of a row group's chunks, in column order, per
+// copied row group), equal as read and as written.
+type Claim struct {
+	Read, Written Digest
+	CopiedRows    int64
+	Copied        Digest
+}
+
+// Merge folds the claim of another group in.
+func (c *Claim) Merge(d Claim) {
+	c.Read.Merge(d.Read)
+	c.Written.Merge(d.Written)
+	c.CopiedRows += d.CopiedRows
+	c.Copied.Merge(d.Copied)
+}

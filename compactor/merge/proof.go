@@ -1,0 +1,191 @@
+package merge
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/cespare/xxhash/v2"
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/icekeeper/icekeeper/internal/rowdigest"
+)
+
+// rowProof is what an output proves of its rows (Merger.CheckRows): the
+// row digest of the re-encoded rows as they were decoded from the inputs,
+// and the bytes of the row groups it copied as they were read; prove then
+// reads the written file back from storage and must find the same.
+//
+// The inputs' rows are hashed where the merge decodes them anyway, so the
+// read side costs hashing alone; the written side decodes the re-encoded
+// row groups of the output once more. Copied row groups are never
+// decoded: their column chunks' bytes are hashed on both sides.
+type rowProof struct {
+	ids    []int // field ID of each table column
+	read   rowdigest.Digest
+	copied []copiedGroup
+	in     rowdigest.Digest // of the copied row groups' bytes, as read
+	lanes  [2]laneHash
+}
+
+// copiedGroup is a row group copied byte for byte: where it is in the
+// output, how many of its columns came from the input, its rows and the
+// hash of those columns' chunk bytes.
+type copiedGroup struct {
+	ordinal, cols int
+	rows          int64
+	hash          uint64
+}
+
+// laneHash is one lane's part of the row hashes of the row group being
+// re-encoded: per row, the sum of the hashes of its values in the lane's
+// columns. Lanes sum into the row hash once both are done.
+type laneHash struct {
+	acc []uint64
+	xx  *xxhash.Digest
+	buf []byte
+}
+
+func newRowProof(ids []int) *rowProof {
+	p := &rowProof{ids: ids}
+	for i := range p.lanes {
+		p.lanes[i].xx = xxhash.New()
+	}
+	return p
+}
+
+// begin readies the lanes for a row group of n rows.
+func (p *rowProof) begin(n int64) {
+	for i := range p.lanes {
+		l := &p.lanes[i]
+		if int64(cap(l.acc)) < n {
+			l.acc = make([]uint64, n)
+		}
+		l.acc = l.acc[:n]
+		clear(l.acc)
+	}
+}
+
+// fold adds the rows of the row group the lanes hashed to d.
+func (p *rowProof) fold(d *rowdigest.Digest) {
+	a, b := p.lanes[0].acc, p.lanes[1].acc
+	for i := range a {
+		d.Add(rowdigest.Fmix64(a[i] + b[i]))
+	}
+}
+
+// add hashes a batch of column id's values, the rows from row on, into
+// the lane's sums.
+func (l *laneHash) add(id int, row int, values []parquet.Value) {
+	for i, v := range values {
+		if v.IsNull() {
+			continue
+		}
+		l.acc[row+i] += rowdigest.ValueHash(l.xx, id, l.serialize(v))
+	}
+}
+
+// serialize is v in Iceberg's single-value serialization: for the merge
+// path's types (boundKinds) the Parquet physical value, little-endian.
+func (l *laneHash) serialize(v parquet.Value) []byte {
+	b := l.buf[:0]
+	switch v.Kind() {
+	case parquet.Boolean:
+		if v.Boolean() {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+	case parquet.Int32:
+		b = binary.LittleEndian.AppendUint32(b, uint32(v.Int32()))
+	case parquet.Int64:
+		b = binary.LittleEndian.AppendUint64(b, uint64(v.Int64()))
+	case parquet.Float:
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v.Float()))
+	case parquet.Double:
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Double()))
+	default: // byte arrays: string and binary
+		return v.ByteArray()
+	}
+	l.buf = b
+	return b
+}
+
+// prove reads the output at path back and checks that its re-encoded row
+// groups hold the rows the inputs' did and its copied row groups the
+// bytes that were read. It returns the output's claim.
+func (p *rowProof) prove(fs icebergio.IO, path string) (rowdigest.Claim, error) {
+	claim := rowdigest.Claim{Read: p.read}
+	f, err := fs.Open(path)
+	if err != nil {
+		return claim, fmt.Errorf("read back %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return claim, fmt.Errorf("read back %s: %w", path, err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
+	if err != nil {
+		return claim, fmt.Errorf("read back %s: %w", path, err)
+	}
+	copiedAt := make(map[int]copiedGroup, len(p.copied))
+	for _, g := range p.copied {
+		copiedAt[g.ordinal] = g
+	}
+	md := pf.Metadata()
+	values := make([]parquet.Value, writeBatch)
+	buf := make([]byte, 1<<20)
+	xx := xxhash.New()
+	for r, rg := range pf.RowGroups() {
+		if g, ok := copiedAt[r]; ok {
+			xx.Reset()
+			for c := range g.cols {
+				cm := &md.RowGroups[r].Columns[c].MetaData
+				if err := hashRange(xx, f, chunkStart(cm), cm.TotalCompressedSize, buf); err != nil {
+					return claim, fmt.Errorf("read back %s: row group %d: %w", path, r, err)
+				}
+			}
+			if h := xx.Sum64(); h != g.hash || rg.NumRows() != g.rows {
+				return claim, fmt.Errorf("%w: %s: row group %d, copied byte for byte, reads back other bytes than were copied", rowdigest.ErrRowsDiffer, path, r)
+			}
+			claim.CopiedRows += g.rows
+			claim.Copied.Add(g.hash)
+			continue
+		}
+		p.begin(rg.NumRows())
+		chunks := rg.ColumnChunks()
+		for c, id := range p.ids {
+			row := 0
+			l := &p.lanes[0]
+			if err := eachBatch(chunks[c], values, func(batch []parquet.Value) error {
+				l.add(id, row, batch)
+				row += len(batch)
+				return nil
+			}); err != nil {
+				return claim, fmt.Errorf("read back %s: row group %d: %w", path, r, err)
+			}
+		}
+		p.fold(&claim.Written)
+	}
+	if claim.Read != claim.Written || claim.Copied != p.in {
+		return claim, fmt.Errorf("%w: %s: read %s, wrote %s", rowdigest.ErrRowsDiffer, path, claim.Read, claim.Written)
+	}
+	return claim, nil
+}
+
+// hashRange hashes n bytes of src from off, through buf.
+func hashRange(h *xxhash.Digest, src io.ReaderAt, off, n int64, buf []byte) error {
+	for n > 0 {
+		b := buf[:min(int64(len(buf)), n)]
+		if err := readFull(src, b, off); err != nil {
+			return err
+		}
+		h.Write(b)
+		off += int64(len(b))
+		n -= int64(len(b))
+	}
+	return nil
+}
