@@ -47,12 +47,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/apache/iceberg-go"
 	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"

@@ -117,12 +117,8 @@ func rowCheck(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask,
 	if claim.Read, err = rowdigest.Tasks(ctx, scan, sc, tasks, nil); err != nil {
 		return claim, fmt.Errorf("digest the rows read: %w", err)
 	}
-	written := make([]table.FileScanTask, len(outputs))
-	for i, df := range outputs {
-		written[i] = table.FileScanTask{File: df, Length: df.FileSizeBytes()}
-	}
-	if claim.Written, err = rowdigest.Tasks(ctx, scan, sc, written, nil); err != nil {
-		return claim, fmt.Errorf("digest the rows written: %w", err)
+	if claim.Written, err = rebase.WrittenRows(ctx, tbl, outputs); err != nil {
+		return claim, err
 	}
 	if claim.Read != claim.Written {
 		return claim, fmt.Errorf("%w: read %s, wrote %s", rowdigest.ErrRowsDiffer, claim.Read, claim.Written)

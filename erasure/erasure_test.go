@@ -24,6 +24,7 @@ import (
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/expire"
 	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/rebase"
 	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
@@ -324,6 +325,22 @@ func TestErasureSettlesRemovedVersions(t *testing.T) {
 				t.Error("a run a day past the deadline settled nothing overdue")
 			}
 			e.settled(want)
+			// The rewrite claims its rows: as many read (deletes applied)
+			// as written, the same ones.
+			claimed := 0
+			for _, s := range e.Load().Metadata().Snapshots() {
+				p := s.Summary.Properties
+				if p[rebase.RowsReadProperty] == "" {
+					continue
+				}
+				claimed++
+				if p[rebase.RowsReadProperty] != p[rebase.RowsWrittenProperty] || p[rebase.RowsRemovedProperty] != "" {
+					t.Errorf("snapshot %d claims %v", s.SnapshotID, p)
+				}
+			}
+			if claimed == 0 {
+				t.Error("no snapshot of the rewrite claims its rows")
+			}
 
 			// The next run has nothing left; it costs the table's metadata.
 			again := figures(t, e.run(maintenance.Erasure, time.Now().Add((deadlineDays+2)*24*time.Hour), "Successful"))

@@ -326,13 +326,14 @@ func (j *Job) rewrite(ctx context.Context, r *jobs.Run[Settings], tbl *table.Tab
 	if rec.WriteFileIO, cat, err = rebase.OpenWriting(ctx, t.Bucket, tbl); err != nil {
 		return nil, nil, err
 	}
-	results, err := j.read(ctx, rec.Table(tbl, cat), groups, planner.ExpiryTargetBytes(tbl.Properties()), r.Progress)
+	claims := &rebase.RowClaims{}
+	results, err := j.read(ctx, rec.Table(tbl, cat), groups, planner.ExpiryTargetBytes(tbl.Properties()), r.Progress, claims)
 	if err != nil {
 		rec.RemoveExcept(nil)
 		return nil, nil, fmt.Errorf("erasure of %s: %w", t.Table, err)
 	}
 	env := rebase.Env{Bucket: t.Bucket, Table: t.Table, Catalog: cat, FS: rec.WriteFileIO, Policy: policy, BeforeCommit: j.beforeCommit, Logger: j.Logger}
-	op := rebase.DataRewrite{Caller: rebase.Caller{Job: string(maintenance.Erasure), Name: "erasure"}}
+	op := rebase.DataRewrite{Caller: rebase.Caller{Job: string(maintenance.Erasure), Name: "erasure"}, Rows: claims}
 	c, err := rebase.NewCommitter(env, op, tbl, sc)
 	if err != nil {
 		return nil, nil, err
@@ -395,7 +396,7 @@ func rewriteOf(g planner.ErasureGroup, origin map[string]deleteAdd, s planner.Er
 
 // read rewrites each group with its deletes applied, Parallelism at a
 // time; results come in plan order.
-func (j *Job) read(ctx context.Context, tbl *table.Table, groups []planner.ErasureGroup, target int64, progress func(done, total int)) ([]table.CompactionGroupResult, error) {
+func (j *Job) read(ctx context.Context, tbl *table.Table, groups []planner.ErasureGroup, target int64, progress func(done, total int), claims *rebase.RowClaims) ([]table.CompactionGroupResult, error) {
 	out := make([]table.CompactionGroupResult, len(groups))
 	par := j.Parallelism
 	if par <= 0 {
@@ -410,10 +411,12 @@ func (j *Job) read(ctx context.Context, tbl *table.Table, groups []planner.Erasu
 			for _, task := range g.Tasks {
 				res.OldDataFiles = append(res.OldDataFiles, task.File)
 			}
-			var err error
-			if res.NewDataFiles, err = rebase.Rewrite(ctx, tbl, g.Tasks, target, nil); err != nil {
+			files, claim, err := rebase.Rewrite(ctx, tbl, g.Tasks, target, nil)
+			if err != nil {
 				return fmt.Errorf("group %s: %w", g.Label, err)
 			}
+			res.NewDataFiles = files
+			claims.Put(res, claim)
 			out[i] = res
 			if progress != nil {
 				progress(int(done.Add(1)), len(groups))

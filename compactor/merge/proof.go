@@ -1,7 +1,6 @@
 package merge
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -42,19 +41,9 @@ type copiedGroup struct {
 // laneHash is one lane's part of the row hashes of the row group being
 // re-encoded: per row, the sum of the hashes of its values in the lane's
 // columns. Lanes sum into the row hash once both are done.
-type laneHash struct {
-	acc []uint64
-	xx  *xxhash.Digest
-	buf []byte
-}
+type laneHash struct{ acc []uint64 }
 
-func newRowProof(ids []int) *rowProof {
-	p := &rowProof{ids: ids}
-	for i := range p.lanes {
-		p.lanes[i].xx = xxhash.New()
-	}
-	return p
-}
+func newRowProof(ids []int) *rowProof { return &rowProof{ids: ids} }
 
 // begin readies the lanes for a row group of n rows.
 func (p *rowProof) begin(n int64) {
@@ -77,40 +66,35 @@ func (p *rowProof) fold(d *rowdigest.Digest) {
 }
 
 // add hashes a batch of column id's values, the rows from row on, into
-// the lane's sums.
+// the lane's sums. For the merge path's types (boundKinds) Iceberg's
+// single-value serialization is the Parquet physical value, little-endian.
 func (l *laneHash) add(id int, row int, values []parquet.Value) {
+	seed := rowdigest.Seed(id)
+	acc := l.acc[row : row+len(values)]
 	for i, v := range values {
-		if v.IsNull() {
+		var h uint64
+		switch v.Kind() {
+		case parquet.Boolean:
+			var b [1]byte
+			if v.Boolean() {
+				b[0] = 1
+			}
+			h = rowdigest.XXH64(seed, b[:])
+		case parquet.Int32:
+			h = rowdigest.XXH64Uint32(seed, uint32(v.Int32()))
+		case parquet.Int64:
+			h = rowdigest.XXH64Uint64(seed, uint64(v.Int64()))
+		case parquet.Float:
+			h = rowdigest.XXH64Uint32(seed, math.Float32bits(v.Float()))
+		case parquet.Double:
+			h = rowdigest.XXH64Uint64(seed, math.Float64bits(v.Double()))
+		case parquet.ByteArray, parquet.FixedLenByteArray:
+			h = rowdigest.XXH64(seed, v.ByteArray())
+		default: // null
 			continue
 		}
-		l.acc[row+i] += rowdigest.ValueHash(l.xx, id, l.serialize(v))
+		acc[i] += h
 	}
-}
-
-// serialize is v in Iceberg's single-value serialization: for the merge
-// path's types (boundKinds) the Parquet physical value, little-endian.
-func (l *laneHash) serialize(v parquet.Value) []byte {
-	b := l.buf[:0]
-	switch v.Kind() {
-	case parquet.Boolean:
-		if v.Boolean() {
-			b = append(b, 1)
-		} else {
-			b = append(b, 0)
-		}
-	case parquet.Int32:
-		b = binary.LittleEndian.AppendUint32(b, uint32(v.Int32()))
-	case parquet.Int64:
-		b = binary.LittleEndian.AppendUint64(b, uint64(v.Int64()))
-	case parquet.Float:
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v.Float()))
-	case parquet.Double:
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Double()))
-	default: // byte arrays: string and binary
-		return v.ByteArray()
-	}
-	l.buf = b
-	return b
 }
 
 // prove reads the output at path back and checks that its re-encoded row

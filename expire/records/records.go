@@ -25,6 +25,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/internal/rebase"
+	"github.com/icekeeper/icekeeper/internal/rowdigest"
 	"github.com/icekeeper/icekeeper/internal/textlist"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -199,7 +200,9 @@ type expiryRead struct {
 	// rewritten rather than dropped whole (for a dry run, which writes
 	// nothing to tell it by).
 	rewrite bool
-	err     error
+	// claim is what a rewritten group proved of its rows (rebase.Rewrite).
+	claim *rowdigest.Claim
+	err   error
 }
 
 // run expires the rows older than the run's cutoff.
@@ -252,6 +255,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *ExpirationFig
 		rtbl = rec.Table(tbl, cat)
 	}
 	var results []table.CompactionGroupResult
+	claims := &rebase.RowClaims{}
 	expiredBy := map[string]int64{} // first input file → visible rows removed
 	for i, rd := range j.read(ctx, rtbl, col, groups, target, opts) {
 		switch {
@@ -265,6 +269,9 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *ExpirationFig
 		default:
 			results = append(results, *rd.result)
 			expiredBy[rd.result.OldDataFiles[0].FilePath()] = rd.expired
+			if rd.claim != nil {
+				claims.Put(*rd.result, *rd.claim)
+			}
 		}
 	}
 	if len(results) == 0 {
@@ -273,7 +280,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *ExpirationFig
 	}
 
 	env := rebase.Env{Bucket: t.Bucket, Table: t.Table, Catalog: cat, FS: rec.WriteFileIO, Policy: policy, BeforeCommit: j.beforeCommit, Logger: j.Logger}
-	op := rebase.RowRemoval{Caller: rebase.Caller{Job: string(maintenance.RecordExpiration), Name: "record expiration"}}
+	op := rebase.RowRemoval{Caller: rebase.Caller{Job: string(maintenance.RecordExpiration), Name: "record expiration"}, Rows: claims}
 	c, err := rebase.NewCommitter(env, op, tbl, sc)
 	if err != nil {
 		return err
@@ -353,7 +360,9 @@ func expireGroup(ctx context.Context, tbl *table.Table, col planner.ExpiryColumn
 		// which nothing expired is not committed; its outputs go with
 		// the run's others that are not. When every visible row expired,
 		// nothing is written and the files go as if dropped.
-		res.NewDataFiles, rd.expired, rd.err = filterGroup(ctx, tbl, col, g.Tasks, target)
+		var claim rowdigest.Claim
+		res.NewDataFiles, rd.expired, claim, rd.err = filterGroup(ctx, tbl, col, g.Tasks, target)
+		rd.claim = &claim
 	}
 	if rd.err == nil && rd.expired > 0 {
 		rd.result = &res
@@ -420,15 +429,18 @@ func previewGroup(ctx context.Context, tbl *table.Table, col planner.ExpiryColum
 // applied). The rows that stay are chosen here, from the column's values,
 // rather than by a scan filter: a null stays by construction, and row
 // lineage is kept (rebase.Rewrite).
-func filterGroup(ctx context.Context, tbl *table.Table, col planner.ExpiryColumn, tasks []table.FileScanTask, target int64) (files []iceberg.DataFile, expired int64, err error) {
+func filterGroup(ctx context.Context, tbl *table.Table, col planner.ExpiryColumn, tasks []table.FileScanTask, target int64) (files []iceberg.DataFile, expired int64, claim rowdigest.Claim, err error) {
 	var removed atomic.Int64
-	files, err = rebase.Rewrite(ctx, tbl, tasks, target, func(records iter.Seq2[arrow.RecordBatch, error]) iter.Seq2[arrow.RecordBatch, error] {
+	files, claim, err = rebase.Rewrite(ctx, tbl, tasks, target, func(records iter.Seq2[arrow.RecordBatch, error]) iter.Seq2[arrow.RecordBatch, error] {
 		return keepRows(ctx, col, records, &removed)
 	})
 	if err != nil {
-		return files, 0, err
+		return files, 0, claim, err
 	}
-	return files, removed.Load(), nil
+	if claim.Removed.Count != removed.Load() {
+		return files, 0, claim, fmt.Errorf("%w: %d rows expired, the digests say %d", rowdigest.ErrRowsDiffer, removed.Load(), claim.Removed.Count)
+	}
+	return files, removed.Load(), claim, nil
 }
 
 // keepRows passes on the rows of each batch that do not expire, and

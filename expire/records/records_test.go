@@ -10,6 +10,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/internal/rebase"
+	"github.com/icekeeper/icekeeper/internal/rowdigest"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
@@ -141,6 +143,14 @@ func (e *env) checkExpiry(job *Job, col string) *ExpirationFigures {
 		if op := s.Summary.Operation; op != table.OpDelete && op != table.OpOverwrite {
 			e.T.Errorf("snapshot %d is %s, want delete or overwrite", s.SnapshotID, op)
 		}
+		// A commit that claims its rows is borne out by storage: what it
+		// read is what it wrote and what it says it removed.
+		if _, ok := s.Summary.Properties[rebase.RowsRemovedProperty]; ok {
+			c, err := rebase.Recompute(e.Ctx, after, s.SnapshotID)
+			if err != nil || !c.Kept() {
+				e.T.Fatalf("snapshot %d: %v\n%s", s.SnapshotID, err, c.Report())
+			}
+		}
 	}
 	missing, err := tablecheck.MissingFiles(e.Ctx, after)
 	if err != nil || len(missing) > 0 {
@@ -187,6 +197,13 @@ func TestRecordExpiration(t *testing.T) {
 			}
 			if fig.FilesRewritten == 0 || tc.dropped != (fig.FilesDropped > 0) {
 				t.Errorf("%d files dropped, %d rewritten", fig.FilesDropped, fig.FilesRewritten)
+			}
+			if !tc.dropped {
+				// Every group rewritten: the commit claims its rows.
+				removed, err := rowdigest.Parse(e.Load().CurrentSnapshot().Summary.Properties[rebase.RowsRemovedProperty])
+				if err != nil || removed.Count != fig.DeletedRecords {
+					t.Fatalf("the commit claims to have removed %v (%v); %d records were", removed, err, fig.DeletedRecords)
+				}
 			}
 			// A second run finds nothing more to expire.
 			if _, again := e.expire(&Job{}, false); again.DeletedRecords != 0 || again.Commits != 0 {

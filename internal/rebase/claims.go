@@ -23,13 +23,17 @@ const (
 	// and the digest of those row groups' bytes.
 	RowsCopiedProperty   = "icekeeper.rows-copied"
 	CopiedChunksProperty = "icekeeper.copied-chunks"
+	// RowsRemovedProperty is the digest of the rows a removing rewrite
+	// (record expiration) dropped: rows-read is rows-written and these.
+	RowsRemovedProperty = "icekeeper.rows-removed"
 )
 
 // RowClaim is one group's proof of its rows (rowdigest.Claim).
 type RowClaim = rowdigest.Claim
 
 // RowClaims holds the claims of a run's groups, by the path of each
-// group's first output, for the summaries of the snapshots that commit
+// group's first input (a group that removes every row has no output), for
+// the summaries of the snapshots that commit
 // them (a snapshot commits a batch of groups, and a retry may drop some).
 // Safe for concurrent use.
 type RowClaims struct {
@@ -44,7 +48,7 @@ func (c *RowClaims) Put(g table.CompactionGroupResult, claim RowClaim) {
 	if c.by == nil {
 		c.by = map[string]RowClaim{}
 	}
-	c.by[firstOutput(g)] = claim
+	c.by[firstInput(g)] = claim
 }
 
 // properties are the summary properties of a snapshot committing groups:
@@ -57,7 +61,7 @@ func (c *RowClaims) properties(groups []table.CompactionGroupResult) iceberg.Pro
 	defer c.mu.Unlock()
 	var sum RowClaim
 	for _, g := range groups {
-		claim, ok := c.by[firstOutput(g)]
+		claim, ok := c.by[firstInput(g)]
 		if !ok {
 			return nil
 		}
@@ -68,6 +72,9 @@ func (c *RowClaims) properties(groups []table.CompactionGroupResult) iceberg.Pro
 		RowsWrittenProperty:  sum.Written.String(),
 		RowDigestVersionProp: strconv.Itoa(rowdigest.Version),
 	}
+	if sum.Removed.Count > 0 {
+		p[RowsRemovedProperty] = sum.Removed.String()
+	}
 	if sum.CopiedRows > 0 {
 		p[RowsCopiedProperty] = strconv.FormatInt(sum.CopiedRows, 10)
 		p[CopiedChunksProperty] = sum.Copied.String()
@@ -75,9 +82,9 @@ func (c *RowClaims) properties(groups []table.CompactionGroupResult) iceberg.Pro
 	return p
 }
 
-func firstOutput(g table.CompactionGroupResult) string {
-	if len(g.NewDataFiles) == 0 {
+func firstInput(g table.CompactionGroupResult) string {
+	if len(g.OldDataFiles) == 0 {
 		return ""
 	}
-	return g.NewDataFiles[0].FilePath()
+	return g.OldDataFiles[0].FilePath()
 }

@@ -186,7 +186,17 @@ func (c EqualityConversion) Guards(g table.CompactionGroupResult) []string {
 // RowRemoval removes rows: each group's data files are dropped whole or
 // replaced by files without the removed rows (rows that aged out). Its
 // snapshots are DELETE, or OVERWRITE where files are written.
-type RowRemoval struct{ Caller }
+type RowRemoval struct {
+	Caller
+	// Rows, when set, holds each group's row claim (with the rows it
+	// removed), which its snapshot's summary carries.
+	Rows *RowClaims
+}
+
+// Claims implements Claimer.
+func (r RowRemoval) Claims(groups []table.CompactionGroupResult) iceberg.Properties {
+	return r.Rows.properties(groups)
+}
 
 // Operation implements Producer.
 func (RowRemoval) Operation(addedData int64) table.Operation {

@@ -30,7 +30,6 @@
 package rowdigest
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/big"
@@ -41,7 +40,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
-	"github.com/cespare/xxhash/v2"
 )
 
 // Version is the definition's version, written beside every digest.
@@ -65,6 +63,11 @@ func (d *Digest) Merge(e Digest) {
 	d.Count += e.Count
 	d.Sum += e.Sum
 	d.Xor ^= e.Xor
+}
+
+// Minus is the digest of d's rows without e's, where e's are among them.
+func (d Digest) Minus(e Digest) Digest {
+	return Digest{Count: d.Count - e.Count, Sum: d.Sum - e.Sum, Xor: d.Xor ^ e.Xor}
 }
 
 // String is the digest as summaries and the CLI write it.
@@ -104,11 +107,10 @@ func Fmix64(k uint64) uint64 {
 
 // ValueHash is the hash of a non-null value of field id whose single-value
 // serialization is b.
-func ValueHash(h *xxhash.Digest, id int, b []byte) uint64 {
-	h.ResetWithSeed(uint64(uint32(id)))
-	h.Write(b)
-	return h.Sum64()
-}
+func ValueHash(id int, b []byte) uint64 { return XXH64(Seed(id), b) }
+
+// Seed is the XXH64 seed of field id's values.
+func Seed(id int) uint64 { return uint64(uint32(id)) }
 
 // ErrRowsDiffer is a rewrite whose written rows are not the rows it read:
 // it must not be committed.
@@ -122,14 +124,13 @@ type Hasher struct {
 	sc   *iceberg.Schema
 	acc  []uint64 // per row of the record at hand: the sum of its value hashes
 	buf  []byte
-	xx   *xxhash.Digest
 	rows Digest
 }
 
 // NewHasher returns a Hasher of records whose columns are sc's top-level
 // fields, in order (what an iceberg-go scan projected to sc yields).
 func NewHasher(sc *iceberg.Schema) *Hasher {
-	return &Hasher{sc: sc, xx: xxhash.New()}
+	return &Hasher{sc: sc}
 }
 
 // Covered are the field IDs whose values enter the row hash: sc's
@@ -150,8 +151,15 @@ func (h *Hasher) Digest() Digest { return h.rows }
 // Add folds every row of rec in.
 func (h *Hasher) Add(rec arrow.RecordBatch) error {
 	fields := h.sc.Fields()
-	if int(rec.NumCols()) != len(fields) {
+	// Columns past the schema's (row lineage's metadata columns, which
+	// follow the table's) are not the table's rows and are left out.
+	if int(rec.NumCols()) < len(fields) {
 		return fmt.Errorf("%w: %d columns, schema %d has %d fields", ErrSchema, rec.NumCols(), h.sc.ID, len(fields))
+	}
+	for c, f := range fields {
+		if name := rec.ColumnName(c); name != f.Name {
+			return fmt.Errorf("%w: column %d is %s, schema %d has %s", ErrSchema, c, name, h.sc.ID, f.Name)
+		}
 	}
 	n := int(rec.NumRows())
 	h.acc = slices.Grow(h.acc[:0], n)[:n]
@@ -171,10 +179,10 @@ func (h *Hasher) Add(rec arrow.RecordBatch) error {
 }
 
 func (h *Hasher) column(f iceberg.NestedField, col arrow.Array) error {
-	id := f.ID
-	add := func(i int, b []byte) { h.acc[i] += ValueHash(h.xx, id, b) }
-	le32 := func(i int, v uint32) { h.buf = binary.LittleEndian.AppendUint32(h.buf[:0], v); add(i, h.buf) }
-	le64 := func(i int, v uint64) { h.buf = binary.LittleEndian.AppendUint64(h.buf[:0], v); add(i, h.buf) }
+	id, seed := f.ID, Seed(f.ID)
+	add := func(i int, b []byte) { h.acc[i] += ValueHash(id, b) }
+	le32 := func(i int, v uint32) { h.acc[i] += XXH64Uint32(seed, v) }
+	le64 := func(i int, v uint64) { h.acc[i] += XXH64Uint64(seed, v) }
 	n := col.Len()
 	switch a := col.(type) {
 	case *array.Boolean:
@@ -315,8 +323,12 @@ func decimalBytes(dst []byte, v *big.Int) []byte {
 // CopiedRows rows went over in them, and Copied digests their column
 // chunks' bytes (one XXH64 of a row group's chunks, in column order, per
 // copied row group), equal as read and as written.
+//
+// A rewrite meant to remove rows (record expiration) claims Removed too,
+// the rows it chose to drop: Read is then Written and Removed together.
 type Claim struct {
 	Read, Written Digest
+	Removed       Digest
 	CopiedRows    int64
 	Copied        Digest
 }
@@ -325,6 +337,15 @@ type Claim struct {
 func (c *Claim) Merge(d Claim) {
 	c.Read.Merge(d.Read)
 	c.Written.Merge(d.Written)
+	c.Removed.Merge(d.Removed)
 	c.CopiedRows += d.CopiedRows
 	c.Copied.Merge(d.Copied)
+}
+
+// Holds reports whether the claim adds up: what was read is what was
+// written and what was removed.
+func (c Claim) Holds() bool {
+	w := c.Written
+	w.Merge(c.Removed)
+	return c.Read == w
 }

@@ -46,8 +46,12 @@ func TestWorkedExample(t *testing.T) {
 		t.Fatalf("XXH64 of nothing = %016x", got)
 	}
 	x := xxhash.New()
-	h1 := ValueHash(x, 1, []byte{1, 0, 0, 0, 0, 0, 0, 0})
-	h2 := ValueHash(x, 2, []byte("a"))
+	x.ResetWithSeed(1)
+	x.Write([]byte{1, 0, 0, 0, 0, 0, 0, 0})
+	h1 := x.Sum64()
+	x.ResetWithSeed(2)
+	x.Write([]byte("a"))
+	h2 := x.Sum64()
 	row := Fmix64(h1 + h2)
 	got := digestOf(t, record(t, []int64{1}, []string{"a"}, nil))
 	if got != (Digest{Count: 1, Sum: row, Xor: row}) {
