@@ -59,22 +59,37 @@ func unused(fs icebergio.IO, meta table.Metadata, d planner.SnapshotDecision, pr
 	return schemas, specs, nil
 }
 
-// deleteExpired deletes the files that only the expired snapshots reached:
-// their manifest lists, and the manifests and data and delete files listed
-// in them. DeleteFiles re-checks every one against the metadata as it is
-// now, so a file a kept snapshot still reaches is never deleted.
-func (j *Job) deleteExpired(ctx context.Context, t jobs.Target, s maintenance.Settings, fs icebergio.IO, before table.Metadata, d planner.SnapshotDecision, fig *Figures, progress func(done, total int)) error {
+// expiredFiles are the files the snapshots a decision expires reach, as
+// FilesOf lists them: read before the expiry is committed, so that a
+// damaged manifest of an expiring snapshot fails the run with the table
+// unchanged. (A manifest only kept snapshots reach is read by the
+// deletion's re-check after the commit; expiring other snapshots loses no
+// way back to its entries, which they never held.)
+type expiredFiles struct{ manifests, files []string }
+
+// listExpired lists the files the snapshots d expires reach in before.
+func (j *Job) listExpired(t jobs.Target, fs icebergio.IO, before table.Metadata, d planner.SnapshotDecision, progress func(done, total int)) (expiredFiles, error) {
 	if j.DeleteFiles == nil {
-		return errors.New("expiration.deleteExpiredFiles is set but this icekeeper has no file deleter wired")
+		return expiredFiles{}, errors.New("expiration.deleteExpiredFiles is set but this icekeeper has no file deleter wired")
 	}
 	start := time.Now()
 	manifests, files, err := FilesOf(fs, before, d.ExpireIDs(), progress)
 	if err != nil {
-		return err
+		return expiredFiles{}, err
 	}
 	j.log().Debug("files of expired snapshots listed", "table", t.Table.String(), "snapshots", len(d.Expire),
 		"manifests", len(manifests), "files", len(files), "duration", time.Since(start))
-	start = time.Now()
+	return expiredFiles{manifests, files}, nil
+}
+
+// deleteExpired deletes the files that only the expired snapshots reached:
+// their manifest lists, and the manifests and data and delete files listed
+// in them (listExpired). DeleteFiles re-checks every one against the
+// metadata as it is now, so a file a kept snapshot still reaches is never
+// deleted.
+func (j *Job) deleteExpired(ctx context.Context, t jobs.Target, s maintenance.Settings, ex expiredFiles, fig *Figures) error {
+	manifests, files := ex.manifests, ex.files
+	start := time.Now()
 	n, err := j.DeleteFiles(ctx, t, s, slices.Concat(manifests, files))
 	fig.FilesDeleted = n
 	j.log().Debug("files of expired snapshots deleted", "table", t.Table.String(), "deleted", n,

@@ -173,6 +173,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 	var newLoc string
 	var fs icebergio.IO
 	var d planner.SnapshotDecision
+	var expired expiredFiles
 	st, err := commit.Do(ctx, policy, func(ctx context.Context, attempt int) error {
 		if attempt > 1 {
 			if tbl, err = t.Bucket.LoadTable(ctx, t.Table); err != nil {
@@ -202,6 +203,11 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 		fig.SnapshotsKept = fig.SnapshotsBefore - fig.SnapshotsExpired
 		if opts.DryRun || d.Empty() {
 			return nil
+		}
+		if s.DeleteExpiredFiles {
+			if expired, err = j.listExpired(t, fs, meta, d, opts.Progress); err != nil {
+				return fmt.Errorf("snapshot management of %s, nothing committed: %w", t.Table, err)
+			}
 		}
 		if j.beforeCommit != nil {
 			j.beforeCommit(attempt)
@@ -248,7 +254,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 		return err
 	}
 	if s.DeleteExpiredFiles {
-		if err := j.deleteExpired(ctx, t, r.Settings.Removal, fs, tbl.Metadata(), d, fig, opts.Progress); err != nil {
+		if err := j.deleteExpired(ctx, t, r.Settings.Removal, expired, fig); err != nil {
 			return fmt.Errorf("expired snapshots committed; deleting their files failed (unreferenced file removal will collect them): %w", err)
 		}
 	}
