@@ -3,6 +3,7 @@ package merge
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -124,6 +125,10 @@ func prefetch(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanTask
 	return out
 }
 
+// errRowCount is a file that holds other than the rows its manifest entry
+// records.
+var errRowCount = errors.New("row count differs")
+
 func openInput(fsys icebergio.IO, df iceberg.DataFile, wholeFileBytes int64, free chan []byte) openedFile {
 	o := openedFile{df: df, close: func() {}}
 	fail := func(err error) openedFile {
@@ -175,7 +180,7 @@ func openInput(fsys icebergio.IO, df iceberg.DataFile, wholeFileBytes int64, fre
 		return fail(err)
 	}
 	if o.pf.NumRows() != df.Count() {
-		return fail(fmt.Errorf("the file holds %d rows, its manifest entry %d", o.pf.NumRows(), df.Count()))
+		return fail(fmt.Errorf("%w: the file holds %d rows, its manifest entry %d", errRowCount, o.pf.NumRows(), df.Count()))
 	}
 	return o
 }

@@ -213,18 +213,18 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 		df, err := out.close(spec, sc, inputs)
 		counts.Copied += out.counts.Copied
 		counts.Reencoded += out.counts.Reencoded
-		proof, path := out.proof, out.path
+		proof := out.proof
 		out, inputs = nil, nil
 		if err != nil {
 			return err
 		}
 		if proof != nil {
 			if m.beforeProve != nil {
-				if err := m.beforeProve(path); err != nil {
+				if err := m.beforeProve(df.FilePath()); err != nil {
 					return err
 				}
 			}
-			claim, err := proof.prove(fsys, path)
+			claim, err := proof.prove(fsys, df, wholeFileBytes)
 			if err != nil {
 				return err
 			}

@@ -1,10 +1,12 @@
 package merge
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
 
+	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/cespare/xxhash/v2"
 	"github.com/parquet-go/parquet-go"
@@ -97,24 +99,23 @@ func (l *laneHash) add(id int, row int, values []parquet.Value) {
 	}
 }
 
-// prove reads the output at path back and checks that its re-encoded row
-// groups hold the rows the inputs' did and its copied row groups the
-// bytes that were read. It returns the output's claim.
-func (p *rowProof) prove(fs icebergio.IO, path string) (rowdigest.Claim, error) {
+// prove reads the output df back from storage, as the merge reads its
+// inputs (whole up to wholeFileBytes, else in large ranges: on S3 a few
+// GETs, not one per page), and checks that its re-encoded row groups hold
+// the rows the inputs' did and its copied row groups the bytes that were
+// read. It returns the output's claim.
+func (p *rowProof) prove(fs icebergio.IO, df iceberg.DataFile, wholeFileBytes int64) (rowdigest.Claim, error) {
 	claim := rowdigest.Claim{Read: p.read}
-	f, err := fs.Open(path)
-	if err != nil {
-		return claim, fmt.Errorf("read back %s: %w", path, err)
+	path := df.FilePath()
+	in := openInput(fs, df, wholeFileBytes, nil)
+	defer in.close()
+	if errors.Is(in.err, errRowCount) {
+		return claim, fmt.Errorf("%w: read back: %v", rowdigest.ErrRowsDiffer, in.err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return claim, fmt.Errorf("read back %s: %w", path, err)
+	if in.err != nil {
+		return claim, fmt.Errorf("read back: %w", in.err)
 	}
-	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
-	if err != nil {
-		return claim, fmt.Errorf("read back %s: %w", path, err)
-	}
+	pf := in.pf
 	copiedAt := make(map[int]copiedGroup, len(p.copied))
 	for _, g := range p.copied {
 		copiedAt[g.ordinal] = g
@@ -128,7 +129,7 @@ func (p *rowProof) prove(fs icebergio.IO, path string) (rowdigest.Claim, error) 
 			xx.Reset()
 			for c := range g.cols {
 				cm := &md.RowGroups[r].Columns[c].MetaData
-				if err := hashRange(xx, f, chunkStart(cm), cm.TotalCompressedSize, buf); err != nil {
+				if err := hashRange(xx, pf, chunkStart(cm), cm.TotalCompressedSize, buf); err != nil {
 					return claim, fmt.Errorf("read back %s: row group %d: %w", path, r, err)
 				}
 			}
