@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/rebase"
+	"github.com/icekeeper/icekeeper/internal/rowdigest"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
@@ -134,6 +135,23 @@ func (e *env) checkDeleteCompaction(job *Job, v3 bool) *Figures {
 	}
 	if fig.PositionsOut != deleted {
 		e.T.Errorf("%d positions written; the data files lose %d rows to position deletes", fig.PositionsOut, deleted)
+	}
+	// Each delete rewrite claims the position-delete rows it read and
+	// wrote, read back: the same ones, as many as it wrote.
+	var claimed int64
+	for s := after.CurrentSnapshot(); s != nil && s.SnapshotID != snapBefore; s = after.SnapshotByID(*s.ParentSnapshotID) {
+		p := s.Summary.Properties
+		if p[rebase.DeletesReadProperty] == "" {
+			continue
+		}
+		d, err := rowdigest.Parse(p[rebase.DeletesReadProperty])
+		if err != nil || p[rebase.DeletesWrittenProperty] != p[rebase.DeletesReadProperty] {
+			e.T.Fatalf("snapshot %d claims %v (%v)", s.SnapshotID, p, err)
+		}
+		claimed += d.Count
+	}
+	if claimed != fig.PositionsOut {
+		e.T.Errorf("the delete rewrites claim %d position-delete rows, they wrote %d", claimed, fig.PositionsOut)
 	}
 	// The new deletes are scoped to one file each, so the planner knows
 	// how many rows of each file they delete.

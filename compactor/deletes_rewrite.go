@@ -12,6 +12,7 @@ import (
 	"github.com/sourcegraph/conc/pool"
 
 	"github.com/icekeeper/icekeeper/internal/rebase"
+	"github.com/icekeeper/icekeeper/internal/rowdigest"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
@@ -58,7 +59,8 @@ func (j *Job) compactDeletes(ctx context.Context, t jobs.Target, tbl *table.Tabl
 	if err != nil {
 		return err
 	}
-	op := rebase.DeleteRewrite{Caller: rebase.Caller{Job: string(maintenance.Compaction), Name: "delete-file compaction"}}
+	op := rebase.DeleteRewrite{Caller: rebase.Caller{Job: string(maintenance.Compaction), Name: "delete-file compaction"},
+		Rows: &rebase.RowClaims{Deletes: true}}
 	c, err := j.newCommitter(op, t, tbl, cat, wfs, sc, policy)
 	if err != nil {
 		return err
@@ -69,7 +71,7 @@ func (j *Job) compactDeletes(ctx context.Context, t jobs.Target, tbl *table.Tabl
 			f.DeleteBytes += deleteSize(d)
 		}
 	}
-	results, err := j.rewriteDeletes(ctx, wfs, rec, c, tbl.Metadata(), f.DeletePlan)
+	results, err := j.rewriteDeletes(ctx, wfs, rec, c, tbl.Metadata(), f.DeletePlan, op.Rows)
 	if err == nil {
 		err = c.Run(ctx, results)
 	}
@@ -94,7 +96,7 @@ func (j *Job) compactDeletes(ctx context.Context, t jobs.Target, tbl *table.Tabl
 // rewriteDeletes writes the merged deletes of each group, Parallelism
 // groups at a time. A delete file that cannot be read fails the run before
 // anything is committed.
-func (j *Job) rewriteDeletes(ctx context.Context, rfs icebergio.IO, wfs icebergio.WriteFileIO, c *rebase.Committer, meta table.Metadata, groups []planner.DeleteGroup) ([]table.CompactionGroupResult, error) {
+func (j *Job) rewriteDeletes(ctx context.Context, rfs icebergio.IO, wfs icebergio.WriteFileIO, c *rebase.Committer, meta table.Metadata, groups []planner.DeleteGroup, claims *rebase.RowClaims) ([]table.CompactionGroupResult, error) {
 	par := orDefault(j.Parallelism, 2)
 	run := uuid.New()
 	out := make([]table.CompactionGroupResult, len(groups))
@@ -102,10 +104,11 @@ func (j *Job) rewriteDeletes(ctx context.Context, rfs icebergio.IO, wfs icebergi
 	for i, g := range groups {
 		p.Go(func(ctx context.Context) error {
 			w := newDeleteWriter(wfs, c.Locations(), meta, fmt.Sprintf("%s-%05d", run, i))
-			r, err := rewriteDeleteGroup(ctx, rfs, w, g)
+			r, claim, err := rewriteDeleteGroup(ctx, rfs, w, g)
 			if err != nil {
 				return fmt.Errorf("rewrite deletes of %s: %w", g.Partition, err)
 			}
+			claims.Put(r, claim)
 			out[i] = r
 			return nil
 		})
@@ -115,26 +118,37 @@ func (j *Job) rewriteDeletes(ctx context.Context, rfs icebergio.IO, wfs icebergi
 
 // rewriteDeleteGroup merges, for each of g's data files, the positions of
 // every position delete file and deletion vector attached to it, and
-// writes them anew. Each delete file is read once.
-func rewriteDeleteGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, g planner.DeleteGroup) (table.CompactionGroupResult, error) {
+// writes them anew. Each delete file is read once. It proves the rewrite:
+// the position-delete rows (file_path, pos) it read and those its new
+// files hold, read back from storage, must have one row digest.
+func rewriteDeleteGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, g planner.DeleteGroup) (table.CompactionGroupResult, rowdigest.Claim, error) {
 	res := table.CompactionGroupResult{PartitionKey: g.Partition}
+	var claim rowdigest.Claim
 	read := map[string]map[string][]int64{}
 	for _, t := range g.Tasks {
 		if err := ctx.Err(); err != nil {
-			return res, err
+			return res, claim, err
 		}
 		// A position past the file's end deletes nothing.
 		positions, err := existingPositions(fs, t, read)
 		if err != nil {
-			return res, err
+			return res, claim, err
 		}
-		if err := w.add(t.File, sortedUnique(positions)); err != nil {
-			return res, err
+		positions = sortedUnique(positions)
+		addPositions(&claim.Read, t.File.FilePath(), positions)
+		if err := w.add(t.File, positions); err != nil {
+			return res, claim, err
 		}
 	}
 	files, err := w.finish(ctx)
 	if err != nil {
-		return res, err
+		return res, claim, err
+	}
+	if claim.Written, err = writtenPositions(fs, g.Tasks, files); err != nil {
+		return res, claim, err
+	}
+	if claim.Read != claim.Written {
+		return res, claim, fmt.Errorf("%w: position deletes read %s, written %s", rowdigest.ErrRowsDiffer, claim.Read, claim.Written)
 	}
 	res.NewDataFiles = files
 	for _, d := range g.Remove {
@@ -144,7 +158,44 @@ func rewriteDeleteGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, g
 			res.SafePosDeletes = append(res.SafePosDeletes, d)
 		}
 	}
-	return res, nil
+	return res, claim, nil
+}
+
+// addPositions adds the position-delete rows (path, pos) of positions to
+// d: rows of the position delete schema, file_path and pos by their field
+// IDs.
+func addPositions(d *rowdigest.Digest, path string, positions []int64) {
+	h := rowdigest.ValueHash(rebase.FilePathFieldID, []byte(path))
+	seed := rowdigest.Seed(rebase.PosFieldID)
+	for _, p := range positions {
+		d.Add(rowdigest.Fmix64(h + rowdigest.XXH64Uint64(seed, uint64(p))))
+	}
+}
+
+// writtenPositions is the digest of the position-delete rows that files,
+// the delete files written for tasks' data files, hold, read back.
+func writtenPositions(fs icebergio.IO, tasks []table.FileScanTask, files []iceberg.DataFile) (rowdigest.Digest, error) {
+	var d rowdigest.Digest
+	read := map[string]map[string][]int64{}
+	for _, t := range tasks {
+		back := table.FileScanTask{File: t.File}
+		for _, f := range files {
+			if ref := f.ReferencedDataFile(); ref == nil || *ref != t.File.FilePath() {
+				continue
+			}
+			if f.FileFormat() == iceberg.PuffinFile {
+				back.DeletionVectorFiles = append(back.DeletionVectorFiles, f)
+			} else {
+				back.DeleteFiles = append(back.DeleteFiles, f)
+			}
+		}
+		positions, err := existingPositions(fs, back, read)
+		if err != nil {
+			return d, fmt.Errorf("read back: %w", err)
+		}
+		addPositions(&d, t.File.FilePath(), sortedUnique(positions))
+	}
+	return d, nil
 }
 
 // deleteSize is what reading delete file d costs: a deletion vector's

@@ -26,17 +26,26 @@ const (
 	// RowsRemovedProperty is the digest of the rows a removing rewrite
 	// (record expiration) dropped: rows-read is rows-written and these.
 	RowsRemovedProperty = "icekeeper.rows-removed"
+	// DeletesReadProperty and DeletesWrittenProperty are a delete-file
+	// rewrite's claim: the digest of the position-delete rows (file_path,
+	// pos) it read and of those its new delete files hold, read back.
+	DeletesReadProperty    = "icekeeper.deletes-read"
+	DeletesWrittenProperty = "icekeeper.deletes-written"
 )
 
 // RowClaim is one group's proof of its rows (rowdigest.Claim).
 type RowClaim = rowdigest.Claim
 
 // RowClaims holds the claims of a run's groups, by the path of each
-// group's first input (a group that removes every row has no output), for
-// the summaries of the snapshots that commit
+// group's first input (firstInput: a group that removes every row has no
+// output), for the summaries of the snapshots that commit
 // them (a snapshot commits a batch of groups, and a retry may drop some).
 // Safe for concurrent use.
 type RowClaims struct {
+	// Deletes says the claims are of position-delete rows (a delete-file
+	// rewrite), written under the deletes-* keys.
+	Deletes bool
+
 	mu sync.Mutex
 	by map[string]RowClaim
 }
@@ -67,6 +76,13 @@ func (c *RowClaims) properties(groups []table.CompactionGroupResult) iceberg.Pro
 		}
 		sum.Merge(claim)
 	}
+	if c.Deletes {
+		return iceberg.Properties{
+			DeletesReadProperty:    sum.Read.String(),
+			DeletesWrittenProperty: sum.Written.String(),
+			RowDigestVersionProp:   strconv.Itoa(rowdigest.Version),
+		}
+	}
 	p := iceberg.Properties{
 		RowsReadProperty:     sum.Read.String(),
 		RowsWrittenProperty:  sum.Written.String(),
@@ -82,9 +98,13 @@ func (c *RowClaims) properties(groups []table.CompactionGroupResult) iceberg.Pro
 	return p
 }
 
+// firstInput names a group by the first file it replaces: a data file, or
+// in a delete-file rewrite a delete file.
 func firstInput(g table.CompactionGroupResult) string {
-	if len(g.OldDataFiles) == 0 {
-		return ""
+	for _, files := range [][]iceberg.DataFile{g.OldDataFiles, g.SafePosDeletes, g.SafeDeletionVectors} {
+		if len(files) > 0 {
+			return files[0].FilePath()
+		}
 	}
-	return g.OldDataFiles[0].FilePath()
+	return ""
 }

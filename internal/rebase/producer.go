@@ -136,7 +136,17 @@ func (DataRewrite) ReplacesDeletes() bool { return false }
 
 // DeleteRewrite replaces delete files with new ones deleting the same rows
 // (delete-file compaction): REPLACE snapshots.
-type DeleteRewrite struct{ Caller }
+type DeleteRewrite struct {
+	Caller
+	// Rows, when set, holds each group's claim of the position-delete
+	// rows it read and wrote (RowClaims.Deletes).
+	Rows *RowClaims
+}
+
+// Claims implements Claimer.
+func (d DeleteRewrite) Claims(groups []table.CompactionGroupResult) iceberg.Properties {
+	return d.Rows.properties(groups)
+}
 
 // Operation implements Producer: rows do not change.
 func (DeleteRewrite) Operation(int64) table.Operation { return table.OpReplace }
