@@ -81,7 +81,7 @@ func prefetch(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanTask
 			}
 			started++
 			go func() {
-				f := openInput(fsys, t.File, wholeFileBytes, free)
+				f := openInput(fsys, t.File, wholeFileBytes, free, 0)
 				f.task = t
 				inner := f.close
 				f.close = func() {
@@ -129,7 +129,10 @@ func prefetch(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanTask
 // records.
 var errRowCount = errors.New("row count differs")
 
-func openInput(fsys icebergio.IO, df iceberg.DataFile, wholeFileBytes int64, free chan []byte) openedFile {
+// openInput opens df for the merge: read whole into a buffer from free when
+// it is at most wholeFileBytes, else read in ranges of readBufferBytes;
+// with ahead > 0, that many ranges at once ahead of the reader (readAhead).
+func openInput(fsys icebergio.IO, df iceberg.DataFile, wholeFileBytes int64, free chan []byte, ahead int) openedFile {
 	o := openedFile{df: df, close: func() {}}
 	fail := func(err error) openedFile {
 		o.close()
@@ -169,6 +172,13 @@ func openInput(fsys icebergio.IO, df iceberg.DataFile, wholeFileBytes int64, fre
 			return fail(err)
 		}
 		r = bytes.NewReader(buf)
+	} else if ahead > 0 {
+		ra := newReadAhead(f, size, readBufferBytes, ahead)
+		r = ra
+		o.close = func() {
+			ra.wait()
+			f.Close()
+		}
 	} else {
 		o.close = func() { f.Close() }
 	}

@@ -101,13 +101,13 @@ func (l *laneHash) add(id int, row int, values []parquet.Value) {
 
 // prove reads the output df back from storage, as the merge reads its
 // inputs (whole up to wholeFileBytes, else in large ranges: on S3 a few
-// GETs, not one per page), and checks that its re-encoded row groups hold
+// GETs, not one per page, copyAhead of them in flight), and checks that its re-encoded row groups hold
 // the rows the inputs' did and its copied row groups the bytes that were
 // read. It returns the output's claim.
 func (p *rowProof) prove(fs icebergio.IO, df iceberg.DataFile, wholeFileBytes int64) (rowdigest.Claim, error) {
 	claim := rowdigest.Claim{Read: p.read}
 	path := df.FilePath()
-	in := openInput(fs, df, wholeFileBytes, nil)
+	in := openInput(fs, df, wholeFileBytes, nil, copyAhead)
 	defer in.close()
 	if errors.Is(in.err, errRowCount) {
 		return claim, fmt.Errorf("%w: read back: %v", rowdigest.ErrRowsDiffer, in.err)

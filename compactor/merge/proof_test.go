@@ -35,12 +35,15 @@ func TestMergeProvesRows(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	res, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := rep.Rows; c == nil || c.Read != want || c.Written != want || c.CopiedRows != 0 || len(res.NewDataFiles) != 1 {
-		t.Fatalf("claim %+v, Arrow's digest of the inputs %v", c, want)
+	// Read whole, and in ranges read ahead (WholeFileBytes 1).
+	for _, whole := range []int64{0, 1} {
+		res, rep, err := (&Merger{CheckRows: true, WholeFileBytes: whole}).Group(ctx, tbl, tasks, 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := rep.Rows; c == nil || c.Read != want || c.Written != want || c.CopiedRows != 0 || len(res.NewDataFiles) != 1 {
+			t.Fatalf("whole-file bytes %d: claim %+v, Arrow's digest of the inputs %v", whole, c, want)
+		}
 	}
 
 	fs, _ := tbl.FS(ctx)

@@ -1,0 +1,51 @@
+package merge
+
+import (
+	"bytes"
+	"io"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+)
+
+// countingReaderAt counts the reads that reach the source.
+type countingReaderAt struct {
+	r     io.ReaderAt
+	reads atomic.Int64
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	c.reads.Add(1)
+	return c.r.ReadAt(p, off)
+}
+
+// Reads forward, backward, across pieces and past the end return the
+// source's bytes; a forward pass reads each piece once.
+func TestReadAhead(t *testing.T) {
+	data := make([]byte, 10_000)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	src := &countingReaderAt{r: bytes.NewReader(data)}
+	ra := newReadAhead(src, int64(len(data)), 1000, 3)
+	buf := make([]byte, 700)
+	for off := 0; off < len(data); off += len(buf) {
+		n, err := ra.ReadAt(buf, int64(off))
+		want := min(len(buf), len(data)-off)
+		if n != want || !bytes.Equal(buf[:n], data[off:off+n]) || (n < len(buf)) != (err == io.EOF) {
+			t.Fatalf("read at %d: %d bytes (want %d), %v", off, n, want, err)
+		}
+	}
+	if got := src.reads.Load(); got != 10 {
+		t.Fatalf("a forward pass read %d pieces of 10", got)
+	}
+	for _, off := range []int64{9_500, 0, 4_321, 999} {
+		n, err := ra.ReadAt(buf, off)
+		want := min(int64(len(buf)), int64(len(data))-off)
+		if int64(n) != want || !bytes.Equal(buf[:n], data[off:off+int64(n)]) {
+			t.Fatalf("read at %d: %d bytes, %v", off, n, err)
+		}
+	}
+	ra.wait()
+}
