@@ -20,6 +20,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/icekeeper/icekeeper/internal/rebase"
+	"github.com/icekeeper/icekeeper/internal/rowdigest"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
@@ -166,7 +167,7 @@ func (j *Job) convert(ctx context.Context, t jobs.Target, tbl *table.Table, sc s
 		return err
 	}
 	op := rebase.EqualityConversion{Caller: rebase.Caller{Job: string(maintenance.Compaction), Name: "equality-delete conversion"},
-		Converted: map[string][]string{}}
+		Converted: map[string][]string{}, Rows: &rebase.RowClaims{Deletes: true}}
 	for _, g := range f.ConvertPlan {
 		for _, task := range g.Tasks {
 			op.Converted[g.Partition] = append(op.Converted[g.Partition], task.File.FilePath())
@@ -200,6 +201,7 @@ func (j *Job) convert(ctx context.Context, t jobs.Target, tbl *table.Table, sc s
 			return fmt.Errorf("convert equality deletes of %s: %w", g.Partition, err)
 		}
 		matched[g.Partition] = st.matched
+		op.Rows.Put(r, st.claim)
 		results = append(results, r)
 	}
 	err = c.Run(ctx, results)
@@ -222,6 +224,9 @@ func (j *Job) convert(ctx context.Context, t jobs.Target, tbl *table.Table, sc s
 
 // convertStats is what converting one group cost and found.
 type convertStats struct {
+	// claim: the position-delete rows handed to the writer and those its
+	// files hold, read back (they agree).
+	claim     rowdigest.Claim
 	chunks    int
 	bytesRead int64
 	skipped   int   // data files whose bounds hold no key
@@ -340,6 +345,7 @@ func convertGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, meta ta
 			positions = sortedUnique(append(positions, old...))
 			vectors[task.File.FilePath()] = true
 		}
+		addPositions(&st.claim.Read, task.File.FilePath(), positions)
 		if err := w.add(task.File, positions); err != nil {
 			return res, st, err
 		}
@@ -347,6 +353,12 @@ func convertGroup(ctx context.Context, fs icebergio.IO, w *deleteWriter, meta ta
 	files, err := w.finish(ctx)
 	if err != nil {
 		return res, st, err
+	}
+	if st.claim.Written, err = writtenPositions(fs, g.Tasks, files); err != nil {
+		return res, st, err
+	}
+	if st.claim.Read != st.claim.Written {
+		return res, st, fmt.Errorf("%w: positions found %s, written %s", rowdigest.ErrRowsDiffer, st.claim.Read, st.claim.Written)
 	}
 	res.NewDataFiles = files
 	for _, d := range g.Deletes {

@@ -181,6 +181,22 @@ func (e *env) checkConversion(job *Job, big []string) *Figures {
 	if got, want := after.CurrentSnapshot().Summary.Operation, table.OpReplace; got != want {
 		e.T.Errorf("snapshot operation %s, want %s", got, want)
 	}
+	// The conversion's commits claim the position-delete rows they wrote,
+	// read back.
+	claims := 0
+	for s := after.CurrentSnapshot(); s != nil && s.SnapshotID != snapBefore; s = after.SnapshotByID(*s.ParentSnapshotID) {
+		p := s.Summary.Properties
+		if p[rebase.DeletesReadProperty] == "" {
+			continue
+		}
+		claims++
+		if p[rebase.DeletesWrittenProperty] != p[rebase.DeletesReadProperty] {
+			e.T.Errorf("snapshot %d claims %v", s.SnapshotID, p)
+		}
+	}
+	if claims == 0 {
+		e.T.Error("no conversion commit claims the deletes it wrote")
+	}
 	return fig
 }
 

@@ -174,6 +174,14 @@ type EqualityConversion struct {
 	// Converted maps a group's PartitionKey to the paths of the data files
 	// it converted.
 	Converted map[string][]string
+	// Rows, when set, holds each group's claim of the position-delete
+	// rows it wrote (RowClaims.Deletes).
+	Rows *RowClaims
+}
+
+// Claims implements Claimer.
+func (e EqualityConversion) Claims(groups []table.CompactionGroupResult) iceberg.Properties {
+	return e.Rows.properties(groups)
 }
 
 // Operation implements Producer: rows do not change.
