@@ -39,6 +39,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/iceberg-go"
 )
 
@@ -183,114 +184,77 @@ func (h *Hasher) column(f iceberg.NestedField, col arrow.Array) error {
 	add := func(i int, b []byte) { h.acc[i] += ValueHash(id, b) }
 	le32 := func(i int, v uint32) { h.acc[i] += XXH64Uint32(seed, v) }
 	le64 := func(i int, v uint64) { h.acc[i] += XXH64Uint64(seed, v) }
-	n := col.Len()
 	switch a := col.(type) {
 	case *array.Boolean:
-		for i := range n {
-			if a.IsValid(i) {
-				b := byte(0)
-				if a.Value(i) {
-					b = 1
-				}
-				h.buf = append(h.buf[:0], b)
-				add(i, h.buf)
+		each(a, func(i int, v bool) {
+			b := byte(0)
+			if v {
+				b = 1
 			}
-		}
+			h.buf = append(h.buf[:0], b)
+			add(i, h.buf)
+		})
 	case *array.Int32:
-		for i := range n {
-			if a.IsValid(i) {
-				le32(i, uint32(a.Value(i)))
-			}
-		}
+		each(a, func(i int, v int32) { le32(i, uint32(v)) })
 	case *array.Date32:
-		for i := range n {
-			if a.IsValid(i) {
-				le32(i, uint32(a.Value(i)))
-			}
-		}
+		each(a, func(i int, v arrow.Date32) { le32(i, uint32(v)) })
 	case *array.Int64:
-		for i := range n {
-			if a.IsValid(i) {
-				le64(i, uint64(a.Value(i)))
-			}
-		}
+		each(a, func(i int, v int64) { le64(i, uint64(v)) })
 	case *array.Time64:
-		for i := range n {
-			if a.IsValid(i) {
-				le64(i, uint64(a.Value(i)))
-			}
-		}
+		each(a, func(i int, v arrow.Time64) { le64(i, uint64(v)) })
 	case *array.Timestamp:
-		for i := range n {
-			if a.IsValid(i) {
-				le64(i, uint64(a.Value(i)))
-			}
-		}
+		each(a, func(i int, v arrow.Timestamp) { le64(i, uint64(v)) })
 	case *array.Float32:
-		for i := range n {
-			if a.IsValid(i) {
-				le32(i, float32bits(a.Value(i)))
-			}
-		}
+		each(a, func(i int, v float32) { le32(i, float32bits(v)) })
 	case *array.Float64:
-		for i := range n {
-			if a.IsValid(i) {
-				le64(i, float64bits(a.Value(i)))
-			}
-		}
+		each(a, func(i int, v float64) { le64(i, float64bits(v)) })
 	case *array.String:
 		// Offsets into the bytes, without a string copy per value.
 		offs, data := a.ValueOffsets(), a.ValueBytes()
-		for i := range n {
+		for i := range a.Len() {
 			if a.IsValid(i) {
 				add(i, data[offs[i]-offs[0]:offs[i+1]-offs[0]])
 			}
 		}
 	case *array.LargeString:
-		for i := range n {
-			if a.IsValid(i) {
-				add(i, []byte(a.Value(i)))
-			}
-		}
+		each(a, func(i int, v string) { add(i, []byte(v)) })
 	case *array.Binary:
-		for i := range n {
-			if a.IsValid(i) {
-				add(i, a.Value(i))
-			}
-		}
+		each(a, add)
 	case *array.LargeBinary:
-		for i := range n {
-			if a.IsValid(i) {
-				add(i, a.Value(i))
-			}
-		}
+		each(a, add)
 	case *array.FixedSizeBinary:
-		for i := range n {
-			if a.IsValid(i) {
-				add(i, a.Value(i))
-			}
-		}
+		each(a, add)
 	case *array.Decimal128:
-		for i := range n {
-			if a.IsValid(i) {
-				h.buf = decimalBytes(h.buf[:0], a.Value(i).BigInt())
-				add(i, h.buf)
-			}
-		}
+		each(a, func(i int, v decimal128.Num) {
+			h.buf = decimalBytes(h.buf[:0], v.BigInt())
+			add(i, h.buf)
+		})
 	case array.ExtensionArray: // uuid: 16 bytes in a fixed-size binary
 		st, ok := a.Storage().(*array.FixedSizeBinary)
 		if !ok {
 			return fmt.Errorf("%w: extension type %s", ErrSchema, a.DataType())
 		}
-		for i := range n {
-			if a.IsValid(i) {
-				add(i, st.Value(i))
-			}
-		}
+		each(st, add)
 	default:
 		return fmt.Errorf("%w: Arrow type %s for %s", ErrSchema, col.DataType(), f.Type)
 	}
 	return nil
+}
+
+// valuer is an Arrow array of T values.
+type valuer[T any] interface {
+	Len() int
+	IsValid(i int) bool
+	Value(i int) T
+}
+
+// each calls fn with every valid value of a and its row.
+func each[T any](a valuer[T], fn func(i int, v T)) {
+	for i := range a.Len() {
+		if a.IsValid(i) {
+			fn(i, a.Value(i))
+		}
+	}
 }
 
 // decimalBytes appends v's minimal two's-complement big-endian bytes.

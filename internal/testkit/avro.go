@@ -110,6 +110,19 @@ func CutAfterBlocks(b []byte, n int) ([]byte, error) {
 	return bytes.Clone(b[:blocks[n-1].End]), nil
 }
 
+// CutMidBlock returns the Avro file b cut in the middle of its data block
+// n (from 0): a file whose last block does not decode.
+func CutMidBlock(b []byte, n int) ([]byte, error) {
+	blocks, err := AvroBlocks(b)
+	if err != nil {
+		return nil, err
+	}
+	if n >= len(blocks) {
+		return nil, fmt.Errorf("the file has %d blocks, no block %d", len(blocks), n)
+	}
+	return bytes.Clone(b[:(blocks[n].Start+blocks[n].End)/2]), nil
+}
+
 // LowerBlockCount returns b with the record count of its last data block
 // lowered by by: the block still holds every record, but a reader that
 // trusts the count stops early.
