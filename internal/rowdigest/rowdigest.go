@@ -25,8 +25,10 @@
 //     row hashes), written "count:sum:xor" with sum and xor as 16 hex
 //     digits.
 //
-// Nested fields (struct, list, map) are not covered by version 1: their
-// values do not enter the row hash, and Covered says which fields did.
+// Nested fields (struct, list, map) and the format-version-3 types
+// without a single-value serialization (variant, geometry, geography,
+// unknown) are not covered by version 1: their values do not enter the
+// row hash, and Covered says which fields did.
 package rowdigest
 
 import (
@@ -135,15 +137,30 @@ func NewHasher(sc *iceberg.Schema) *Hasher {
 }
 
 // Covered are the field IDs whose values enter the row hash: sc's
-// top-level primitive fields.
+// top-level fields of the types with a single-value serialization.
 func Covered(sc *iceberg.Schema) []int {
 	var ids []int
 	for _, f := range sc.Fields() {
-		if _, nested := f.Type.(iceberg.NestedType); !nested {
+		if covers(f.Type) {
 			ids = append(ids, f.ID)
 		}
 	}
 	return ids
+}
+
+// covers reports whether values of type t enter the row hash: the
+// primitive types Iceberg's single-value serialization defines. Nested
+// types, and the format-version-3 types without one (variant, geometry,
+// geography, unknown), are left out.
+func covers(t iceberg.Type) bool {
+	switch t.(type) {
+	case iceberg.BooleanType, iceberg.Int32Type, iceberg.Int64Type, iceberg.Float32Type, iceberg.Float64Type,
+		iceberg.DateType, iceberg.TimeType, iceberg.TimestampType, iceberg.TimestampTzType,
+		iceberg.TimestampNsType, iceberg.TimestampTzNsType, iceberg.StringType, iceberg.BinaryType,
+		iceberg.UUIDType, iceberg.FixedType, iceberg.DecimalType:
+		return true
+	}
+	return false
 }
 
 // Digest is what was added so far.
@@ -166,7 +183,7 @@ func (h *Hasher) Add(rec arrow.RecordBatch) error {
 	h.acc = slices.Grow(h.acc[:0], n)[:n]
 	clear(h.acc)
 	for c, f := range fields {
-		if _, nested := f.Type.(iceberg.NestedType); nested {
+		if !covers(f.Type) {
 			continue
 		}
 		if err := h.column(f, rec.Column(c)); err != nil {

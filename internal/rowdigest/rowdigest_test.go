@@ -109,3 +109,34 @@ func TestDecimalBytes(t *testing.T) {
 		}
 	}
 }
+
+// A nested column is not covered: records with one digest as without it,
+// and Covered leaves it out.
+func TestNestedNotCovered(t *testing.T) {
+	sc := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "tags", Type: &iceberg.ListType{ElementID: 4, Element: iceberg.PrimitiveTypes.String}},
+	)
+	if got := Covered(sc); len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Fatalf("covered %v", got)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true}}, nil))
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2}, nil)
+	b.Field(1).(*array.StringBuilder).AppendValues([]string{"a", "b"}, nil)
+	lb := b.Field(2).(*array.ListBuilder)
+	lb.Append(true)
+	lb.ValueBuilder().(*array.StringBuilder).Append("x")
+	lb.AppendNull()
+	rec := b.NewRecordBatch()
+	h := NewHasher(sc)
+	if err := h.Add(rec); err != nil {
+		t.Fatal(err)
+	}
+	if want := digestOf(t, record(t, []int64{1, 2}, []string{"a", "b"}, nil)); h.Digest() != want {
+		t.Fatalf("with a list column %v, without %v", h.Digest(), want)
+	}
+}
