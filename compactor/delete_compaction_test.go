@@ -198,6 +198,9 @@ func TestDeleteFileCompaction(t *testing.T) {
 		{"v2 in two buckets", "2", iceberg.NewPartitionSpec(tableenv.PF(1, 1000, "id_bucket", iceberg.BucketTransform{NumBuckets: 2})), deleteTable{bigRows: 120000, parts: 2, deletes: 6, perCommit: 5}},
 		// Two big files whose vectors are in two Puffin files.
 		{"v3 deletion vectors", "3", *iceberg.UnpartitionedSpec, deleteTable{bigRows: 60000, parts: 1, deletes: 6, perCommit: 5, oneFileEach: true}},
+		// Two groups whose vectors share one Puffin file: each group's
+		// claim is its own.
+		{"v3 deletion vectors in two buckets", "3", iceberg.NewPartitionSpec(tableenv.PF(1, 1000, "id_bucket", iceberg.BucketTransform{NumBuckets: 2})), deleteTable{bigRows: 120000, parts: 2, deletes: 6, perCommit: 5, oneFileEach: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, tbl := newEnv(t, tableenv.BaseSchema, tc.spec, tc.format)

@@ -36,9 +36,8 @@ const (
 // RowClaim is one group's proof of its rows (rowdigest.Claim).
 type RowClaim = rowdigest.Claim
 
-// RowClaims holds the claims of a run's groups, by the path of each
-// group's first input (firstInput: a group that removes every row has no
-// output), for the summaries of the snapshots that commit
+// RowClaims holds the claims of a run's groups, by a file of each group's
+// own (groupKey), for the summaries of the snapshots that commit
 // them (a snapshot commits a batch of groups, and a retry may drop some).
 // Safe for concurrent use.
 type RowClaims struct {
@@ -57,7 +56,7 @@ func (c *RowClaims) Put(g table.CompactionGroupResult, claim RowClaim) {
 	if c.by == nil {
 		c.by = map[string]RowClaim{}
 	}
-	c.by[firstInput(g)] = claim
+	c.by[groupKey(g)] = claim
 }
 
 // properties are the summary properties of a snapshot committing groups:
@@ -69,11 +68,16 @@ func (c *RowClaims) properties(groups []table.CompactionGroupResult) iceberg.Pro
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var sum RowClaim
+	seen := make(map[string]bool, len(groups))
 	for _, g := range groups {
-		claim, ok := c.by[firstInput(g)]
-		if !ok {
+		// Two groups under one key would count one claim twice: none is
+		// better than a wrong one.
+		key := groupKey(g)
+		claim, ok := c.by[key]
+		if !ok || seen[key] {
 			return nil
 		}
+		seen[key] = true
 		sum.Merge(claim)
 	}
 	if c.Deletes {
@@ -98,10 +102,12 @@ func (c *RowClaims) properties(groups []table.CompactionGroupResult) iceberg.Pro
 	return p
 }
 
-// firstInput names a group by the first file it replaces: a data file, or
-// in a delete-file rewrite a delete file.
-func firstInput(g table.CompactionGroupResult) string {
-	for _, files := range [][]iceberg.DataFile{g.OldDataFiles, g.SafePosDeletes, g.SafeDeletionVectors} {
+// groupKey names a group by a file that is its alone: the first data file
+// it replaces (a group that removes every row writes none), else, in a
+// delete-file rewrite, the first file it writes. A removed deletion
+// vector would not do: the vectors of several groups share a Puffin file.
+func groupKey(g table.CompactionGroupResult) string {
+	for _, files := range [][]iceberg.DataFile{g.OldDataFiles, g.NewDataFiles} {
 		if len(files) > 0 {
 			return files[0].FilePath()
 		}
