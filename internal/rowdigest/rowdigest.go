@@ -34,6 +34,7 @@ package rowdigest
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"strconv"
@@ -222,9 +223,9 @@ func (h *Hasher) column(f iceberg.NestedField, col arrow.Array) error {
 	case *array.Timestamp:
 		each(a, func(i int, v arrow.Timestamp) { le64(i, uint64(v)) })
 	case *array.Float32:
-		each(a, func(i int, v float32) { le32(i, float32bits(v)) })
+		each(a, func(i int, v float32) { le32(i, math.Float32bits(v)) })
 	case *array.Float64:
-		each(a, func(i int, v float64) { le64(i, float64bits(v)) })
+		each(a, func(i int, v float64) { le64(i, math.Float64bits(v)) })
 	case *array.String:
 		// Offsets into the bytes, without a string copy per value.
 		offs, data := a.ValueOffsets(), a.ValueBytes()
