@@ -86,11 +86,11 @@ func (j *Job) rewriteGroup(ctx context.Context, merger *merge.Merger, tbl *table
 		}
 	}
 	if rw.err == nil && j.tamper != nil {
-		rw.err = j.tamper(ctx, tbl, rw.result.NewDataFiles)
+		// The merge's proof is of the outputs before the tampering.
+		rw.err, rw.claim = j.tamper(ctx, tbl, rw.result.NewDataFiles), nil
 	}
-	if rw.err == nil && checkRows && (rw.claim == nil || j.tamper != nil) {
-		// The merge path proved its rows as it went; the other paths,
-		// and a merge whose outputs a test tampered with since, are
+	if rw.err == nil && checkRows && rw.claim == nil {
+		// The merge path proved its rows as it went; the other paths are
 		// read back here.
 		var claim rebase.RowClaim
 		if claim, rw.err = rowCheck(ctx, tbl, tasks, rw.result.NewDataFiles); rw.err == nil {

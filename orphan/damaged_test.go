@@ -63,15 +63,7 @@ func TestDamagedManifestFailsRemoval(t *testing.T) {
 		{"a block count that lies", func(b []byte) ([]byte, error) { return testkit.LowerBlockCount(b, 3) }, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			orig, err := testkit.Damage(ctx, tbl, path, c.how)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				if _, err := testkit.Damage(ctx, tbl, path, func([]byte) ([]byte, error) { return orig, nil }); err != nil {
-					t.Fatal(err)
-				}
-			}()
+			testkit.DamageFor(t, ctx, tbl, path, c.how)
 			out, _ := r.run(4 * day)
 			if out.Status != state.Failed || !strings.Contains(out.FailureMessage, path) {
 				t.Fatalf("a damaged manifest did not fail the run naming it: %+v", out)

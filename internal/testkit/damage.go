@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"testing"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
@@ -73,6 +74,21 @@ func Damage(ctx context.Context, tbl *table.Table, path string, how func([]byte)
 		return nil, err
 	}
 	return orig, nil
+}
+
+// DamageFor is Damage for the rest of the test: the original bytes are
+// put back when t ends.
+func DamageFor(t testing.TB, ctx context.Context, tbl *table.Table, path string, how func([]byte) ([]byte, error)) {
+	t.Helper()
+	orig, err := Damage(ctx, tbl, path, how)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := Damage(ctx, tbl, path, func([]byte) ([]byte, error) { return orig, nil }); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // LargestManifest is the path of the current snapshot's manifest with the
