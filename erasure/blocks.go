@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	icebergio "github.com/apache/iceberg-go/io"
@@ -28,10 +27,10 @@ import (
 // same checks as every other file.
 
 // heldFiles sorts kept, files the run took out of the table that are
-// still stored, into blocks by the other table that holds each, and
-// those no other table holds. rewritten says when each file's rows were
-// removed and are due.
-func (j *Job) heldFiles(ctx context.Context, r *jobs.Run[Settings], kept []string, rewritten []Rewrite) ([]planner.ErasureBlock, []string, error) {
+// still stored, into blocks by the other table that holds each (noted in
+// holders, by path), and those no other table holds. rewritten says when
+// each file's rows were removed and are due.
+func (j *Job) heldFiles(ctx context.Context, r *jobs.Run[Settings], kept []string, rewritten []Rewrite, holders map[string]bucket.TableID) ([]planner.ErasureBlock, []string, error) {
 	if j.Holders == nil {
 		return nil, kept, nil
 	}
@@ -54,6 +53,7 @@ func (j *Job) heldFiles(ctx context.Context, r *jobs.Run[Settings], kept []strin
 			continue
 		}
 		rw := of[p]
+		holders[p] = h
 		blocks = append(blocks, planner.ErasureBlock{Type: planner.BlockTable, Ref: h.String(), Path: p,
 			Removed: rw.Removed, Due: rw.Due, Since: r.Now.UTC()})
 	}
@@ -65,8 +65,9 @@ func (j *Job) heldFiles(ctx context.Context, r *jobs.Run[Settings], kept []strin
 // block; a file no other table holds any more is deleted (a dry run
 // counts what would be) and resolves it; the rest still block. It stores
 // what still blocks and forgets what is resolved (not in a dry run), and
-// returns every block by another table, found or remembered.
-func (j *Job) recheck(ctx context.Context, r *jobs.Run[Settings], fsys icebergio.IO, tbl *table.Table, remembered []state.ErasureBlock, found []planner.ErasureBlock, fig *Figures) ([]planner.ErasureBlock, error) {
+// returns every block by another table, found or remembered. holders has
+// the holding table of each found block's path.
+func (j *Job) recheck(ctx context.Context, r *jobs.Run[Settings], fsys icebergio.IO, tbl *table.Table, remembered []state.ErasureBlock, found []planner.ErasureBlock, holders map[string]bucket.TableID, fig *Figures) ([]planner.ErasureBlock, error) {
 	t := r.Target
 	earlier := map[string]state.ErasureBlock{}
 	for _, b := range remembered {
@@ -105,6 +106,7 @@ func (j *Job) recheck(ctx context.Context, r *jobs.Run[Settings], fsys icebergio
 				free = append(free, p)
 				continue
 			}
+			holders[p] = h
 			blocks = append(blocks, planner.ErasureBlock{Type: planner.BlockTable, Ref: h.String(), Path: p,
 				Removed: e.Removed, Due: e.Due, Since: e.FirstSeen})
 		}
@@ -123,7 +125,8 @@ func (j *Job) recheck(ctx context.Context, r *jobs.Run[Settings], fsys icebergio
 	}
 	rows := make([]state.ErasureBlock, len(blocks))
 	for i, b := range blocks {
-		rows[i] = state.ErasureBlock{Table: t.Key(), Path: b.Path, Holder: holderKey(t, b.Ref),
+		holder := jobs.Target{Bucket: t.Bucket, Table: holders[b.Path]}
+		rows[i] = state.ErasureBlock{Table: t.Key(), Path: b.Path, Holder: holder.Key(),
 			Removed: b.Removed, Due: b.Due, FirstSeen: b.Since}
 	}
 	if err := j.Blocks.PutErasureBlocks(ctx, rows); err != nil {
@@ -133,17 +136,6 @@ func (j *Job) recheck(ctx context.Context, r *jobs.Run[Settings], fsys icebergio
 		return nil, err
 	}
 	return blocks, nil
-}
-
-// holderKey is the state key of the table ref, namespace.name as
-// bucket.TableID writes it, in t's bucket. The name is the part after
-// the last dot: a namespace may hold dots, a table name may not.
-func holderKey(t jobs.Target, ref string) state.TableKey {
-	k := state.TableKey{Bucket: t.Key().Bucket, Name: ref}
-	if i := strings.LastIndex(ref, "."); i >= 0 {
-		k.Namespace, k.Name = ref[:i], ref[i+1:]
-	}
-	return k
 }
 
 // deleteFreed deletes files no other table holds any more, which held

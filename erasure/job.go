@@ -211,16 +211,17 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 	}
 
 	var found []planner.ErasureBlock
+	heldBy := map[string]bucket.TableID{}
 	unheld := fig.Kept
 	if !r.DryRun && len(fig.Kept) > 0 && len(plan.Expire) > 0 {
 		// Every snapshot of this table that reached them is expired, or
 		// a ref keeps it (Blocked): what else keeps them is outside the
 		// table, another table's references.
-		if found, unheld, err = j.heldFiles(ctx, r, fig.Kept, fig.Rewritten); err != nil {
+		if found, unheld, err = j.heldFiles(ctx, r, fig.Kept, fig.Rewritten, heldBy); err != nil {
 			return fmt.Errorf("erasure of %s: %w", t.Table, err)
 		}
 	}
-	tableBlocks, err := j.recheck(ctx, r, fsys, tbl, remembered, found, fig)
+	tableBlocks, err := j.recheck(ctx, r, fsys, tbl, remembered, found, heldBy, fig)
 	if err != nil {
 		return fmt.Errorf("erasure of %s: %w", t.Table, err)
 	}
