@@ -16,6 +16,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/tables"
 )
 
 // Discovery is the daemon's knowledge of which tables there are: what the
@@ -28,7 +29,10 @@ import (
 // table dropped leaves with the next listing.
 type Discovery struct {
 	Registry *bucket.Registry
-	Logger   *slog.Logger
+	// Known, when set, is the registry of tables, told what each listing
+	// no longer has: those tables were dropped.
+	Known  *tables.Registry
+	Logger *slog.Logger
 	// Lookups bounds concurrent catalog lookups of tables not yet known
 	// (default 4), so a burst of requests cannot open a catalog
 	// connection each.
@@ -79,6 +83,9 @@ func (d *Discovery) list(ctx context.Context, b *bucket.Bucket) error {
 	ids, err := b.Tables(lctx)
 	if err != nil {
 		return err
+	}
+	if _, err := d.Known.Forget(lctx, b, ids); err != nil {
+		d.Logger.Warn("dropped tables not recorded", "bucket", b.Name(), "err", err)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

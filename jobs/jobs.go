@@ -29,6 +29,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/tables"
 )
 
 // Target is the table a job runs on.
@@ -134,6 +135,11 @@ type Runner struct {
 	Coexist *Coexist
 	// Freshness, when set, is told each table's lag by Need.
 	Freshness *Freshness
+	// Tables, when set, is the registry of tables, told of every table a
+	// run or Need loads before anything kept of it is read: a table
+	// dropped and created again under its name starts afresh, a renamed
+	// one keeps its state.
+	Tables *tables.Registry
 	// FullEvery is the unchanged rule's backstop: a run evaluates in full
 	// once the last full evaluation is this old, even if nothing changed
 	// (0: DefaultFullEvery; negative: the rule is off, every run is full).
@@ -196,6 +202,18 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 	}
 	if opts.Coexist == nil {
 		opts.Coexist = r.Coexist
+	}
+	if r.Tables != nil && opts.Loaded == nil {
+		// A table that cannot be loaded is the job's to report, as it
+		// would be without the registry.
+		if tbl, err := t.Bucket.LoadTable(ctx, t.Table); err == nil {
+			opts.Loaded = tbl
+		}
+	}
+	if opts.Loaded != nil {
+		if _, err := r.Tables.Observe(ctx, t.Bucket, t.Table, opts.Loaded); err != nil {
+			return Outcome{}, err
+		}
 	}
 	settings, err := r.resolver().Table(ctx, t)
 	if err != nil {

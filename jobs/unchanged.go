@@ -10,6 +10,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
+	"github.com/icekeeper/icekeeper/tables"
 )
 
 // DefaultFullEvery is how old the last full evaluation of a table may be
@@ -74,6 +75,18 @@ func (u *Unchanged) Carried() *state.Evaluation {
 // run's figures (Definition.Pending). An error is a table whose run
 // must say what went wrong.
 func (r *Runner) Need(ctx context.Context, t Target, typ maintenance.JobType, now time.Time) (planner.Need, error) {
+	need, changed, err := r.need(ctx, t, typ, now)
+	if changed {
+		// The load found the name holding another table than the one
+		// whose runs were read: read them again, now the new table's.
+		need, _, err = r.need(ctx, t, typ, now)
+	}
+	return need, err
+}
+
+// need is Need, and whether the registry found the table under t's name
+// changed.
+func (r *Runner) need(ctx context.Context, t Target, typ maintenance.JobType, now time.Time) (planner.Need, bool, error) {
 	var need planner.Need
 	job, known := r.Jobs[typ]
 	// A store that cannot say when the last run was costs only the
@@ -88,19 +101,24 @@ func (r *Runner) Need(ctx context.Context, t Target, typ maintenance.JobType, no
 		}
 	}
 	if !known {
-		return need, nil
+		return need, false, nil
 	}
 	settings, err := r.resolver().Table(ctx, t)
 	if err != nil {
-		return need, fmt.Errorf("resolve %s settings of %s: %w", typ, t.Key(), err)
+		return need, false, fmt.Errorf("resolve %s settings of %s: %w", typ, t.Key(), err)
 	}
 	rule := r.rule(ctx, t, job)
 	if rule == nil && !job.fresh() {
-		return need, nil
+		return need, false, nil
 	}
 	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
 	if err != nil {
-		return need, err
+		return need, false, err
+	}
+	if ch, err := r.Tables.Observe(ctx, t.Bucket, t.Table, tbl); err != nil {
+		return need, false, err
+	} else if ch != tables.Known && ch != tables.New {
+		return need, true, nil
 	}
 	if r.Loaded != nil {
 		r.Loaded(t, tbl, settings, now)
@@ -108,7 +126,7 @@ func (r *Runner) Need(ctx context.Context, t Target, typ maintenance.JobType, no
 	if rule != nil {
 		v, err := job.verdict(tbl, settings, *rule, now)
 		if err != nil {
-			return need, err
+			return need, false, err
 		}
 		need.Rule, need.Skip = v.Rule, v.Skip
 		if need.LastSuccess.IsZero() && rule.last != nil {
@@ -123,7 +141,7 @@ func (r *Runner) Need(ctx context.Context, t Target, typ maintenance.JobType, no
 	if job.fresh() {
 		r.freshness(ctx, t, job, tbl, settings, now, &need)
 	}
-	return need, nil
+	return need, false, nil
 }
 
 // freshness adds to need what the type's oldest work not taken and its

@@ -24,6 +24,7 @@ import (
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/orphan"
+	"github.com/icekeeper/icekeeper/tables"
 )
 
 // errJobFailed makes Main exit 1 after the outcome was printed.
@@ -93,7 +94,8 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer closeLocks()
-	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Jobs: registered, Logger: w.logger, Prices: &w.cfg.Prices, Coexist: coexist}
+	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Jobs: registered, Logger: w.logger, Prices: &w.cfg.Prices, Coexist: coexist,
+		Tables: &tables.Registry{Store: w.store, Logger: w.logger}}
 
 	// A one-shot run spends the same rewrite budgets as the daemon's
 	// runs: its cap is what the ledger leaves the table's bucket (unless

@@ -23,6 +23,7 @@ import (
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/status"
+	"github.com/icekeeper/icekeeper/tables"
 )
 
 func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
@@ -73,7 +74,8 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	resolver := &jobs.Resolver{Store: cache, Defaults: w.resolver.Defaults}
-	tables := &jobs.Discovery{Registry: w.registry, Logger: logger}
+	known := &tables.Registry{Store: cache, Logger: logger}
+	discovery := &jobs.Discovery{Registry: w.registry, Known: known, Logger: logger}
 	metrics := jobs.NewMetrics(reg, cache)
 	// One health history for the metrics' refresh and the dashboard, so
 	// that a table's metadata file is sampled once between them.
@@ -100,7 +102,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	runner := &jobs.Runner{Store: cache, Resolver: resolver, Jobs: registered, Logger: logger, Prices: &w.cfg.Prices, Observe: observe, Loaded: metrics.Polled,
-		Coexist: coexist, Freshness: fresh}
+		Coexist: coexist, Freshness: fresh, Tables: known}
 	schedules := map[maintenance.JobType]string(w.cfg.Schedules)
 	pg := strings.HasPrefix(w.cfg.State, "postgres")
 	if !pg {
@@ -120,7 +122,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 			logger.Warn("rewrite budgets not refreshed", "err", err)
 		}
 	}
-	sched = &jobs.Scheduler{Store: w.store, Queue: engine, Tables: tables, Schedules: schedules, Rediscover: *discoverEvery, Logger: logger, Fired: fired,
+	sched = &jobs.Scheduler{Store: w.store, Queue: engine, Tables: discovery, Schedules: schedules, Rediscover: *discoverEvery, Logger: logger, Fired: fired,
 		Skip: func(t jobs.Target, typ maintenance.JobType) bool {
 			// The resolver answers from the cache: no store round trip.
 			s, err := resolver.Table(ctx, t)
@@ -139,7 +141,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := sched.Init(); err != nil {
 		return usageError{err}
 	}
-	srv := &status.Server{Registry: w.registry, Store: cache, Runner: runner, Resolver: resolver, Scheduler: sched, Queue: engine, Budgets: budgets, Tables: tables, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, AllowedHosts: w.cfg.API.AllowedHosts, Logger: logger, History: history,
+	srv := &status.Server{Registry: w.registry, Store: cache, Runner: runner, Resolver: resolver, Scheduler: sched, Queue: engine, Budgets: budgets, Tables: discovery, Auth: auth, Metrics: reg, MetricsToken: w.cfg.API.MetricsAuth, AllowedHosts: w.cfg.API.AllowedHosts, Logger: logger, History: history,
 		Freshness: fresh, EventTokens: w.cfg.Events.Tokens}
 	if sched.FreshTypes != nil {
 		srv.Events = sched

@@ -63,12 +63,39 @@ func (c *Cache) Refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("refresh cached state: %w", err)
 	}
+	var moved []TableKey
+	if !since.IsZero() {
+		moves, err := c.Store.TableMoves(ctx, since)
+		if err != nil {
+			return fmt.Errorf("refresh cached state: %w", err)
+		}
+		for _, m := range moves {
+			moved = append(moved, m.From, m.To)
+		}
+	}
+	// A table's runs moved by another process: what this one knows under
+	// the keys involved is read again.
+	fresh := map[TableKey]map[maintenance.JobType]Run{}
+	for _, k := range moved {
+		if _, ok := fresh[k]; ok || k.IsDropped() {
+			continue
+		}
+		if fresh[k], err = c.Store.LastRuns(ctx, k); err != nil {
+			return fmt.Errorf("refresh cached state: %w", err)
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.writes == writes {
 		// Else an override written since the read would be lost until
 		// the next refresh: keep what is known, the write included.
 		c.tables, c.buckets = tables, buckets
+	}
+	for k, last := range fresh {
+		c.forget(k)
+		for _, r := range last {
+			c.apply(r)
+		}
 	}
 	for _, r := range runs {
 		c.apply(r)
@@ -107,6 +134,63 @@ func (c *Cache) apply(r Run) {
 	if prev, ok := c.success[k]; r.Status == Successful && (!ok || r.ID >= prev.ID) {
 		c.success[k] = r
 	}
+}
+
+// forget drops what is known of t's runs. c.mu is held.
+func (c *Cache) forget(t TableKey) {
+	for k := range c.last {
+		if k.table == t {
+			delete(c.last, k)
+		}
+	}
+	for k := range c.success {
+		if k.table == t {
+			delete(c.success, k)
+		}
+	}
+}
+
+// DropTable writes through, and forgets what the name held.
+func (c *Cache) DropTable(ctx context.Context, rec TableRecord, at time.Time) error {
+	if err := c.Store.DropTable(ctx, rec, at); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forget(rec.Key)
+	delete(c.tables, rec.Key)
+	c.writes++
+	return nil
+}
+
+// MoveTable writes through, and re-keys what is known of the table.
+func (c *Cache) MoveTable(ctx context.Context, rec TableRecord, to TableKey, at time.Time) error {
+	if err := c.Store.MoveTable(ctx, rec, to, at); err != nil {
+		return err
+	}
+	last, err := c.Store.LastRuns(ctx, to)
+	if err != nil {
+		return err
+	}
+	cfg, err := c.Store.TableConfig(ctx, to)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	from := rec.StateKey()
+	c.forget(from)
+	c.forget(to)
+	for _, r := range last {
+		c.apply(r)
+	}
+	delete(c.tables, from)
+	delete(c.tables, to)
+	if len(cfg) > 0 {
+		c.tables[to] = cfg
+	}
+	c.writes++
+	return nil
 }
 
 // TableConfig answers from memory.

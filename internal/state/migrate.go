@@ -124,6 +124,21 @@ var migrations = []string{
 		holder_bucket TEXT NOT NULL, holder_namespace TEXT NOT NULL, holder_name TEXT NOT NULL,
 		removed BIGINT NOT NULL, due BIGINT NOT NULL, first_seen BIGINT NOT NULL,
 		PRIMARY KEY (bucket, namespace, name, path));`,
+	// 12: the registry of tables (state.Tables): which table, by its
+	// Iceberg UUID, each name of a bucket holds, and the tables dropped
+	// or renamed away. Every other table keys its rows by name; when a
+	// name's UUID changes, those rows move to the dropped table's key
+	// (package state's TableKey.Dropped), and when a UUID moves to a new
+	// name, they follow it. prev_* is where a row's state was before its
+	// last move, and changed_at when, so that replicas' caches follow.
+	`CREATE TABLE tables (
+		bucket TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL, table_uuid TEXT NOT NULL,
+		location TEXT NOT NULL, metadata_location TEXT NOT NULL,
+		first_seen BIGINT NOT NULL, last_seen BIGINT NOT NULL, dropped_at BIGINT NOT NULL,
+		prev_bucket TEXT NOT NULL, prev_namespace TEXT NOT NULL, prev_name TEXT NOT NULL, changed_at BIGINT NOT NULL,
+		PRIMARY KEY (bucket, table_uuid, namespace, name));
+	CREATE INDEX tables_by_name ON tables (bucket, namespace, name);
+	CREATE INDEX tables_by_change ON tables (changed_at);`,
 }
 
 // migrationLockID is an arbitrary constant key for pg_advisory_lock, so that

@@ -160,7 +160,7 @@ func (s *sqlStore) AllOverrides(ctx context.Context) (map[TableKey]map[maintenan
 			tables[key] = map[maintenance.JobType]maintenance.Config{}
 		}
 		tables[key][typ] = c
-	}, 3, `SELECT bucket, namespace, name, job_type, value FROM table_config`)
+	}, 3, `SELECT bucket, namespace, name, job_type, value FROM table_config WHERE `+liveOnly)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -329,7 +329,7 @@ func (s *sqlStore) LastEvaluation(ctx context.Context, t TableKey, typ maintenan
 
 func (s *sqlStore) LastSuccesses(ctx context.Context) ([]Run, error) {
 	rows, err := s.query(ctx, `SELECT `+runColumns+` FROM runs WHERE id IN (
-		SELECT MAX(id) FROM runs WHERE status = ? GROUP BY bucket, namespace, name, job_type)`, string(Successful))
+		SELECT MAX(id) FROM runs WHERE status = ? AND `+liveOnly+` GROUP BY bucket, namespace, name, job_type)`, string(Successful))
 	if err != nil {
 		return nil, fmt.Errorf("read last successful runs: %w", err)
 	}
@@ -344,8 +344,8 @@ func (s *sqlStore) LatestRuns(ctx context.Context, since time.Time) ([]Run, erro
 	q, args := `SELECT `+runColumns+` FROM runs WHERE finished_at >= ? AND status <> ? ORDER BY id`, []any{millis(since), string(Running)}
 	if since.IsZero() {
 		q = `SELECT ` + runColumns + ` FROM runs WHERE id IN (
-			SELECT MAX(id) FROM runs WHERE status NOT IN (?, ?) GROUP BY bucket, namespace, name, job_type
-			UNION SELECT MAX(id) FROM runs WHERE status = ? GROUP BY bucket, namespace, name, job_type) ORDER BY id`
+			SELECT MAX(id) FROM runs WHERE status NOT IN (?, ?) AND ` + liveOnly + ` GROUP BY bucket, namespace, name, job_type
+			UNION SELECT MAX(id) FROM runs WHERE status = ? AND ` + liveOnly + ` GROUP BY bucket, namespace, name, job_type) ORDER BY id`
 		args = []any{string(Running), string(Disabled), string(Successful)}
 	}
 	rows, err := s.query(ctx, q, args...)
@@ -421,7 +421,7 @@ func (s *sqlStore) Marks(ctx context.Context, t TableKey) ([]Mark, error) {
 
 func (s *sqlStore) MarkStats(ctx context.Context) (map[TableKey]MarkStat, error) {
 	rows, err := s.query(ctx, `SELECT bucket, namespace, name, COUNT(*), MIN(marked_at) FROM noncurrent_marks
-		WHERE protected_at = 0 GROUP BY bucket, namespace, name`)
+		WHERE protected_at = 0 AND `+liveOnly+` GROUP BY bucket, namespace, name`)
 	if err != nil {
 		return nil, fmt.Errorf("count noncurrent marks: %w", err)
 	}

@@ -113,6 +113,7 @@ type Store interface {
 	Ledger
 	HealthHistory
 	ErasureBlocks
+	Tables
 	// Ping checks that the store answers: the daemon's readiness.
 	Ping(ctx context.Context) error
 	Close() error

@@ -1,0 +1,237 @@
+package tables_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/compactor"
+	"github.com/icekeeper/icekeeper/internal/bucket"
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
+	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/tables"
+)
+
+// lifecycle is a table in an embedded catalog with a runner that observes
+// it, and what its tests check.
+type lifecycle struct {
+	t      *testing.T
+	e      *tableenv.Env
+	cat    catalog.Catalog
+	runner *jobs.Runner
+	fresh  *jobs.Freshness
+	reg    *tables.Registry
+}
+
+func newLifecycle(t *testing.T) (*lifecycle, *table.Table) {
+	e, tbl := tableenv.New(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	cat, err := e.B.Catalog(e.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lifecycle{t: t, e: e, cat: cat, fresh: &jobs.Freshness{}, reg: &tables.Registry{Store: e.Store}}
+	l.runner = e.Runner((&compactor.Job{MinInputFiles: 2}).Definition())
+	l.runner.Tables, l.runner.Freshness = l.reg, l.fresh
+	return l, tbl
+}
+
+func (l *lifecycle) target(name string) jobs.Target {
+	return jobs.Target{Bucket: l.e.B, Table: bucket.TableID{Namespace: []string{"t"}, Name: name}}
+}
+
+func (l *lifecycle) key(name string) state.TableKey { return l.target(name).Key() }
+
+// create creates t.name with three small files.
+func (l *lifecycle) create(name string) *table.Table {
+	l.t.Helper()
+	tbl := testkit.NewTable(l.t, l.e.B, "t", name, tableenv.BaseSchema,
+		catalog.WithProperties(iceberg.Properties{"format-version": "2"}))
+	for range 3 {
+		tbl = l.e.Append(tbl, 5)
+	}
+	return tbl
+}
+
+func (l *lifecycle) compact(name string) {
+	l.t.Helper()
+	out, err := l.runner.Run(l.e.Ctx, l.target(name), maintenance.Compaction, "test", jobs.Options{})
+	if err != nil || out.Status != state.Successful {
+		l.t.Fatalf("compaction of %s: %+v %v", name, out, err)
+	}
+}
+
+// history is what the store holds under k: runs of compaction, overrides,
+// marks.
+func (l *lifecycle) history(k state.TableKey) (runs, overrides, marks int) {
+	l.t.Helper()
+	rs, err := l.e.Store.Runs(l.e.Ctx, k, maintenance.Compaction, 100)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	cfg, err := l.e.Store.TableConfig(l.e.Ctx, k)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	ms, err := l.e.Store.Marks(l.e.Ctx, k)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return len(rs), len(cfg), len(ms)
+}
+
+func (l *lifecycle) wantHistory(what string, k state.TableKey, runs, overrides, marks int) {
+	l.t.Helper()
+	if r, o, m := l.history(k); r != runs || o != overrides || m != marks {
+		l.t.Errorf("%s (%s): %d runs, %d overrides, %d marks; want %d, %d, %d", what, k, r, o, m, runs, overrides, marks)
+	}
+}
+
+// TestDropAndCreateStartsAfresh is the table of the demo dropped and
+// created again under its name while icekeeper keeps state of it: the new
+// table has no runs, settings or marks of the old one, and its compaction
+// lag counts its own snapshots (the old table's higher sequence numbers
+// made them all look handled); the old table's state stays readable under
+// its dropped key.
+func TestDropAndCreateStartsAfresh(t *testing.T) {
+	l, tbl := newLifecycle(t)
+	ctx := l.e.Ctx
+	for range 3 {
+		tbl = l.e.Append(tbl, 5)
+	}
+	l.compact("x")
+	k := l.key("x")
+	oldUUID := tbl.Metadata().TableUUID().String()
+	if err := l.e.Store.PutTableConfig(ctx, k, maintenance.Compaction, maintenance.Config{Status: maintenance.Enabled,
+		Settings: &maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(64)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.e.Store.PutMarks(ctx, []state.Mark{{Table: k, Path: tbl.Location() + "/data/stray.parquet", Size: 1, MarkedAt: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	l.wantHistory("before the drop", k, 1, 1, 1)
+
+	if err := l.cat.DropTable(ctx, l.target("x").Table.Identifier()); err != nil {
+		t.Fatal(err)
+	}
+	l.create("x")
+	now := time.Now()
+	if _, err := l.runner.Need(ctx, l.target("x"), maintenance.Compaction, now); err != nil {
+		t.Fatal(err)
+	}
+	l.wantHistory("the new table", k, 0, 0, 0)
+	l.wantHistory("the dropped table", k.Dropped(oldUUID), 1, 1, 1)
+	if lag := l.fresh.Lags(k)[maintenance.Compaction]; lag.Oldest == nil {
+		t.Errorf("compaction lag of the new table %+v: its three small files wait", lag)
+	}
+	last, err := l.e.Store.LastRuns(ctx, k)
+	if err != nil || len(last) != 0 {
+		t.Errorf("last runs of the new table: %d %v, want none (NotYetRun)", len(last), err)
+	}
+	dropped, err := l.e.Store.DroppedTables(ctx, l.e.B.ARN(), time.Time{})
+	if err != nil || len(dropped) != 1 || dropped[0].UUID != oldUUID || dropped[0].Key != k {
+		t.Errorf("dropped tables %+v %v, want %s's old table %s", dropped, err, k, oldUUID)
+	}
+	// Its first run is its own; the dropped table's history is untouched.
+	l.compact("x")
+	l.wantHistory("the new table after its run", k, 1, 0, 0)
+	l.wantHistory("the dropped table", k.Dropped(oldUUID), 1, 1, 1)
+}
+
+// TestRenameKeepsState: a renamed table's runs, settings and marks are
+// found under its new name and nothing under the old one; a table
+// registered at its metadata file under a third name is a table of its
+// own; dropped and registered again, the table gets its state back.
+func TestRenameForkAndRestore(t *testing.T) {
+	l, tbl := newLifecycle(t)
+	ctx := l.e.Ctx
+	for range 3 {
+		tbl = l.e.Append(tbl, 5)
+	}
+	l.compact("x")
+	k := l.key("x")
+	if err := l.e.Store.PutTableConfig(ctx, k, maintenance.Compaction, maintenance.Config{Status: maintenance.Enabled,
+		Settings: &maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(64)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.e.Store.PutMarks(ctx, []state.Mark{{Table: k, Path: tbl.Location() + "/data/stray.parquet", Size: 1, MarkedAt: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+
+	renamed, err := l.cat.RenameTable(ctx, l.target("x").Table.Identifier(), l.target("y").Table.Identifier())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := l.reg.Observe(ctx, l.e.B, l.target("y").Table, renamed)
+	if err != nil || ch != tables.Renamed {
+		t.Fatalf("observe the renamed table: %v %v, want renamed", ch, err)
+	}
+	l.wantHistory("the renamed table", l.key("y"), 1, 1, 1)
+	l.wantHistory("its old name", k, 0, 0, 0)
+	if _, ok, _ := l.e.Store.LiveTable(ctx, k); ok {
+		t.Error("the old name is still recorded live")
+	}
+
+	// register_table at y's metadata file under z: the same UUID, two
+	// live tables.
+	register(t, l.e, "z", renamed.MetadataLocation())
+	fork, err := l.cat.LoadTable(ctx, l.target("z").Table.Identifier())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := l.reg.Observe(ctx, l.e.B, l.target("z").Table, fork); err != nil || ch != tables.New {
+		t.Fatalf("observe the fork: %v %v, want new", ch, err)
+	}
+	l.wantHistory("the fork", l.key("z"), 0, 0, 0)
+	l.wantHistory("the table it was registered from", l.key("y"), 1, 1, 1)
+
+	// y dropped (the next listing misses it), then registered again at
+	// its metadata file: its state comes back.
+	if err := l.cat.DropTable(ctx, l.target("y").Table.Identifier()); err != nil {
+		t.Fatal(err)
+	}
+	listed, err := l.e.B.Tables(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := l.reg.Forget(ctx, l.e.B, listed); err != nil || n != 1 {
+		t.Fatalf("forget: %d %v, want y dropped", n, err)
+	}
+	uuid := renamed.Metadata().TableUUID().String()
+	l.wantHistory("y dropped", l.key("y"), 0, 0, 0)
+	l.wantHistory("y's dropped key", l.key("y").Dropped(uuid), 1, 1, 1)
+	register(t, l.e, "y", renamed.MetadataLocation())
+	back, err := l.cat.LoadTable(ctx, l.target("y").Table.Identifier())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := l.reg.Observe(ctx, l.e.B, l.target("y").Table, back); err != nil || ch != tables.Restored {
+		t.Fatalf("observe y registered again: %v %v, want restored", ch, err)
+	}
+	l.wantHistory("y restored", l.key("y"), 1, 1, 1)
+	l.wantHistory("y's dropped key", l.key("y").Dropped(uuid), 0, 0, 0)
+}
+
+// register does what a catalog's register_table does: a name for an
+// existing metadata file (iceberg-go's SQL catalog has no call for it).
+func register(t *testing.T, e *tableenv.Env, name, metadata string) {
+	t.Helper()
+	props := e.B.Properties()
+	db, err := sql.Open(props["sql.driver"], props["uri"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(context.Background(), `INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, iceberg_type, metadata_location)
+		VALUES (?, 't', ?, 'TABLE', ?)`, e.B.CatalogName(), name, metadata); err != nil {
+		t.Fatalf("register %s at %s: %v", name, filepath.Base(metadata), err)
+	}
+}
