@@ -235,3 +235,25 @@ func register(t *testing.T, e *tableenv.Env, name, metadata string) {
 		t.Fatalf("register %s at %s: %v", name, filepath.Base(metadata), err)
 	}
 }
+
+// TestFirstObservationKeepsHistory: what a store written before the
+// registry holds under a name is the table's that the name holds at its
+// first observation, runs and settings alike.
+func TestFirstObservationKeepsHistory(t *testing.T) {
+	l, tbl := newLifecycle(t)
+	ctx := l.e.Ctx
+	l.runner.Tables = nil // the release before the registry
+	l.compact("x")
+	k := l.key("x")
+	if err := l.e.Store.PutTableConfig(ctx, k, maintenance.Compaction, maintenance.Config{Status: maintenance.Enabled,
+		Settings: &maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(64)}}); err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := l.reg.Observe(ctx, l.e.B, l.target("x").Table, tbl); err != nil || ch != tables.New {
+		t.Fatalf("first observation: %v %v, want new", ch, err)
+	}
+	l.wantHistory("after the first observation", k, 1, 1, 0)
+	l.runner.Tables = l.reg
+	l.compact("x")
+	l.wantHistory("after a run that observed it", k, 2, 1, 0)
+}

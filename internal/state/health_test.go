@@ -140,7 +140,8 @@ func testHealthUpgrade(t *testing.T, newStore func(t *testing.T) Store) {
 	// Back to schema 8, as an older icekeeper left it.
 	db := s.(*sqlStore).db
 	for _, q := range []string{`DROP TABLE health_samples`, `DROP TABLE key_indexes`, `DROP TABLE key_index_files`,
-		`DROP TABLE key_index_segments`, `DROP TABLE key_index_entries`, `DROP TABLE erasure_blocks`, `DELETE FROM schema_migrations WHERE version >= 9`} {
+		`DROP TABLE key_index_segments`, `DROP TABLE key_index_entries`, `DROP TABLE erasure_blocks`, `DROP TABLE tables`,
+		`DELETE FROM schema_migrations WHERE version >= 9`} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}

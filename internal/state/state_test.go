@@ -57,6 +57,8 @@ func suite(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("HealthHistoryCap", func(t *testing.T) { testHealthHistoryCap(t, newStore(t)) })
 	t.Run("DailySums", func(t *testing.T) { testDailySums(t, newStore(t)) })
 	t.Run("HealthUpgrade", func(t *testing.T) { testHealthUpgrade(t, newStore) })
+	t.Run("Tables", func(t *testing.T) { testTables(t, newStore(t)) })
+	t.Run("TablesUpgrade", func(t *testing.T) { testTablesUpgrade(t, newStore) })
 	t.Run("Reopen", func(t *testing.T) {
 		// Migrations are idempotent: a second Open of the same store
 		// applies nothing and keeps the data.
@@ -85,6 +87,7 @@ func cacheSuite(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("Cached/Config", func(t *testing.T) { testConfig(t, cached(t)) })
 	t.Run("Cached/Runs", func(t *testing.T) { testRuns(t, cached(t)) })
 	t.Run("Cached/Refresh", func(t *testing.T) { testCacheRefresh(t, newStore(t), newStore(t)) })
+	t.Run("Cached/Tables", func(t *testing.T) { testCachedTables(t, cached(t), newStore) })
 }
 
 var tbl = TableKey{Bucket: "arn:aws:s3tables:local:000000000000:bucket/local", Namespace: "demo", Name: "events"}
