@@ -28,9 +28,12 @@ type Scheduler interface {
 //	POST …/release               the same body: end their protection
 //
 // and GET /icekeeper/v1/queue, the runs queued in their order with the
-// rewrite budgets (queue.go).
+// rewrite budgets (queue.go), and GET
+// /icekeeper/v1/buckets/{arn}/dropped-tables, the tables dropped from the
+// bucket with what icekeeper kept of each (dropped.go).
 func (s *Server) extraRoutes(api func(string, handlerFunc)) {
 	api("GET /icekeeper/v1/queue", s.getQueue)
+	api("GET /icekeeper/v1/buckets/{arn}/dropped-tables", s.getDropped)
 	const p = "/icekeeper/v1/tables/{arn}/{namespace}/{name}"
 	api("GET "+p+"/runs", s.getRuns)
 	api("GET "+p+"/history", s.getHistory)

@@ -193,8 +193,11 @@ func (c *Cache) MoveTable(ctx context.Context, rec TableRecord, to TableKey, at 
 	return nil
 }
 
-// TableConfig answers from memory.
-func (c *Cache) TableConfig(_ context.Context, t TableKey) (map[maintenance.JobType]maintenance.Config, error) {
+// TableConfig answers from memory; a dropped table's from the store.
+func (c *Cache) TableConfig(ctx context.Context, t TableKey) (map[maintenance.JobType]maintenance.Config, error) {
+	if t.IsDropped() {
+		return c.Store.TableConfig(ctx, t)
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return cloneOrEmpty(c.tables[t]), nil
@@ -288,8 +291,12 @@ func (c *Cache) FailRun(ctx context.Context, r Run, msg string, now time.Time) (
 	return true, nil
 }
 
-// LastRuns answers from memory.
-func (c *Cache) LastRuns(_ context.Context, t TableKey) (map[maintenance.JobType]Run, error) {
+// LastRuns answers from memory; a dropped table's, which the cache does
+// not hold, from the store.
+func (c *Cache) LastRuns(ctx context.Context, t TableKey) (map[maintenance.JobType]Run, error) {
+	if t.IsDropped() {
+		return c.Store.LastRuns(ctx, t)
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	out := map[maintenance.JobType]Run{}

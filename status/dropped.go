@@ -1,0 +1,84 @@
+package status
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/maintenance"
+)
+
+// droppedKeep is how far back GET …/dropped-tables looks by default: a
+// dropped table's state is kept, but a person asks about last month's.
+const droppedKeep = 30 * 24 * time.Hour
+
+// droppedJSON is a dropped table as GET …/dropped-tables serves it.
+type droppedJSON struct {
+	Namespace        string    `json:"namespace"`
+	Name             string    `json:"name"`
+	TableUUID        string    `json:"tableUUID"`
+	Location         string    `json:"location,omitempty"`
+	MetadataLocation string    `json:"metadataLocation,omitempty"`
+	FirstSeen        time.Time `json:"firstSeen"`
+	DroppedAt        time.Time `json:"droppedAt"`
+	// Runs are its last runs by type, as they stood at the drop.
+	Runs map[maintenance.JobType]runJSON `json:"runs"`
+	// Configuration is what was put through the API for it.
+	Configuration map[maintenance.JobType]maintenance.Config `json:"configuration,omitempty"`
+	// Noncurrent counts the noncurrent marks it left.
+	Noncurrent int `json:"noncurrent"`
+}
+
+// getDropped serves GET /icekeeper/v1/buckets/{arn}/dropped-tables?days=N:
+// the bucket's tables dropped in the last N days (default 30), newest
+// first, each with what icekeeper kept of it. A dropped table's runs,
+// settings and marks never act on a table created under its name since;
+// here they stay readable as its own.
+func (s *Server) getDropped(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.bucketOf(r)
+	if err != nil {
+		return err
+	}
+	since := time.Now().Add(-droppedKeep)
+	if v := r.URL.Query().Get("days"); v != "" {
+		days, err := strconv.Atoi(v)
+		if err != nil || days < 1 || days > 3650 {
+			return badRequest("days must be a whole number from 1 to 3650")
+		}
+		since = time.Now().Add(-time.Duration(days) * 24 * time.Hour)
+	}
+	recs, err := s.Store.DroppedTables(r.Context(), b.ARN(), since)
+	if err != nil {
+		return err
+	}
+	out := []droppedJSON{}
+	for _, rec := range recs {
+		if s.authorize(r, b.Name(), rec.Key.Namespace) != nil {
+			continue
+		}
+		k := rec.StateKey()
+		last, err := s.Store.LastRuns(r.Context(), k)
+		if err != nil {
+			return err
+		}
+		marks, err := s.Store.Marks(r.Context(), k)
+		if err != nil {
+			return err
+		}
+		cfg, err := s.Store.TableConfig(r.Context(), k)
+		if err != nil {
+			return err
+		}
+		d := droppedJSON{Namespace: rec.Key.Namespace, Name: rec.Key.Name, TableUUID: rec.UUID, Location: rec.Location,
+			MetadataLocation: rec.MetadataLocation, FirstSeen: rec.FirstSeen, DroppedAt: rec.Dropped,
+			Runs: map[maintenance.JobType]runJSON{}, Configuration: cfg, Noncurrent: len(marks)}
+		for typ, run := range last {
+			run.Table = rec.Key // as the table was named, not its key in the store
+			d.Runs[typ] = s.withSummaries(typ, []state.Run{run})[0]
+		}
+		out = append(out, d)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tableBucketARN": b.ARN(), "tables": out})
+	return nil
+}
