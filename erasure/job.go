@@ -246,7 +246,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 	if len(unheld) > 0 && len(plan.Expire) > 0 && len(plan.Blocked) == 0 {
 		// Neither a ref nor, as far as the tables of the bucket say now,
 		// another table: still, a file that held removed rows is stored.
-		holders = append(holders, fmt.Sprintf("%d files that held removed rows are still stored, though no ref or other table of the bucket holds them (%s)", len(unheld), unheld[0]))
+		holders = append(holders, fmt.Sprintf("%d files that held removed rows are still stored, though no ref or other table of the bucket's reference domain holds them (%s)", len(unheld), unheld[0]))
 	}
 	if len(holders) > 0 {
 		return fmt.Errorf("%w: %s", ErrBlocked, strings.Join(holders, "; "))
