@@ -5,16 +5,46 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/tables"
 )
 
-// BucketOptions are what the bucket registry needs of the file's buckets.
+// BucketOptions are what the bucket registry needs of the file's buckets,
+// each placed in its reference domain.
 func (c *Config) BucketOptions() []bucket.Options {
 	out := make([]bucket.Options, len(c.Buckets))
 	for i, b := range c.Buckets {
 		out[i] = bucket.Options{ARN: b.ARN, Parsed: b.Parsed, CatalogName: b.CatalogName, Catalog: b.Catalog,
 			Namespaces: b.Namespaces.Match, Tables: b.Tables.Match}
 	}
+	at := make(map[string]int, len(c.Buckets))
+	for i, b := range c.Buckets {
+		at[b.ARN] = i
+	}
+	for _, d := range c.Domains() {
+		if len(d.Buckets) < 2 {
+			continue
+		}
+		for _, arn := range d.Buckets {
+			out[at[arn]].Domain = d.Buckets[0]
+		}
+		for _, g := range d.Catalogs {
+			for _, arn := range g {
+				out[at[arn]].SameCatalog = g[0]
+			}
+		}
+	}
 	return out
+}
+
+// Domains groups the file's buckets, by ARN, into reference domains:
+// buckets that share a catalog database, a REST catalog or a warehouse,
+// whose tables removal and erasure look at together.
+func (c *Config) Domains() []tables.Domain {
+	members := make([]tables.Member, len(c.Buckets))
+	for i, b := range c.Buckets {
+		members[i] = tables.Member{Bucket: b.ARN, CatalogName: b.CatalogName, Catalog: bucket.CatalogProperties(b.Catalog)}
+	}
+	return tables.Domains(members)
 }
 
 // Registry is the bucket registry of the file's buckets.

@@ -12,7 +12,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/expire"
-	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/planner"
@@ -28,9 +27,9 @@ import (
 
 // heldFiles sorts kept, files the run took out of the table that are
 // still stored, into blocks by the other table that holds each (noted in
-// holders, by path), and those no other table holds. rewritten says when
-// each file's rows were removed and are due.
-func (j *Job) heldFiles(ctx context.Context, r *jobs.Run[Settings], kept []string, rewritten []Rewrite, holders map[string]bucket.TableID) ([]planner.ErasureBlock, []string, error) {
+// holders, by path, with its bucket), and those no other table holds.
+// rewritten says when each file's rows were removed and are due.
+func (j *Job) heldFiles(ctx context.Context, r *jobs.Run[Settings], kept []string, rewritten []Rewrite, holders map[string]jobs.Target) ([]planner.ErasureBlock, []string, error) {
 	if j.Holders == nil {
 		return nil, kept, nil
 	}
@@ -54,7 +53,7 @@ func (j *Job) heldFiles(ctx context.Context, r *jobs.Run[Settings], kept []strin
 		}
 		rw := of[p]
 		holders[p] = h
-		blocks = append(blocks, planner.ErasureBlock{Type: planner.BlockTable, Ref: h.String(), Path: p,
+		blocks = append(blocks, planner.ErasureBlock{Type: planner.BlockTable, Ref: holderName(r.Target, h), Path: p,
 			Removed: rw.Removed, Due: rw.Due, Since: r.Now.UTC()})
 	}
 	return blocks, unheld, nil
@@ -67,7 +66,7 @@ func (j *Job) heldFiles(ctx context.Context, r *jobs.Run[Settings], kept []strin
 // what still blocks and forgets what is resolved (not in a dry run), and
 // returns every block by another table, found or remembered. holders has
 // the holding table of each found block's path.
-func (j *Job) recheck(ctx context.Context, r *jobs.Run[Settings], fsys icebergio.IO, tbl *table.Table, remembered []state.ErasureBlock, found []planner.ErasureBlock, holders map[string]bucket.TableID, fig *Figures) ([]planner.ErasureBlock, error) {
+func (j *Job) recheck(ctx context.Context, r *jobs.Run[Settings], fsys icebergio.IO, tbl *table.Table, remembered []state.ErasureBlock, found []planner.ErasureBlock, holders map[string]jobs.Target, fig *Figures) ([]planner.ErasureBlock, error) {
 	t := r.Target
 	earlier := map[string]state.ErasureBlock{}
 	for _, b := range remembered {
@@ -92,7 +91,7 @@ func (j *Job) recheck(ctx context.Context, r *jobs.Run[Settings], fsys icebergio
 		}
 		fig.proved(gone)
 		resolved = append(resolved, gone...)
-		held := map[string]bucket.TableID{}
+		held := map[string]jobs.Target{}
 		if len(stored) > 0 && j.Holders != nil {
 			if held, err = j.Holders(ctx, t, r.Settings.Removal, stored); err != nil {
 				return nil, fmt.Errorf("find the tables that hold its files: %w", err)
@@ -107,7 +106,7 @@ func (j *Job) recheck(ctx context.Context, r *jobs.Run[Settings], fsys icebergio
 				continue
 			}
 			holders[p] = h
-			blocks = append(blocks, planner.ErasureBlock{Type: planner.BlockTable, Ref: h.String(), Path: p,
+			blocks = append(blocks, planner.ErasureBlock{Type: planner.BlockTable, Ref: holderName(t, h), Path: p,
 				Removed: e.Removed, Due: e.Due, Since: e.FirstSeen})
 		}
 		if len(free) > 0 {
@@ -125,8 +124,9 @@ func (j *Job) recheck(ctx context.Context, r *jobs.Run[Settings], fsys icebergio
 	}
 	rows := make([]state.ErasureBlock, len(blocks))
 	for i, b := range blocks {
-		holder := jobs.Target{Bucket: t.Bucket, Table: holders[b.Path]}
-		rows[i] = state.ErasureBlock{Table: t.Key(), Path: b.Path, Holder: holder.Key(),
+		// Keyed by the holder's own bucket: ns.t of another bucket of
+		// the domain is another table.
+		rows[i] = state.ErasureBlock{Table: t.Key(), Path: b.Path, Holder: holders[b.Path].Key(),
 			Removed: b.Removed, Due: b.Due, FirstSeen: b.Since}
 	}
 	if err := j.Blocks.PutErasureBlocks(ctx, rows); err != nil {
@@ -205,6 +205,10 @@ func (j *Job) wouldDelete(ctx context.Context, r *jobs.Run[Settings], before *ta
 	}
 	return len(del), nil
 }
+
+// holderName is the table h as t's failure names it: bare in t's own
+// catalog, with its bucket in another bucket of the domain.
+func holderName(t, h jobs.Target) string { return h.Bucket.TableName(h.Table, t.Bucket) }
 
 // tableHolders are the failure's words for blocks by other tables, one
 // clause per table, as a tag's names the tag.

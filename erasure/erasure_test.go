@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -23,8 +24,10 @@ import (
 	"github.com/icekeeper/icekeeper/compactor"
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/expire"
+	"github.com/icekeeper/icekeeper/internal/arn"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/rebase"
+	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
@@ -819,4 +822,80 @@ func TestDryRunShowsTheDeletions(t *testing.T) {
 			dry.ObjectsDeleted, len(dry.Expired), dry.FilesRewritten, real.ObjectsDeleted, len(real.Expired), real.FilesRewritten, dry.Text(), real.Text())
 	}
 	e.settled(want)
+}
+
+// A second bucket over the same catalog database (another catalog name,
+// another team's writers) is one reference domain with the table's: its
+// table that references a file which held removed rows blocks erasure as
+// a table of the bucket does. The file stays, that table's rows stay
+// whole, the failure names it with its bucket, and the block is kept
+// under that bucket's key.
+func TestAnotherBucketsTableBlocks(t *testing.T) {
+	home := t.TempDir()
+	cfg := configs.Embedded(home)
+	second := cfg.Buckets[0]
+	second.ARN = "arn:aws:s3tables:us-east-1:000000000000:bucket/team2"
+	second.CatalogName = "team2"
+	second.Maintenance = configs.Maintenance{}
+	var err error
+	if second.Parsed, err = arn.Parse(second.ARN); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Buckets = append(cfg.Buckets, second)
+	base, tbl := tableenv.NewWith(t, cfg, home, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	e := newEnv(t, base)
+	domain := e.B.Domain()
+	if len(domain) != 2 {
+		t.Fatalf("the domain of %s is %d buckets, want both", e.B.Name(), len(domain))
+	}
+	b2 := domain[1]
+	tbl = e.cdc(tbl)
+	want := e.Rows(tbl, 0)
+	tasks, err := tbl.Scan().PlanFiles(e.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file string
+	for _, task := range tasks {
+		if len(task.DeleteFiles)+len(task.EqualityDeleteFiles)+len(task.DeletionVectorFiles) > 0 {
+			file = task.File.FilePath()
+			break
+		}
+	}
+	if file == "" {
+		t.Fatal("no data file holds removed rows: the test would prove nothing")
+	}
+	// Named as the table itself is, another table all the same; located
+	// apart, as the catalog would put it where the table is.
+	other := testkit.NewTable(t, b2, "t", "x", tableenv.BaseSchema, catalog.WithLocation(b2.Properties()["warehouse"]+"/team2/t/x"))
+	tx := other.NewTransaction()
+	if err := tx.AddFiles(e.Ctx, []string{file}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if other, err = tx.Commit(e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	otherRows := e.Rows(other, 0)
+
+	out := e.run(maintenance.Erasure, time.Now().Add((deadlineDays+1)*24*time.Hour), "Failed")
+	if named := `table "team2/t.x" references ` + file; !strings.Contains(out.FailureMessage, named) {
+		t.Fatalf("failure %q, want it to say %s", out.FailureMessage, named)
+	}
+	if _, err := os.Stat(strings.TrimPrefix(file, "file://")); err != nil {
+		t.Fatalf("the file bucket two's table references went: %v", err)
+	}
+	other, err = b2.LoadTable(e.Ctx, bucketID("t", "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Rows(other, 0); !got.Equal(otherRows) {
+		t.Errorf("bucket two's table's rows %v, want %v", got, otherRows)
+	}
+	if got := e.Rows(e.Load(), 0); !got.Equal(want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+	blocks, err := e.Store.ErasureBlocks(e.Ctx, e.Target().Key())
+	if err != nil || len(blocks) != 1 || blocks[0].Holder != (state.TableKey{Bucket: b2.ARN(), Namespace: "t", Name: "x"}) {
+		t.Fatalf("remembered blocks: %+v %v", blocks, err)
+	}
 }

@@ -29,7 +29,6 @@ import (
 	"github.com/sourcegraph/conc/pool"
 
 	"github.com/icekeeper/icekeeper/expire"
-	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/internal/cost"
 	"github.com/icekeeper/icekeeper/internal/rebase"
@@ -60,9 +59,10 @@ type Job struct {
 	// the table's metadata, deleting nothing: a dry run asks it about the
 	// table as the expiry it does not commit would leave it.
 	Unreferenced func(ctx context.Context, t jobs.Target, s maintenance.Settings, tbl *table.Table, paths []string) ([]string, error)
-	// Holders says which other table of the bucket holds each of paths
-	// now (unreferenced file removal provides both).
-	Holders func(ctx context.Context, t jobs.Target, s maintenance.Settings, paths []string) (map[string]bucket.TableID, error)
+	// Holders says which other table of the bucket's reference domain
+	// holds each of paths now, with its bucket (unreferenced file
+	// removal provides both).
+	Holders func(ctx context.Context, t jobs.Target, s maintenance.Settings, paths []string) (map[string]jobs.Target, error)
 	// Blocks remembers the files kept because another table holds them:
 	// once the table's snapshots that reached them are expired, nothing
 	// else leads a later run back to them. Nil remembers nothing.
@@ -211,7 +211,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 	}
 
 	var found []planner.ErasureBlock
-	heldBy := map[string]bucket.TableID{}
+	heldBy := map[string]jobs.Target{}
 	unheld := fig.Kept
 	if !r.DryRun && len(fig.Kept) > 0 && len(plan.Expire) > 0 {
 		// Every snapshot of this table that reached them is expired, or
@@ -246,7 +246,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 	if len(unheld) > 0 && len(plan.Expire) > 0 && len(plan.Blocked) == 0 {
 		// Neither a ref nor, as far as the tables of the bucket say now,
 		// another table: still, a file that held removed rows is stored.
-		holders = append(holders, fmt.Sprintf("%d files that held removed rows are still stored, though no ref or other table of the bucket holds them (%s)", len(unheld), unheld[0]))
+		holders = append(holders, fmt.Sprintf("%d files that held removed rows are still stored, though no ref or other table of the bucket's reference domain holds them (%s)", len(unheld), unheld[0]))
 	}
 	if len(holders) > 0 {
 		return fmt.Errorf("%w: %s", ErrBlocked, strings.Join(holders, "; "))

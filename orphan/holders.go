@@ -1,6 +1,7 @@
 package orphan
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,18 +16,20 @@ import (
 	"github.com/icekeeper/icekeeper/maintenance"
 )
 
-// Holders says which other table of t's bucket holds each of paths (as
-// table metadata names them) now: one that references it, or under whose
-// prefixes it lies. Paths no other table holds are absent. Every table is
-// checked afresh, as before deleting, so that erasure names the table
-// that keeps a file, not one that kept it an hour ago; where several hold
-// a path, the first by name is given.
+// Holders says which other table of t's reference domain holds each of
+// paths (as table metadata names them) now: one that references it, or
+// under whose prefixes it lies, with the bucket it is listed through
+// (bucket.Bucket.Lists), since ns.t of another bucket is another table.
+// Paths no other table holds are absent. Every table is checked afresh,
+// as before deleting, so that erasure names the table that keeps a file,
+// not one that kept it an hour ago; where several hold a path, the first
+// by bucket and name is given.
 //
 // Removal itself only needs to know that some table references a file,
 // and keeps one set for all of them; naming the table costs a set per
 // table, which only the few files erasure could not delete pay.
-func (j *Job) Holders(ctx context.Context, t jobs.Target, s maintenance.Settings, paths []string) (map[string]bucket.TableID, error) {
-	out := map[string]bucket.TableID{}
+func (j *Job) Holders(ctx context.Context, t jobs.Target, s maintenance.Settings, paths []string) (map[string]jobs.Target, error) {
+	out := map[string]jobs.Target{}
 	if len(paths) == 0 {
 		return out, nil
 	}
@@ -40,15 +43,18 @@ func (j *Job) Holders(ctx context.Context, t jobs.Target, s maintenance.Settings
 	}
 	res := newResolver()
 	sc := scope{pfx: resolved(raw, res), eq: RulesOf(s).Equivalence, res: res}
-	tables, _, err := j.bucketView(ctx, t.Bucket, t.Table, sc.eq, true, indexOnly)
+	tables, _, err := j.bucketView(ctx, t, sc.eq, true, indexOnly)
 	if err != nil {
 		return nil, fmt.Errorf("find the tables holding files of %s: %w", t.Table, err)
 	}
-	names := make([]string, 0, len(tables))
+	names := make([]tableRef, 0, len(tables))
 	for name := range tables {
 		names = append(names, name)
 	}
-	slices.Sort(names)
+	slices.SortFunc(names, func(a, b tableRef) int {
+		return cmp.Or(cmp.Compare(a.bucket, b.bucket), cmp.Compare(a.table, b.table))
+	})
+	self := refOf(t.Bucket, t.Table)
 	forms := make(map[string][]loc, len(paths))
 	for _, p := range paths {
 		l, err := refLoc(p)
@@ -60,7 +66,7 @@ func (j *Job) Holders(ctx context.Context, t jobs.Target, s maintenance.Settings
 	}
 	for _, name := range names {
 		h := tables[name]
-		if h.id.String() == t.Table.String() {
+		if name == self {
 			continue
 		}
 		theirs := resolved(h.prefixes, sc.res)
@@ -73,7 +79,7 @@ func (j *Job) Holders(ctx context.Context, t jobs.Target, s maintenance.Settings
 				continue
 			}
 			if slices.ContainsFunc(forms[p], func(l loc) bool { return under(l, theirs) || refs.contains(l) }) {
-				out[p] = h.id
+				out[p] = h.target()
 			}
 		}
 	}
@@ -90,7 +96,7 @@ func (j *Job) heldRefs(ctx context.Context, t jobs.Target, h held, theirs []loc,
 		sink := &batchSink{rs: rs, mu: &mu, sc: sc}
 		for _, r := range h.foreign {
 			if err := sink.add(r, false); err != nil {
-				return nil, fmt.Errorf("table %s: %w", h.id, err)
+				return nil, fmt.Errorf("table %s: %w", h.name(t.Bucket), err)
 			}
 		}
 		sink.flush()
@@ -99,16 +105,16 @@ func (j *Job) heldRefs(ctx context.Context, t jobs.Target, h held, theirs []loc,
 	}
 	// Too many to remember, or this table lies inside the other: all of
 	// its references may matter here.
-	tbl, err := t.Bucket.LoadTable(ctx, h.id)
+	tbl, err := h.b.LoadTable(ctx, h.id)
 	if errors.Is(err, bucket.ErrNoSuchTable) {
 		rs.seal()
 		return rs, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("load table %s, to learn what it references: %w", h.id, err)
+		return nil, fmt.Errorf("load table %s, to learn what it references: %w", h.name(t.Bucket), err)
 	}
-	if _, err := j.walkOther(ctx, t.Bucket, h.id, tbl, indexOnly, func() refSink { return &batchSink{rs: rs, mu: &mu, sc: sc} }); err != nil {
-		return nil, fmt.Errorf("table %s: %w", h.id, err)
+	if _, err := j.walkOther(ctx, h.b, h.id, tbl, indexOnly, func() refSink { return &batchSink{rs: rs, mu: &mu, sc: sc} }); err != nil {
+		return nil, fmt.Errorf("table %s: %w", h.name(t.Bucket), err)
 	}
 	rs.seal()
 	return rs, nil

@@ -10,10 +10,11 @@
 // (symlinks of every prefix, reference and other table's location); a
 // table whose location holds other tables, or a namespace or warehouse
 // directory, is refused (or, with allowNestedTables, those tables'
-// prefixes are left alone); what any other table of the bucket references
-// is kept; any unreadable part of the metadata, or a manifest list or
-// manifest that does not match its counts, fails the run before anything
-// is marked; a reference that names a listed path through another scheme
+// prefixes are left alone); what any other table of the bucket's
+// reference domain (every bucket sharing its catalog database or storage)
+// references is kept; any unreadable part of the metadata, or a manifest
+// list or manifest that does not match its counts, fails the run before
+// anything is marked; a reference that names a listed path through another scheme
 // or authority fails the run; a file the snapshots need that the listing
 // lacks fails the run; object names are opaque (stored and deleted
 // verbatim, never percent-decoded) and a name with an empty, "." or ".."
@@ -286,8 +287,8 @@ type view struct {
 }
 
 // view collects what tbl, t as loaded, owns, using the reference index as
-// use says, and what the other tables of the bucket hold under its
-// prefixes.
+// use says, and what the other tables of the bucket's reference domain
+// hold under its prefixes.
 func (j *Job) view(ctx context.Context, t jobs.Target, tbl *table.Table, rules Rules, use indexUse) (view, error) {
 	var v view
 	if err := maintenance.CheckGC(tbl.Properties()); err != nil {
@@ -350,7 +351,7 @@ func (v view) standing(l loc) planner.Standing {
 // keeps says why l may not be deleted on the strength of v, or ""
 // when it may: it must be a clean name under the table's own prefixes,
 // outside every other table's, naming the file it names (no symlink on
-// the way), and no form of it referenced by any table of the bucket.
+// the way), and no form of it referenced by any table of the domain.
 func (v view) keeps(l loc) string {
 	switch {
 	case !l.clean():

@@ -28,12 +28,16 @@ var ErrSharedLocation = errors.New("the table's location is shared with other ta
 // as a matter of course: the snapshot and migrate procedures, add_files
 // from another table's directory, register_table of a copied metadata
 // file, a writer's write.folder-storage.path. So an object under this
-// table's prefixes is kept when any table of the bucket's catalog
-// references it, not only when no other table's prefix covers it.
+// table's prefixes is kept when any table of the bucket's reference
+// domain references it, not only when no other table's prefix covers it.
+// The domain is every configured bucket that shares the catalog database
+// or storage with this one (bucket.Bucket.Domain): two catalog names of
+// one SQL catalog hold tables that reach each other's files as readily
+// as two tables under one name.
 //
-// Reading every table of a bucket at every run would make removal's cost
-// follow the bucket, not the change, and a fleet's runs the square of it.
-// So the job keeps a view of each bucket, shared by its tables' runs: per
+// Reading every table of a domain at every run would make removal's cost
+// follow the domain, not the change, and a fleet's runs the square of it.
+// So the job keeps a view of each domain, shared by its tables' runs: per
 // table, its metadata file, its prefixes and the files it references
 // outside them (usually none). A table whose metadata file is the one the
 // view was read from is not read again; a changed one is loaded, and its
@@ -45,14 +49,14 @@ var ErrSharedLocation = errors.New("the table's location is shared with other ta
 // runs (and dry runs) do at most once per viewTTL, while the re-check
 // before deleting, and snapshot management's deletion, always do.
 
-// viewTTL is how long a marking run trusts a bucket view it cannot check
-// in one query. A marking run that misses a reference made since can only
-// mark a file: the re-check before deleting loads every table afresh and
-// unmarks it.
+// viewTTL is how long a marking run trusts a domain view it cannot check
+// in one query per bucket. A marking run that misses a reference made
+// since can only mark a file: the re-check before deleting loads every
+// table afresh and unmarks it.
 const viewTTL = 5 * time.Minute
 
-// others is what the other tables of the bucket hold inside this table's
-// prefixes.
+// others is what the other tables of the domain hold inside this
+// table's prefixes.
 type others struct {
 	// exclude are their prefixes inside this table's (nested tables,
 	// with allowNestedTables): left alone.
@@ -83,6 +87,7 @@ type bucketStats struct {
 // held is what one table's metadata file says it holds: its prefixes and
 // the files it references outside them.
 type held struct {
+	b        *bucket.Bucket // the bucket it is listed through (bucket.Bucket.Lists)
 	id       bucket.TableID
 	metadata string // the metadata file it was read from
 	prefixes []loc  // as its metadata writes them (not resolved)
@@ -94,15 +99,36 @@ type held struct {
 	complete bool
 }
 
-// bucketView is what every table of one bucket holds, and when it was
-// read.
+// tableRef is a table of a domain: ns.t of one bucket and ns.t of
+// another are two tables.
+type tableRef struct {
+	bucket string // the ARN of the bucket it is listed through
+	table  string // TableID.String
+}
+
+func refOf(b *bucket.Bucket, id bucket.TableID) tableRef {
+	return tableRef{bucket: b.Lists().ARN(), table: id.String()}
+}
+
+// ref is the table h was read of.
+func (h held) ref() tableRef { return refOf(h.b, h.id) }
+
+// target is the table h was read of, as jobs address it.
+func (h held) target() jobs.Target { return jobs.Target{Bucket: h.b, Table: h.id} }
+
+// name is h's table as a message about a table of from names it.
+func (h held) name(from *bucket.Bucket) string { return h.b.TableName(h.id, from) }
+
+// bucketView is what every table of one reference domain holds, and when
+// it was read.
 type bucketView struct {
 	mu     sync.Mutex // one refresh at a time
 	at     time.Time
-	tables map[string]held // by TableID.String
+	tables map[tableRef]held
 }
 
-// views holds the job's bucket views, by bucket ARN.
+// views holds the job's domain views, by the ARN of the domain's first
+// bucket.
 type views struct {
 	mu sync.Mutex
 	m  map[string]*bucketView
@@ -125,71 +151,104 @@ func (vs *views) of(arn string) *bucketView {
 // maxRemembered bounds the foreign references remembered of one table.
 const maxRemembered = 1 << 16
 
-// viewStats is what a refresh of a bucket view did.
+// viewStats is what a refresh of a domain view did.
 type viewStats struct {
 	unchanged, loaded, read, indexed int
 }
 
-// bucketView returns what every table of b but self holds, refreshed as
-// the header says; fresh forces every table to be checked now. self, the
-// table asking, is neither loaded nor walked: its run reads it anyway,
-// and what it held before stays for the other tables' runs to check.
-func (j *Job) bucketView(ctx context.Context, b *bucket.Bucket, self bucket.TableID, eq Equivalence, fresh bool, use indexUse) (map[string]held, viewStats, error) {
+// bucketView returns what every table of t's reference domain but t
+// holds, refreshed as the header says; fresh forces every table to be
+// checked now. t itself is neither loaded nor walked: its run reads it
+// anyway, and what it held before stays for the other tables' runs to
+// check. Each table is listed and loaded through its own bucket, under
+// its own catalog name.
+func (j *Job) bucketView(ctx context.Context, t jobs.Target, eq Equivalence, fresh bool, use indexUse) (map[tableRef]held, viewStats, error) {
 	var st viewStats
-	v := j.views.of(b.ARN())
+	domain := t.Bucket.Domain()
+	self := refOf(t.Bucket, t.Table)
+	v := j.views.of(domain[0].ARN())
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	locs, err := b.MetadataLocations(ctx)
-	switch {
-	case errors.Is(err, errors.ErrUnsupported):
-		locs = nil
-		if !fresh && v.tables != nil && time.Since(v.at) < viewTTL {
-			st.unchanged = len(v.tables)
-			if _, ok := v.tables[self.String()]; ok {
-				st.unchanged--
-			}
-			return v.tables, st, nil
+	var listers []*bucket.Bucket
+	for _, b := range domain {
+		if b.Lists() == b {
+			listers = append(listers, b)
 		}
-	case err != nil:
-		return nil, st, err
 	}
-	ids, err := b.AllTables(ctx)
-	if err != nil {
-		return nil, st, fmt.Errorf("list the tables of bucket %s: %w", b.Name(), err)
+	locs := make(map[string]map[string]string, len(listers)) // by bucket ARN
+	oneQuery := true
+	for _, b := range listers {
+		l, err := b.MetadataLocations(ctx)
+		switch {
+		case errors.Is(err, errors.ErrUnsupported):
+			oneQuery = false
+		case err != nil:
+			return nil, st, err
+		}
+		locs[b.ARN()] = l
+	}
+	if !oneQuery && !fresh && v.tables != nil && time.Since(v.at) < viewTTL {
+		st.unchanged = len(v.tables)
+		if _, ok := v.tables[self]; ok {
+			st.unchanged--
+		}
+		return v.tables, st, nil
+	}
+	type listed struct {
+		b  *bucket.Bucket
+		id bucket.TableID
+	}
+	var all []listed
+	for _, b := range listers {
+		ids, err := b.AllTables(ctx)
+		if errors.Is(err, bucket.ErrCatalogName) {
+			// No table under the bucket's catalog name (yet): it holds
+			// nothing here; its own jobs say what is wrong.
+			continue
+		}
+		if err != nil {
+			return nil, st, fmt.Errorf("list the tables of bucket %s: %w", b.Name(), err)
+		}
+		for _, id := range ids {
+			all = append(all, listed{b, id})
+		}
 	}
 	at := time.Now()
 	res := newResolver()
-	next := make(map[string]held, len(ids))
+	next := make(map[tableRef]held, len(all))
 	var (
 		mu                          sync.Mutex
 		unch, loaded, read, indexed atomic.Int64
 	)
 	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(8)
-	keep := func(id bucket.TableID, h held) {
+	keep := func(r tableRef, h held) {
 		mu.Lock()
-		next[id.String()] = h
+		next[r] = h
 		mu.Unlock()
 	}
-	for _, id := range ids {
-		prev, known := v.tables[id.String()]
-		if id.String() == self.String() {
+	for _, l := range all {
+		b, id := l.b, l.id
+		r := refOf(b, id)
+		prev, known := v.tables[r]
+		if r == self {
 			if known {
-				keep(id, prev)
+				keep(r, prev)
 			}
 			continue
 		}
-		if known && prev.complete && locs[id.String()] == prev.metadata {
-			keep(id, prev)
+		if known && prev.complete && locs[b.ARN()][id.String()] == prev.metadata {
+			keep(r, prev)
 			unch.Add(1)
 			continue
 		}
+		name := b.TableName(id, t.Bucket)
 		p.Go(func(ctx context.Context) error {
 			tbl, err := b.LoadTable(ctx, id)
 			if errors.Is(err, bucket.ErrNoSuchTable) {
 				return nil // dropped since the listing
 			}
 			if err != nil {
-				return fmt.Errorf("load table %s, to keep what it references: %w", id, err)
+				return fmt.Errorf("load table %s, to keep what it references: %w", name, err)
 			}
 			loaded.Add(1)
 			h := prev
@@ -199,12 +258,12 @@ func (j *Job) bucketView(ctx context.Context, b *bucket.Bucket, self bucket.Tabl
 				read.Add(int64(ws.ManifestsRead))
 				indexed.Add(int64(ws.ManifestsFromIndex))
 				if err != nil {
-					return fmt.Errorf("table %s: %w", id, err)
+					return fmt.Errorf("table %s: %w", name, err)
 				}
 			} else {
 				unch.Add(1)
 			}
-			keep(id, h)
+			keep(r, h)
 			return nil
 		})
 	}
@@ -219,7 +278,7 @@ func (j *Job) bucketView(ctx context.Context, b *bucket.Bucket, self bucket.Tabl
 // hold reads what tbl holds: its prefixes, and what it references outside
 // them (its manifests served by the reference index under its own key).
 func (j *Job) hold(ctx context.Context, b *bucket.Bucket, id bucket.TableID, tbl *table.Table, eq Equivalence, res *resolver, use indexUse) (held, refStats, error) {
-	h := held{id: id, metadata: tbl.MetadataLocation()}
+	h := held{b: b, id: id, metadata: tbl.MetadataLocation()}
 	var err error
 	if h.prefixes, err = prefixes(tbl.Metadata()); err != nil {
 		return h, refStats{}, err
@@ -239,7 +298,8 @@ func (j *Job) hold(ctx context.Context, b *bucket.Bucket, id bucket.TableID, tbl
 }
 
 // walkOther walks every reference of another table, its manifests
-// served by the index under its own key, into sinks.
+// served by the index under its own key (its own bucket's ARN), into
+// sinks.
 func (j *Job) walkOther(ctx context.Context, b *bucket.Bucket, id bucket.TableID, tbl *table.Table, use indexUse, sink func() refSink) (refStats, error) {
 	fs, err := tbl.FS(ctx)
 	if err != nil {
@@ -249,7 +309,7 @@ func (j *Job) walkOther(ctx context.Context, b *bucket.Bucket, id bucket.TableID
 	return walkRefs(ctx, tbl, fs, j.Parallelism, j.index(key, tbl, use), sink)
 }
 
-// others collects what the bucket's other tables hold under sc's
+// others collects what the domain's other tables hold under sc's
 // prefixes. With allow unset, a table inside them, or a namespace or
 // warehouse directory there, fails with ErrSharedLocation; with it set,
 // such tables' prefixes are returned to be left alone. use is how the
@@ -265,26 +325,27 @@ func (j *Job) others(ctx context.Context, t jobs.Target, sc scope, allow bool, u
 	if fresh {
 		use = indexOnly
 	}
-	tables, vs, err := j.bucketView(ctx, t.Bucket, t.Table, sc.eq, fresh, use)
+	tables, vs, err := j.bucketView(ctx, t, sc.eq, fresh, use)
 	if err != nil {
 		return o, err
 	}
 	o.stats = bucketStats{Unchanged: vs.unchanged, Loaded: vs.loaded, ManifestsRead: vs.read, ManifestsFromIndex: vs.indexed}
 	type found struct {
-		id     bucket.TableID
+		name   string
 		inside []loc
 	}
 	var nested []found
 	var mu sync.Mutex
 	var walked []held
+	self := refOf(t.Bucket, t.Table)
 	for _, h := range tables {
-		if h.id.String() == t.Table.String() {
+		if h.ref() == self {
 			continue
 		}
 		o.stats.Tables++
 		theirs := resolved(h.prefixes, sc.res)
 		if in := inside(theirs, sc.pfx); len(in) > 0 {
-			nested = append(nested, found{h.id, in})
+			nested = append(nested, found{h.name(t.Bucket), in})
 		}
 		if !h.complete || len(inside(sc.pfx, theirs)) > 0 {
 			// Too many to remember, or this table lies inside the
@@ -295,35 +356,35 @@ func (j *Job) others(ctx context.Context, t jobs.Target, sc scope, allow bool, u
 		sink := &batchSink{rs: o.refs, mu: &mu, sc: sc}
 		for _, r := range h.foreign {
 			if err := sink.add(r, false); err != nil {
-				return o, fmt.Errorf("table %s: %w", h.id, err)
+				return o, fmt.Errorf("table %s: %w", h.name(t.Bucket), err)
 			}
 		}
 		sink.flush()
 	}
 	for _, h := range walked {
-		tbl, err := t.Bucket.LoadTable(ctx, h.id)
+		tbl, err := h.b.LoadTable(ctx, h.id)
 		if errors.Is(err, bucket.ErrNoSuchTable) {
 			continue
 		}
 		if err != nil {
-			return o, fmt.Errorf("load table %s, to keep what it references: %w", h.id, err)
+			return o, fmt.Errorf("load table %s, to keep what it references: %w", h.name(t.Bucket), err)
 		}
-		st, err := j.walkOther(ctx, t.Bucket, h.id, tbl, use, func() refSink { return &batchSink{rs: o.refs, mu: &mu, sc: sc} })
+		st, err := j.walkOther(ctx, h.b, h.id, tbl, use, func() refSink { return &batchSink{rs: o.refs, mu: &mu, sc: sc} })
 		o.stats.Loaded++
 		o.stats.ManifestsRead += st.ManifestsRead
 		o.stats.ManifestsFromIndex += st.ManifestsFromIndex
 		if err != nil {
-			return o, fmt.Errorf("table %s: %w", h.id, err)
+			return o, fmt.Errorf("table %s: %w", h.name(t.Bucket), err)
 		}
 	}
 	o.refs.seal()
 	o.stats.References = len(o.refs.refs)
 
-	slices.SortFunc(nested, func(a, b found) int { return strings.Compare(a.id.String(), b.id.String()) })
+	slices.SortFunc(nested, func(a, b found) int { return strings.Compare(a.name, b.name) })
 	var named []string
 	for _, n := range nested {
 		o.exclude = append(o.exclude, n.inside...)
-		named = append(named, fmt.Sprintf("%s at %s", n.id, n.inside[0]))
+		named = append(named, fmt.Sprintf("%s at %s", n.name, n.inside[0]))
 	}
 	if len(named) > 0 && !allow {
 		return o, fmt.Errorf("%w: %s holds %d other tables' files (%s); removal would take them for garbage: move the table, or set allowNestedTables on the bucket to remove around them",
@@ -378,17 +439,23 @@ func inside(theirs, pfx []loc) []loc {
 	return in
 }
 
-// containers refuses a table whose prefixes contain the catalog's
-// warehouse or a directory of the table's namespaces, where the catalog
-// puts new tables.
+// containers refuses a table whose prefixes contain the warehouse of a
+// catalog of its domain or a directory of the table's namespaces, where
+// a catalog puts new tables.
 func (j *Job) containers(ctx context.Context, t jobs.Target, sc scope, allow bool) error {
 	if allow {
 		return nil
 	}
 	type dir struct{ what, location string }
 	var dirs []dir
-	if w := t.Bucket.Properties()["warehouse"]; w != "" {
-		dirs = append(dirs, dir{"the warehouse", w})
+	for _, b := range t.Bucket.Domain() {
+		if w := b.Properties()["warehouse"]; w != "" {
+			what := "the warehouse"
+			if b.Lists() != t.Bucket.Lists() {
+				what = "the warehouse of bucket " + b.Name()
+			}
+			dirs = append(dirs, dir{what, w})
+		}
 	}
 	cat, err := t.Bucket.Catalog(ctx)
 	if err != nil {

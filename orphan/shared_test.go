@@ -37,8 +37,10 @@ import (
 // a then replaces every row and expires its old snapshots, so that none
 // of the files the others reference is a's any more, and a stray lands
 // in a's data directory: the only object a's removal may take.
+//
+// The others are in ob, a's bucket or another of its reference domain.
 type sharedTables struct {
-	b       *bucket.Bucket
+	b, ob   *bucket.Bucket
 	a       *table.Table
 	stray   string
 	shared  []string // files under a's location that other tables reference
@@ -47,9 +49,14 @@ type sharedTables struct {
 }
 
 func newSharedTables(t *testing.T, b *bucket.Bucket, st objectStore, tableBucket bool) *sharedTables {
+	return newSharedTablesIn(t, b, b, st, tableBucket)
+}
+
+// newSharedTablesIn is newSharedTables with the other tables in ob.
+func newSharedTablesIn(t *testing.T, b, ob *bucket.Bucket, st objectStore, tableBucket bool) *sharedTables {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(5, 6))
-	s := &sharedTables{b: b, rows: map[string]tablecheck.Fingerprint{}}
+	s := &sharedTables{b: b, ob: ob, rows: map[string]tablecheck.Fingerprint{}}
 	a := testkit.NewTable(t, b, "db", "a", demo.Schema())
 	var err error
 	for i := range 3 {
@@ -80,15 +87,15 @@ func newSharedTables(t *testing.T, b *bucket.Bucket, st objectStore, tableBucket
 		}
 		return tbl
 	}
-	addFiles(testkit.NewTable(t, b, "db", "snap", demo.Schema()), aFiles...)
+	addFiles(testkit.NewTable(t, ob, "db", "snap", demo.Schema()), aFiles...)
 	s.shared = append(s.shared, aFiles...)
 
 	imported := loc + "/data/imported/from-added.parquet"
 	st.put(t, imported, parquet)
-	addFiles(testkit.NewTable(t, b, "db", "added", demo.Schema()), imported)
+	addFiles(testkit.NewTable(t, ob, "db", "added", demo.Schema()), imported)
 	s.shared = append(s.shared, imported)
 
-	cat, err := b.Catalog(ctx)
+	cat, err := ob.Catalog(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +110,7 @@ func newSharedTables(t *testing.T, b *bucket.Bucket, st objectStore, tableBucket
 		t.Fatal(err)
 	default:
 		s.tableIn = true
-		f, err := b.LoadTable(ctx, bucket.TableID{Namespace: []string{"db"}, Name: "folder"})
+		f, err := ob.LoadTable(ctx, bucket.TableID{Namespace: []string{"db"}, Name: "folder"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +148,7 @@ func newSharedTables(t *testing.T, b *bucket.Bucket, st objectStore, tableBucket
 		ids = append(ids, "folder")
 	}
 	for _, name := range ids {
-		tbl, err := b.LoadTable(ctx, bucket.TableID{Namespace: []string{"db"}, Name: name})
+		tbl, err := s.of(name).LoadTable(ctx, bucket.TableID{Namespace: []string{"db"}, Name: name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,6 +157,20 @@ func newSharedTables(t *testing.T, b *bucket.Bucket, st objectStore, tableBucket
 		}
 	}
 	return s
+}
+
+// of is the bucket of the table name.
+func (s *sharedTables) of(name string) *bucket.Bucket {
+	if name == "a" {
+		return s.b
+	}
+	return s.ob
+}
+
+// named is the table name as a's runs name it: with its bucket when it
+// is in another.
+func (s *sharedTables) named(name string) string {
+	return s.of(name).TableName(bucket.TableID{Namespace: []string{"db"}, Name: name}, s.b)
 }
 
 // onlyStrays reports whether paths hold the stray and otherwise only a's
@@ -166,7 +187,7 @@ func (s *sharedTables) onlyStrays(paths []string) bool {
 func (s *sharedTables) sound(t *testing.T) {
 	t.Helper()
 	for name, rows := range s.rows {
-		sound(t, s.b, bucket.TableID{Namespace: []string{"db"}, Name: name}, rows)
+		sound(t, s.of(name), bucket.TableID{Namespace: []string{"db"}, Name: name}, rows)
 	}
 }
 
@@ -174,11 +195,16 @@ func (s *sharedTables) sound(t *testing.T) {
 // it refuses a while folder's prefix is inside it, then with
 // allowNestedTables marks and deletes the stray and nothing else.
 func runShared(t *testing.T, b *bucket.Bucket, st objectStore, tableBucket bool) {
-	s := newSharedTables(t, b, st, tableBucket)
+	runSharedIn(t, b, b, st, tableBucket)
+}
+
+// runSharedIn is runShared with the other tables in ob.
+func runSharedIn(t *testing.T, b, ob *bucket.Bucket, st objectStore, tableBucket bool) {
+	s := newSharedTablesIn(t, b, ob, st, tableBucket)
 	r := newTrapRunner(t, b, "db", "a")
 	if s.tableIn {
 		out, _ := r.run(4 * day)
-		if out.Status != state.Failed || !strings.Contains(out.FailureMessage, "db.folder") {
+		if out.Status != state.Failed || !strings.Contains(out.FailureMessage, ErrSharedLocation.Error()) || !strings.Contains(out.FailureMessage, s.named("folder")+" at ") {
 			t.Fatalf("a table whose write.folder-storage.path is inside a was not refused: %+v", out)
 		}
 		r.knobs.AllowNestedTables = true

@@ -139,3 +139,46 @@ buckets:
 		t.Error("a state store was created for a catalog that was never reached")
 	}
 }
+
+// Two buckets under two catalog names of one catalog database, and a
+// third whose warehouse lies inside theirs, are a valid configuration:
+// check says they are one reference domain and why, names no bucket
+// apart from them, and exits 0.
+func TestCheckNamesReferenceDomain(t *testing.T) {
+	c := newCLI(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "domain.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`state: sqlite://state.db
+buckets:
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/team1
+    catalogName: team1
+    catalog: {type: sql, uri: "file:%[1]s/catalog.db?mode=rwc", warehouse: "file://%[1]s/wh"}
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/apart
+    catalog: {type: sql, uri: "file:%[1]s/apart.db", warehouse: "file://%[1]s/wh-apart"}
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/team2
+    catalogName: team2
+    catalog: {type: sql, uri: "file:%[1]s/./catalog.db?_pragma=busy_timeout(5000)", warehouse: "file://%[1]s/wh/"}
+  - arn: arn:aws:s3tables:us-east-1:1:bucket/inside
+    catalog: {type: sql, uri: "postgres://u:hunter2@db.example/inside", warehouse: "%[1]s/wh/inside"}
+`, dir)), 0o644)
+	code, out, errOut := c.run("check", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("check: exit %d, %s", code, errOut)
+	}
+	for _, want := range []string{
+		"buckets team1, team2, inside are one reference domain: removal and erasure treat them as one",
+		"team1 and team2 share the catalog database " + dir + "/catalog.db",
+		"team1 and inside have nested warehouses",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "apart are one") || strings.Contains(out, "apart and") || strings.Contains(out, "hunter2") {
+		t.Errorf("check puts apart in the domain, or shows a password:\n%s", out)
+	}
+	// One bucket: nothing to say.
+	if out := c.must("check"); strings.Contains(out, "reference domain") {
+		t.Errorf("check on the embedded default names a domain:\n%s", out)
+	}
+}

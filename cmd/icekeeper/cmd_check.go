@@ -171,6 +171,33 @@ func printConfig(w io.Writer, cfg *configs.Config) {
 			writeln(w, "    %-32s %-8s %-16s %s", typ.Name, resolved.Status, schedule, settingsText(resolved, typ.Name))
 		}
 	}
+	printDomains(w, cfg)
+}
+
+// printDomains names the buckets that share a catalog database or
+// storage: valid, but their tables can hold each other's files, so
+// removal and erasure look at all of them together.
+func printDomains(w io.Writer, cfg *configs.Config) {
+	name := func(arn string) string {
+		if b, ok := cfg.Bucket(arn); ok {
+			return b.Name()
+		}
+		return arn
+	}
+	for _, d := range cfg.Domains() {
+		if len(d.Buckets) < 2 {
+			continue
+		}
+		names := make([]string, len(d.Buckets))
+		for i, arn := range d.Buckets {
+			names[i] = name(arn)
+		}
+		writeln(w, "\nbuckets %s are one reference domain: removal and erasure treat them as one, each table's run keeping what any table of them references",
+			strings.Join(names, ", "))
+		for _, l := range d.Links {
+			writeln(w, "  %s and %s %s", name(l.A), name(l.B), redact.Text(l.Why))
+		}
+	}
 }
 
 // settingsText is a job type's settings as key=value pairs, from their

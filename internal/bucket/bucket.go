@@ -61,6 +61,15 @@ type Options struct {
 	// Namespaces and Tables tell which namespaces and table names are
 	// maintained; nil admits all.
 	Namespaces, Tables func(name string) bool
+	// Domain names the bucket's reference domain (tables.Domains):
+	// buckets given one Domain share a catalog database or storage, and
+	// removal and erasure look at the tables of all of them. Empty: a
+	// domain of its own.
+	Domain string
+	// SameCatalog names the catalog the bucket opens within its domain:
+	// buckets given one list the same tables, and the first of them
+	// stands for them all. Empty: its own.
+	SameCatalog string
 }
 
 // New builds the registry of the buckets. Nothing is opened yet.
@@ -68,6 +77,25 @@ func New(buckets ...Options) *Registry {
 	r := &Registry{}
 	for _, o := range buckets {
 		r.buckets = append(r.buckets, &Bucket{opts: o})
+	}
+	for _, b := range r.buckets {
+		b.domain = []*Bucket{b}
+		b.catalogOf = b
+		if b.opts.Domain == "" {
+			continue
+		}
+		b.domain = nil
+		for _, o := range r.buckets {
+			if o.opts.Domain == b.opts.Domain {
+				b.domain = append(b.domain, o)
+			}
+		}
+		for _, o := range b.domain {
+			if b.opts.SameCatalog != "" && o.opts.SameCatalog == b.opts.SameCatalog {
+				b.catalogOf = o
+				break
+			}
+		}
 	}
 	return r
 }
@@ -120,6 +148,10 @@ type Bucket struct {
 
 	logger *slog.Logger // set once, before use
 
+	// domain and catalogOf are set by New, and never change.
+	domain    []*Bucket
+	catalogOf *Bucket
+
 	mu     sync.Mutex
 	cat    catalog.Catalog
 	db     *sql.DB     // a SQL catalog's pool, which the catalog does not close
@@ -142,6 +174,37 @@ func (b *Bucket) ParsedARN() arn.BucketARN { return b.opts.Parsed }
 
 // CatalogName is the name the catalog is opened under.
 func (b *Bucket) CatalogName() string { return b.opts.CatalogName }
+
+// Domain returns every bucket of b's reference domain, b among them, in
+// configuration order: the buckets whose tables can reference files of
+// b's tables or lie inside their locations.
+func (b *Bucket) Domain() []*Bucket {
+	if b.domain == nil {
+		return []*Bucket{b}
+	}
+	return slices.Clone(b.domain)
+}
+
+// Lists is the bucket that stands for b's catalog in its domain: the
+// first configured that opens the same catalog (b itself, unless two
+// entries open one catalog). A table is one table whichever of them it
+// is reached through, and is named through this one.
+func (b *Bucket) Lists() *Bucket {
+	if b.catalogOf == nil {
+		return b
+	}
+	return b.catalogOf
+}
+
+// TableName is id, a table of b, as a message about a table of from
+// names it: bare within one catalog, with b's name before it otherwise
+// (bucket2/ns.t), since ns.t of another bucket is another table.
+func (b *Bucket) TableName(id TableID, from *Bucket) string {
+	if from != nil && from.Lists() == b.Lists() {
+		return id.String()
+	}
+	return b.Name() + "/" + id.String()
+}
 
 // Properties returns the catalog's properties as icekeeper passes them to
 // iceberg-go (see CatalogProperties): what file IO built outside the

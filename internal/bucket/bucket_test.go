@@ -345,3 +345,46 @@ func TestTableLoadsShareConnections(t *testing.T) {
 		t.Fatal("a bucket with a wrong secret loaded the table")
 	}
 }
+
+// The registry places each bucket as its options say: the buckets of one
+// domain, and within it the first of those that open one catalog
+// standing for them all; a bucket given no domain is one of its own.
+func TestDomainOptions(t *testing.T) {
+	opts := func(name, domain, same string) bucket.Options {
+		a := "arn:aws:s3tables:us-east-1:1:bucket/" + name
+		parsed, err := arn.Parse(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bucket.Options{ARN: a, Parsed: parsed, CatalogName: name, Domain: domain, SameCatalog: same}
+	}
+	reg := bucket.New(opts("aaa", "d", "aaa"), opts("alone", "", ""), opts("bbb", "d", "bbb"), opts("aa2", "d", "aaa"))
+	b := func(name string) *bucket.Bucket {
+		x, err := reg.Bucket(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	names := func(bs []*bucket.Bucket) string {
+		var out []string
+		for _, x := range bs {
+			out = append(out, x.Name())
+		}
+		return strings.Join(out, ",")
+	}
+	for name, want := range map[string]string{"aaa": "aaa,bbb,aa2", "bbb": "aaa,bbb,aa2", "aa2": "aaa,bbb,aa2", "alone": "alone"} {
+		if got := names(b(name).Domain()); got != want {
+			t.Errorf("domain of %s: %s, want %s", name, got, want)
+		}
+	}
+	if b("aa2").Lists() != b("aaa") || b("bbb").Lists() != b("bbb") || b("alone").Lists() != b("alone") {
+		t.Error("the bucket standing for a catalog is not the first that opens it")
+	}
+	id := bucket.TableID{Namespace: []string{"ns"}, Name: "t"}
+	for _, tc := range []struct{ of, from, want string }{{"bbb", "aaa", "bbb/ns.t"}, {"aaa", "aa2", "ns.t"}, {"aa2", "aaa", "ns.t"}, {"alone", "alone", "ns.t"}, {"bbb", "alone", "bbb/ns.t"}} {
+		if got := b(tc.of).TableName(id, b(tc.from)); got != tc.want {
+			t.Errorf("%s's ns.t named from %s: %q, want %q", tc.of, tc.from, got, tc.want)
+		}
+	}
+}
