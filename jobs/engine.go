@@ -449,7 +449,8 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	}
 
 	leases := []string{lease}
-	opts := Options{}
+	// Queued since CreatedAt: what was checked since counts as fresh.
+	opts := Options{FreshSince: job.CreatedAt}
 	def, known := e.Runner.Jobs[a.Type]
 	budgeted := e.Budgets != nil && known && def.budgeted()
 	if budgeted {

@@ -72,6 +72,14 @@ type Options struct {
 	// Coexist, when set, is how the run shares the table with other
 	// maintainers; the Runner sets its own.
 	Coexist *Coexist
+	// FreshSince, when set, is when the run was asked for (a queued run:
+	// its fire). Removal's re-check before deleting takes another
+	// table's metadata checked at or after it as fresh, so that the
+	// deleting runs of one fire check each table of the domain once,
+	// not once each (where the catalog cannot list every table's
+	// metadata file in one query). Zero: every table is checked by the
+	// run itself.
+	FreshSince time.Time
 }
 
 // prices are the run's prices: its own, else S3 Tables' published ones.

@@ -8,6 +8,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 
@@ -43,7 +44,7 @@ func (j *Job) Holders(ctx context.Context, t jobs.Target, s maintenance.Settings
 	}
 	res := newResolver()
 	sc := scope{pfx: resolved(raw, res), eq: RulesOf(s).Equivalence, res: res}
-	tables, _, err := j.bucketView(ctx, t, sc.eq, true, indexOnly)
+	tables, _, err := j.bucketView(ctx, t, sc.eq, true, time.Time{}, indexOnly)
 	if err != nil {
 		return nil, fmt.Errorf("find the tables holding files of %s: %w", t.Table, err)
 	}
@@ -139,7 +140,7 @@ func (j *Job) Unreferenced(ctx context.Context, t jobs.Target, s maintenance.Set
 // unreferenced is the files among paths that DeleteUnreferenced deletes
 // when tbl is the table's metadata, each as storage names it.
 func (j *Job) unreferenced(ctx context.Context, t jobs.Target, s maintenance.Settings, tbl *table.Table, paths []string) ([]loc, error) {
-	v, err := j.view(ctx, t, tbl, RulesOf(s), readAll)
+	v, err := j.view(ctx, t, tbl, RulesOf(s), time.Time{}, readAll)
 	if err != nil {
 		return nil, err
 	}

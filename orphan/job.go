@@ -64,11 +64,20 @@ type Job struct {
 	Parallelism int
 	// storage overrides the storage for tests (fault injection).
 	storage func(ctx context.Context, prefix loc) (Storage, error)
+	// perTable makes tests check every other table by loading it, as on
+	// a catalog that cannot list every table's metadata file in one
+	// query (REST).
+	perTable bool
 	// views are what every table of each bucket holds (see others).
 	views views
 	// codec encodes and decodes reference index rows.
 	codec refCodec
 }
+
+// maxSweep bounds how old a check of another table a deleting run takes
+// as fresh (see deleteDue): a fire's runs start within its jitter window
+// (at most 5 minutes), and a busy queue delays them.
+const maxSweep = 15 * time.Minute
 
 // Definition is icebergUnreferencedFileRemoval's definition, with the
 // job's knobs. Removal is outside the unchanged rule: objects appear in
@@ -95,6 +104,9 @@ type Figures struct {
 	// Bucket is what the check of the bucket's other tables read (absent
 	// from runs recorded before the check).
 	Bucket *bucketStats `json:"bucket,omitempty"`
+	// Recheck is what the re-check before deleting read of the other
+	// tables (nil: nothing was due).
+	Recheck *bucketStats `json:"recheck,omitempty"`
 	planner.RemovalPlan
 
 	Marked        int      `json:"marked"`
@@ -192,7 +204,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Rules], fig *Figures) error {
 		use = indexOnly
 	}
 	start := time.Now()
-	v, err := j.view(ctx, t, tbl, rules, use)
+	v, err := j.view(ctx, t, tbl, rules, time.Time{}, use)
 	if err != nil {
 		return err
 	}
@@ -265,7 +277,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Rules], fig *Figures) error {
 		"vanished", len(plan.Vanished), "due", len(plan.Delete))
 	fig.Deleted = 0
 	if len(plan.Delete) > 0 {
-		if err := j.deleteDue(ctx, t, rules, plan.Delete, fig, opts.Progress); err != nil {
+		if err := j.deleteDue(ctx, t, rules, plan.Delete, opts.FreshSince, fig, opts.Progress); err != nil {
 			return err
 		}
 	}
@@ -289,7 +301,7 @@ type view struct {
 // view collects what tbl, t as loaded, owns, using the reference index as
 // use says, and what the other tables of the bucket's reference domain
 // hold under its prefixes.
-func (j *Job) view(ctx context.Context, t jobs.Target, tbl *table.Table, rules Rules, use indexUse) (view, error) {
+func (j *Job) view(ctx context.Context, t jobs.Target, tbl *table.Table, rules Rules, since time.Time, use indexUse) (view, error) {
 	var v view
 	if err := maintenance.CheckGC(tbl.Properties()); err != nil {
 		return v, err
@@ -301,7 +313,7 @@ func (j *Job) view(ctx context.Context, t jobs.Target, tbl *table.Table, rules R
 	}
 	res := newResolver()
 	v.sc = scope{pfx: resolved(raw, res), eq: rules.Equivalence, res: res}
-	if v.others, err = j.others(ctx, t, v.sc, rules.AllowNested, use); err != nil {
+	if v.others, err = j.others(ctx, t, v.sc, rules.AllowNested, since, use); err != nil {
 		return v, err
 	}
 	if v.fs, err = tbl.FS(ctx); err != nil {
@@ -387,16 +399,34 @@ func (v view) keeps(l loc) string {
 // row written for a file later replaced at the same path) can at worst
 // mark a live file, never delete it. The price is one full read in the
 // runs that have deletions due.
-func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []planner.Mark, fig *Figures, progress func(done, total int)) error {
+//
+// The other tables of the domain are checked afresh too: on a catalog
+// that gives every table's metadata file in one query (SQL), by that
+// query, and loads of the tables that changed. Elsewhere (REST) each
+// table is loaded, and one fire's deleting runs share those loads: a
+// table checked at or after since (when this run was queued, at most
+// maxSweep ago) is not loaded again, so a fire over N tables loads each
+// once, not N times. The cost is a window: a reference another table
+// commits between its check and the deletion, within one fire, is not
+// seen. A file is due only after unreferencedDays unreferenced and
+// nonCurrentDays marked, and the table's own metadata is always loaded
+// here; one-shot runs (since zero) check every table themselves.
+func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []planner.Mark, since time.Time, fig *Figures, progress func(done, total int)) error {
 	start := time.Now()
+	// A sweep is one fire's runs: a run queued long ago (behind a busy
+	// queue, or kept pending across fires) takes no older check.
+	if oldest := start.Add(-maxSweep); since.Before(oldest) && !since.IsZero() {
+		since = oldest
+	}
 	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
 	if err != nil {
 		return fmt.Errorf("re-check before deleting: %w", err)
 	}
-	v, err := j.view(ctx, t, tbl, rules, readAll)
+	v, err := j.view(ctx, t, tbl, rules, since, readAll)
 	if err != nil {
 		return fmt.Errorf("re-check before deleting: %w", err)
 	}
+	fig.Recheck = &v.others.stats
 	// An operator may have restored some of them since the listing.
 	current, err := j.Store.Marks(ctx, t.Key())
 	if err != nil {

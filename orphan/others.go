@@ -97,6 +97,10 @@ type held struct {
 	// its files), and a run walks the table itself.
 	foreign  []string
 	complete bool
+	// checked is when this process last learned that the table's
+	// metadata file is the one above (a load, or the one-query listing
+	// of its catalog, started then).
+	checked time.Time
 }
 
 // tableRef is a table of a domain: ns.t of one bucket and ns.t of
@@ -158,11 +162,13 @@ type viewStats struct {
 
 // bucketView returns what every table of t's reference domain but t
 // holds, refreshed as the header says; fresh forces every table to be
-// checked now. t itself is neither loaded nor walked: its run reads it
+// checked now, except, where the catalog cannot tell every table's
+// metadata file in one query, a table checked at or after since (a
+// sweep's start: see deleteDue). t itself is neither loaded nor walked: its run reads it
 // anyway, and what it held before stays for the other tables' runs to
 // check. Each table is listed and loaded through its own bucket, under
 // its own catalog name.
-func (j *Job) bucketView(ctx context.Context, t jobs.Target, eq Equivalence, fresh bool, use indexUse) (map[tableRef]held, viewStats, error) {
+func (j *Job) bucketView(ctx context.Context, t jobs.Target, eq Equivalence, fresh bool, since time.Time, use indexUse) (map[tableRef]held, viewStats, error) {
 	var st viewStats
 	domain := t.Bucket.Domain()
 	self := refOf(t.Bucket, t.Table)
@@ -179,6 +185,9 @@ func (j *Job) bucketView(ctx context.Context, t jobs.Target, eq Equivalence, fre
 	oneQuery := true
 	for _, b := range listers {
 		l, err := b.MetadataLocations(ctx)
+		if j.perTable {
+			l, err = nil, errors.ErrUnsupported
+		}
 		switch {
 		case errors.Is(err, errors.ErrUnsupported):
 			oneQuery = false
@@ -236,7 +245,15 @@ func (j *Job) bucketView(ctx context.Context, t jobs.Target, eq Equivalence, fre
 			}
 			continue
 		}
-		if known && prev.complete && locs[b.ARN()][id.String()] == prev.metadata {
+		byQuery := locs[b.ARN()] != nil
+		if known && prev.complete && byQuery && locs[b.ARN()][id.String()] == prev.metadata {
+			prev.checked = at
+			keep(r, prev)
+			unch.Add(1)
+			continue
+		}
+		if known && prev.complete && !byQuery && fresh && !since.IsZero() && !prev.checked.Before(since) {
+			// Checked in this sweep already, by another table's run.
 			keep(r, prev)
 			unch.Add(1)
 			continue
@@ -263,6 +280,7 @@ func (j *Job) bucketView(ctx context.Context, t jobs.Target, eq Equivalence, fre
 			} else {
 				unch.Add(1)
 			}
+			h.checked = at
 			keep(r, h)
 			return nil
 		})
@@ -316,7 +334,7 @@ func (j *Job) walkOther(ctx context.Context, b *bucket.Bucket, id bucket.TableID
 // reference index serves the other tables' manifests (readAll, the
 // re-check before deleting, reads them through it too, but checks every
 // table afresh).
-func (j *Job) others(ctx context.Context, t jobs.Target, sc scope, allow bool, use indexUse) (others, error) {
+func (j *Job) others(ctx context.Context, t jobs.Target, sc scope, allow bool, since time.Time, use indexUse) (others, error) {
 	o := others{refs: &refSet{seed: maphash.MakeSeed()}}
 	if err := j.containers(ctx, t, sc, allow); err != nil {
 		return o, err
@@ -325,7 +343,7 @@ func (j *Job) others(ctx context.Context, t jobs.Target, sc scope, allow bool, u
 	if fresh {
 		use = indexOnly
 	}
-	tables, vs, err := j.bucketView(ctx, t, sc.eq, fresh, use)
+	tables, vs, err := j.bucketView(ctx, t, sc.eq, fresh, since, use)
 	if err != nil {
 		return o, err
 	}
