@@ -128,6 +128,11 @@ type Bucket struct {
 	// warehouse directory; it then leaves every other table's prefixes
 	// alone. Without it such a table fails removal, naming the others.
 	AllowNestedTables bool `yaml:"allowNestedTables"`
+	// ReadOnly declares a bucket icekeeper does not maintain but whose
+	// tables share storage or a catalog database with buckets it does:
+	// removal and erasure of those keep what its tables reference and
+	// hold, and nothing ever runs on its tables.
+	ReadOnly bool `yaml:"readOnly"`
 	// Budget bounds compaction's rewrites in this bucket, within the
 	// daemon's budget.
 	Budget Budget `yaml:"budget"`

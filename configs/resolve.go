@@ -14,7 +14,7 @@ func (c *Config) BucketOptions() []bucket.Options {
 	out := make([]bucket.Options, len(c.Buckets))
 	for i, b := range c.Buckets {
 		out[i] = bucket.Options{ARN: b.ARN, Parsed: b.Parsed, CatalogName: b.CatalogName, Catalog: b.Catalog,
-			Namespaces: b.Namespaces.Match, Tables: b.Tables.Match}
+			Namespaces: b.Namespaces.Match, Tables: b.Tables.Match, ReadOnly: b.ReadOnly}
 	}
 	at := make(map[string]int, len(c.Buckets))
 	for i, b := range c.Buckets {

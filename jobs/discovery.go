@@ -68,6 +68,9 @@ func (d *Discovery) init() {
 func (d *Discovery) Discover(ctx context.Context) {
 	d.init()
 	for _, b := range d.Registry.Buckets() {
+		if b.ReadOnly() {
+			continue // read for references, never maintained
+		}
 		if err := d.list(ctx, b); err != nil {
 			d.Logger.Warn("cannot list tables", "bucket", b.Name(), "err", err)
 		}

@@ -117,6 +117,18 @@ type Figures interface {
 	common() *Common
 }
 
+// ErrReadOnly is returned for a run asked of a table of a read-only
+// bucket.
+var ErrReadOnly = errors.New("the bucket is read-only")
+
+// CheckWritable returns ErrReadOnly, saying why, for a read-only bucket.
+func CheckWritable(b *bucket.Bucket) error {
+	if b.ReadOnly() {
+		return fmt.Errorf("%w: %s is declared readOnly; its tables are read for the references of its domain, never maintained", ErrReadOnly, b.Name())
+	}
+	return nil
+}
+
 // ErrNotAvailable marks a job type this build of icekeeper does not have.
 var ErrNotAvailable = errors.New("not available in this version of icekeeper")
 
@@ -198,6 +210,9 @@ func (r *Runner) resolver() *Resolver {
 // error is for failures of icekeeper itself (the state store); a failing
 // job is an Outcome with status Failed.
 func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, trigger string, opts Options) (Outcome, error) {
+	if err := CheckWritable(t.Bucket); err != nil {
+		return Outcome{}, err
+	}
 	job, ok := r.Jobs[typ]
 	if !ok {
 		return Outcome{Status: state.Skipped, FailureMessage: fmt.Sprintf("%s is %v", typ, ErrNotAvailable)}, nil

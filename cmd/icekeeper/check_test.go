@@ -159,6 +159,7 @@ buckets:
     catalogName: team2
     catalog: {type: sql, uri: "file:%[1]s/./catalog.db?_pragma=busy_timeout(5000)", warehouse: "file://%[1]s/wh/"}
   - arn: arn:aws:s3tables:us-east-1:1:bucket/inside
+    readOnly: true
     catalog: {type: sql, uri: "postgres://u:hunter2@db.example/inside", warehouse: "%[1]s/wh/inside"}
 `, dir)), 0o644)
 	code, out, errOut := c.run("check", "--config", cfg)
@@ -169,6 +170,7 @@ buckets:
 		"buckets team1, team2, inside are one reference domain: removal and erasure treat them as one",
 		"team1 and team2 share the catalog database " + dir + "/catalog.db",
 		"team1 and inside have nested warehouses",
+		"inside is readOnly: its tables are read for references, never maintained",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("check does not say %q:\n%s", want, out)
@@ -176,6 +178,11 @@ buckets:
 	}
 	if strings.Contains(out, "apart are one") || strings.Contains(out, "apart and") || strings.Contains(out, "hunter2") {
 		t.Errorf("check puts apart in the domain, or shows a password:\n%s", out)
+	}
+	// Nothing runs on a read-only bucket's tables.
+	code, _, errOut = c.run("run", "--config", cfg, "--table", "inside/db/t", "--job", "compaction")
+	if code == 0 || !strings.Contains(errOut, "inside is declared readOnly") {
+		t.Errorf("run on a read-only bucket: exit %d, %s", code, errOut)
 	}
 	// One bucket: nothing to say.
 	if out := c.must("check"); strings.Contains(out, "reference domain") {

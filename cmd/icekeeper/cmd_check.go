@@ -197,6 +197,11 @@ func printDomains(w io.Writer, cfg *configs.Config) {
 		for _, l := range d.Links {
 			writeln(w, "  %s and %s %s", name(l.A), name(l.B), redact.Text(l.Why))
 		}
+		for _, arn := range d.Buckets {
+			if b, ok := cfg.Bucket(arn); ok && b.ReadOnly {
+				writeln(w, "  %s is readOnly: its tables are read for references, never maintained", name(arn))
+			}
+		}
 	}
 }
 

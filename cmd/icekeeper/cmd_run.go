@@ -31,7 +31,7 @@ import (
 var errJobFailed = errors.New("a job failed")
 
 func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
-	var c commonFlags
+	c := commonFlags{maintains: true}
 	fs := newFlagSet(env, "run", "--table BUCKET/NAMESPACE/TABLE [--job TYPE|all] [--dry-run] [--verbose | --json] [--now RFC3339 --dry-run]",
 		"Runs maintenance on one table now and records the runs in the state store\n(so the API shows them). Job types run in the order record expiration,\ncompaction, snapshot management, unreferenced file removal, erasure. A dry\nrun changes nothing and records nothing; with --now it previews a later day.\nEach job prints its counts and the first few items of each list; --verbose\nor --json prints every item.")
 	c.register(fs)

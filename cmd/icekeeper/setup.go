@@ -34,7 +34,10 @@ type commonFlags struct {
 	// daemon logs JSON at info by default (serve); the one-shot commands
 	// log text, and only warnings unless asked.
 	daemon bool
-	stderr io.Writer // where logs go: the flag set's output
+	// maintains refuses a table of a read-only bucket before its catalog
+	// is opened (run does).
+	maintains bool
+	stderr    io.Writer // where logs go: the flag set's output
 }
 
 // logger is the command's logger on stderr, at --log-level.
@@ -236,6 +239,11 @@ func (c *commonFlags) resolve(ctx context.Context, w *world, ref string) (*bucke
 	b, err := w.registry.Bucket(r.Bucket)
 	if err != nil {
 		return nil, bucket.TableID{}, err
+	}
+	if c.maintains {
+		if err := jobs.CheckWritable(b); err != nil {
+			return nil, bucket.TableID{}, err
+		}
 	}
 	cctx, cancel := context.WithTimeoutCause(ctx, c.connectTimeout, fmt.Errorf("no answer within %v", c.connectTimeout))
 	defer cancel()

@@ -70,6 +70,9 @@ type Options struct {
 	// buckets given one list the same tables, and the first of them
 	// stands for them all. Empty: its own.
 	SameCatalog string
+	// ReadOnly: the bucket's tables are read for the references of its
+	// domain, and never maintained.
+	ReadOnly bool
 }
 
 // New builds the registry of the buckets. Nothing is opened yet.
@@ -174,6 +177,10 @@ func (b *Bucket) ParsedARN() arn.BucketARN { return b.opts.Parsed }
 
 // CatalogName is the name the catalog is opened under.
 func (b *Bucket) CatalogName() string { return b.opts.CatalogName }
+
+// ReadOnly reports whether the bucket is only read for its domain's
+// references (configs' readOnly): nothing runs on its tables.
+func (b *Bucket) ReadOnly() bool { return b.opts.ReadOnly }
 
 // Domain returns every bucket of b's reference domain, b among them, in
 // configuration order: the buckets whose tables can reference files of
