@@ -13,6 +13,7 @@ func (c *Config) BucketOptions() []bucket.Options {
 	for i, b := range c.Buckets {
 		out[i] = bucket.Options{ARN: b.ARN, Parsed: b.Parsed, CatalogName: b.CatalogName, Catalog: b.Catalog,
 			Namespaces: b.Namespaces.Match, Tables: b.Tables.Match}
+		out[i].CommitRate = b.CommitRate.options()
 	}
 	return out
 }
