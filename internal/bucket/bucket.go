@@ -58,11 +58,11 @@ type Options struct {
 	CatalogName string
 	// Catalog holds the iceberg-go catalog properties.
 	Catalog map[string]string
+	// CommitRate bounds the commits sent to a REST catalog.
+	CommitRate CommitRate
 	// Namespaces and Tables tell which namespaces and table names are
 	// maintained; nil admits all.
 	Namespaces, Tables func(name string) bool
-	// CommitRate bounds the commits sent to a REST catalog.
-	CommitRate CommitRate
 }
 
 // New builds the registry of the buckets. Nothing is opened yet.
