@@ -136,6 +136,8 @@ type Bucket struct {
 	// Budget bounds compaction's rewrites in this bucket, within the
 	// daemon's budget.
 	Budget Budget `yaml:"budget"`
+	// CommitRate bounds the commits sent to a REST catalog.
+	CommitRate CommitRate `yaml:"commitRate"`
 	// FreshnessTarget bounds how long a small file, a delete file or an
 	// expired snapshot of a table may wait before compaction or snapshot
 	// management takes it (0: no target; those wait for their schedule).

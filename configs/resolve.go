@@ -15,6 +15,7 @@ func (c *Config) BucketOptions() []bucket.Options {
 	for i, b := range c.Buckets {
 		out[i] = bucket.Options{ARN: b.ARN, Parsed: b.Parsed, CatalogName: b.CatalogName, Catalog: b.Catalog,
 			Namespaces: b.Namespaces.Match, Tables: b.Tables.Match, ReadOnly: b.ReadOnly}
+		out[i].CommitRate = b.CommitRate.options()
 	}
 	at := make(map[string]int, len(c.Buckets))
 	for i, b := range c.Buckets {

@@ -145,6 +145,10 @@ func (c *Config) finish() error {
 			err.File = c.File
 			return err
 		}
+		if err := b.CommitRate.finish(p+".commitRate", typ); err != nil {
+			err.File = c.File
+			return err
+		}
 		for gi, g := range b.SchemeEquivalence {
 			if len(g) < 2 {
 				return errf(fmt.Sprintf("%s.schemeEquivalence[%d]", p, gi), "a group needs at least two schemes")

@@ -58,6 +58,8 @@ type Options struct {
 	CatalogName string
 	// Catalog holds the iceberg-go catalog properties.
 	Catalog map[string]string
+	// CommitRate bounds the commits sent to a REST catalog.
+	CommitRate CommitRate
 	// Namespaces and Tables tell which namespaces and table names are
 	// maintained; nil admits all.
 	Namespaces, Tables func(name string) bool
@@ -238,7 +240,7 @@ func (b *Bucket) Catalog(ctx context.Context) (catalog.Catalog, error) {
 	done := make(chan result, 1)
 	start := time.Now()
 	go func() {
-		c, db, err := load(ctx, b.opts.CatalogName, props)
+		c, db, err := load(ctx, b.opts.CatalogName, props, b.opts.CommitRate, b.log())
 		done <- result{c, db, err}
 	}()
 	select {
@@ -279,11 +281,11 @@ func closeCatalog(c catalog.Catalog, db *sql.DB) {
 }
 
 // load opens a catalog as catalog.Load does, but a SQL catalog on a pool
-// of bounded size.
-func load(ctx context.Context, name string, props iceberg.Properties) (catalog.Catalog, *sql.DB, error) {
+// of bounded size, and a REST catalog within rate.
+func load(ctx context.Context, name string, props iceberg.Properties, rate CommitRate, log *slog.Logger) (catalog.Catalog, *sql.DB, error) {
 	switch props["type"] {
 	case "rest", "http", "https":
-		c, err := loadREST(ctx, name, props)
+		c, err := loadREST(ctx, name, props, rate, log)
 		return c, nil, err
 	case "sql":
 	default:

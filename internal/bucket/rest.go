@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/icekeeper/icekeeper/internal/cost"
+	"github.com/icekeeper/icekeeper/internal/redact"
 )
 
 // RESTKeys returns the keys that sign a SigV4 REST catalog's requests, and
@@ -43,8 +45,10 @@ func RESTKeys(props iceberg.Properties) (id, secret, token, source string) {
 // errors drop the HTTP status and the request ("REST error: failed to
 // decode error response"): every error response passes through
 // statusTransport, which puts them into the message. And table loads are
-// conditional where the server sends ETags (etagTransport).
-func loadREST(ctx context.Context, name string, props iceberg.Properties) (catalog.Catalog, error) {
+// conditional where the server sends ETags (etagTransport). And commits
+// keep to rate, and requests the catalog refuses for its own rate wait and
+// are sent again (rateTransport), logged to log.
+func loadREST(ctx context.Context, name string, props iceberg.Properties, rate CommitRate, log *slog.Logger) (catalog.Catalog, error) {
 	others := maps.Clone(props)
 	take := func(k string) (string, bool) {
 		v, ok := others[k]
@@ -58,7 +62,7 @@ func loadREST(ctx context.Context, name string, props iceberg.Properties) (catal
 	if v, ok := take("rest.tls.skip-verify"); ok && strings.EqualFold(v, "true") {
 		base.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
 	}
-	opts = append(opts, rest.WithCustomTransport(cost.Transport{Base: statusTransport{newETagTransport(base, defaultETagBytes)}, Catalog: true}))
+	opts = append(opts, rest.WithCustomTransport(restTransport(base, name+" at "+redact.URI(uri), rate, log)))
 	sigv4, _ := take("rest.sigv4-enabled")
 	region, _ := take("rest.signing-region")
 	service, _ := take("rest.signing-name")
@@ -97,6 +101,15 @@ func loadREST(ctx context.Context, name string, props iceberg.Properties) (catal
 	}
 	opts = append(opts, rest.WithAdditionalProps(others))
 	return rest.NewCatalog(ctx, name, uri, opts...)
+}
+
+// restTransport is the chain of a REST catalog's requests over base,
+// outermost first: rate (rateTransport: every attempt it makes below is
+// one request to the catalog), cost (cost.Transport counts each), error
+// messages (statusTransport), conditional loads (etagTransport).
+func restTransport(base http.RoundTripper, catalog string, rate CommitRate, log *slog.Logger) http.RoundTripper {
+	counted := cost.Transport{Base: statusTransport{newETagTransport(base, defaultETagBytes)}, Catalog: true}
+	return newRateTransport(counted, catalog, rate, log)
 }
 
 // statusTransport puts the request and the HTTP status into the message

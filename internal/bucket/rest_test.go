@@ -1,11 +1,14 @@
 package bucket_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,5 +109,61 @@ func TestRESTErrorsKeepStatus(t *testing.T) {
 	}
 	if err := list("/ok"); err == nil || !strings.Contains(err.Error(), "GET /ok/v1/namespaces: HTTP 403 Forbidden: the key may not list") {
 		t.Errorf("a server's error: %v", err)
+	}
+}
+
+// A REST catalog that refuses a listing for its rate (429, Retry-After: 1)
+// is waited out: the listing succeeds a second later, and the bucket's
+// logger says what was waited for.
+func TestRESTRefusalIsWaitedOut(t *testing.T) {
+	var mu sync.Mutex
+	refused := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v1/config":
+			w.Write([]byte(`{"defaults":{},"overrides":{}}`))
+		case r.URL.Path == "/v1/namespaces" && r.URL.Query().Get("parent") == "":
+			mu.Lock()
+			refused++
+			first := refused == 1
+			mu.Unlock()
+			if first {
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTooManyRequests)
+				w.Write([]byte(`{"error":{"message":"rate limited","type":"TooManyRequestsException","code":429}}`))
+				return
+			}
+			w.Write([]byte(`{"namespaces":[["db"]]}`))
+		case r.URL.Path == "/v1/namespaces":
+			w.Write([]byte(`{"namespaces":[]}`))
+		case r.URL.Path == "/v1/namespaces/db/tables":
+			w.Write([]byte(`{"identifiers":[{"namespace":["db"],"name":"events"}]}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	a, err := arn.Parse("arn:aws:s3tables:us-east-1:000000000000:bucket/limited")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	reg := bucket.New(bucket.Options{ARN: a.String(), Parsed: a, CatalogName: "r2", Catalog: map[string]string{"type": "rest", "uri": srv.URL},
+		CommitRate: bucket.CommitRate{PerTable: 20, PerCatalog: 120}}).
+		WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	defer reg.Close()
+	start := time.Now()
+	tables, err := reg.Buckets()[0].Tables(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tables) != 1 || tables[0].String() != "db.events" {
+		t.Fatalf("tables %v", tables)
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("listed after %v; the catalog asked for 1s", took)
+	}
+	if !strings.Contains(logs.String(), "catalog refused a request for its rate") || !strings.Contains(logs.String(), "catalog=\"r2 at "+srv.URL+"\"") {
+		t.Errorf("logs:\n%s", logs.String())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/icekeeper/icekeeper/internal/human"
 )
@@ -36,6 +37,8 @@ type Meter struct {
 	requests     [len(kinds)]atomic.Int64
 	bytesRead    atomic.Int64
 	bytesWritten atomic.Int64
+	refusals     atomic.Int64
+	waited       atomic.Int64 // nanoseconds
 }
 
 type meterKey struct{}
@@ -63,6 +66,23 @@ func (m *Meter) add(kind string, read, written int64) {
 	}
 	if written > 0 {
 		m.bytesWritten.Add(written)
+	}
+}
+
+// Waited records time a request to a REST catalog spent waiting on the
+// catalog's rate: for its turn under the bucket's commit rate, or, when
+// refused, after the catalog refused it (429, or 503 with Retry-After)
+// and asked it to come back later. Each refused attempt is also counted
+// as a request when it is sent, as the catalog counts it.
+func (m *Meter) Waited(d time.Duration, refused bool) {
+	if m == nil {
+		return
+	}
+	if refused {
+		m.refusals.Add(1)
+	}
+	if d > 0 {
+		m.waited.Add(int64(d))
 	}
 }
 
@@ -109,6 +129,12 @@ type Figures struct {
 	// rewrites: what S3 Tables bills compaction by.
 	ProcessedObjects int64 `json:"processedObjects"`
 	ProcessedBytes   int64 `json:"processedBytes"`
+	// CatalogRefusals counts the requests a REST catalog refused for its
+	// rate and that were sent again when it asked; CatalogWaitMs is how
+	// long requests waited on the catalog's rate, for those refusals and
+	// for the bucket's commit rate.
+	CatalogRefusals int64 `json:"catalogRefusals,omitempty"`
+	CatalogWaitMs   int64 `json:"catalogWaitMs,omitempty"`
 	// USD is the requests' price at the configured request prices.
 	USD float64 `json:"usd"`
 	// S3TablesUSD is what S3 Tables' managed compaction would charge for
@@ -133,6 +159,7 @@ func (m *Meter) Figures(p Prices, w Work) Figures {
 	f := Figures{ProcessedObjects: w.Objects, ProcessedBytes: w.Bytes}
 	if m != nil {
 		f.BytesRead, f.BytesWritten = m.bytesRead.Load(), m.bytesWritten.Load()
+		f.CatalogRefusals, f.CatalogWaitMs = m.refusals.Load(), time.Duration(m.waited.Load()).Milliseconds()
 		for i, k := range kinds {
 			n := m.requests[i].Load()
 			if n == 0 {
@@ -236,6 +263,10 @@ func (f Figures) Text() string {
 	if f.S3TablesUSD > 0 {
 		fmt.Fprintf(&b, "; S3 Tables would charge %s for %s, %s", human.USD(f.S3TablesUSD),
 			human.Count(f.ProcessedObjects, "object"), human.Bytes(f.ProcessedBytes))
+	}
+	if f.CatalogRefusals > 0 || f.CatalogWaitMs > 0 {
+		fmt.Fprintf(&b, "; waited %v on the catalog's rate (%s refused)", time.Duration(f.CatalogWaitMs)*time.Millisecond,
+			human.Count(f.CatalogRefusals, "request"))
 	}
 	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Requests are counted by kind into the meter their context carries, and
@@ -95,5 +96,24 @@ func TestText(t *testing.T) {
 	local := Figures{ProcessedObjects: 2, ProcessedBytes: 2048, S3TablesUSD: 0.000004}
 	if got, want := local.Text(), "cost: no storage requests; S3 Tables would charge $0.0000040 for 2 objects, 2.0 KiB"; got != want {
 		t.Errorf("Text() on local disk = %q, want %q", got, want)
+	}
+}
+
+// The time requests waited on a catalog's rate, and the refusals among
+// them, are in the figures and in the line; a meterless context records
+// nothing.
+func TestWaited(t *testing.T) {
+	m := &Meter{}
+	m.Waited(1500*time.Millisecond, false)
+	m.Waited(time.Minute, true)
+	m.Waited(0, true)
+	From(context.Background()).Waited(time.Hour, true)
+	m.add(Catalog, 0, 0)
+	f := m.Figures(DefaultPrices(), Work{})
+	if f.CatalogRefusals != 2 || f.CatalogWaitMs != 61500 {
+		t.Fatalf("figures %+v, want 2 refusals and 61500 ms", f)
+	}
+	if want := "; waited 1m1.5s on the catalog's rate (2 requests refused)"; !strings.HasSuffix(f.Text(), want) {
+		t.Errorf("Text() = %q, want it to end %q", f.Text(), want)
 	}
 }
