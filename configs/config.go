@@ -133,6 +133,11 @@ type Bucket struct {
 	// removal and erasure of those keep what its tables reference and
 	// hold, and nothing ever runs on its tables.
 	ReadOnly bool `yaml:"readOnly"`
+	// RemoveDroppedTables lets unreferenced file removal take the files
+	// that tables dropped from the bucket's catalog without a purge left
+	// under their locations, with removal's two phases and checks (see
+	// the README's "Dropped tables' leftovers"). Off by default.
+	RemoveDroppedTables bool `yaml:"removeDroppedTables"`
 	// Budget bounds compaction's rewrites in this bucket, within the
 	// daemon's budget.
 	Budget Budget `yaml:"budget"`

@@ -76,6 +76,7 @@ func (b Bucket) Defaults() maintenance.BucketDefaults {
 		SchemeEquivalence:               b.SchemeEquivalence,
 		MaxDeletesPerRun:                b.MaxDeletesPerRun,
 		AllowNestedTables:               b.AllowNestedTables,
+		RemoveDroppedTables:             b.RemoveDroppedTables,
 		FreshnessTargetSeconds:          int(b.FreshnessTarget / time.Second),
 	}}
 	if m := b.Compaction.MinManifestsToRewrite; m != nil {

@@ -155,6 +155,8 @@ type Runner struct {
 	Coexist *Coexist
 	// Freshness, when set, is told each table's lag by Need.
 	Freshness *Freshness
+	// Dropped, when set, removes a dropped table's leftovers (RunDropped).
+	Dropped DroppedRemoval
 	// Tables, when set, is the registry of tables, told of every table a
 	// run or Need loads before anything kept of it is read: a table
 	// dropped and created again under its name starts afresh, a renamed
@@ -255,6 +257,14 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 	} else {
 		out = r.safeRun(ctx, job, t, settings, r.rule(ctx, t, job), opts)
 	}
+	return r.end(ctx, run, out, opts)
+}
+
+// end records run's outcome out (a dry run's is only logged), and tells
+// Observe.
+func (r *Runner) end(ctx context.Context, run state.Run, out Outcome, opts Options) (Outcome, error) {
+	typ := run.Type
+	var err error
 	run.Finished, run.Status, run.FailureMessage = time.Now(), out.Status, out.FailureMessage
 	if out.Status == state.Successful {
 		run.Evaluation = out.Evaluation
@@ -270,7 +280,7 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 		}
 	}
 	if r.Logger != nil {
-		r.Logger.Info("job finished", "table", t.Key().String(), "job", typ, "status", out.Status,
+		r.Logger.Info("job finished", "table", run.Table.String(), "job", typ, "status", out.Status,
 			"failure", out.FailureMessage, "dryRun", opts.DryRun, "duration", run.Finished.Sub(run.Started))
 	}
 	if !opts.DryRun {

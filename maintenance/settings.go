@@ -44,6 +44,9 @@ type Knobs struct {
 	// whose location holds other tables (or is a namespace or warehouse
 	// directory), leaving those tables' prefixes alone.
 	AllowNestedTables bool `json:"allowNestedTables,omitempty"`
+	// RemoveDroppedTables lets unreferenced file removal take the files a
+	// dropped table left (see package orphan's RunDropped).
+	RemoveDroppedTables bool `json:"removeDroppedTables,omitempty"`
 	// FreshnessTargetSeconds bounds how long a small file, a delete file
 	// or an expired snapshot may wait before maintenance takes it (0: no
 	// target); a table's icekeeper.freshness-target property overrides

@@ -44,7 +44,7 @@ func (j *Job) Holders(ctx context.Context, t jobs.Target, s maintenance.Settings
 	}
 	res := newResolver()
 	sc := scope{pfx: resolved(raw, res), eq: RulesOf(s).Equivalence, res: res}
-	tables, _, err := j.bucketView(ctx, t, sc.eq, true, time.Time{}, indexOnly)
+	tables, _, err := j.bucketView(ctx, t, sc.eq, true, time.Time{}, indexOnly, true)
 	if err != nil {
 		return nil, fmt.Errorf("find the tables holding files of %s: %w", t.Table, err)
 	}

@@ -55,6 +55,7 @@ type Job struct {
 	Store interface {
 		state.Marks
 		state.RefIndex
+		state.Tables
 	}
 	// Logger receives what a run survives without failing (an index row
 	// not trusted, an index not saved), and at debug level its listing,
@@ -192,19 +193,41 @@ func (f *Figures) Counters() map[string]float64 {
 
 // run marks what nothing references and deletes what is due.
 func (j *Job) run(ctx context.Context, r *jobs.Run[Rules], fig *Figures) error {
-	t, rules, opts := r.Target, r.Settings, r.Options
-	key := t.Key()
 	tbl, err := r.Load(ctx)
 	if err != nil {
 		return err
 	}
+	return j.remove(ctx, subject{t: r.Target, key: r.Target.Key()}, tbl, r.Settings, r.Options, fig)
+}
 
+// subject is what a run removes unreferenced files of: a live table, or
+// the leftovers of a dropped one (dropped set), whose marks are kept
+// under its dropped key.
+type subject struct {
+	t       jobs.Target // its bucket and name (a dropped table's: the name it had)
+	key     state.TableKey
+	dropped *state.TableRecord
+}
+
+// look is s's view: a live table's as tbl (loaded for this run) gives
+// it, a dropped table's from its record.
+func (j *Job) look(ctx context.Context, s subject, tbl *table.Table, rules Rules, since time.Time, use indexUse) (view, error) {
+	if s.dropped == nil {
+		return j.view(ctx, s.t, tbl, rules, since, use)
+	}
+	return j.droppedView(ctx, s, rules, since, use)
+}
+
+// remove marks what nothing references under s's prefixes and deletes
+// what is due.
+func (j *Job) remove(ctx context.Context, s subject, tbl *table.Table, rules Rules, opts jobs.Options, fig *Figures) error {
+	t, key := s.t, s.key
 	use := indexAndSave
 	if opts.DryRun {
 		use = indexOnly
 	}
 	start := time.Now()
-	v, err := j.view(ctx, t, tbl, rules, time.Time{}, use)
+	v, err := j.look(ctx, s, tbl, rules, time.Time{}, use)
 	if err != nil {
 		return err
 	}
@@ -277,7 +300,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Rules], fig *Figures) error {
 		"vanished", len(plan.Vanished), "due", len(plan.Delete))
 	fig.Deleted = 0
 	if len(plan.Delete) > 0 {
-		if err := j.deleteDue(ctx, t, rules, plan.Delete, opts.FreshSince, fig, opts.Progress); err != nil {
+		if err := j.deleteDue(ctx, s, rules, plan.Delete, opts.FreshSince, fig, opts.Progress); err != nil {
 			return err
 		}
 	}
@@ -313,7 +336,7 @@ func (j *Job) view(ctx context.Context, t jobs.Target, tbl *table.Table, rules R
 	}
 	res := newResolver()
 	v.sc = scope{pfx: resolved(raw, res), eq: rules.Equivalence, res: res}
-	if v.others, err = j.others(ctx, t, v.sc, rules.AllowNested, since, use); err != nil {
+	if v.others, err = j.others(ctx, t, v.sc, othersOpts{allow: rules.AllowNested, since: since, use: use}); err != nil {
 		return v, err
 	}
 	if v.fs, err = tbl.FS(ctx); err != nil {
@@ -411,24 +434,28 @@ func (v view) keeps(l loc) string {
 // seen. A file is due only after unreferencedDays unreferenced and
 // nonCurrentDays marked, and the table's own metadata is always loaded
 // here; one-shot runs (since zero) check every table themselves.
-func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []planner.Mark, since time.Time, fig *Figures, progress func(done, total int)) error {
+func (j *Job) deleteDue(ctx context.Context, s subject, rules Rules, due []planner.Mark, since time.Time, fig *Figures, progress func(done, total int)) error {
+	t := s.t
 	start := time.Now()
 	// A sweep is one fire's runs: a run queued long ago (behind a busy
 	// queue, or kept pending across fires) takes no older check.
 	if oldest := start.Add(-maxSweep); since.Before(oldest) && !since.IsZero() {
 		since = oldest
 	}
-	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
-	if err != nil {
-		return fmt.Errorf("re-check before deleting: %w", err)
+	var tbl *table.Table
+	if s.dropped == nil {
+		var err error
+		if tbl, err = t.Bucket.LoadTable(ctx, t.Table); err != nil {
+			return fmt.Errorf("re-check before deleting: %w", err)
+		}
 	}
-	v, err := j.view(ctx, t, tbl, rules, since, readAll)
+	v, err := j.look(ctx, s, tbl, rules, since, readAll)
 	if err != nil {
 		return fmt.Errorf("re-check before deleting: %w", err)
 	}
 	fig.Recheck = &v.others.stats
 	// An operator may have restored some of them since the listing.
-	current, err := j.Store.Marks(ctx, t.Key())
+	current, err := j.Store.Marks(ctx, s.key)
 	if err != nil {
 		return fmt.Errorf("re-check before deleting: %w", err)
 	}
@@ -464,7 +491,7 @@ func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []p
 	fig.RecheckKept += len(kept)
 	j.log().Debug("due objects re-checked", "table", t.Table.String(), "due", len(due), "toDelete", len(del), "kept", len(kept),
 		"restored", fig.RecheckKept-len(kept), "capped", fig.CappedDeletes, "duration", time.Since(start))
-	if _, err := j.Store.DeleteMarks(ctx, t.Key(), kept); err != nil {
+	if _, err := j.Store.DeleteMarks(ctx, s.key, kept); err != nil {
 		return err
 	}
 	start = time.Now()
@@ -493,7 +520,7 @@ func (j *Job) deleteDue(ctx context.Context, t jobs.Target, rules Rules, due []p
 	}
 	j.log().Debug("objects deleted", "table", t.Table.String(), "deleted", fig.Deleted, "failed", fig.DeleteFailed, "duration", time.Since(start))
 	fig.DeletedPaths = first(gone)
-	if _, err := j.Store.DeleteMarks(ctx, t.Key(), gone); err != nil {
+	if _, err := j.Store.DeleteMarks(ctx, s.key, gone); err != nil {
 		return err
 	}
 	return nil

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/tables"
 )
 
 // ErrSchemeMismatch is returned when metadata references a file under the
@@ -147,26 +149,10 @@ func (e Equivalence) same(a, b string) bool {
 	return false
 }
 
-// locationKeys are the table properties that put a table's files outside
-// its location: write.data.path and write.metadata.path, and the older
-// write.folder-storage.path and write.object-storage.path that Java's
-// writers still honour (the first in place of write.data.path, the second
-// for the object-storage layout).
-var locationKeys = [...]string{table.WriteDataPathKey, table.WriteMetadataPathKey, "write.folder-storage.path", "write.object-storage.path"}
-
 // prefixes are the directories whose objects belong to the table: its
-// location and those locationKeys set, each with a trailing slash so that
+// locations (tables.Locations), each with a trailing slash so that
 // …/events never covers …/events_v2, without prefixes nested in others.
-func prefixes(meta table.Metadata) ([]loc, error) {
-	raw := []string{meta.Location()}
-	props := meta.Properties()
-	for _, k := range locationKeys {
-		if v := props[k]; v != "" {
-			raw = append(raw, v)
-		}
-	}
-	return dirs(raw)
-}
+func prefixes(meta table.Metadata) ([]loc, error) { return dirs(tables.Locations(meta)) }
 
 // resolved returns pfx as the file system resolves them (see resolver),
 // without prefixes nested in others.

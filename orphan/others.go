@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/sourcegraph/conc/pool"
 
@@ -97,6 +98,7 @@ type held struct {
 	// its files), and a run walks the table itself.
 	foreign  []string
 	complete bool
+	uuid string // the table's UUID
 	// checked is when this process last learned that the table's
 	// metadata file is the one above (a load, or the one-query listing
 	// of its catalog, started then).
@@ -168,10 +170,13 @@ type viewStats struct {
 // anyway, and what it held before stays for the other tables' runs to
 // check. Each table is listed and loaded through its own bucket, under
 // its own catalog name.
-func (j *Job) bucketView(ctx context.Context, t jobs.Target, eq Equivalence, fresh bool, since time.Time, use indexUse) (map[tableRef]held, viewStats, error) {
+func (j *Job) bucketView(ctx context.Context, t jobs.Target, eq Equivalence, fresh bool, since time.Time, use indexUse, hasSelf bool) (map[tableRef]held, viewStats, error) {
 	var st viewStats
 	domain := t.Bucket.Domain()
 	self := refOf(t.Bucket, t.Table)
+	if !hasSelf {
+		self = tableRef{} // a dropped table's: every table of the domain is another
+	}
 	v := j.views.of(domain[0].ARN())
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -296,7 +301,7 @@ func (j *Job) bucketView(ctx context.Context, t jobs.Target, eq Equivalence, fre
 // hold reads what tbl holds: its prefixes, and what it references outside
 // them (its manifests served by the reference index under its own key).
 func (j *Job) hold(ctx context.Context, b *bucket.Bucket, id bucket.TableID, tbl *table.Table, eq Equivalence, res *resolver, use indexUse) (held, refStats, error) {
-	h := held{b: b, id: id, metadata: tbl.MetadataLocation()}
+	h := held{b: b, id: id, metadata: tbl.MetadataLocation(), uuid: tbl.Metadata().TableUUID().String()}
 	var err error
 	if h.prefixes, err = prefixes(tbl.Metadata()); err != nil {
 		return h, refStats{}, err
@@ -334,16 +339,32 @@ func (j *Job) walkOther(ctx context.Context, b *bucket.Bucket, id bucket.TableID
 // reference index serves the other tables' manifests (readAll, the
 // re-check before deleting, reads them through it too, but checks every
 // table afresh).
-func (j *Job) others(ctx context.Context, t jobs.Target, sc scope, allow bool, since time.Time, use indexUse) (others, error) {
+// othersOpts steer others: allow is allowNestedTables, since and use as
+// bucketView takes them; dropped, when set, is the UUID of the dropped
+// table whose leftovers are looked at: every table of the domain is
+// another, tables inside are left alone, and one whose prefixes hold it,
+// or that has its UUID, stops the run (ErrNotLeftover).
+type othersOpts struct {
+	allow   bool
+	since   time.Time
+	use     indexUse
+	dropped string
+}
+
+func (j *Job) others(ctx context.Context, t jobs.Target, sc scope, oo othersOpts) (others, error) {
+	allow, since, use := oo.allow, oo.since, oo.use
 	o := others{refs: &refSet{seed: maphash.MakeSeed()}}
 	if err := j.containers(ctx, t, sc, allow); err != nil {
 		return o, err
 	}
+	// A dropped table's leftovers are removed around the live tables
+	// inside its location, which are no leftovers of it.
+	allow = allow || oo.dropped != ""
 	fresh := use == readAll
 	if fresh {
 		use = indexOnly
 	}
-	tables, vs, err := j.bucketView(ctx, t, sc.eq, fresh, since, use)
+	tables, vs, err := j.bucketView(ctx, t, sc.eq, fresh, since, use, oo.dropped == "")
 	if err != nil {
 		return o, err
 	}
@@ -357,11 +378,19 @@ func (j *Job) others(ctx context.Context, t jobs.Target, sc scope, allow bool, s
 	var walked []held
 	self := refOf(t.Bucket, t.Table)
 	for _, h := range tables {
-		if h.ref() == self {
+		if oo.dropped == "" && h.ref() == self {
 			continue
 		}
 		o.stats.Tables++
 		theirs := resolved(h.prefixes, sc.res)
+		if oo.dropped != "" {
+			switch {
+			case h.uuid == oo.dropped:
+				return o, fmt.Errorf("%w: table %s is live under %s again", ErrNotLeftover, oo.dropped, h.name(t.Bucket))
+			case len(inside(sc.pfx, theirs)) > 0:
+				return o, fmt.Errorf("%w: its location lies inside live table %s's, whose own removal takes what it left", ErrNotLeftover, h.name(t.Bucket))
+			}
+		}
 		if in := inside(theirs, sc.pfx); len(in) > 0 {
 			nested = append(nested, found{h.name(t.Bucket), in})
 		}
@@ -482,6 +511,9 @@ func (j *Job) containers(ctx context.Context, t jobs.Target, sc scope, allow boo
 	for i := range t.Table.Namespace {
 		ns := t.Table.Namespace[:i+1]
 		props, err := cat.LoadNamespaceProperties(ctx, ns)
+		if errors.Is(err, catalog.ErrNoSuchNamespace) {
+			break // dropped with a dropped table: no directory to keep
+		}
 		if err != nil {
 			return fmt.Errorf("load the properties of namespace %s: %w", strings.Join(ns, "."), err)
 		}

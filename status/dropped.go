@@ -18,7 +18,7 @@ type droppedJSON struct {
 	Namespace        string    `json:"namespace"`
 	Name             string    `json:"name"`
 	TableUUID        string    `json:"tableUUID"`
-	Location         string    `json:"location,omitempty"`
+	Locations        []string  `json:"locations,omitempty"`
 	MetadataLocation string    `json:"metadataLocation,omitempty"`
 	FirstSeen        time.Time `json:"firstSeen"`
 	DroppedAt        time.Time `json:"droppedAt"`
@@ -70,7 +70,7 @@ func (s *Server) getDropped(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		d := droppedJSON{Namespace: rec.Key.Namespace, Name: rec.Key.Name, TableUUID: rec.UUID, Location: rec.Location,
+		d := droppedJSON{Namespace: rec.Key.Namespace, Name: rec.Key.Name, TableUUID: rec.UUID, Locations: rec.Locations,
 			MetadataLocation: rec.MetadataLocation, FirstSeen: rec.FirstSeen, DroppedAt: rec.Dropped,
 			Runs: map[maintenance.JobType]runJSON{}, Configuration: cfg, Noncurrent: len(marks)}
 		for typ, run := range last {

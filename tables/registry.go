@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -12,6 +13,26 @@ import (
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/state"
 )
+
+// LocationKeys are the table properties that put a table's files outside
+// its location: write.data.path and write.metadata.path, and the older
+// write.folder-storage.path and write.object-storage.path that Java's
+// writers still honour (the first in place of write.data.path, the second
+// for the object-storage layout).
+var LocationKeys = [...]string{table.WriteDataPathKey, table.WriteMetadataPathKey, "write.folder-storage.path", "write.object-storage.path"}
+
+// Locations are where meta's table writes its files: its location, then
+// every LocationKeys property set, as the metadata spells them.
+func Locations(meta table.Metadata) []string {
+	out := []string{meta.Location()}
+	props := meta.Properties()
+	for _, k := range LocationKeys {
+		if v := props[k]; v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
 
 // Registry records what the catalog shows of each table, in the state
 // store, so that every replica and one-shot run shares it.
@@ -45,9 +66,9 @@ func (r *Registry) Observe(ctx context.Context, b *bucket.Bucket, id bucket.Tabl
 	if err != nil {
 		return Known, fmt.Errorf("observe table %s: %w", key, err)
 	}
-	rec := state.TableRecord{Key: key, UUID: uuid, Location: meta.Location(), MetadataLocation: tbl.MetadataLocation(), FirstSeen: now, LastSeen: now}
+	rec := state.TableRecord{Key: key, UUID: uuid, Locations: Locations(meta), MetadataLocation: tbl.MetadataLocation(), FirstSeen: now, LastSeen: now}
 	if found && live.UUID == uuid {
-		if live.MetadataLocation == rec.MetadataLocation && live.Location == rec.Location {
+		if live.MetadataLocation == rec.MetadataLocation && slices.Equal(live.Locations, rec.Locations) {
 			return Known, nil
 		}
 		return Known, r.Store.PutTable(ctx, rec)

@@ -1,9 +1,6 @@
 package tables_test
 
 import (
-	"context"
-	"database/sql"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -182,11 +179,7 @@ func TestRenameForkAndRestore(t *testing.T) {
 
 	// register_table at y's metadata file under z: the same UUID, two
 	// live tables.
-	register(t, l.e, "z", renamed.MetadataLocation())
-	fork, err := l.cat.LoadTable(ctx, l.target("z").Table.Identifier())
-	if err != nil {
-		t.Fatal(err)
-	}
+	fork := testkit.Register(t, l.e.B, "t", "z", renamed.MetadataLocation())
 	if ch, err := l.reg.Observe(ctx, l.e.B, l.target("z").Table, fork); err != nil || ch != tables.New {
 		t.Fatalf("observe the fork: %v %v, want new", ch, err)
 	}
@@ -208,11 +201,7 @@ func TestRenameForkAndRestore(t *testing.T) {
 	uuid := renamed.Metadata().TableUUID().String()
 	l.wantHistory("y dropped", l.key("y"), 0, 0, 0)
 	l.wantHistory("y's dropped key", l.key("y").Dropped(uuid), 1, 1, 1)
-	register(t, l.e, "y", renamed.MetadataLocation())
-	back, err := l.cat.LoadTable(ctx, l.target("y").Table.Identifier())
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := testkit.Register(t, l.e.B, "t", "y", renamed.MetadataLocation())
 	if ch, err := l.reg.Observe(ctx, l.e.B, l.target("y").Table, back); err != nil || ch != tables.Restored {
 		t.Fatalf("observe y registered again: %v %v, want restored", ch, err)
 	}
@@ -220,21 +209,6 @@ func TestRenameForkAndRestore(t *testing.T) {
 	l.wantHistory("y's dropped key", l.key("y").Dropped(uuid), 0, 0, 0)
 }
 
-// register does what a catalog's register_table does: a name for an
-// existing metadata file (iceberg-go's SQL catalog has no call for it).
-func register(t *testing.T, e *tableenv.Env, name, metadata string) {
-	t.Helper()
-	props := e.B.Properties()
-	db, err := sql.Open(props["sql.driver"], props["uri"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(context.Background(), `INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, iceberg_type, metadata_location)
-		VALUES (?, 't', ?, 'TABLE', ?)`, e.B.CatalogName(), name, metadata); err != nil {
-		t.Fatalf("register %s at %s: %v", name, filepath.Base(metadata), err)
-	}
-}
 
 // TestFirstObservationKeepsHistory: what a store written before the
 // registry holds under a name is the table's that the name holds at its

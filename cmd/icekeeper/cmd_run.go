@@ -85,7 +85,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer w.Close()
-	registered, err := availableJobs(w)
+	registered, dropped, err := availableJobs(w)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer closeLocks()
-	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Jobs: registered, Logger: w.logger, Prices: &w.cfg.Prices, Coexist: coexist,
+	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Jobs: registered, Dropped: dropped, Logger: w.logger, Prices: &w.cfg.Prices, Coexist: coexist,
 		Tables: &tables.Registry{Store: w.store, Logger: w.logger}}
 
 	// A one-shot run spends the same rewrite budgets as the daemon's
@@ -260,9 +260,10 @@ func storageNote(endpoint, msg string) string {
 
 // availableJobs registers the executor of each job type, one line each;
 // registration fails unless they cover maintenance's type table exactly.
-func availableJobs(w *world) (map[maintenance.JobType]jobs.Job, error) {
+// The second result removes dropped tables' leftovers (Runner.Dropped).
+func availableJobs(w *world) (map[maintenance.JobType]jobs.Job, jobs.DroppedRemoval, error) {
 	removal := &orphan.Job{Store: w.store, Logger: w.logger}
-	return jobs.Register(
+	registered, err := jobs.Register(
 		(&records.Job{Logger: w.logger}).Definition(),
 		(&compactor.Job{KeyIndex: w.store, Logger: w.logger}).Definition(),
 		(&expire.Job{DeleteFiles: removal.DeleteUnreferenced, Logger: w.logger}).Definition(),
@@ -270,4 +271,5 @@ func availableJobs(w *world) (map[maintenance.JobType]jobs.Job, error) {
 		(&erasure.Job{DeleteFiles: removal.DeleteUnreferenced, Unreferenced: removal.Unreferenced, Holders: removal.Holders,
 			Blocks: w.store, Logger: w.logger}).Definition(),
 	)
+	return registered, removal.Dropped(), err
 }

@@ -81,7 +81,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	// that a table's metadata file is sampled once between them.
 	history := &jobs.HealthHistory{Store: cache, Logger: logger}
 	metrics.History = history
-	registered, err := availableJobs(w)
+	registered, dropped, err := availableJobs(w)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 			sched.Notify([]state.TableKey{run.Table})
 		}
 	}
-	runner := &jobs.Runner{Store: cache, Resolver: resolver, Jobs: registered, Logger: logger, Prices: &w.cfg.Prices, Observe: observe, Loaded: metrics.Polled,
+	runner := &jobs.Runner{Store: cache, Resolver: resolver, Jobs: registered, Dropped: dropped, Logger: logger, Prices: &w.cfg.Prices, Observe: observe, Loaded: metrics.Polled,
 		Coexist: coexist, Freshness: fresh, Tables: known}
 	schedules := map[maintenance.JobType]string(w.cfg.Schedules)
 	pg := strings.HasPrefix(w.cfg.State, "postgres")

@@ -131,9 +131,11 @@ var migrations = []string{
 	// (package state's TableKey.Dropped), and when a UUID moves to a new
 	// name, they follow it. prev_* is where a row's state was before its
 	// last move, and changed_at when, so that replicas' caches follow.
+	// locations are where the table's files are (its location and write
+	// paths, a JSON list): where a dropped table's leftovers lie.
 	`CREATE TABLE tables (
 		bucket TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL, table_uuid TEXT NOT NULL,
-		location TEXT NOT NULL, metadata_location TEXT NOT NULL,
+		locations TEXT NOT NULL, metadata_location TEXT NOT NULL,
 		first_seen BIGINT NOT NULL, last_seen BIGINT NOT NULL, dropped_at BIGINT NOT NULL,
 		prev_bucket TEXT NOT NULL, prev_namespace TEXT NOT NULL, prev_name TEXT NOT NULL, changed_at BIGINT NOT NULL,
 		PRIMARY KEY (bucket, table_uuid, namespace, name));

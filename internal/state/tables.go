@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,9 +15,11 @@ import (
 // it has (or had, once dropped), the UUID its metadata gives it, where it
 // lives, and when it was seen.
 type TableRecord struct {
-	Key              TableKey
-	UUID             string
-	Location         string
+	Key  TableKey
+	UUID string
+	// Locations are where its files are written: its location first,
+	// then the write paths its properties set (tables.Locations).
+	Locations        []string
 	MetadataLocation string
 	FirstSeen        time.Time
 	LastSeen         time.Time
@@ -104,7 +107,7 @@ type Tables interface {
 // (bucket, namespace, name): what moves with a table.
 var stateTables = []string{"runs", "table_config", "noncurrent_marks", "health_samples", "erasure_blocks", "ref_index", "key_indexes"}
 
-const tableColumns = `bucket, namespace, name, table_uuid, location, metadata_location, first_seen, last_seen, dropped_at`
+const tableColumns = `bucket, namespace, name, table_uuid, locations, metadata_location, first_seen, last_seen, dropped_at`
 
 func scanTables(rows *sql.Rows) ([]TableRecord, error) {
 	defer rows.Close()
@@ -112,8 +115,12 @@ func scanTables(rows *sql.Rows) ([]TableRecord, error) {
 	for rows.Next() {
 		var r TableRecord
 		var first, last, dropped int64
-		if err := rows.Scan(&r.Key.Bucket, &r.Key.Namespace, &r.Key.Name, &r.UUID, &r.Location, &r.MetadataLocation, &first, &last, &dropped); err != nil {
+		var locs string
+		if err := rows.Scan(&r.Key.Bucket, &r.Key.Namespace, &r.Key.Name, &r.UUID, &locs, &r.MetadataLocation, &first, &last, &dropped); err != nil {
 			return nil, err
+		}
+		if err := json.Unmarshal([]byte(locs), &r.Locations); err != nil {
+			return nil, fmt.Errorf("locations of table %s: %w", r.UUID, err)
 		}
 		r.FirstSeen, r.LastSeen, r.Dropped = fromMillis(first), fromMillis(last), fromMillis(dropped)
 		out = append(out, r)
@@ -155,11 +162,15 @@ func (s *sqlStore) DroppedTables(ctx context.Context, bucket string, since time.
 
 func (s *sqlStore) PutTable(ctx context.Context, rec TableRecord) error {
 	seen := millis(rec.LastSeen)
-	_, err := s.exec(ctx, `INSERT INTO tables (`+tableColumns+`, prev_bucket, prev_namespace, prev_name, changed_at)
+	locs, err := json.Marshal(rec.Locations)
+	if err != nil {
+		return err
+	}
+	_, err = s.exec(ctx, `INSERT INTO tables (`+tableColumns+`, prev_bucket, prev_namespace, prev_name, changed_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, '', '', '', 0)
-		ON CONFLICT (bucket, table_uuid, namespace, name) DO UPDATE SET location = excluded.location,
+		ON CONFLICT (bucket, table_uuid, namespace, name) DO UPDATE SET locations = excluded.locations,
 		metadata_location = excluded.metadata_location, last_seen = excluded.last_seen, dropped_at = 0`,
-		rec.Key.Bucket, rec.Key.Namespace, rec.Key.Name, rec.UUID, rec.Location, rec.MetadataLocation, millis(rec.FirstSeen), seen)
+		rec.Key.Bucket, rec.Key.Namespace, rec.Key.Name, rec.UUID, string(locs), rec.MetadataLocation, millis(rec.FirstSeen), seen)
 	if err != nil {
 		return fmt.Errorf("record table %s (%s): %w", rec.Key, rec.UUID, err)
 	}

@@ -76,7 +76,7 @@ func testTables(t *testing.T, s Store) {
 	a := TableKey{tbl.Bucket, "registry", "a"}
 	b := TableKey{tbl.Bucket, "registry", "b"}
 	fillState(t, s, a, at)
-	rec := TableRecord{Key: a, UUID: "uuid-1", Location: "s3://b/t", MetadataLocation: "s3://b/t/metadata/1.json", FirstSeen: at, LastSeen: at}
+	rec := TableRecord{Key: a, UUID: "uuid-1", Locations: []string{"s3://b/t"}, MetadataLocation: "s3://b/t/metadata/1.json", FirstSeen: at, LastSeen: at}
 	if err := s.PutTable(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
