@@ -58,7 +58,9 @@ func newLeftovers(t *testing.T, cfg *configs.Config, exists func(string) bool) *
 	return l
 }
 
-func (l *leftovers) id(name string) bucket.TableID { return bucket.TableID{Namespace: []string{"db"}, Name: name} }
+func (l *leftovers) id(name string) bucket.TableID {
+	return bucket.TableID{Namespace: []string{"db"}, Name: name}
+}
 
 // table creates db.name with three appends, and records it.
 func (l *leftovers) table(name string) *table.Table {

@@ -98,7 +98,7 @@ type held struct {
 	// its files), and a run walks the table itself.
 	foreign  []string
 	complete bool
-	uuid string // the table's UUID
+	uuid     string // the table's UUID
 	// checked is when this process last learned that the table's
 	// metadata file is the one above (a load, or the one-query listing
 	// of its catalog, started then).

@@ -209,7 +209,6 @@ func TestRenameForkAndRestore(t *testing.T) {
 	l.wantHistory("y's dropped key", l.key("y").Dropped(uuid), 0, 0, 0)
 }
 
-
 // TestFirstObservationKeepsHistory: what a store written before the
 // registry holds under a name is the table's that the name holds at its
 // first observation, runs and settings alike.
