@@ -65,3 +65,33 @@ func (r *Runner) RunDropped(ctx context.Context, b *bucket.Bucket, rec state.Tab
 	}
 	return r.end(ctx, run, out, opts)
 }
+
+// DroppedTables returns the dropped keys of the tables the registry
+// (store) recorded dropped from every bucket of reg, read-only ones
+// aside, whose settings (r) turn removeDroppedTables and removal on:
+// what a fire of removal queues beside the live tables (Scheduler.Dropped).
+func DroppedTables(ctx context.Context, reg *bucket.Registry, r *Resolver, store state.Tables) ([]state.TableKey, error) {
+	var out []state.TableKey
+	for _, b := range reg.Buckets() {
+		if b.ReadOnly() {
+			continue
+		}
+		s, err := r.with(ctx, b.ARN(), nil)
+		if err != nil {
+			return nil, fmt.Errorf("resolve the settings of bucket %s: %w", b.Name(), err)
+		}
+		if !s.Knobs.RemoveDroppedTables || s.For(maintenance.UnreferencedFileRemoval).Status == maintenance.Disabled {
+			continue
+		}
+		recs, err := store.DroppedTables(ctx, b.ARN(), time.Time{})
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range recs {
+			if rec.Collected.IsZero() {
+				out = append(out, rec.StateKey())
+			}
+		}
+	}
+	return out, nil
+}

@@ -60,6 +60,7 @@ type EngineStore interface {
 	state.Queue
 	state.Leases
 	state.History
+	state.Tables
 }
 
 // Engine is the daemon's job queue and its workers, on River
@@ -219,6 +220,22 @@ func (e *Engine) EnqueueMany(ctx context.Context, keys []state.TableKey, typ mai
 		keys = keys[n:]
 	}
 	return queued, nil
+}
+
+// runDropped runs removal on the leftovers of the dropped table uuid,
+// once named name: nothing when the registry no longer records it
+// dropped there (it came back, or its record is gone).
+func (e *Engine) runDropped(ctx context.Context, b *bucket.Bucket, name state.TableKey, uuid, trigger string, opts Options) (Outcome, error) {
+	recs, err := e.Store.TablesWithUUID(ctx, name.Bucket, uuid)
+	if err != nil {
+		return Outcome{}, err
+	}
+	for _, rec := range recs {
+		if !rec.Live() && rec.Key == name {
+			return e.Runner.RunDropped(ctx, b, rec, trigger, opts)
+		}
+	}
+	return Outcome{Status: state.Skipped, FailureMessage: fmt.Sprintf("table %s (%s) is not recorded dropped", name, uuid)}, nil
 }
 
 // Client is the River client, for River's UI.
@@ -420,7 +437,8 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	e, a := w.e, job.Args
 	k := a.Key()
 	log := e.Logger.With("table", k.String(), "job", a.Type, "queued", job.ID)
-	b, err := e.Registry.Bucket(k.Bucket)
+	name, droppedUUID := k.Live()
+	b, err := e.Registry.Bucket(name.Bucket)
 	if err != nil {
 		log.Warn("dropping a job of a bucket no longer configured", "err", err)
 		return nil
@@ -483,7 +501,12 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	if e.FanOutParts > 0 {
 		opts.Fanout = &fanout{e: e, key: k, typ: a.Type, coordinator: holder}
 	}
-	out, err := e.Runner.Run(jobCtx, t, a.Type, a.Trigger, opts)
+	var out Outcome
+	if droppedUUID != "" {
+		out, err = e.runDropped(jobCtx, b, name, droppedUUID, a.Trigger, opts)
+	} else {
+		out, err = e.Runner.Run(jobCtx, t, a.Type, a.Trigger, opts)
+	}
 	stopRenewing()
 	if err != nil {
 		log.Error("job could not be recorded", "err", err)

@@ -62,6 +62,10 @@ type Scheduler struct {
 	// without a check when no event comes; 0: a quarter of its target,
 	// for a daemon without events.
 	Backstop time.Duration
+	// Dropped, when set, gives the dropped tables whose leftovers each
+	// fire of unreferenced file removal queues too (their dropped keys):
+	// those of the buckets with removeDroppedTables on.
+	Dropped func(ctx context.Context) ([]state.TableKey, error)
 	// Fired, when set, is told what each fire did (Metrics.Fired).
 	Fired  func(typ maintenance.JobType, f Fire)
 	Logger *slog.Logger
@@ -136,6 +140,11 @@ func (s *Scheduler) Init() error {
 // The window is Jitter, but at most a quarter of the schedule's interval,
 // so that short demo schedules stay short.
 func (s *Scheduler) jitter(t Target, typ maintenance.JobType) time.Duration {
+	return s.jitterOf(t.Key().String(), typ)
+}
+
+// jitterOf is jitter for the table of state key key.
+func (s *Scheduler) jitterOf(key string, typ maintenance.JobType) time.Duration {
 	window := s.Jitter
 	first := s.parsed[typ].Next(s.Now())
 	if interval := s.parsed[typ].Next(first).Sub(first); interval/4 < window {
@@ -145,7 +154,7 @@ func (s *Scheduler) jitter(t Target, typ maintenance.JobType) time.Duration {
 		return 0
 	}
 	h := fnv.New64a()
-	h.Write([]byte(t.Key().String() + "|" + string(typ)))
+	h.Write([]byte(key + "|" + string(typ)))
 	return time.Duration(h.Sum64() % uint64(window))
 }
 
@@ -297,8 +306,33 @@ func (s *Scheduler) Tick(ctx context.Context) error {
 		if err := s.fire(ctx, typ, now, trigger); err != nil {
 			return err
 		}
+		if typ == maintenance.UnreferencedFileRemoval {
+			s.fireDropped(ctx, now, trigger)
+		}
 	}
 	return nil
+}
+
+// fireDropped queues removal of the dropped tables' leftovers, spread
+// over the jitter window like the tables' runs. A failure to list them
+// is logged: the live tables' fire stands.
+func (s *Scheduler) fireDropped(ctx context.Context, at time.Time, trigger string) {
+	if s.Dropped == nil {
+		return
+	}
+	keys, err := s.Dropped(ctx)
+	if err == nil && len(keys) > 0 {
+		_, err = s.Queue.EnqueueMany(ctx, keys, maintenance.UnreferencedFileRemoval, trigger, func(k state.TableKey) Placement {
+			return Placement{At: at.Add(s.jitterOf(k.String(), maintenance.UnreferencedFileRemoval))}
+		})
+	}
+	if err != nil {
+		s.Logger.Warn("dropped tables' leftovers not queued", "err", err)
+		return
+	}
+	if len(keys) > 0 {
+		s.Logger.Info("dropped tables' leftovers queued", "tables", len(keys))
+	}
 }
 
 // Run discovers tables and ticks every second until ctx ends.

@@ -29,7 +29,9 @@ import (
 // and a table registered again at its metadata (an undrop) takes them
 // back with the rest of its state; a run finding it live again, or its
 // locations inside a live table's (a table created again where it was,
-// whose own removal takes what it left), does nothing.
+// whose own removal takes what it left), does nothing. A run that finds
+// nothing left under its locations records the table collected, and no
+// fire queues it again.
 
 // RunDropped removes the leftovers of the dropped table rec of b, with
 // b's settings s, as removal's run on a live table does, and returns its
@@ -42,8 +44,16 @@ func (j *Job) RunDropped(ctx context.Context, b *bucket.Bucket, rec state.TableR
 		return fig, fmt.Errorf("%w: table %s (%s) is live", ErrNotLeftover, rec.Key, rec.UUID)
 	}
 	sub := subject{t: jobs.Target{Bucket: b, Table: bucket.TableIDOf(rec.Key.Namespace, rec.Key.Name)}, key: rec.StateKey(), dropped: &rec}
-	err := j.remove(ctx, sub, nil, RulesOf(s), opts, fig)
-	return fig, err
+	if err := j.remove(ctx, sub, nil, RulesOf(s), opts, fig); err != nil {
+		return fig, err
+	}
+	if fig.Listed == 0 && !opts.DryRun {
+		// Nothing left: later fires need not look again.
+		if err := j.Store.CollectTable(ctx, rec, opts.Now); err != nil {
+			return fig, err
+		}
+	}
+	return fig, nil
 }
 
 // ErrNotLeftover says a dropped table's files are not leftovers any

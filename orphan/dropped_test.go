@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,16 +29,17 @@ import (
 // being purged, a registry that records it, and removal of what they
 // left.
 type leftovers struct {
-	t      *testing.T
-	ctx    context.Context
-	b      *bucket.Bucket
-	store  state.Store
-	reg    *tables.Registry
-	runner *jobs.Runner
-	knobs  maintenance.Knobs
-	now    time.Time
-	rng    *rand.Rand
-	exists func(uri string) bool
+	t        *testing.T
+	ctx      context.Context
+	registry *bucket.Registry
+	b        *bucket.Bucket
+	store    state.Store
+	reg      *tables.Registry
+	runner   *jobs.Runner
+	knobs    maintenance.Knobs
+	now      time.Time
+	rng      *rand.Rand
+	exists   func(uri string) bool
 }
 
 func newLeftovers(t *testing.T, cfg *configs.Config, exists func(string) bool) *leftovers {
@@ -50,7 +52,7 @@ func newLeftovers(t *testing.T, cfg *configs.Config, exists func(string) bool) *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	l := &leftovers{t: t, ctx: ctx, b: b, store: store, reg: &tables.Registry{Store: store}, now: time.Now(),
+	l := &leftovers{t: t, ctx: ctx, registry: reg, b: b, store: store, reg: &tables.Registry{Store: store}, now: time.Now(),
 		rng: rand.New(rand.NewPCG(5, 5)), knobs: maintenance.Knobs{RemoveDroppedTables: true}, exists: exists}
 	job := &Job{Store: store}
 	l.runner = &jobs.Runner{Store: store, Jobs: jobs.Map(job.Definition()), Dropped: job.Dropped(), Tables: l.reg}
@@ -197,6 +199,11 @@ func runLeftovers(t *testing.T, l *leftovers) {
 		}
 	}
 	sound(t, l.b, l.id("keeper"), rows)
+	// What is left is keeper's file, referenced: not collected yet. The
+	// file's removal from keeper would free it; here the sweep goes on.
+	if recs, _ := l.store.DroppedTables(l.ctx, l.b.ARN(), time.Time{}); len(recs) != 1 || !recs[0].Collected.IsZero() {
+		t.Errorf("dropped records %+v, want gone's, not collected", recs)
+	}
 }
 
 // TestDroppedTableComesBack: leftovers marked, then the table registered
@@ -233,6 +240,23 @@ func TestDroppedTableComesBack(t *testing.T) {
 		t.Errorf("removal of the table back deleted %v", fig.DeletedPaths)
 	}
 	sound(t, l.b, l.id("back"), rows)
+
+	// A dropped table with nothing left is collected by its sweep.
+	empty := l.table("empty")
+	erec := l.drop("empty")
+	if err := os.RemoveAll(strings.TrimPrefix(empty.Location(), "file://")); err != nil {
+		t.Fatal(err)
+	}
+	if out, fig := l.sweep(erec, 4*day); out.Status != state.Successful || fig.Listed != 0 {
+		t.Fatalf("sweep of an emptied dropped table: %+v %+v", out, fig)
+	}
+	keys, err := jobs.DroppedTables(l.ctx, l.registry, l.runner.Resolver, l.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(keys, erec.StateKey()) || slices.Contains(keys, rec.StateKey()) {
+		t.Errorf("a fire would queue %v: the collected table or the table back", keys)
+	}
 
 	// Dropped and created again at the same location: the new table's
 	// removal takes what the old one left.

@@ -22,6 +22,8 @@ type droppedJSON struct {
 	MetadataLocation string    `json:"metadataLocation,omitempty"`
 	FirstSeen        time.Time `json:"firstSeen"`
 	DroppedAt        time.Time `json:"droppedAt"`
+	// CollectedAt is when removal found nothing left of it.
+	CollectedAt *time.Time `json:"collectedAt,omitempty"`
 	// Runs are its last runs by type, as they stood at the drop.
 	Runs map[maintenance.JobType]runJSON `json:"runs"`
 	// Configuration is what was put through the API for it.
@@ -73,6 +75,9 @@ func (s *Server) getDropped(w http.ResponseWriter, r *http.Request) error {
 		d := droppedJSON{Namespace: rec.Key.Namespace, Name: rec.Key.Name, TableUUID: rec.UUID, Locations: rec.Locations,
 			MetadataLocation: rec.MetadataLocation, FirstSeen: rec.FirstSeen, DroppedAt: rec.Dropped,
 			Runs: map[maintenance.JobType]runJSON{}, Configuration: cfg, Noncurrent: len(marks)}
+		if !rec.Collected.IsZero() {
+			d.CollectedAt = &rec.Collected
+		}
 		for typ, run := range last {
 			run.Table = rec.Key // as the table was named, not its key in the store
 			d.Runs[typ] = s.withSummaries(typ, []state.Run{run})[0]

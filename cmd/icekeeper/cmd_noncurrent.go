@@ -22,9 +22,16 @@ func cmdNoncurrent(ctx context.Context, env *cliEnv, args []string) error {
 			"until `icekeeper release` or until the table references them again.")
 	c.register(fs)
 	ref := fs.String("table", "", "table: BUCKET/NAMESPACE/TABLE")
+	droppedFrom := fs.String("dropped", "", "BUCKET: instead of a table, the noncurrent objects the tables dropped from the bucket left, per dropped table")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *droppedFrom != "" {
+		if *ref != "" {
+			return usagef("give --table or --dropped, not both")
+		}
+		return droppedNoncurrent(ctx, env, c, *droppedFrom, *asJSON)
 	}
 	w, target, err := c.openTable(ctx, *ref)
 	if err != nil {
@@ -59,6 +66,69 @@ func cmdNoncurrent(ctx context.Context, env *cliEnv, args []string) error {
 			after = "never: protected " + n.ProtectedAt.Format(time.RFC3339)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Path, humanBytes(n.Size), n.LastModified.Format(time.RFC3339), n.MarkedAt.Format(time.RFC3339), after)
+	}
+	return tw.Flush()
+}
+
+// droppedNoncurrent lists, per table dropped from the bucket ref, the
+// noncurrent objects its leftovers removal marked, with their size.
+func droppedNoncurrent(ctx context.Context, env *cliEnv, c commonFlags, ref string, asJSON bool) error {
+	w, err := c.open(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	b, err := w.registry.Bucket(ref)
+	if err != nil {
+		return err
+	}
+	cfg, err := w.resolver.Bucket(ctx, b.ARN(), maintenance.UnreferencedFileRemoval)
+	if err != nil {
+		return err
+	}
+	recs, err := w.store.DroppedTables(ctx, b.ARN(), time.Time{})
+	if err != nil {
+		return err
+	}
+	type dropped struct {
+		Table     string              `json:"table"`
+		TableUUID string              `json:"tableUUID"`
+		DroppedAt time.Time           `json:"droppedAt"`
+		Bytes     int64               `json:"bytes"`
+		Objects   []orphan.Noncurrent `json:"objects"`
+	}
+	out := []dropped{}
+	for _, rec := range recs {
+		list, err := orphan.ListNoncurrent(ctx, w.store, rec.StateKey(), *cfg.Removal().NonCurrentDays)
+		if err != nil {
+			return err
+		}
+		d := dropped{Table: rec.Key.Namespace + "." + rec.Key.Name, TableUUID: rec.UUID, DroppedAt: rec.Dropped, Objects: list}
+		if d.Objects == nil {
+			d.Objects = []orphan.Noncurrent{}
+		}
+		for _, n := range list {
+			d.Bytes += n.Size
+		}
+		out = append(out, d)
+	}
+	if asJSON {
+		return writeJSON(env.stdout, out)
+	}
+	if len(out) == 0 {
+		writeln(env.stdout, "no table dropped from %s is recorded", b.Name())
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DROPPED TABLE\tTABLE UUID\tDROPPED\tNONCURRENT\tSIZE\tFIRST DELETION")
+	for _, d := range out {
+		first := "-"
+		for _, n := range d.Objects {
+			if !n.Protected() && (first == "-" || n.DeleteAfter.Format(time.RFC3339) < first) {
+				first = n.DeleteAfter.Format(time.RFC3339)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", d.Table, d.TableUUID, d.DroppedAt.Format(time.RFC3339), len(d.Objects), humanBytes(d.Bytes), first)
 	}
 	return tw.Flush()
 }

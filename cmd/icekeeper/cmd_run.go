@@ -37,6 +37,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	c.register(fs)
 	ref := fs.String("table", "", "table: BUCKET/NAMESPACE/TABLE, BUCKET a name or ARN, nested namespaces with dots; or a table ARN, BUCKET_ARN/table/NAMESPACE/TABLE or BUCKET_ARN/table/ID (S3 Tables' table ID, or a table name)")
 	job := fs.String("job", "all", "records, compaction, snapshots, unreferenced (or their names icebergRecordExpiration, icebergCompaction, …) or all")
+	droppedFrom := fs.String("dropped", "", "BUCKET: instead of a table, remove the leftovers of the tables dropped from the bucket (needs its removeDroppedTables, except with --dry-run)")
 	dryRun := fs.Bool("dry-run", false, "show what would be done; change nothing and record nothing")
 	asJSON := fs.Bool("json", false, "print one JSON object keyed by job type")
 	verbose := fs.Bool("verbose", false, "print every item of each job's lists (snapshots, groups, paths), not the first few")
@@ -79,6 +80,12 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	})
 	if rewriteCap != nil && *rewriteCap < 0 {
 		return usagef("--rewrite-bytes: %d is below 0", *rewriteCap)
+	}
+	if *droppedFrom != "" {
+		if *ref != "" {
+			return usagef("give --table or --dropped, not both")
+		}
+		return runDropped(ctx, env, c, *droppedFrom, jobs.Options{DryRun: *dryRun, Now: now}, *asJSON, *verbose)
 	}
 	w, target, err := c.openTable(ctx, *ref)
 	if err != nil {
@@ -141,6 +148,80 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 		if err := writeJSON(env.stdout, results); err != nil {
 			return err
 		}
+	}
+	if failed {
+		return errJobFailed
+	}
+	return nil
+}
+
+// runDropped removes the leftovers of every table dropped from the
+// bucket ref (and not collected yet) and prints each outcome.
+func runDropped(ctx context.Context, env *cliEnv, c commonFlags, ref string, opts jobs.Options, asJSON, verbose bool) error {
+	w, err := c.open(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	b, err := w.registry.Bucket(ref)
+	if err != nil {
+		return err
+	}
+	if err := jobs.CheckWritable(b); err != nil {
+		return err
+	}
+	_, dropped, err := availableJobs(w)
+	if err != nil {
+		return err
+	}
+	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Dropped: dropped, Logger: w.logger, Prices: &w.cfg.Prices}
+	// What the catalog no longer lists, of the tables the registry
+	// knows, was dropped since they were last seen.
+	listed, err := b.Tables(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := (&tables.Registry{Store: w.store, Logger: w.logger}).Forget(ctx, b, listed); err != nil {
+		return err
+	}
+	recs, err := w.store.DroppedTables(ctx, b.ARN(), time.Time{})
+	if err != nil {
+		return err
+	}
+	type result struct {
+		Table          string          `json:"table"`
+		TableUUID      string          `json:"tableUUID"`
+		DroppedAt      time.Time       `json:"droppedAt"`
+		Status         state.RunStatus `json:"status"`
+		FailureMessage string          `json:"failureMessage,omitempty"`
+		Figures        jobs.Figures    `json:"figures,omitempty"`
+	}
+	results := []result{}
+	failed := false
+	p := &outcomePrinter{w: env.stdout, dryRun: opts.DryRun, verbose: verbose, endpoint: b.Properties()["s3.endpoint"]}
+	for _, rec := range recs {
+		if !rec.Collected.IsZero() {
+			continue
+		}
+		out, err := runner.RunDropped(ctx, b, rec, jobs.TriggerCLI, opts)
+		if err != nil {
+			return err
+		}
+		failed = failed || out.Status == state.Failed
+		name := rec.Key.Namespace + "." + rec.Key.Name
+		results = append(results, result{name, rec.UUID, rec.Dropped, runStatus(out.Status, opts.DryRun), out.FailureMessage, out.Figures})
+		if !asJSON {
+			writeln(env.stdout, "%s/%s, dropped %s (table %s):", b.Name(), name, rec.Dropped.Format(time.RFC3339), rec.UUID)
+			p.print(maintenance.UnreferencedFileRemoval, out)
+		}
+	}
+	switch {
+	case asJSON:
+		if err := writeJSON(env.stdout, results); err != nil {
+			return err
+		}
+	case len(results) == 0:
+		writeln(env.stdout, "no table dropped from %s has files left to look at", b.Name())
 	}
 	if failed {
 		return errJobFailed

@@ -127,6 +127,9 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 			// The resolver answers from the cache: no store round trip.
 			s, err := resolver.Table(ctx, t)
 			return err == nil && s.For(typ).Status == maintenance.Disabled
+		},
+		Dropped: func(ctx context.Context) ([]state.TableKey, error) {
+			return jobs.DroppedTables(ctx, w.registry, resolver, cache)
 		}}
 	if *needOrder {
 		sched.Needs = runner.Need

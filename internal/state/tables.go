@@ -26,6 +26,9 @@ type TableRecord struct {
 	// Dropped is when the table left its name: the name now holds
 	// another table, or the catalog no longer lists it (zero: live).
 	Dropped time.Time
+	// Collected is when removal found nothing left of the dropped table
+	// under its locations (zero: not yet).
+	Collected time.Time
 }
 
 // Live reports whether the table still holds its name.
@@ -55,6 +58,17 @@ func (k TableKey) Dropped(uuid string) TableKey {
 
 // IsDropped reports whether k is a dropped table's key (Dropped).
 func (k TableKey) IsDropped() bool { return strings.Contains(k.Bucket, droppedSep) }
+
+// Live is the key of the name a dropped table's key k was made from, and
+// the dropped table's UUID; k itself and "" for a live table's key.
+func (k TableKey) Live() (TableKey, string) {
+	arn, uuid, found := strings.Cut(k.Bucket, droppedSep)
+	if !found {
+		return k, ""
+	}
+	k.Bucket = arn
+	return k, uuid
+}
 
 // liveOnly is the condition that leaves dropped tables' rows out of the
 // reads over every table.
@@ -98,6 +112,9 @@ type Tables interface {
 	// registry existed) is set aside under a dropped key first, never
 	// mixed in.
 	MoveTable(ctx context.Context, rec TableRecord, to TableKey, at time.Time) error
+	// CollectTable records that nothing of the dropped table rec is left
+	// under its locations, as of at: its leftovers are not swept again.
+	CollectTable(ctx context.Context, rec TableRecord, at time.Time) error
 	// TableMoves returns the moves made at or after since, oldest first:
 	// what caches of state by name must forget or re-key.
 	TableMoves(ctx context.Context, since time.Time) ([]TableMove, error)
@@ -107,18 +124,19 @@ type Tables interface {
 // (bucket, namespace, name): what moves with a table.
 var stateTables = []string{"runs", "table_config", "noncurrent_marks", "health_samples", "erasure_blocks", "ref_index", "key_indexes"}
 
-const tableColumns = `bucket, namespace, name, table_uuid, locations, metadata_location, first_seen, last_seen, dropped_at`
+const tableColumns = `bucket, namespace, name, table_uuid, locations, metadata_location, first_seen, last_seen, dropped_at, collected_at`
 
 func scanTables(rows *sql.Rows) ([]TableRecord, error) {
 	defer rows.Close()
 	var out []TableRecord
 	for rows.Next() {
 		var r TableRecord
-		var first, last, dropped int64
+		var first, last, dropped, collected int64
 		var locs string
-		if err := rows.Scan(&r.Key.Bucket, &r.Key.Namespace, &r.Key.Name, &r.UUID, &locs, &r.MetadataLocation, &first, &last, &dropped); err != nil {
+		if err := rows.Scan(&r.Key.Bucket, &r.Key.Namespace, &r.Key.Name, &r.UUID, &locs, &r.MetadataLocation, &first, &last, &dropped, &collected); err != nil {
 			return nil, err
 		}
+		r.Collected = fromMillis(collected)
 		if err := json.Unmarshal([]byte(locs), &r.Locations); err != nil {
 			return nil, fmt.Errorf("locations of table %s: %w", r.UUID, err)
 		}
@@ -167,7 +185,7 @@ func (s *sqlStore) PutTable(ctx context.Context, rec TableRecord) error {
 		return err
 	}
 	_, err = s.exec(ctx, `INSERT INTO tables (`+tableColumns+`, prev_bucket, prev_namespace, prev_name, changed_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, '', '', '', 0)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, '', '', '', 0)
 		ON CONFLICT (bucket, table_uuid, namespace, name) DO UPDATE SET locations = excluded.locations,
 		metadata_location = excluded.metadata_location, last_seen = excluded.last_seen, dropped_at = 0`,
 		rec.Key.Bucket, rec.Key.Namespace, rec.Key.Name, rec.UUID, string(locs), rec.MetadataLocation, millis(rec.FirstSeen), seen)
@@ -179,7 +197,7 @@ func (s *sqlStore) PutTable(ctx context.Context, rec TableRecord) error {
 
 func (s *sqlStore) DropTable(ctx context.Context, rec TableRecord, at time.Time) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.rebind(`UPDATE tables SET dropped_at = ?, prev_bucket = bucket, prev_namespace = namespace,
+		res, err := tx.ExecContext(ctx, s.rebind(`UPDATE tables SET dropped_at = ?, collected_at = 0, prev_bucket = bucket, prev_namespace = namespace,
 			prev_name = name, changed_at = ? WHERE bucket = ? AND table_uuid = ? AND namespace = ? AND name = ? AND dropped_at = 0`),
 			millis(at), millis(at), rec.Key.Bucket, rec.UUID, rec.Key.Namespace, rec.Key.Name)
 		if err != nil {
@@ -235,6 +253,14 @@ func (s *sqlStore) moveState(ctx context.Context, tx *sql.Tx, from, to TableKey)
 			to.Bucket, to.Namespace, to.Name, from.Bucket, from.Namespace, from.Name); err != nil {
 			return fmt.Errorf("move %s from %s to %s: %w", t, from, to, err)
 		}
+	}
+	return nil
+}
+
+func (s *sqlStore) CollectTable(ctx context.Context, rec TableRecord, at time.Time) error {
+	if _, err := s.exec(ctx, `UPDATE tables SET collected_at = ? WHERE bucket = ? AND table_uuid = ? AND namespace = ? AND name = ? AND dropped_at <> 0`,
+		millis(at), rec.Key.Bucket, rec.UUID, rec.Key.Namespace, rec.Key.Name); err != nil {
+		return fmt.Errorf("record the leftovers of table %s (%s) collected: %w", rec.Key, rec.UUID, err)
 	}
 	return nil
 }
