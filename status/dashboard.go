@@ -133,9 +133,27 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 	if out == nil {
 		out = []tableOverview{}
 	}
+	// The tables dropped in the last month, with what they left.
+	var dropped []droppedJSON
+	for _, b := range s.Registry.Buckets() {
+		if s.sees(r, b.Name()) != nil {
+			continue
+		}
+		d, err := s.dropped(r, b, now.Add(-droppedKeep))
+		if err != nil {
+			return err
+		}
+		for i := range d {
+			d[i].Bucket = b.Name()
+		}
+		dropped = append(dropped, d...)
+	}
+	if dropped == nil {
+		dropped = []droppedJSON{}
+	}
 	key, signed := r.Context().Value(callerKey{}).(configs.APIKey)
 	// The page builds its columns from jobTypes: a job type added to
 	// maintenance's table shows without a change to the page.
-	writeJSON(w, http.StatusOK, map[string]any{"tables": out, "canWrite": !signed || !key.ReadOnly, "jobTypes": maintenance.JobTypes()})
+	writeJSON(w, http.StatusOK, map[string]any{"tables": out, "dropped": dropped, "canWrite": !signed || !key.ReadOnly, "jobTypes": maintenance.JobTypes()})
 	return nil
 }

@@ -105,6 +105,19 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A table dropped yesterday, whose leftovers' removal marked a file.
+	gone := state.TableRecord{Key: state.TableKey{Bucket: key.Bucket, Namespace: "demo", Name: "gone"}, UUID: "0b7d3c1e-0000-4000-8000-00000000d0d0",
+		Locations: []string{"file:///warehouse/demo.db/gone"}, FirstSeen: time.Now().Add(-48 * time.Hour), LastSeen: time.Now().Add(-24 * time.Hour)}
+	if err := f.Store.PutTable(ctx0, gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Store.DropTable(ctx0, gone, time.Now().Add(-24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Store.PutMarks(ctx0, []state.Mark{{Table: gone.Key.Dropped(gone.UUID), Path: "file:///warehouse/demo.db/gone/data/a.parquet", Size: 3 << 20, MarkedAt: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.Flag("headless", true))
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancel()
@@ -161,6 +174,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	step("see the empty queue", err)
 	_, err = chromedp.Run(ctx, textContains("#budgets", "no budgets"))
 	step("see no budgets", err)
+	dropped, err := chromedp.Run(ctx, chromedp.Text("#dropped"))
+	step("read the dropped tables", err)
+	if !strings.Contains(dropped, "local/demo.gone") || !strings.Contains(dropped, gone.UUID) || !strings.Contains(dropped, "3.0 MiB") ||
+		!strings.Contains(dropped, "not yet") || strings.Contains(dropped, "[object") {
+		t.Errorf("dropped tables read %q", dropped)
+	}
 	list, err := chromedp.Run(ctx, chromedp.Text("#tables"))
 	step("read the table list", err)
 	// Every job type has its column, and every column fits: nothing

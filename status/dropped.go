@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -15,6 +16,9 @@ const droppedKeep = 30 * 24 * time.Hour
 
 // droppedJSON is a dropped table as GET …/dropped-tables serves it.
 type droppedJSON struct {
+	// Bucket is the bucket's name, in the overview (the route names it
+	// once).
+	Bucket           string    `json:"bucket,omitempty"`
 	Namespace        string    `json:"namespace"`
 	Name             string    `json:"name"`
 	TableUUID        string    `json:"tableUUID"`
@@ -28,8 +32,10 @@ type droppedJSON struct {
 	Runs map[maintenance.JobType]runJSON `json:"runs"`
 	// Configuration is what was put through the API for it.
 	Configuration map[maintenance.JobType]maintenance.Config `json:"configuration,omitempty"`
-	// Noncurrent counts the noncurrent marks it left.
-	Noncurrent int `json:"noncurrent"`
+	// Noncurrent counts the noncurrent marks its leftovers have, and
+	// NoncurrentBytes their size.
+	Noncurrent      int   `json:"noncurrent"`
+	NoncurrentBytes int64 `json:"noncurrentBytes"`
 }
 
 // getDropped serves GET /icekeeper/v1/buckets/{arn}/dropped-tables?days=N:
@@ -50,9 +56,20 @@ func (s *Server) getDropped(w http.ResponseWriter, r *http.Request) error {
 		}
 		since = time.Now().Add(-time.Duration(days) * 24 * time.Hour)
 	}
-	recs, err := s.Store.DroppedTables(r.Context(), b.ARN(), since)
+	out, err := s.dropped(r, b, since)
 	if err != nil {
 		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tableBucketARN": b.ARN(), "tables": out})
+	return nil
+}
+
+// dropped are the tables dropped from b since since that the caller may
+// see, newest first.
+func (s *Server) dropped(r *http.Request, b *bucket.Bucket, since time.Time) ([]droppedJSON, error) {
+	recs, err := s.Store.DroppedTables(r.Context(), b.ARN(), since)
+	if err != nil {
+		return nil, err
 	}
 	out := []droppedJSON{}
 	for _, rec := range recs {
@@ -62,19 +79,22 @@ func (s *Server) getDropped(w http.ResponseWriter, r *http.Request) error {
 		k := rec.StateKey()
 		last, err := s.Store.LastRuns(r.Context(), k)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		marks, err := s.Store.Marks(r.Context(), k)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cfg, err := s.Store.TableConfig(r.Context(), k)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		d := droppedJSON{Namespace: rec.Key.Namespace, Name: rec.Key.Name, TableUUID: rec.UUID, Locations: rec.Locations,
 			MetadataLocation: rec.MetadataLocation, FirstSeen: rec.FirstSeen, DroppedAt: rec.Dropped,
 			Runs: map[maintenance.JobType]runJSON{}, Configuration: cfg, Noncurrent: len(marks)}
+		for _, m := range marks {
+			d.NoncurrentBytes += m.Size
+		}
 		if !rec.Collected.IsZero() {
 			d.CollectedAt = &rec.Collected
 		}
@@ -84,6 +104,5 @@ func (s *Server) getDropped(w http.ResponseWriter, r *http.Request) error {
 		}
 		out = append(out, d)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tableBucketARN": b.ARN(), "tables": out})
-	return nil
+	return out, nil
 }

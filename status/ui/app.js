@@ -178,7 +178,24 @@ async function renderHome(o) {
   if (!o.tables.length) body.append(el("tr", {}, el("td", {colspan: 7 + ui.jobs.length}, "no tables")));
   const tables = document.getElementById("tables");
   tables.replaceChildren(el("thead", {}, head), body);
+  renderDropped(o.dropped || []);
   await renderQueue();
+}
+
+// renderDropped lists the tables dropped in the last 30 days: what their
+// leftovers' removal marked, and how its last run went. A dropped table's
+// runs and settings are its own, never a table's created since under its
+// name.
+function renderDropped(dropped) {
+  const b = document.querySelector("#dropped tbody");
+  b.replaceChildren(...dropped.map(d => {
+    const run = (d.runs || {}).icebergUnreferencedFileRemoval;
+    const last = d.collectedAt ? ["nothing left, ", when(d.collectedAt)] : run ? [run.status + " ", when(run.finished)] : ["not yet"];
+    return el("tr", {"data-dropped": d.tableUUID},
+      el("td", {}, d.bucket + "/" + d.namespace + "." + d.name), el("td", {}, when(d.droppedAt)), el("td", {class: "uuid"}, d.tableUUID),
+      el("td", {class: "num"}, count(d.noncurrent)), el("td", {class: "num"}, bytes(d.noncurrentBytes)), el("td", {}, ...last));
+  }));
+  if (!dropped.length) b.append(el("tr", {}, el("td", {colspan: 6}, "none")));
 }
 
 // renderQueue renders the runs queued, in the order they run, with why
