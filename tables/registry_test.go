@@ -73,6 +73,24 @@ func (l *lifecycle) create(name string) *table.Table {
 	return tbl
 }
 
+// remember gives t.x (tbl) what icekeeper keeps of a table: three small
+// files compacted (a run), a setting put for it, a noncurrent mark.
+func (l *lifecycle) remember(tbl *table.Table) {
+	l.t.Helper()
+	for range 3 {
+		tbl = l.e.Append(tbl, 5)
+	}
+	l.compact("x")
+	k := l.key("x")
+	if err := l.e.Store.PutTableConfig(l.e.Ctx, k, maintenance.Compaction, maintenance.Config{Status: maintenance.Enabled,
+		Settings: &maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(64)}}); err != nil {
+		l.t.Fatal(err)
+	}
+	if err := l.e.Store.PutMarks(l.e.Ctx, []state.Mark{{Table: k, Path: tbl.Location() + "/data/stray.parquet", Size: 1, MarkedAt: time.Now()}}); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
 func (l *lifecycle) compact(name string) {
 	l.t.Helper()
 	out, err := l.runner.Run(l.e.Ctx, l.target(name), maintenance.Compaction, "test", jobs.Options{})
@@ -122,19 +140,9 @@ func TestDropAndCreateStartsAfresh(t *testing.T) {
 func testDropAndCreateStartsAfresh(t *testing.T, env func(t *testing.T) (*tableenv.Env, *table.Table)) {
 	l, tbl := newLifecycle(t, env)
 	ctx := l.e.Ctx
-	for range 3 {
-		tbl = l.e.Append(tbl, 5)
-	}
-	l.compact("x")
 	k := l.key("x")
+	l.remember(tbl)
 	oldUUID := tbl.Metadata().TableUUID().String()
-	if err := l.e.Store.PutTableConfig(ctx, k, maintenance.Compaction, maintenance.Config{Status: maintenance.Enabled,
-		Settings: &maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(64)}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.e.Store.PutMarks(ctx, []state.Mark{{Table: k, Path: tbl.Location() + "/data/stray.parquet", Size: 1, MarkedAt: time.Now()}}); err != nil {
-		t.Fatal(err)
-	}
 	l.wantHistory("before the drop", k, 1, 1, 1)
 
 	if err := l.cat.DropTable(ctx, l.target("x").Table.Identifier()); err != nil {
@@ -177,18 +185,8 @@ func TestRenameForkAndRestore(t *testing.T) {
 func testRenameForkAndRestore(t *testing.T, env func(t *testing.T) (*tableenv.Env, *table.Table)) {
 	l, tbl := newLifecycle(t, env)
 	ctx := l.e.Ctx
-	for range 3 {
-		tbl = l.e.Append(tbl, 5)
-	}
-	l.compact("x")
 	k := l.key("x")
-	if err := l.e.Store.PutTableConfig(ctx, k, maintenance.Compaction, maintenance.Config{Status: maintenance.Enabled,
-		Settings: &maintenance.CompactionSettings{TargetFileSizeMB: maintenance.Int(64)}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.e.Store.PutMarks(ctx, []state.Mark{{Table: k, Path: tbl.Location() + "/data/stray.parquet", Size: 1, MarkedAt: time.Now()}}); err != nil {
-		t.Fatal(err)
-	}
+	l.remember(tbl)
 
 	renamed, err := l.cat.RenameTable(ctx, l.target("x").Table.Identifier(), l.target("y").Table.Identifier())
 	if err != nil {

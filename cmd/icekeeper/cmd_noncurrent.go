@@ -73,20 +73,12 @@ func cmdNoncurrent(ctx context.Context, env *cliEnv, args []string) error {
 // droppedNoncurrent lists, per table dropped from the bucket ref, the
 // noncurrent objects its leftovers removal marked, with their size.
 func droppedNoncurrent(ctx context.Context, env *cliEnv, c commonFlags, ref string, asJSON bool) error {
-	w, err := c.open(ctx, true)
+	w, b, recs, err := c.openDropped(ctx, ref)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	b, err := w.registry.Bucket(ref)
-	if err != nil {
-		return err
-	}
 	cfg, err := w.resolver.Bucket(ctx, b.ARN(), maintenance.UnreferencedFileRemoval)
-	if err != nil {
-		return err
-	}
-	recs, err := w.store.DroppedTables(ctx, b.ARN(), time.Time{})
 	if err != nil {
 		return err
 	}

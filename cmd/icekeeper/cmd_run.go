@@ -158,15 +158,11 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 // runDropped removes the leftovers of every table dropped from the
 // bucket ref (and not collected yet) and prints each outcome.
 func runDropped(ctx context.Context, env *cliEnv, c commonFlags, ref string, opts jobs.Options, asJSON, verbose bool) error {
-	w, err := c.open(ctx, true)
+	w, b, recs, err := c.openDropped(ctx, ref)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	b, err := w.registry.Bucket(ref)
-	if err != nil {
-		return err
-	}
 	if err := jobs.CheckWritable(b); err != nil {
 		return err
 	}
@@ -175,19 +171,6 @@ func runDropped(ctx context.Context, env *cliEnv, c commonFlags, ref string, opt
 		return err
 	}
 	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Dropped: dropped, Logger: w.logger, Prices: &w.cfg.Prices}
-	// What the catalog no longer lists, of the tables the registry
-	// knows, was dropped since they were last seen.
-	listed, err := b.Tables(ctx)
-	if err != nil {
-		return err
-	}
-	if _, err := (&tables.Registry{Store: w.store, Logger: w.logger}).Forget(ctx, b, listed); err != nil {
-		return err
-	}
-	recs, err := w.store.DroppedTables(ctx, b.ARN(), time.Time{})
-	if err != nil {
-		return err
-	}
 	type result struct {
 		Table          string          `json:"table"`
 		TableUUID      string          `json:"tableUUID"`

@@ -20,6 +20,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/suggest"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/tables"
 )
 
 // commonFlags are accepted by every command that touches tables.
@@ -266,6 +267,36 @@ func (c *commonFlags) resolve(ctx context.Context, w *world, ref string) (*bucke
 		return nil, bucket.TableID{}, err
 	}
 	return b, r.Table, nil
+}
+
+// openDropped opens the world with its store and the bucket ref, records
+// dropped the tables of the bucket the registry knows and a listing no
+// longer has, and returns the bucket's dropped tables.
+func (c *commonFlags) openDropped(ctx context.Context, ref string) (*world, *bucket.Bucket, []state.TableRecord, error) {
+	w, err := c.open(ctx, true)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	b, recs, err := func() (*bucket.Bucket, []state.TableRecord, error) {
+		b, err := w.registry.Bucket(ref)
+		if err != nil {
+			return nil, nil, err
+		}
+		listed, err := b.Tables(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, err := (&tables.Registry{Store: w.store, Logger: w.logger}).Forget(ctx, b, listed); err != nil {
+			return nil, nil, err
+		}
+		recs, err := w.store.DroppedTables(ctx, b.ARN(), time.Time{})
+		return b, recs, err
+	}()
+	if err != nil {
+		w.Close()
+		return nil, nil, nil, err
+	}
+	return w, b, recs, nil
 }
 
 // resolveByID finds the table of a table ARN that names it by an ID, as
