@@ -40,6 +40,7 @@ import (
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
+	"github.com/icekeeper/icekeeper/tables"
 )
 
 // DefaultMaxDeletesPerRun is the deletion cap when the bucket sets none.
@@ -65,6 +66,10 @@ type Job struct {
 	Parallelism int
 	// storage overrides the storage for tests (fault injection).
 	storage func(ctx context.Context, prefix loc) (Storage, error)
+	// Tables, when set, is the registry of tables, where the view of the
+	// other tables is kept for every process (see others.go); nil: each
+	// process reads every table once itself.
+	Tables *tables.Registry
 	// perTable makes tests check every other table by loading it, as on
 	// a catalog that cannot list every table's metadata file in one
 	// query (REST).

@@ -18,6 +18,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
+	"github.com/icekeeper/icekeeper/tables"
 )
 
 // ErrSharedLocation is returned when a table's prefixes hold another
@@ -201,6 +202,13 @@ func (j *Job) bucketView(ctx context.Context, t jobs.Target, eq Equivalence, fre
 		}
 		locs[b.ARN()] = l
 	}
+	if v.tables == nil && j.Tables != nil {
+		// A view of this process's first run starts from what other
+		// runs, here or elsewhere, recorded (and is checked as any).
+		if err := j.seed(ctx, v, listers); err != nil {
+			return nil, st, err
+		}
+	}
 	if !oneQuery && !fresh && v.tables != nil && time.Since(v.at) < viewTTL {
 		st.unchanged = len(v.tables)
 		if _, ok := v.tables[self]; ok {
@@ -257,8 +265,9 @@ func (j *Job) bucketView(ctx context.Context, t jobs.Target, eq Equivalence, fre
 			unch.Add(1)
 			continue
 		}
-		if known && prev.complete && !byQuery && fresh && !since.IsZero() && !prev.checked.Before(since) {
-			// Checked in this sweep already, by another table's run.
+		if known && prev.complete && !byQuery && (fresh && !since.IsZero() && !prev.checked.Before(since) || !fresh && at.Sub(prev.checked) < viewTTL) {
+			// Checked in this sweep already, by another table's run; or,
+			// for a marking run, recently (by another process too).
 			keep(r, prev)
 			unch.Add(1)
 			continue
@@ -282,6 +291,7 @@ func (j *Job) bucketView(ctx context.Context, t jobs.Target, eq Equivalence, fre
 				if err != nil {
 					return fmt.Errorf("table %s: %w", name, err)
 				}
+				j.remember(ctx, b, id, tbl, h, at)
 			} else {
 				unch.Add(1)
 			}
@@ -296,6 +306,53 @@ func (j *Job) bucketView(ctx context.Context, t jobs.Target, eq Equivalence, fre
 	v.tables, v.at = next, at
 	st = viewStats{int(unch.Load()), int(loaded.Load()), int(read.Load()), int(indexed.Load())}
 	return next, st, nil
+}
+
+// seed fills v with what the registry recorded of the tables the listers
+// list: each one's references as of a metadata file, where that file is
+// the one the registry last saw current. v.at stays unset: a run starting
+// from a seed lists the tables, and trusts each entry as its check's age
+// allows (a table the seed lacks is loaded).
+func (j *Job) seed(ctx context.Context, v *bucketView, listers []*bucket.Bucket) error {
+	v.tables = map[tableRef]held{}
+	for _, b := range listers {
+		recs, err := j.Store.LiveTables(ctx, b.ARN())
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			refs := rec.Refs
+			if refs.Metadata == "" || refs.Metadata != rec.MetadataLocation {
+				continue // never read, or changed since
+			}
+			pfx, err := dirs(rec.Locations)
+			if err != nil {
+				continue // its run reads it, and says what is wrong
+			}
+			id := bucket.TableIDOf(rec.Key.Namespace, rec.Key.Name)
+			v.tables[refOf(b, id)] = held{b: b, id: id, metadata: refs.Metadata, prefixes: pfx, foreign: refs.Foreign,
+				complete: refs.Complete, uuid: rec.UUID, checked: refs.Checked}
+		}
+	}
+	return nil
+}
+
+// remember records in the registry what tbl, id of b, held as of at, for
+// every process's view. A failure costs another process a load, never a
+// wrong answer, and is logged.
+func (j *Job) remember(ctx context.Context, b *bucket.Bucket, id bucket.TableID, tbl *table.Table, h held, at time.Time) {
+	if j.Tables == nil {
+		return
+	}
+	if _, err := j.Tables.Observe(ctx, b, id, tbl); err != nil {
+		j.log().Warn("table not recorded in the registry", "table", id.String(), "err", err)
+		return
+	}
+	key := state.TableKey{Bucket: b.ARN(), Namespace: id.NamespaceString(), Name: id.Name}
+	refs := state.TableRefs{Metadata: h.metadata, Foreign: h.foreign, Complete: h.complete, Checked: at}
+	if err := j.Store.PutTableRefs(ctx, key, h.uuid, tables.Locations(tbl.Metadata()), refs); err != nil {
+		j.log().Warn("what a table references not recorded", "table", id.String(), "err", err)
+	}
 }
 
 // hold reads what tbl holds: its prefixes, and what it references outside

@@ -29,6 +29,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/testkit/tablecheck"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/tables"
 )
 
 // TestSweepChecksEachTableOnce: on a catalog that cannot list every
@@ -211,4 +212,72 @@ func sweepLoads(t *testing.T, env sweepEnv, n int, inFire bool) (others, catalog
 		sound(t, b, target.Table, rows[target.Table.Name])
 	}
 	return others, catalogLoads
+}
+
+// TestViewSharedAcrossProcesses: what one process's removal read of the
+// domain's other tables is kept in the registry, so that a run of another
+// process (a one-shot `icekeeper run`, another replica) loads none of
+// them where nothing changed, and only the table that changed where one
+// did: on a catalog that lists every metadata file in one query, and on
+// one that cannot (within the view's 5 minutes).
+func TestViewSharedAcrossProcesses(t *testing.T) {
+	for _, perTable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("perTable=%v", perTable), func(t *testing.T) {
+			ctx := context.Background()
+			env := localSweep(t)
+			store, err := state.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "state.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { store.Close() })
+			rng := rand.New(rand.NewPCG(2, 2))
+			const n = 12
+			var targets []jobs.Target
+			for i := range n {
+				tbl := testkit.NewTable(t, env.b, "db", fmt.Sprintf("t%02d", i), demo.Schema())
+				if _, err := testkit.AppendRandom(ctx, tbl, 3, 0, rng); err != nil {
+					t.Fatal(err)
+				}
+				targets = append(targets, jobs.Target{Bucket: env.b, Table: bucket.TableID{Namespace: []string{"db"}, Name: fmt.Sprintf("t%02d", i)}})
+			}
+			// A process: its own job (its own view), the one store.
+			loads := func(target jobs.Target, shared bool) int {
+				t.Helper()
+				job := &Job{Store: store, perTable: perTable}
+				if shared {
+					job.Tables = &tables.Registry{Store: store}
+				}
+				runner := &jobs.Runner{Store: store, Jobs: jobs.Map(job.Definition())}
+				out, err := runner.Run(ctx, target, maintenance.UnreferencedFileRemoval, "test", jobs.Options{})
+				if err != nil || out.Status != state.Successful {
+					t.Fatalf("%s: %+v %v", target.Table, out, err)
+				}
+				return out.Figures.(*Figures).Bucket.Loaded
+			}
+			if got := loads(targets[0], true); got != n-1 {
+				t.Fatalf("the first process loaded %d other tables, want %d", got, n-1)
+			}
+			// t00, the first run's own table, is no other table's there.
+			if got := loads(targets[1], true); got != 1 {
+				t.Errorf("a second process loaded %d other tables, want 1 (t00): nothing changed", got)
+			}
+			if got := loads(targets[1], false); got != n-1 {
+				t.Errorf("a process without the registry loaded %d, want every other table (%d)", got, n-1)
+			}
+			changed, err := env.b.LoadTable(ctx, targets[5].Table)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := testkit.AppendRandom(ctx, changed, 3, 100, rng); err != nil {
+				t.Fatal(err)
+			}
+			want := 1 // the table that changed
+			if perTable {
+				want = 0 // within the view's 5 minutes, the recorded view stands (a marking run)
+			}
+			if got := loads(targets[2], true); got != want {
+				t.Errorf("after t05 changed, a third process loaded %d other tables, want %d", got, want)
+			}
+		})
+	}
 }

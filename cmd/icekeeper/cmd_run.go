@@ -92,7 +92,8 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer w.Close()
-	registered, dropped, err := availableJobs(w)
+	known := &tables.Registry{Store: w.store, Logger: w.logger}
+	registered, dropped, err := availableJobs(w, known)
 	if err != nil {
 		return err
 	}
@@ -102,7 +103,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer closeLocks()
 	runner := &jobs.Runner{Store: w.store, Resolver: w.resolver, Jobs: registered, Dropped: dropped, Logger: w.logger, Prices: &w.cfg.Prices, Coexist: coexist,
-		Tables: &tables.Registry{Store: w.store, Logger: w.logger}}
+		Tables: known}
 
 	// A one-shot run spends the same rewrite budgets as the daemon's
 	// runs: its cap is what the ledger leaves the table's bucket (unless
@@ -166,7 +167,7 @@ func runDropped(ctx context.Context, env *cliEnv, c commonFlags, ref string, opt
 	if err := jobs.CheckWritable(b); err != nil {
 		return err
 	}
-	_, dropped, err := availableJobs(w)
+	_, dropped, err := availableJobs(w, &tables.Registry{Store: w.store, Logger: w.logger})
 	if err != nil {
 		return err
 	}
@@ -325,8 +326,9 @@ func storageNote(endpoint, msg string) string {
 // availableJobs registers the executor of each job type, one line each;
 // registration fails unless they cover maintenance's type table exactly.
 // The second result removes dropped tables' leftovers (Runner.Dropped).
-func availableJobs(w *world) (map[maintenance.JobType]jobs.Job, jobs.DroppedRemoval, error) {
-	removal := &orphan.Job{Store: w.store, Logger: w.logger}
+// known is the registry of tables removal keeps its view in.
+func availableJobs(w *world, known *tables.Registry) (map[maintenance.JobType]jobs.Job, jobs.DroppedRemoval, error) {
+	removal := &orphan.Job{Store: w.store, Logger: w.logger, Tables: known}
 	registered, err := jobs.Register(
 		(&records.Job{Logger: w.logger}).Definition(),
 		(&compactor.Job{KeyIndex: w.store, Logger: w.logger}).Definition(),

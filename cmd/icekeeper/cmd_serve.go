@@ -81,7 +81,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	// that a table's metadata file is sampled once between them.
 	history := &jobs.HealthHistory{Store: cache, Logger: logger}
 	metrics.History = history
-	registered, dropped, err := availableJobs(w)
+	registered, dropped, err := availableJobs(w, known)
 	if err != nil {
 		return err
 	}

@@ -133,13 +133,16 @@ var migrations = []string{
 	// last move, and changed_at when, so that replicas' caches follow.
 	// locations are where the table's files are (its location and write
 	// paths, a JSON list): where a dropped table's leftovers lie;
-	// collected_at when a sweep of them found nothing left.
+	// collected_at when a sweep of them found nothing left. refs_* are
+	// what removal read of the table (state.TableRefs), so that every
+	// process's view of the other tables starts from it.
 	`CREATE TABLE tables (
 		bucket TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL, table_uuid TEXT NOT NULL,
 		locations TEXT NOT NULL, metadata_location TEXT NOT NULL,
 		first_seen BIGINT NOT NULL, last_seen BIGINT NOT NULL, dropped_at BIGINT NOT NULL,
 		prev_bucket TEXT NOT NULL, prev_namespace TEXT NOT NULL, prev_name TEXT NOT NULL, changed_at BIGINT NOT NULL,
 		collected_at BIGINT NOT NULL DEFAULT 0,
+		refs_metadata TEXT NOT NULL DEFAULT '', refs {{blob}}, refs_complete INTEGER NOT NULL DEFAULT 0, refs_checked BIGINT NOT NULL DEFAULT 0,
 		PRIMARY KEY (bucket, table_uuid, namespace, name));
 	CREATE INDEX tables_by_name ON tables (bucket, namespace, name);
 	CREATE INDEX tables_by_change ON tables (changed_at);`,

@@ -29,6 +29,21 @@ type TableRecord struct {
 	// Collected is when removal found nothing left of the dropped table
 	// under its locations (zero: not yet).
 	Collected time.Time
+	// Refs is what removal last read of the table (zero: nothing yet).
+	Refs TableRefs
+}
+
+// TableRefs is what removal read of a table for the other tables' runs:
+// the files it references outside its own locations (Foreign; nil with
+// !Complete when there were too many to keep), as of its metadata file
+// Metadata, which was current at Checked. A view of the other tables
+// starts from it in every process, and believes it only where the
+// catalog says Metadata is still current, or Checked is recent enough.
+type TableRefs struct {
+	Metadata string
+	Foreign  []string
+	Complete bool
+	Checked  time.Time
 }
 
 // Live reports whether the table still holds its name.
@@ -112,6 +127,10 @@ type Tables interface {
 	// registry existed) is set aside under a dropped key first, never
 	// mixed in.
 	MoveTable(ctx context.Context, rec TableRecord, to TableKey, at time.Time) error
+	// PutTableRefs records refs as what removal read of the live table
+	// uuid under t, and the table's locations then; no live record of
+	// it, nothing.
+	PutTableRefs(ctx context.Context, t TableKey, uuid string, locations []string, refs TableRefs) error
 	// CollectTable records that nothing of the dropped table rec is left
 	// under its locations, as of at: its leftovers are not swept again.
 	CollectTable(ctx context.Context, rec TableRecord, at time.Time) error
@@ -124,19 +143,28 @@ type Tables interface {
 // (bucket, namespace, name): what moves with a table.
 var stateTables = []string{"runs", "table_config", "noncurrent_marks", "health_samples", "erasure_blocks", "ref_index", "key_indexes"}
 
-const tableColumns = `bucket, namespace, name, table_uuid, locations, metadata_location, first_seen, last_seen, dropped_at, collected_at`
+const tableColumns = `bucket, namespace, name, table_uuid, locations, metadata_location, first_seen, last_seen, dropped_at, collected_at,
+	refs_metadata, refs, refs_complete, refs_checked`
 
 func scanTables(rows *sql.Rows) ([]TableRecord, error) {
 	defer rows.Close()
 	var out []TableRecord
 	for rows.Next() {
 		var r TableRecord
-		var first, last, dropped, collected int64
+		var first, last, dropped, collected, refsChecked int64
 		var locs string
-		if err := rows.Scan(&r.Key.Bucket, &r.Key.Namespace, &r.Key.Name, &r.UUID, &locs, &r.MetadataLocation, &first, &last, &dropped, &collected); err != nil {
+		var refs []byte
+		var complete int
+		if err := rows.Scan(&r.Key.Bucket, &r.Key.Namespace, &r.Key.Name, &r.UUID, &locs, &r.MetadataLocation, &first, &last, &dropped, &collected,
+			&r.Refs.Metadata, &refs, &complete, &refsChecked); err != nil {
 			return nil, err
 		}
-		r.Collected = fromMillis(collected)
+		r.Collected, r.Refs.Checked, r.Refs.Complete = fromMillis(collected), fromMillis(refsChecked), complete != 0
+		if len(refs) > 0 {
+			if err := json.Unmarshal(refs, &r.Refs.Foreign); err != nil {
+				return nil, fmt.Errorf("references of table %s: %w", r.UUID, err)
+			}
+		}
 		if err := json.Unmarshal([]byte(locs), &r.Locations); err != nil {
 			return nil, fmt.Errorf("locations of table %s: %w", r.UUID, err)
 		}
@@ -185,7 +213,7 @@ func (s *sqlStore) PutTable(ctx context.Context, rec TableRecord) error {
 		return err
 	}
 	_, err = s.exec(ctx, `INSERT INTO tables (`+tableColumns+`, prev_bucket, prev_namespace, prev_name, changed_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, '', '', '', 0)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, '', NULL, 0, 0, '', '', '', 0)
 		ON CONFLICT (bucket, table_uuid, namespace, name) DO UPDATE SET locations = excluded.locations,
 		metadata_location = excluded.metadata_location, last_seen = excluded.last_seen, dropped_at = 0`,
 		rec.Key.Bucket, rec.Key.Namespace, rec.Key.Name, rec.UUID, string(locs), rec.MetadataLocation, millis(rec.FirstSeen), seen)
@@ -253,6 +281,30 @@ func (s *sqlStore) moveState(ctx context.Context, tx *sql.Tx, from, to TableKey)
 			to.Bucket, to.Namespace, to.Name, from.Bucket, from.Namespace, from.Name); err != nil {
 			return fmt.Errorf("move %s from %s to %s: %w", t, from, to, err)
 		}
+	}
+	return nil
+}
+
+func (s *sqlStore) PutTableRefs(ctx context.Context, t TableKey, uuid string, locations []string, refs TableRefs) error {
+	locs, err := json.Marshal(locations)
+	if err != nil {
+		return err
+	}
+	var foreign []byte // NULL: none
+	if len(refs.Foreign) > 0 {
+		// JSON, not lines: an object name may hold a newline.
+		if foreign, err = json.Marshal(refs.Foreign); err != nil {
+			return err
+		}
+	}
+	complete := 0
+	if refs.Complete {
+		complete = 1
+	}
+	if _, err := s.exec(ctx, `UPDATE tables SET locations = ?, refs_metadata = ?, refs = ?, refs_complete = ?, refs_checked = ?
+		WHERE bucket = ? AND table_uuid = ? AND namespace = ? AND name = ? AND dropped_at = 0`,
+		string(locs), refs.Metadata, foreign, complete, millis(refs.Checked), t.Bucket, uuid, t.Namespace, t.Name); err != nil {
+		return fmt.Errorf("record what table %s references: %w", t, err)
 	}
 	return nil
 }

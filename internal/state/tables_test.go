@@ -154,6 +154,18 @@ func testTables(t *testing.T, s Store) {
 	if same, err := s.TablesWithUUID(ctx, tbl.Bucket, "uuid-1"); err != nil || len(same) != 1 || same[0].Key != b {
 		t.Errorf("records of the UUID: %+v %v", same, err)
 	}
+
+	// What removal read of it, an object name with a newline among it.
+	refs := TableRefs{Metadata: "s3://b/t/metadata/2.json", Foreign: []string{"s3://other/x\n.parquet", "s3://other/y.parquet"}, Complete: true,
+		Checked: at.Add(3 * time.Hour)}
+	if err := s.PutTableRefs(ctx, b, "uuid-1", []string{"s3://b/t", "s3://b/data"}, refs); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := s.LiveTable(ctx, b)
+	if err != nil || got.Refs.Metadata != refs.Metadata || !got.Refs.Complete || !got.Refs.Checked.Equal(refs.Checked) ||
+		len(got.Refs.Foreign) != 2 || got.Refs.Foreign[0] != refs.Foreign[0] || len(got.Locations) != 2 {
+		t.Errorf("references read back: %+v %v", got, err)
+	}
 }
 
 // testCachedTables: a cache forgets what a drop moved away, in its own
