@@ -85,6 +85,14 @@ func (j *Job) droppedView(ctx context.Context, s subject, rules Rules, since tim
 			return v, fmt.Errorf("%w: table %s is live again as %s", ErrNotLeftover, rec.UUID, r.Key)
 		}
 	}
+	// The catalog itself, under the name it had: a listing that missed a
+	// live table must not make its files leftovers.
+	switch tbl, err := s.t.Bucket.LoadTable(ctx, s.t.Table); {
+	case err == nil && tbl.Metadata().TableUUID().String() == rec.UUID:
+		return v, fmt.Errorf("%w: table %s is in the catalog again as %s", ErrNotLeftover, rec.UUID, s.t.Table)
+	case err != nil && !errors.Is(err, bucket.ErrNoSuchTable):
+		return v, fmt.Errorf("look up %s, which table %s was: %w", s.t.Table, rec.UUID, err)
+	}
 	if err := j.droppedGC(ctx, s.t.Bucket, rec); err != nil {
 		return v, err
 	}

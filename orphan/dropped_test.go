@@ -258,6 +258,24 @@ func TestDroppedTableComesBack(t *testing.T) {
 		t.Errorf("a fire would queue %v: the collected table or the table back", keys)
 	}
 
+	// A listing that missed a live table recorded it dropped: the catalog
+	// still has it, so nothing of it is a leftover.
+	l.table("missed")
+	liveRec, ok, err := l.store.LiveTable(l.ctx, state.TableKey{Bucket: l.b.ARN(), Namespace: "db", Name: "missed"})
+	if err != nil || !ok {
+		t.Fatalf("missed: %v %v", ok, err)
+	}
+	if err := l.store.DropTable(l.ctx, liveRec, l.now); err != nil {
+		t.Fatal(err)
+	}
+	liveRec.Dropped = l.now
+	if out, _ := l.sweep(liveRec, 4*day); out.Status != state.Skipped || !strings.Contains(out.FailureMessage, "in the catalog again") {
+		t.Fatalf("sweep of a table a listing missed: %+v", out)
+	}
+	if m, _ := l.store.Marks(l.ctx, liveRec.StateKey()); len(m) != 0 {
+		t.Errorf("marked %d files of a live table", len(m))
+	}
+
 	// Dropped and created again at the same location: the new table's
 	// removal takes what the old one left.
 	l.table("same")
