@@ -227,9 +227,11 @@ func (s *Scheduler) Route(evs []events.Event) (tables []state.TableKey, ignored 
 // identifier names, with no warehouse to tell them apart, are both
 // checked: that costs a read, never a wrong run.
 func (s *Scheduler) route(ev events.Event, locs map[state.TableKey]string) []state.TableKey {
-	if ev.Kind == events.KindRemoved || ev.Kind == events.KindTableDropped {
+	if ev.Kind == events.KindRemoved {
 		return nil // nothing new to maintain
 	}
+	// A drop is checked too: the check finds the table gone, and the
+	// registry records the drop then (Runner.Need).
 	if ev.Name != "" {
 		ns := strings.Join(ev.Namespace, ".")
 		var found []state.TableKey

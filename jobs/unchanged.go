@@ -2,11 +2,13 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
@@ -112,6 +114,12 @@ func (r *Runner) need(ctx context.Context, t Target, typ maintenance.JobType, no
 		return need, false, nil
 	}
 	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
+	if errors.Is(err, bucket.ErrNoSuchTable) {
+		// Dropped since the listing (a drop event's check, a poll).
+		if gerr := r.Tables.Gone(ctx, t.Bucket, t.Table); gerr != nil {
+			return need, false, errors.Join(err, gerr)
+		}
+	}
 	if err != nil {
 		return need, false, err
 	}

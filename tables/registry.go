@@ -119,6 +119,28 @@ func (r *Registry) Observe(ctx context.Context, b *bucket.Bucket, id bucket.Tabl
 	return plan.Change, nil
 }
 
+// Gone records dropped the live table under id of b, which the catalog
+// answered it does not have (a poll or an event check that found it
+// gone): the drop is recorded then, not at the next listing. A name the
+// registry holds no live table under, nothing.
+func (r *Registry) Gone(ctx context.Context, b *bucket.Bucket, id bucket.TableID) error {
+	if r == nil {
+		return nil
+	}
+	key := state.TableKey{Bucket: b.ARN(), Namespace: id.NamespaceString(), Name: id.Name}
+	rec, found, err := r.Store.LiveTable(ctx, key)
+	if err != nil || !found {
+		return err
+	}
+	if err := r.Store.DropTable(ctx, rec, r.now()); err != nil && !errors.Is(err, state.ErrNotFound) {
+		return err
+	}
+	if r.Logger != nil {
+		r.Logger.Info("table dropped", "table", key.String(), "uuid", rec.UUID)
+	}
+	return nil
+}
+
 // Forget records dropped every live table of b that a complete listing
 // of b (listed) no longer has and b's filters admit: a name filtered out
 // is not maintained, not dropped. A table listed again later is restored

@@ -1,6 +1,7 @@
 package tables_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -266,4 +267,27 @@ func testFirstObservationKeepsHistory(t *testing.T, env func(t *testing.T) (*tab
 	l.runner.Tables = l.reg
 	l.compact("x")
 	l.wantHistory("after a run that observed it", k, 2, 1, 0)
+}
+
+// TestDropFoundByPoll: a poll (or a drop event's check) that finds the
+// table gone records the drop at once, not at the next listing.
+func TestDropFoundByPoll(t *testing.T) {
+	l, tbl := newLifecycle(t, catalogs[0].env)
+	k := l.key("x")
+	if _, err := l.reg.Observe(l.e.Ctx, l.e.B, l.target("x").Table, tbl); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.cat.DropTable(l.e.Ctx, l.target("x").Table.Identifier()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.runner.Need(l.e.Ctx, l.target("x"), maintenance.Compaction, time.Now()); !errors.Is(err, bucket.ErrNoSuchTable) {
+		t.Fatalf("need of a dropped table: %v", err)
+	}
+	if _, live, _ := l.e.Store.LiveTable(l.e.Ctx, k); live {
+		t.Error("the table is still recorded live")
+	}
+	dropped, err := l.e.Store.DroppedTables(l.e.Ctx, l.e.B.ARN(), time.Time{})
+	if err != nil || len(dropped) != 1 || dropped[0].UUID != tbl.Metadata().TableUUID().String() {
+		t.Errorf("dropped: %+v %v", dropped, err)
+	}
 }
