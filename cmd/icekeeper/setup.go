@@ -238,6 +238,13 @@ func (c *commonFlags) resolve(ctx context.Context, w *world, ref string) (*bucke
 	}
 	b, err := w.registry.Bucket(r.Bucket)
 	if err != nil {
+		if errors.Is(err, bucket.ErrUnknownBucket) {
+			names := make([]string, 0, len(w.cfg.Buckets))
+			for _, cb := range w.cfg.Buckets {
+				names = append(names, cb.Name())
+			}
+			err = fmt.Errorf("%w%s", err, suggest.DidYouMean(r.Bucket, names))
+		}
 		return nil, bucket.TableID{}, err
 	}
 	if c.maintains {
@@ -257,15 +264,33 @@ func (c *commonFlags) resolve(ctx context.Context, w *world, ref string) (*bucke
 	if b.Properties()["type"] == "rest" {
 		tbl, err := b.LoadTable(ctx, r.Table)
 		if err != nil {
-			return nil, bucket.TableID{}, err
+			return nil, bucket.TableID{}, suggestTable(cctx, b, r, err)
 		}
 		w.loaded = tbl
 		return b, r.Table, nil
 	}
 	if err := b.Exists(cctx, r.Table); err != nil {
-		return nil, bucket.TableID{}, err
+		return nil, bucket.TableID{}, suggestTable(cctx, b, r, err)
 	}
 	return b, r.Table, nil
+}
+
+// suggestTable adds to err, when r names no table of b, the likeliest
+// table meant, as --table writes it. The listing is one catalog call,
+// made only once the reference failed; when it fails too, err stands.
+func suggestTable(ctx context.Context, b *bucket.Bucket, r bucket.Ref, err error) error {
+	if !errors.Is(err, bucket.ErrNoSuchTable) {
+		return err
+	}
+	ids, lerr := b.Tables(ctx)
+	if lerr != nil {
+		return err
+	}
+	refs := make([]string, len(ids))
+	for i, id := range ids {
+		refs[i] = bucket.Ref{Bucket: b.Name(), Table: id}.String()
+	}
+	return fmt.Errorf("%w%s", err, suggest.DidYouMean(r.String(), refs))
 }
 
 // resolveByID finds the table of a table ARN that names it by an ID, as

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"strings"
 
 	"github.com/icekeeper/icekeeper/internal/suggest"
@@ -29,6 +30,18 @@ func parseJob(s string) ([]maintenance.JobType, error) {
 	names = append(append(names, aliases...), full...)
 	return nil, usagef("--job: unknown job type %q%s (want %s, all, or the names %s)",
 		s, suggest.DidYouMean(s, names), strings.Join(aliases, ", "), strings.Join(full, ", "))
+}
+
+// jobFlagHelp is --job's usage, from the type table, so that a job type
+// added there is listed here too.
+func jobFlagHelp() string {
+	var aliases []string
+	for _, t := range maintenance.Types() {
+		aliases = append(aliases, t.Alias)
+	}
+	first := maintenance.Types()[:2]
+	return fmt.Sprintf("%s (or their names %s, %s, …) or all, which runs them in that order",
+		strings.Join(aliases, ", "), first[0].Name, first[1].Name)
 }
 
 // flagNames lists fs's flags as they are written, with two dashes.
