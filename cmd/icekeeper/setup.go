@@ -275,24 +275,6 @@ func (c *commonFlags) resolve(ctx context.Context, w *world, ref string) (*bucke
 	return b, r.Table, nil
 }
 
-// suggestTable adds to err, when r names no table of b, the likeliest
-// table meant, as --table writes it. The listing is one catalog call,
-// made only once the reference failed; when it fails too, err stands.
-func suggestTable(ctx context.Context, b *bucket.Bucket, r bucket.Ref, err error) error {
-	if !errors.Is(err, bucket.ErrNoSuchTable) {
-		return err
-	}
-	ids, lerr := b.Tables(ctx)
-	if lerr != nil {
-		return err
-	}
-	refs := make([]string, len(ids))
-	for i, id := range ids {
-		refs[i] = bucket.Ref{Bucket: b.Name(), Table: id}.String()
-	}
-	return fmt.Errorf("%w%s", err, suggest.DidYouMean(r.String(), refs))
-}
-
 // resolveByID finds the table of a table ARN that names it by an ID, as
 // S3 Tables prints table ARNs.
 func (c *commonFlags) resolveByID(ctx context.Context, w *world, ref string) (*bucket.Bucket, bucket.TableID, error) {

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
 
+	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/suggest"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -49,4 +52,22 @@ func flagNames(fs *flag.FlagSet) []string {
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
 	return names
+}
+
+// suggestTable adds to err, when r names no table of b, the likeliest
+// table meant, as --table writes it. The listing is one catalog call,
+// made only once the reference failed; when it fails too, err stands.
+func suggestTable(ctx context.Context, b *bucket.Bucket, r bucket.Ref, err error) error {
+	if !errors.Is(err, bucket.ErrNoSuchTable) {
+		return err
+	}
+	ids, lerr := b.Tables(ctx)
+	if lerr != nil {
+		return err
+	}
+	refs := make([]string, len(ids))
+	for i, id := range ids {
+		refs[i] = bucket.Ref{Bucket: b.Name(), Table: id}.String()
+	}
+	return fmt.Errorf("%w%s", err, suggest.DidYouMean(r.String(), refs))
 }
