@@ -42,7 +42,7 @@ buckets:
 `
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"negative per table", rest + "    commitRate: {perTablePerMinute: -1}\n",
-			"icekeeper.yaml: buckets[0].commitRate.perTablePerMinute: -1 is below the minimum 0 (0: no bound)"},
+			"icekeeper.yaml:6: buckets[0].commitRate.perTablePerMinute: -1 is below the minimum 0 (0: no bound)"},
 		{"negative per catalog", rest + "    commitRate: {perCatalogPerMinute: -20}\n",
 			"buckets[0].commitRate.perCatalogPerMinute: -20 is below the minimum 0 (0: no bound)"},
 		{"not a number", rest + "    commitRate: {perTablePerMinute: 20/min}\n",

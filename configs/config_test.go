@@ -2,8 +2,10 @@ package configs
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -103,7 +105,7 @@ buckets:
     maintenance:
       icebergCompaction:
         targetFileSizeMB: 0
-`, "icekeeper.yaml: buckets[1].maintenance.icebergCompaction.targetFileSizeMB: 0 is below the minimum 1"},
+`, "icekeeper.yaml:10: buckets[1].maintenance.icebergCompaction.targetFileSizeMB: 0 is below the minimum 1"},
 		{"above maximum", base + `    maintenance: {icebergCompaction: {targetFileSizeMB: 513}}`, "buckets[0].maintenance.icebergCompaction.targetFileSizeMB: 513 is above the maximum 512"},
 		{"bad strategy", base + `    maintenance: {icebergCompaction: {strategy: peano}}`, `buckets[0].maintenance.icebergCompaction.strategy: "peano" is not one of auto, binpack, sort, z-order, hilbert`},
 		{"bad status", base + `    maintenance: {icebergSnapshotManagement: {status: on}}`, `buckets[0].maintenance.icebergSnapshotManagement.status: "on" is not one of enabled, disabled`},
@@ -111,13 +113,13 @@ buckets:
 		{"removal days", base + `    maintenance: {icebergUnreferencedFileRemoval: {nonCurrentDays: 0}}`, `icebergUnreferencedFileRemoval.nonCurrentDays: 0 is below the minimum 1`},
 		{"delete files", base + `    compaction: {minDeleteFilesToRewrite: -1}`, `buckets[0].compaction.minDeleteFilesToRewrite: -1 is below the minimum 0 (0 turns delete-file compaction off)`},
 		{"equality delete files", base + `    compaction: {minEqualityDeleteFilesToConvert: -1}`, `buckets[0].compaction.minEqualityDeleteFilesToConvert: -1 is below the minimum 0 (0 turns equality-delete conversion off)`},
-		{"negative concurrent rewrites", base + "budget: {maxConcurrentRewrites: -1}\n", "icekeeper.yaml: budget.maxConcurrentRewrites: -1 is below the minimum 0 (0: no bound)"},
+		{"negative concurrent rewrites", base + "budget: {maxConcurrentRewrites: -1}\n", "icekeeper.yaml:6: budget.maxConcurrentRewrites: -1 is below the minimum 0 (0: no bound)"},
 		{"negative bucket bytes", base + "    budget: {rewriteBytesPerHour: -5}\n", "buckets[0].budget.rewriteBytesPerHour: -5 is below the minimum 0 (0: no bound)"},
 		{"share above 100", base + "budget: {rewriteBytesPerHour: 100, tableSharePercent: 101}\n", "budget.tableSharePercent: 101 is not from 1 to 100"},
 		{"negative share", base + "    budget: {tableSharePercent: -1}\n", "buckets[0].budget.tableSharePercent: -1 is not from 1 to 100"},
 		{"bytes as a size string", base + "budget: {rewriteBytesPerHour: 10GiB}\n", `budget.rewriteBytesPerHour: "10GiB" is not a whole number`},
 		{"unknown budget key", base + "budget: {maxRewrites: 1}\n", "budget.maxRewrites: unknown key"},
-		{"unknown top key", base + "lisen: x\n", "icekeeper.yaml: lisen: unknown key"},
+		{"unknown top key", base + "lisen: x\n", "icekeeper.yaml:6: lisen: unknown key"},
 		{"unknown nested key", base + `    maintenance: {icebergCompaction: {targetFileSize: 5}}`, "buckets[0].maintenance.icebergCompaction.targetFileSize: unknown key"},
 		{"unknown job type", base + `    maintenance: {compaction: {}}`, "buckets[0].maintenance.compaction: unknown key"},
 		{"not a number", base + `    maintenance: {icebergCompaction: {targetFileSizeMB: big}}`, `targetFileSizeMB: "big" is not a whole number`},
@@ -140,7 +142,7 @@ buckets:
 		{"allowed host url", base + "api: {allowedHosts: ['http://x']}\n", `api.allowedHosts[0]: "http://x" is not a host name`},
 		{"api signing name", base + "api: {signingName: s3}\n", `api.signingName: "s3" is not s3tables or osstables`},
 		{"bad filter", base + "    tables: {include: ['[']}\n", `buckets[0].tables: pattern "["`},
-		{"unset env", base + "    catalog: {type: sql, uri: '${NOPE}'}\n", "environment variable NOPE is not set"},
+		{"unset env", base + "  - arn: arn:aws:s3tables:us-east-1:1:bucket/two\n    catalog: {type: sql, uri: '${NOPE}'}\n", "icekeeper.yaml:7: buckets[1].catalog.uri: environment variable NOPE is not set"},
 		{"list expected", "state: sqlite://s.db\nbuckets: {a: b}\n", "buckets: must be a list, found a mapping"},
 		{"yaml syntax", "state: [\n", "icekeeper.yaml: "},
 		{"freshness not a duration", base + "    freshnessTarget: 2\n", `buckets[0].freshnessTarget: "2" is not a duration such as 90s, 2m or 1h`},
@@ -191,12 +193,15 @@ func TestInterpolation(t *testing.T) {
 		"${NOPE:-}z":   "z",
 		"${NOPE:-a:b}": "a:b",
 	} {
-		got, err := d.interpolate(in, "k")
-		if err != nil || got != want {
+		got, missing, err := d.interpolate(in, "k")
+		if err != nil || len(missing) > 0 || got != want {
 			t.Errorf("interpolate(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	if _, err := d.interpolate("${KEY", "k"); err == nil {
+	if _, missing, _ := d.interpolate("a${NOPE}b${KEY}${ALSO}", "k"); len(missing) != 2 || missing[0] != "NOPE" || missing[1] != "ALSO" {
+		t.Errorf("unset variables %v, want NOPE and ALSO", missing)
+	}
+	if _, _, err := d.interpolate("${KEY", "k"); err == nil {
 		t.Error("unterminated ${ accepted")
 	}
 }
@@ -400,5 +405,101 @@ buckets:
 	}
 	if !cfg.Events.On() || cfg.Events.Backstop != DefaultEventsBackstop {
 		t.Errorf("events %+v, want on with the default backstop", cfg.Events)
+	}
+}
+
+// A key given twice in one mapping is refused naming both lines, at any
+// depth, in icekeeper's keys as in catalog properties and job settings.
+func TestDuplicateKeys(t *testing.T) {
+	base := "state: sqlite://s.db\nbuckets:\n  - arn: arn:aws:s3tables:us-east-1:1:bucket/one\n    catalog:\n      type: sql\n      uri: file:x.db\n"
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"top level", base + "state: sqlite://other.db\n", "icekeeper.yaml:7: state: is given twice, at lines 1 and 7; YAML would silently keep the last: remove one"},
+		{"catalog property", base + "      s3.endpoint: http://a:1\n      s3.endpoint: http://b:1\n", "icekeeper.yaml:8: buckets[0].catalog.s3.endpoint: is given twice, at lines 7 and 8"},
+		{"bucket key", base + "    readOnly: true\n    readOnly: false\n", "icekeeper.yaml:8: buckets[0].readOnly: is given twice, at lines 7 and 8"},
+		{"job setting", base + "    maintenance:\n      icebergCompaction:\n        targetFileSizeMB: 256\n        targetFileSizeMB: 128\n",
+			"icekeeper.yaml:10: buckets[0].maintenance.icebergCompaction.targetFileSizeMB: is given twice, at lines 9 and 10"},
+		{"job type", base + "    maintenance:\n      icebergCompaction: {status: enabled}\n      icebergCompaction: {status: disabled}\n",
+			"icekeeper.yaml:9: buckets[0].maintenance.icebergCompaction: is given twice, at lines 8 and 9"},
+		{"flow mapping", base + "schedules: {icebergCompaction: '@hourly', icebergCompaction: '@daily'}\n", "icekeeper.yaml:7: schedules.icebergCompaction: is given twice, on line 7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("icekeeper.yaml", []byte(tc.yaml), func(string) (string, bool) { return "", false })
+			if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// icekeeper's own booleans are the words true and false: a 1 or a yes is
+// refused, not read as whatever strconv makes of it.
+func TestBooleans(t *testing.T) {
+	base := "state: sqlite://s.db\nbuckets:\n  - arn: arn:aws:s3tables:us-east-1:1:bucket/one\n    catalog: {type: sql, uri: file:x.db}\n"
+	for _, v := range []string{"1", "t", "yes", "ture", "'on'"} {
+		_, err := Parse("icekeeper.yaml", []byte(base+"    readOnly: "+v+"\n"), func(string) (string, bool) { return "", false })
+		if err == nil || !strings.Contains(err.Error(), "icekeeper.yaml:5: buckets[0].readOnly: ") || !strings.Contains(err.Error(), "is not true or false") {
+			t.Errorf("readOnly: %s: %v", v, err)
+		}
+	}
+	cfg, err := Parse("icekeeper.yaml", []byte(base+"    readOnly: True\n"), func(string) (string, bool) { return "", false })
+	if err != nil || !cfg.Buckets[0].ReadOnly {
+		t.Errorf("readOnly: True: %v", err)
+	}
+}
+
+// Validation after decoding names the line of the key, or of the
+// nearest key above a missing one.
+func TestErrorLines(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"state: sqlite://s.db\nbuckets:\n  - arn: arn:aws:s3tables:us-east-1:1:bucket/one\n    catalog:\n      uri: file:x.db\n",
+			"icekeeper.yaml:4: buckets[0].catalog.type: is required"},
+		{"state: sqlite://s.db\nbuckets:\n  - catalog: {type: sql}\n", "icekeeper.yaml:3: buckets[0].arn: is required"},
+		{"listen: 8080\nstate: sqlite://s.db\n", `icekeeper.yaml:1: listen: "8080" is not a host:port address`},
+		{"state: sqlite://s.db\n", "icekeeper.yaml: buckets: at least one bucket is required"},
+	} {
+		_, err := Parse("icekeeper.yaml", []byte(tc.yaml), func(string) (string, bool) { return "", false })
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want %q", err, tc.want)
+		}
+	}
+}
+
+// Every unset variable of a file is named in one error, with its line
+// and key: each example, with nothing set, names all of those it needs.
+func TestUnsetVariablesAtOnce(t *testing.T) {
+	files, err := filepath.Glob("*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	needed := regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`) // no default
+	for _, f := range files {
+		data := mustRead(t, f)
+		want := map[string]bool{}
+		for _, m := range needed.FindAllSubmatch(data, -1) {
+			want[string(m[1])] = true
+		}
+		_, err := Parse(f, data, func(string) (string, bool) { return "", false })
+		if len(want) == 0 {
+			if err != nil {
+				t.Errorf("%s, which needs no variable: %v", f, err)
+			}
+			continue
+		}
+		if err == nil || !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s with no variable set: %v", f, err)
+			continue
+		}
+		for name := range want {
+			if !strings.Contains(err.Error(), name+" (line ") && !strings.Contains(err.Error(), "environment variable "+name+" is not set") {
+				t.Errorf("%s: the error does not name %s with its line: %v", f, name, err)
+			}
+		}
+		if n := len(want); n > 1 && !strings.Contains(err.Error(), fmt.Sprintf("%d environment variables are not set: ", n)) {
+			t.Errorf("%s: %v, want %d variables named", f, err, n)
+		}
+	}
+	_, err = Parse("f.yaml", []byte("state: ${A}\nlisten: ${B}:8080\nbuckets:\n  - arn: ${A}\n"), func(string) (string, bool) { return "", false })
+	if want := "f.yaml: 2 environment variables are not set: A (line 1, state), B (line 2, listen); set them, or give a default as ${NAME:-default}"; err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
 	}
 }

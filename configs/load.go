@@ -25,15 +25,24 @@ var ErrInvalid = errors.New("invalid configuration")
 // Error is one problem in a configuration file.
 type Error struct {
 	File string // as given by the user
+	// Line is the line of the key the problem is at, or of the nearest
+	// key above it when the key is missing (0: none, or no file).
+	Line int
 	Path string // key path, e.g. buckets[1].maintenance.icebergCompaction.targetFileSizeMB
 	Msg  string
 }
 
+// Error reads file:line: path: message, the form editors and terminals
+// jump to.
 func (e *Error) Error() string {
-	if e.Path == "" {
-		return e.File + ": " + e.Msg
+	where := e.File
+	if e.Line > 0 {
+		where += ":" + strconv.Itoa(e.Line)
 	}
-	return e.File + ": " + e.Path + ": " + e.Msg
+	if e.Path == "" {
+		return where + ": " + e.Msg
+	}
+	return where + ": " + e.Path + ": " + e.Msg
 }
 
 func (e *Error) Unwrap() error { return ErrInvalid }
@@ -69,13 +78,20 @@ func Parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 		return nil, &Error{File: file, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
 	cfg := &Config{File: file, Prices: cost.DefaultPrices()}
+	d := &decoder{file: file, env: lookupEnv, lines: map[string]int{}}
 	if len(doc.Content) > 0 {
-		d := decoder{file: file, env: lookupEnv}
 		if err := d.decode(doc.Content[0], reflect.ValueOf(cfg).Elem(), ""); err != nil {
 			return nil, err
 		}
 	}
+	if err := d.unsetError(); err != nil {
+		return nil, err
+	}
 	if err := cfg.finish(); err != nil {
+		var e *Error
+		if errors.As(err, &e) && e.Line == 0 {
+			e.Line = d.lineOf(e.Path)
+		}
 		return nil, err
 	}
 	return cfg, nil
@@ -87,13 +103,79 @@ func Parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 type decoder struct {
 	file string
 	env  func(string) (string, bool)
+	// lines is the line of every key path met, for errors found after
+	// decoding (validation) as well as during it.
+	lines map[string]int
+	// unset are the unset variables met, all named in one error.
+	unset []unsetVar
 }
 
-func (d decoder) errorf(path, format string, args ...any) error {
-	return &Error{File: d.file, Path: path, Msg: fmt.Sprintf(format, args...)}
+// unsetVar is an unset ${NAME} and the first key that uses it.
+type unsetVar struct {
+	name, path string
+	line       int
 }
 
-func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
+func (d *decoder) errorf(path, format string, args ...any) error {
+	return &Error{File: d.file, Line: d.lineOf(path), Path: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+// lineOf is the line of path's key, or of the nearest key above it.
+func (d *decoder) lineOf(path string) int {
+	for path != "" {
+		if l, ok := d.lines[path]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			return 0
+		}
+		path = path[:i]
+	}
+	return 0
+}
+
+// keys records the line of every key of mapping n under path, and refuses
+// a key given twice: YAML would keep the last one without a word, so a
+// value edited in one place and left in another would not be the one used.
+func (d *decoder) keys(n *yaml.Node, path string) error {
+	first := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		p := join(path, k.Value)
+		if at, dup := first[k.Value]; dup {
+			where := fmt.Sprintf("at lines %d and %d", at, k.Line)
+			if at == k.Line {
+				where = fmt.Sprintf("on line %d", at)
+			}
+			return &Error{File: d.file, Line: k.Line, Path: p,
+				Msg: "is given twice, " + where + "; YAML would silently keep the last: remove one"}
+		}
+		first[k.Value] = k.Line
+		d.lines[p] = k.Line
+	}
+	return nil
+}
+
+// unsetError names every unset variable the file uses, so one run of
+// check finds them all.
+func (d *decoder) unsetError() error {
+	switch len(d.unset) {
+	case 0:
+		return nil
+	case 1:
+		u := d.unset[0]
+		return &Error{File: d.file, Line: u.line, Path: u.path, Msg: fmt.Sprintf("environment variable %s is not set", u.name)}
+	}
+	parts := make([]string, len(d.unset))
+	for i, u := range d.unset {
+		parts[i] = fmt.Sprintf("%s (line %d, %s)", u.name, u.line, u.path)
+	}
+	return &Error{File: d.file, Msg: fmt.Sprintf("%d environment variables are not set: %s; set them, or give a default as ${NAME:-default}",
+		len(d.unset), strings.Join(parts, ", "))}
+}
+
+func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
@@ -113,6 +195,9 @@ func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 		if n.Kind != yaml.MappingNode {
 			return d.errorf(path, "must be a mapping, found %s", kindName(n))
 		}
+		if err := d.keys(n, path); err != nil {
+			return err
+		}
 		fields := structFields(v)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			key := n.Content[i].Value
@@ -131,6 +216,7 @@ func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 		for i, item := range n.Content {
+			d.lines[fmt.Sprintf("%s[%d]", path, i)] = item.Line
 			if err := d.decode(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
@@ -140,6 +226,9 @@ func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
 			return d.errorf(path, "must be a mapping, found %s", kindName(n))
+		}
+		if err := d.keys(n, path); err != nil {
+			return err
 		}
 		m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -156,9 +245,19 @@ func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 	if n.Kind != yaml.ScalarNode {
 		return d.errorf(path, "must be a single value, found %s", kindName(n))
 	}
-	s, err := d.interpolate(n.Value, path)
+	s, missing, err := d.interpolate(n.Value, path)
 	if err != nil {
 		return err
+	}
+	if len(missing) > 0 {
+		// The value is unknown: leave the default and go on, so that
+		// every unset variable is found in one pass.
+		for _, name := range missing {
+			if !slices.ContainsFunc(d.unset, func(u unsetVar) bool { return u.name == name }) {
+				d.unset = append(d.unset, unsetVar{name: name, path: path, line: n.Line})
+			}
+		}
+		return nil
 	}
 	if v.Type() == reflect.TypeFor[time.Duration]() {
 		dur, err := time.ParseDuration(strings.TrimSpace(s))
@@ -178,11 +277,16 @@ func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 		}
 		v.SetInt(i)
 	case reflect.Bool:
-		b, err := strconv.ParseBool(strings.TrimSpace(s))
-		if err != nil {
+		// Only the words: strconv.ParseBool would take 1, t and F too,
+		// which a reader of the file need not guess.
+		switch strings.TrimSpace(s) {
+		case "true", "True", "TRUE":
+			v.SetBool(true)
+		case "false", "False", "FALSE":
+			v.SetBool(false)
+		default:
 			return d.errorf(path, "%q is not true or false", s)
 		}
-		v.SetBool(b)
 	default:
 		return d.errorf(path, "unsupported type %s", v.Type())
 	}
@@ -191,9 +295,12 @@ func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 
 // decodeMaintenance decodes a bucket's maintenance sections, one per job
 // type, each into what the type table says its section holds.
-func (d decoder) decodeMaintenance(n *yaml.Node, v reflect.Value, path string) error {
+func (d *decoder) decodeMaintenance(n *yaml.Node, v reflect.Value, path string) error {
 	if n.Kind != yaml.MappingNode {
 		return d.errorf(path, "must be a mapping, found %s", kindName(n))
+	}
+	if err := d.keys(n, path); err != nil {
+		return err
 	}
 	m := Maintenance{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -217,11 +324,11 @@ func (d decoder) decodeMaintenance(n *yaml.Node, v reflect.Value, path string) e
 }
 
 // interpolate replaces ${NAME} with the environment variable NAME; $$ is a
-// literal $. An unset variable is an error so that a missing secret is
-// never silently an empty string.
-func (d decoder) interpolate(s, path string) (string, error) {
+// literal $. Unset variables are returned in missing, never replaced by
+// an empty string, so that a missing secret is always an error.
+func (d *decoder) interpolate(s, path string) (out string, missing []string, err error) {
 	if !strings.Contains(s, "$") {
-		return s, nil
+		return s, nil, nil
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
@@ -237,11 +344,11 @@ func (d decoder) interpolate(s, path string) (string, error) {
 		case '{':
 			end := strings.IndexByte(s[i+2:], '}')
 			if end < 0 {
-				return "", d.errorf(path, "unterminated ${ in %q", s)
+				return "", nil, d.errorf(path, "unterminated ${ in %q", s)
 			}
 			name := s[i+2 : i+2+end]
 			if name == "" {
-				return "", d.errorf(path, "empty ${} in %q", s)
+				return "", nil, d.errorf(path, "empty ${} in %q", s)
 			}
 			// ${NAME:-default}, as in a shell: the default when NAME is
 			// unset or empty, so an example runs as written and a
@@ -252,7 +359,7 @@ func (d decoder) interpolate(s, path string) (string, error) {
 				val, ok = def, true
 			}
 			if !ok {
-				return "", d.errorf(path, "environment variable %s is not set", name)
+				missing = append(missing, name)
 			}
 			b.WriteString(val)
 			i += 2 + end
@@ -260,7 +367,7 @@ func (d decoder) interpolate(s, path string) (string, error) {
 			b.WriteByte(c)
 		}
 	}
-	return b.String(), nil
+	return b.String(), missing, nil
 }
 
 // structFields maps yaml key → settable field, flattening ",inline" fields.

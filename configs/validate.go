@@ -80,6 +80,9 @@ func (c *Config) finish() error {
 			if why := checkProperty(typ, key, b.PassThroughProperties); why != "" {
 				return errf(p+".catalog."+key, "%s", why)
 			}
+			if why := checkValue(typ, key, b.Catalog[key]); why != "" {
+				return errf(p+".catalog."+key, "%s", why)
+			}
 		}
 		for j, key := range b.PassThroughProperties {
 			if key == "" || strings.ContainsAny(key, " \t") {

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -8,10 +9,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/planner"
+	"github.com/icekeeper/icekeeper/tables"
 )
 
 // Lag is how far one job type's maintenance of a table is behind: the
@@ -193,6 +197,35 @@ func (f *Freshness) Forget(keep func(state.TableKey) bool) {
 		if !keep(k) {
 			delete(f.tables, k)
 		}
+	}
+}
+
+// Lags records, from a table another reader loaded (the health refresh
+// of /metrics: Metrics.Loaded), the lag of each job type a freshness
+// target applies to, for a table without a target: a table that sets
+// none has its lag from the daemon's first refresh on, not only from the
+// type's first fire, at no read of its metadata of its own. A table with
+// a target is left to the scheduler's checks, which queue its run when
+// due; a lag recorded here would count as such a check and postpone it.
+func (r *Runner) Lags(ctx context.Context, t Target, tbl *table.Table, settings maintenance.Settings, now time.Time) {
+	if r.Freshness == nil {
+		return
+	}
+	target, err := planner.FreshnessTarget(tbl.Metadata().Properties(), time.Duration(settings.Knobs.FreshnessTargetSeconds)*time.Second)
+	if err != nil || target > 0 {
+		return
+	}
+	// The name may hold another table than the one whose runs the lag
+	// reads: Need sorts that out at the next poll.
+	if ch, err := r.Tables.Observe(ctx, t.Bucket, t.Table, tbl); err != nil || ch != tables.Known && ch != tables.New {
+		return
+	}
+	for _, typ := range r.FreshTypes() {
+		if settings.For(typ).Status == maintenance.Disabled {
+			continue // never polled either
+		}
+		var need planner.Need
+		r.freshness(ctx, t, r.Jobs[typ], tbl, settings, now, &need)
 	}
 }
 

@@ -232,3 +232,63 @@ func TestRouteEvents(t *testing.T) {
 		}
 	}
 }
+
+// A table without a freshness target reports its lag too: how far behind
+// maintenance is matters for every table, a target only adds a deadline.
+// It comes from the metadata the daemon reads anyway: a fire's poll, or,
+// before the first fire, the health refresh of /metrics, which leaves a
+// table with a target to the scheduler's checks.
+func TestLagWithoutTarget(t *testing.T) {
+	f := newFleet(t, 3)
+	fresh := &jobs.Freshness{}
+	f.runner.Freshness = fresh
+	f.setProperty(t, 2, planner.FreshnessProperty, "2m")
+	var committed time.Time
+	for i := range 3 {
+		if err := testkit.AppendRows(f.ctx, f.b, f.ids[i], 10); err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := f.b.LoadTable(f.ctx, f.ids[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		committed = time.UnixMilli(tbl.CurrentSnapshot().TimestampMs)
+	}
+	reg := prometheus.NewRegistry()
+	m := jobs.NewMetrics(reg, f.store)
+	m.Watch(fresh)
+	m.History, m.Loaded = &jobs.HealthHistory{Store: f.store}, f.runner.Lags
+	lags := func() map[string]float64 {
+		return gauges(t, reg, "icekeeper_table_freshness_lag_seconds", "table", map[string]string{"job": string(maintenance.Compaction)})
+	}
+
+	// The health refresh, before any fire.
+	if err := m.RefreshHealth(f.ctx, f.reg, &jobs.Resolver{Store: f.store}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	got := lags()
+	for _, name := range []string{"t000", "t001"} {
+		if l, ok := got[name]; !ok || l <= 0 || l > time.Since(committed).Seconds()+60 {
+			t.Errorf("after the health refresh, lag gauges %v: want %s's append waiting", got, name)
+		}
+	}
+	if _, ok := got["t002"]; ok {
+		t.Errorf("the health refresh gave t002, which has a target, a lag: %v", got)
+	}
+	if targets := gauges(t, reg, "icekeeper_table_freshness_target_seconds", "table", nil); len(targets) != 0 {
+		t.Errorf("target gauges %v before any check of t002", targets)
+	}
+
+	// A fire's poll: the table with a target gets its deadline as before.
+	for i := range 3 {
+		if _, err := f.runner.Need(f.ctx, f.target(i), maintenance.Compaction, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := lags(); len(got) != 3 || got["t000"] <= 0 {
+		t.Errorf("after a poll, lag gauges %v, want all three tables", got)
+	}
+	if targets := gauges(t, reg, "icekeeper_table_freshness_target_seconds", "table", nil); len(targets) != 1 || targets["t002"] != 120 {
+		t.Errorf("target gauges %v, want t002 at 120", targets)
+	}
+}

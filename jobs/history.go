@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/icekeeper/icekeeper/internal/health"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -31,11 +33,17 @@ type HealthHistory struct {
 
 // Health is the package's Health of t, recorded.
 func (r *HealthHistory) Health(ctx context.Context, t Target, s maintenance.Settings, now time.Time, c *health.Cache) (health.Health, error) {
-	h, location, err := healthOf(ctx, t, s, now, c)
-	if err == nil {
-		r.Record(ctx, t.Key(), location, h, now)
-	}
+	h, _, err := r.health(ctx, t, s, now, c)
 	return h, err
+}
+
+// health is Health, with the table it loaded.
+func (r *HealthHistory) health(ctx context.Context, t Target, s maintenance.Settings, now time.Time, c *health.Cache) (health.Health, *table.Table, error) {
+	h, tbl, err := healthOf(ctx, t, s, now, c)
+	if err == nil {
+		r.Record(ctx, t.Key(), tbl.MetadataLocation(), h, now)
+	}
+	return h, tbl, err
 }
 
 // Record records h, computed at at for t's metadata file location,

@@ -49,7 +49,10 @@ type Metrics struct {
 	// History, when set, records the health the refresh and the polls
 	// compute, for the dashboard's charts (nil: not recorded).
 	History *HealthHistory
-	fresh   *freshCollector
+	// Loaded, when set, is given each table RefreshHealth loads, so that
+	// what else its metadata tells (Runner.Lags) costs no read of its own.
+	Loaded func(ctx context.Context, t Target, tbl *table.Table, s maintenance.Settings, now time.Time)
+	fresh  *freshCollector
 }
 
 // MetricsStore is what the metrics read of the state store.
@@ -279,10 +282,13 @@ func (m *Metrics) RefreshHealth(ctx context.Context, reg *bucket.Registry, resol
 				firstErr = cmp.Or(firstErr, err)
 				continue
 			}
-			h, err := m.History.Health(ctx, t, s, now, &m.healthCache)
+			h, tbl, err := m.History.health(ctx, t, s, now, &m.healthCache)
 			if err != nil {
 				firstErr = cmp.Or(firstErr, err)
 				continue
+			}
+			if m.Loaded != nil {
+				m.Loaded(ctx, t, tbl, s, now)
 			}
 			fresh[t.Key()] = h
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/icekeeper/icekeeper/internal/health"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -86,16 +88,16 @@ func Health(ctx context.Context, t Target, s maintenance.Settings, now time.Time
 	return h, err
 }
 
-// healthOf is Health, with the metadata location it was computed for.
-func healthOf(ctx context.Context, t Target, s maintenance.Settings, now time.Time, c *health.Cache) (health.Health, string, error) {
+// healthOf is Health, with the table it was computed for.
+func healthOf(ctx context.Context, t Target, s maintenance.Settings, now time.Time, c *health.Cache) (health.Health, *table.Table, error) {
 	tbl, err := t.Bucket.LoadTable(ctx, t.Table)
 	if err != nil {
-		return health.Health{}, "", err
+		return health.Health{}, nil, err
 	}
 	cs := s.For(maintenance.Compaction).Compaction()
 	h, err := c.Of(ctx, t.Key().String(), tbl, *cs.TargetFileSizeMB, planner.DefaultMinInput, cs.Strategy, now)
 	if err != nil {
-		return h, "", fmt.Errorf("health of %s: %w", t.Key(), err)
+		return h, nil, fmt.Errorf("health of %s: %w", t.Key(), err)
 	}
-	return h, tbl.MetadataLocation(), nil
+	return h, tbl, nil
 }

@@ -36,10 +36,24 @@ const maxEventBody = 1 << 20
 func (s *Server) events() http.Handler {
 	signed := s.api(s.postEvents)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		if r.Method != http.MethodPost {
+			// Before credentials: what a route takes is no secret, and a
+			// sender probing with GET learns it at once.
+			w.Header().Set("Allow", http.MethodPost)
+			writeError(w, &apiError{status: http.StatusMethodNotAllowed, kind: "MethodNotAllowedException",
+				msg: fmt.Sprintf("%s takes POST only (events as the body), not %s", EventsPath, r.Method)})
+			return
+		}
+		auth := strings.TrimSpace(r.Header.Get("Authorization"))
+		scheme, tok, _ := strings.Cut(auth, " ")
+		if strings.EqualFold(scheme, "Bearer") {
+			tok = strings.TrimSpace(tok)
+			if tok == "" {
+				s.unauthorized(w, "the bearer token is empty")
+				return
+			}
 			if !s.eventToken(tok) {
-				writeError(w, &apiError{status: http.StatusUnauthorized, kind: "UnauthorizedException",
-					msg: "the bearer token is not one of events.tokens"})
+				s.unauthorized(w, "the bearer token is not one of events.tokens")
 				return
 			}
 			// A token stands for the whole daemon, as a webhook target
@@ -49,13 +63,35 @@ func (s *Server) events() http.Handler {
 			}
 			return
 		}
+		if auth == "" && (s.Auth != nil || len(s.EventTokens) > 0) {
+			s.unauthorized(w, "the request has no Authorization header")
+			return
+		}
 		if s.Auth == nil && len(s.EventTokens) > 0 {
-			writeError(w, &apiError{status: http.StatusUnauthorized, kind: "UnauthorizedException",
-				msg: "POST " + EventsPath + " needs Authorization: Bearer with a token of events.tokens"})
+			s.unauthorized(w, "the Authorization header is not a bearer token")
 			return
 		}
 		signed.ServeHTTP(w, r)
 	})
+}
+
+// unauthorized refuses an event request for why, naming every way the
+// route accepts: a webhook's operator reads this, and may not know that
+// the route takes a bearer token at all.
+func (s *Server) unauthorized(w http.ResponseWriter, why string) {
+	var ways []string
+	if len(s.EventTokens) > 0 {
+		ways = append(ways, "Authorization: Bearer with a token of events.tokens (what a webhook sends)")
+	}
+	if s.Auth != nil {
+		ways = append(ways, fmt.Sprintf("a SigV4 signature (service %s) by a key of api.keys", s.Auth.SigningName))
+	}
+	msg := why + "; POST " + EventsPath + " accepts " + strings.Join(ways, ", or ")
+	if len(s.EventTokens) == 0 {
+		msg += "; a webhook that cannot sign needs events.tokens set"
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="icekeeper events"`)
+	writeError(w, &apiError{status: http.StatusUnauthorized, kind: "UnauthorizedException", msg: msg})
 }
 
 // eventToken reports whether tok is one of the configured tokens, in
@@ -84,25 +120,41 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		return badRequest("read the event body: " + err.Error())
 	}
-	evs, err := events.Parse(r.Header, body)
+	all, err := events.ParseAll(r.Header, body)
 	if err != nil {
 		return badRequest(err.Error())
 	}
-	tables, ignored := s.Events.Route(evs)
+	var evs []events.Event
+	reasons := []string{}
+	for _, ev := range all {
+		if ev.Ignored != "" {
+			reasons = append(reasons, ev.Ignored)
+			continue
+		}
+		evs = append(evs, ev)
+	}
+	tables, unmatched := s.Events.Route(evs)
 	var checked []state.TableKey
 	for _, k := range tables {
 		b, err := s.Registry.Bucket(k.Bucket)
 		if err != nil || s.authorize(r, b.Name(), k.Namespace) != nil {
-			ignored++ // beyond the key's scopes: as if no table matched
+			unmatched++ // beyond the key's scopes: as if no table matched
 			continue
 		}
 		checked = append(checked, k)
+	}
+	if unmatched > 0 {
+		// One reason for all: which of them a table beyond the caller's
+		// scopes matched is not the caller's to learn.
+		reasons = append(reasons, fmt.Sprintf("%d named no table to check: none that icekeeper maintains and the caller may see, "+
+			"or a removal or drop, which leaves nothing to maintain", unmatched))
 	}
 	s.Events.Notify(checked)
 	names := make([]string, len(checked))
 	for i, k := range checked {
 		names[i] = k.String()
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"events": len(evs), "checks": names, "ignored": ignored})
+	writeJSON(w, http.StatusAccepted, map[string]any{"events": len(all), "checks": names,
+		"ignored": len(all) - len(evs) + unmatched, "reasons": reasons})
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/icekeeper/icekeeper/compactor"
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/demo"
+	"github.com/icekeeper/icekeeper/internal/events"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/jobs"
@@ -105,6 +106,7 @@ type eventAnswer struct {
 	Events  int      `json:"events"`
 	Checks  []string `json:"checks"`
 	Ignored int      `json:"ignored"`
+	Reasons []string `json:"reasons"`
 	Message string   `json:"message"`
 }
 
@@ -140,11 +142,15 @@ func TestEventRoute(t *testing.T) {
 	f := eventServer(t)
 	demoKey := f.Target().Key()
 	bearer := map[string]string{"Authorization": "Bearer " + eventToken, "Content-Type": "application/json"}
-	cloudEvent := func(ns, name string) string {
-		return fmt.Sprintf(`{"specversion":"1.0","id":"0194","source":"uri:iceberg-catalog-service:host","type":"updateTable",
+	cloudEventOf := func(typ, ns, name string) string {
+		return fmt.Sprintf(`{"specversion":"1.0","id":"0194","source":"uri:iceberg-catalog-service:host","type":%q,
 			"datacontenttype":"application/json","namespace":%q,"name":%q,
-			"data":{"identifier":{"namespace":[%q],"name":%q},"requirements":[],"updates":[]}}`, ns, name, ns, name)
+			"data":{"identifier":{"namespace":[%q],"name":%q},"requirements":[],"updates":[]}}`, typ, ns, name, ns, name)
 	}
+	cloudEvent := func(ns, name string) string { return cloudEventOf("updateTable", ns, name) }
+	ceHeader := map[string]string{"Authorization": "Bearer " + eventToken, "Content-Type": "application/cloudevents+json"}
+	// What the route accepts, named in every refusal of credentials.
+	accepts := "accepts Authorization: Bearer with a token of events.tokens (what a webhook sends), or a SigV4 signature (service s3tables) by a key of api.keys"
 	for _, tc := range []struct {
 		name    string
 		body    string
@@ -153,6 +159,8 @@ func TestEventRoute(t *testing.T) {
 		status  int
 		checks  []state.TableKey
 		message string // in the error's message
+		ignored int
+		reason  string // in one of the answer's reasons
 	}{
 		{name: "S3 notification, webhook token", body: s3Notification(f.location + "/data/part-00001.parquet"), header: bearer,
 			status: http.StatusAccepted, checks: []state.TableKey{demoKey}},
@@ -161,20 +169,36 @@ func TestEventRoute(t *testing.T) {
 		{name: "CloudEvent from Lakekeeper", body: cloudEvent("demo", "events"),
 			header: map[string]string{"Authorization": "Bearer " + eventToken, "Content-Type": "application/cloudevents+json"},
 			status: http.StatusAccepted, checks: []state.TableKey{demoKey}},
-		{name: "CloudEvent of an unknown table", body: cloudEvent("demo", "nope"),
-			header: map[string]string{"Authorization": "Bearer " + eventToken, "Content-Type": "application/cloudevents+json"}, status: http.StatusAccepted},
-		{name: "object outside every table", body: s3Notification(f.location + "-other/data/x.parquet"), header: bearer, status: http.StatusAccepted},
+		{name: "CloudEvent of an unknown table", body: cloudEvent("demo", "nope"), header: ceHeader, status: http.StatusAccepted,
+			ignored: 1, reason: "1 named no table to check"},
+		{name: "CloudEvent of a type not acted on", body: cloudEventOf("com.example.build.finished", "demo", "events"), header: ceHeader,
+			status: http.StatusAccepted, ignored: 1,
+			reason: `cloudevent: type "com.example.build.finished" is not one icekeeper acts on; it acts on createTable, registerTable, updateTable, renameTable, undropTabulars and icekeeper.table.changed`},
+		{name: "CloudEvent in a batch, of a type not acted on", body: "[" + cloudEvent("demo", "events") + "," + cloudEventOf("createView", "demo", "v") + "]",
+			header: map[string]string{"Authorization": "Bearer " + eventToken, "Content-Type": "application/cloudevents-batch+json"},
+			status: http.StatusAccepted, checks: []state.TableKey{demoKey}, ignored: 1, reason: `cloudevent 2 of 2: type "createView" is not one icekeeper acts on`},
+		{name: "CloudEvent naming namespace ..", body: strings.Replace(cloudEvent("demo", "events"), `"namespace":["demo"]`, `"namespace":[".."]`, 1),
+			header: ceHeader, status: http.StatusAccepted, ignored: 1,
+			reason: `names table "events" in namespace [".."]: ".." is not a name a table can have here`},
+		{name: "CloudEvent naming a table a/b", body: cloudEventOf(events.TypeTableChanged, "demo", "a/b"), header: ceHeader, status: http.StatusAccepted, ignored: 1,
+			reason: `"a/b" holds a path separator`},
+		{name: "object outside every table", body: s3Notification(f.location + "-other/data/x.parquet"), header: bearer, status: http.StatusAccepted,
+			ignored: 1, reason: "1 named no table to check"},
 		{name: "%2e%2e out of another prefix into the table", body: strings.Replace(s3Notification(f.location+"/data/x.parquet"), "%2Fdata%2F", "%2Fdata%2F%2e%2e%2F", 1),
-			header: bearer, status: http.StatusAccepted},
-		{name: "scoped to another bucket", body: s3Notification(f.location + "/data/x.parquet"), sign: "AKOTHER:other-secret-0123456789", status: http.StatusAccepted},
+			header: bearer, status: http.StatusAccepted, ignored: 1},
+		{name: "scoped to another bucket", body: s3Notification(f.location + "/data/x.parquet"), sign: "AKOTHER:other-secret-0123456789", status: http.StatusAccepted,
+			ignored: 1, reason: "1 named no table to check"},
 		{name: "malformed", body: `{"Records":[{"eventName":"ObjectCreated:Put","s3":{"bucket":{"name":"b"}}}]}`, header: bearer,
 			status: http.StatusBadRequest, message: "s3.object.key is missing"},
 		{name: "not JSON", body: `Records=1`, header: bearer, status: http.StatusBadRequest, message: "not JSON"},
 		{name: "wrong token", body: s3Notification(f.location + "/data/x.parquet"),
 			header: map[string]string{"Authorization": "Bearer not-the-token", "Content-Type": "application/json"},
-			status: http.StatusUnauthorized, message: "not one of events.tokens"},
+			status: http.StatusUnauthorized, message: "the bearer token is not one of events.tokens; POST /icekeeper/v1/events " + accepts},
 		{name: "no credentials", body: s3Notification(f.location + "/data/x.parquet"), header: map[string]string{"Content-Type": "application/json"},
-			status: http.StatusForbidden},
+			status: http.StatusUnauthorized, message: "the request has no Authorization header; POST /icekeeper/v1/events " + accepts},
+		{name: "empty token", body: s3Notification(f.location + "/data/x.parquet"),
+			header: map[string]string{"Authorization": "Bearer ", "Content-Type": "application/json"},
+			status: http.StatusUnauthorized, message: "the bearer token is empty; POST /icekeeper/v1/events " + accepts},
 		{name: "read-only key", body: s3Notification(f.location + "/data/x.parquet"), sign: "AKVIEW:" + viewSecret,
 			status: http.StatusForbidden, message: "read-only"},
 		{name: "cross-site form", body: s3Notification(f.location + "/data/x.parquet"),
@@ -199,7 +223,41 @@ func TestEventRoute(t *testing.T) {
 			if status == http.StatusAccepted && len(a.Checks) != len(tc.checks) {
 				t.Errorf("answer %+v, want %d checks", a, len(tc.checks))
 			}
+			if status == http.StatusAccepted && a.Ignored != tc.ignored {
+				t.Errorf("answer %+v, want %d ignored", a, tc.ignored)
+			}
+			if tc.reason != "" && !slices.ContainsFunc(a.Reasons, func(r string) bool { return strings.Contains(r, tc.reason) }) {
+				t.Errorf("reasons %q, want one saying %q", a.Reasons, tc.reason)
+			}
+			if len(a.Reasons) != min(a.Ignored, len(a.Reasons)) || a.Ignored > 0 && len(a.Reasons) == 0 {
+				t.Errorf("answer %+v: ignored events without a reason", a)
+			}
 		})
+	}
+}
+
+// Every method but POST on the event route is answered 405 with Allow,
+// before credentials are asked for.
+func TestEventRouteMethods(t *testing.T) {
+	f := eventServer(t)
+	for _, method := range []string{http.MethodGet, http.MethodPut, http.MethodDelete, http.MethodHead} {
+		req, _ := http.NewRequest(method, f.url+EventsPath, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a eventAnswer
+		json.NewDecoder(resp.Body).Decode(&a)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != http.MethodPost {
+			t.Errorf("%s: %d, Allow %q; want 405, Allow POST", method, resp.StatusCode, resp.Header.Get("Allow"))
+		}
+		if method != http.MethodHead && !strings.Contains(a.Message, "takes POST only") {
+			t.Errorf("%s: message %q", method, a.Message)
+		}
+	}
+	if got := f.sink.take(); len(got) != 0 {
+		t.Errorf("checks queued %v", got)
 	}
 }
 

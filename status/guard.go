@@ -44,6 +44,9 @@ func (s *Server) checkIntent(r *http.Request) *apiError {
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		return nil
 	}
+	if r.URL.Path == EventsPath && r.Method != http.MethodPost {
+		return nil // answered 405, whatever it carries: nothing to forge
+	}
 	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r.Host) {
 		return forbidden(fmt.Sprintf("cross-site request refused: Origin %q is not this API's %q", origin, r.Host))
 	}

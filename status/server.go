@@ -134,7 +134,7 @@ func (s *Server) Handler() http.Handler {
 	s.extraRoutes(api)
 	s.dashboardRoutes(mux, api)
 	s.riverRoutes(mux)
-	mux.Handle("POST "+EventsPath, s.events())
+	mux.Handle(EventsPath, s.events()) // any method: others get 405 with Allow
 
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -189,3 +189,43 @@ buckets:
 		t.Errorf("check on the embedded default names a domain:\n%s", out)
 	}
 }
+
+// The mistakes a value check or a duplicate key catches exit 2 naming
+// the key and its line, and write nothing; each example with its
+// variables unset names all of them in one run.
+func TestCheckStrictValues(t *testing.T) {
+	c := newCLI(t)
+	dir := t.TempDir()
+	head := "state: sqlite://state.db\nbuckets:\n  - arn: arn:aws:s3tables:us-east-1:1:bucket/bkt\n    catalog:\n      type: rest\n      uri: http://127.0.0.1:1\n"
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"boolean":   {head + "      rest.sigv4-enabled: \"ture\"\n", `bool.yaml:7: buckets[0].catalog.rest.sigv4-enabled: "ture" is not true or false`},
+		"endpoint":  {head + "      s3.endpoint: 127.0.0.1:9000\n", `endpoint.yaml:7: buckets[0].catalog.s3.endpoint: "127.0.0.1:9000" is not a URL with a scheme and a host: write http://127.0.0.1:9000`},
+		"duplicate": {head + "      s3.endpoint: http://a:1\n      s3.endpoint: http://b:1\n", "duplicate.yaml:8: buckets[0].catalog.s3.endpoint: is given twice, at lines 7 and 8"},
+		"misspelt":  {head + "      s3.endpiont: http://a:1\n", "misspelt.yaml:7: buckets[0].catalog.s3.endpiont: unknown property for a rest catalog (did you mean s3.endpoint?)"},
+	} {
+		file := map[string]string{"boolean": "bool"}[name]
+		if file == "" {
+			file = name
+		}
+		cfg := filepath.Join(dir, file+".yaml")
+		os.WriteFile(cfg, []byte(tc.yaml), 0o644)
+		code, out, errOut := c.run("check", "--config", cfg)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) || out != "" {
+			t.Errorf("check on a %s mistake: exit %d, stdout %q, stderr %q; want exit %d and %q", name, code, out, errOut, exitUsage, tc.want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 4 {
+		t.Errorf("a rejected configuration left files behind: %v", entries)
+	}
+
+	for _, name := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "SEAWEEDFS_TABLE_BUCKET_ARN", "SEAWEEDFS_S3_ENDPOINT", "SEAWEEDFS_ICEBERG_URI"} {
+		t.Setenv(name, "") // restored after the test
+		os.Unsetenv(name)
+	}
+	example := filepath.Join("..", "..", "configs", "seaweedfs.yaml")
+	code, _, errOut := c.run("check", "--config", example)
+	if code != exitUsage || !strings.Contains(errOut, "environment variables are not set: ") ||
+		!strings.Contains(errOut, "AWS_ACCESS_KEY_ID (line ") || !strings.Contains(errOut, "AWS_SECRET_ACCESS_KEY (line ") {
+		t.Errorf("check on seaweedfs.yaml with nothing set: exit %d, %s", code, errOut)
+	}
+}

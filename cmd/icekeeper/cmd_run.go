@@ -36,7 +36,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 		"Runs maintenance on one table now and records the runs in the state store\n(so the API shows them). Job types run in the order record expiration,\ncompaction, snapshot management, unreferenced file removal, erasure. A dry\nrun changes nothing and records nothing; with --now it previews a later day.\nEach job prints its counts and the first few items of each list; --verbose\nor --json prints every item.")
 	c.register(fs)
 	ref := fs.String("table", "", "table: BUCKET/NAMESPACE/TABLE, BUCKET a name or ARN, nested namespaces with dots; or a table ARN, BUCKET_ARN/table/NAMESPACE/TABLE or BUCKET_ARN/table/ID (S3 Tables' table ID, or a table name)")
-	job := fs.String("job", "all", "records, compaction, snapshots, unreferenced (or their names icebergRecordExpiration, icebergCompaction, …) or all")
+	job := fs.String("job", "all", jobFlagHelp())
 	droppedFrom := fs.String("dropped", "", "BUCKET: instead of a table, remove the leftovers of the tables dropped from the bucket (needs its removeDroppedTables, except with --dry-run)")
 	dryRun := fs.Bool("dry-run", false, "show what would be done; change nothing and record nothing")
 	asJSON := fs.Bool("json", false, "print one JSON object keyed by job type")

@@ -103,6 +103,9 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	runner := &jobs.Runner{Store: cache, Resolver: resolver, Jobs: registered, Dropped: dropped, Logger: logger, Prices: &w.cfg.Prices, Observe: observe, Loaded: metrics.Polled,
 		Coexist: coexist, Freshness: fresh, Tables: known}
+	// Each table the health refresh loads gives its lag too: a table
+	// without a freshness target has one before its types' first fire.
+	metrics.Loaded = runner.Lags
 	schedules := map[maintenance.JobType]string(w.cfg.Schedules)
 	pg := strings.HasPrefix(w.cfg.State, "postgres")
 	if !pg {

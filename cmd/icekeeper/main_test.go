@@ -89,6 +89,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--table", "local/demo"}, 2, "malformed table reference"},
 		{[]string{"run", "--table", "nope/demo/events"}, 2, `unknown bucket "nope"`},
 		{[]string{"run", "--table", "local/demo/missing"}, 2, "no such table local/demo.missing"},
+		{[]string{"run", "--table", "local/demo/evnets"}, 2, "no such table local/demo.evnets (did you mean local/demo/events?)"},
+		{[]string{"run", "--table", "local/dmeo/events", "--dry-run"}, 2, "(did you mean local/demo/events?)"},
+		{[]string{"noncurrent", "--table", "locla/demo/events"}, 2, `unknown bucket "locla" (configured: local) (did you mean local?)`},
 		{[]string{"run", "--table", "local/demo/events", "--job", "compact"}, 2, `unknown job type "compact" (did you mean compaction?)`},
 		{[]string{"run", "--table", "local/demo/events", "--job", "icebergCompation"}, 2, "(did you mean icebergCompaction?)"},
 		{[]string{"run", "--table", "local/demo/events", "--now", "yesterday", "--dry-run"}, 2, "--now"},
@@ -140,6 +143,10 @@ func TestUsageErrors(t *testing.T) {
 	// Help is printed once; a bad flag is the one error line, no usage.
 	if _, _, errOut := c.run("run", "-h"); strings.Count(errOut, "Usage: icekeeper run") != 1 {
 		t.Errorf("run -h printed its usage %d times", strings.Count(errOut, "Usage:"))
+	}
+	// --job lists every type's short name, from the type table.
+	if _, _, errOut := c.run("run", "-h"); !strings.Contains(errOut, "records, compaction, snapshots, unreferenced, erasure (or their names") {
+		t.Errorf("run -h does not list every --job value:\n%s", errOut)
 	}
 	if _, _, errOut := c.run("tables", "--tabel", "x"); strings.Contains(errOut, "Usage") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 		t.Errorf("a bad flag printed more than its error: %q", errOut)

@@ -239,6 +239,13 @@ func (c *commonFlags) resolve(ctx context.Context, w *world, ref string) (*bucke
 	}
 	b, err := w.registry.Bucket(r.Bucket)
 	if err != nil {
+		if errors.Is(err, bucket.ErrUnknownBucket) {
+			names := make([]string, 0, len(w.cfg.Buckets))
+			for _, cb := range w.cfg.Buckets {
+				names = append(names, cb.Name())
+			}
+			err = fmt.Errorf("%w%s", err, suggest.DidYouMean(r.Bucket, names))
+		}
 		return nil, bucket.TableID{}, err
 	}
 	if c.maintains {
@@ -258,13 +265,13 @@ func (c *commonFlags) resolve(ctx context.Context, w *world, ref string) (*bucke
 	if b.Properties()["type"] == "rest" {
 		tbl, err := b.LoadTable(ctx, r.Table)
 		if err != nil {
-			return nil, bucket.TableID{}, err
+			return nil, bucket.TableID{}, suggestTable(cctx, b, r, err)
 		}
 		w.loaded = tbl
 		return b, r.Table, nil
 	}
 	if err := b.Exists(cctx, r.Table); err != nil {
-		return nil, bucket.TableID{}, err
+		return nil, bucket.TableID{}, suggestTable(cctx, b, r, err)
 	}
 	return b, r.Table, nil
 }

@@ -187,32 +187,33 @@ func batch(body []byte) ([]Event, error) {
 		if err := json.Unmarshal(it, &m); err != nil || m == nil {
 			return nil, fmt.Errorf("%s is not a JSON object", where)
 		}
-		ev, ok, err := tableEventOf(structured(m))
+		ev, err := tableEventOf(structured(m))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
-		if ok {
-			evs = append(evs, ev)
+		if ev.Ignored != "" {
+			ev.Ignored = where + ": " + ev.Ignored
 		}
+		evs = append(evs, ev)
 	}
 	return evs, nil
 }
 
 // oneCloudEvent is the events of a request that carries one CloudEvent.
 func oneCloudEvent(ce cloudEvent, err error) ([]Event, error) {
-	ev, ok, err := tableEventOf(ce, err)
+	ev, err := tableEventOf(ce, err)
 	if err != nil {
 		return nil, fmt.Errorf("cloudevent: %w", err)
 	}
-	if !ok {
-		return nil, nil
+	if ev.Ignored != "" {
+		ev.Ignored = "cloudevent: " + ev.Ignored
 	}
 	return []Event{ev}, nil
 }
 
-func tableEventOf(ce cloudEvent, err error) (Event, bool, error) {
+func tableEventOf(ce cloudEvent, err error) (Event, error) {
 	if err != nil {
-		return Event{}, false, err
+		return Event{}, err
 	}
 	return ce.tableEvent()
 }

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -91,6 +92,12 @@ type Event struct {
 	// Time is when the change happened, as the sender says; zero when it
 	// does not (Lakekeeper sets no time).
 	Time time.Time
+
+	// Ignored, when set, says why icekeeper does not act on the event: a
+	// CloudEvent of a type it does not read, about a view, or naming a
+	// table by a name no table here can have. Only ParseAll returns such
+	// events; the other fields but Source, Type and Time are then empty.
+	Ignored string
 }
 
 // Parse decodes the events in one request to the event route from its
@@ -106,6 +113,14 @@ type Event struct {
 // gets wrong fails the whole body, wrapping ErrMalformed and saying
 // where, so that a sender's mistake is not half-applied.
 func Parse(h http.Header, body []byte) ([]Event, error) {
+	evs, err := ParseAll(h, body)
+	return slices.DeleteFunc(evs, func(ev Event) bool { return ev.Ignored != "" }), err
+}
+
+// ParseAll is Parse that also returns the CloudEvents icekeeper does not
+// act on, each with Ignored saying why, so that a sender can be told
+// rather than left to guess.
+func ParseAll(h http.Header, body []byte) ([]Event, error) {
 	if len(body) > MaxBody {
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, len(body), MaxBody)
 	}

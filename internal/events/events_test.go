@@ -424,6 +424,11 @@ func TestParseLakekeeperTypes(t *testing.T) {
 			if len(got) != 0 {
 				t.Errorf("%s: got %+v, want it skipped", tc.name, got)
 			}
+			// ParseAll says why.
+			all, err := ParseAll(http.Header{"Content-Type": {"application/cloudevents+json"}}, []byte(tc.body))
+			if err != nil || len(all) != 1 || !strings.HasPrefix(all[0].Ignored, "cloudevent: type ") || all[0].Type == "" {
+				t.Errorf("%s: ParseAll %+v, %v; want it ignored with the reason", tc.name, all, err)
+			}
 			continue
 		}
 		if len(got) != 1 {
@@ -637,4 +642,25 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// An event naming a table by a level a path resolves or splits is
+// ignored, with the level named; it never reaches the scheduler.
+func TestParseUnsafeNames(t *testing.T) {
+	for _, tc := range []struct{ data, want string }{
+		{`{"namespace":[".."],"name":"t"}`, `".." is not a name a table can have here`},
+		{`{"namespace":["a","."],"name":"t"}`, `"." is not a name a table can have here`},
+		{`{"namespace":["a"],"name":"../t"}`, `"../t" holds a path separator`},
+		{`{"namespace":["a\\b"],"name":"t"}`, `holds a path separator`},
+		{`{"namespace":["a"],"name":"t\u0000"}`, `holds a control character`},
+	} {
+		body := `{"specversion":"1.0","id":"1","source":"s","type":"icekeeper.table.changed","data":` + tc.data + `}`
+		all, err := ParseAll(http.Header{"Content-Type": {"application/cloudevents+json"}}, []byte(body))
+		if err != nil || len(all) != 1 || !strings.Contains(all[0].Ignored, tc.want) || all[0].Name != "" {
+			t.Errorf("%s: %+v, %v; want it ignored saying %q", tc.data, all, err, tc.want)
+		}
+		if evs, err := Parse(http.Header{"Content-Type": {"application/cloudevents+json"}}, []byte(body)); err != nil || len(evs) != 0 {
+			t.Errorf("%s: Parse %+v, %v; want nothing", tc.data, evs, err)
+		}
+	}
 }

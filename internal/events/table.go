@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"unicode"
 )
 
 // CloudEvent types for senders other than Lakekeeper. Their data is a JSON
@@ -34,8 +36,14 @@ func tableKind(typ string) string {
 	return ""
 }
 
-// tableEvent maps a CloudEvent to the table it is about; ok is false for
-// an event about something else.
+// actedOn lists the CloudEvent types icekeeper reads, for the reason it
+// gives when it ignores another.
+const actedOn = "createTable, registerTable, updateTable, renameTable, undropTabulars and " + TypeTableChanged +
+	" (a check of the table); dropTable and " + TypeTableDropped + " (noted, nothing to check)"
+
+// tableEvent maps a CloudEvent to the table it is about; an event about
+// something else, or naming a table by a name no table here can have, is
+// returned with Ignored saying why.
 //
 // Lakekeeper (crates/lakekeeper/src/service/events/publisher.rs) names the
 // table in extensions: name, namespace (levels joined by U+001F for
@@ -46,30 +54,38 @@ func tableKind(typ string) string {
 // RenameTableRequest for renameTable (with "destination"), the
 // CreateTableRequest for createTable (with "name" and maybe "location");
 // null for the others. None of them carries the new metadata location.
-func (ce cloudEvent) tableEvent() (Event, bool, error) {
+func (ce cloudEvent) tableEvent() (Event, error) {
+	ignored := func(why string) (Event, error) {
+		return Event{Source: SourceCloudEvents, Type: ce.typ, Time: ce.time, Ignored: why}, nil
+	}
 	kind := tableKind(ce.typ)
 	if kind == "" {
-		return Event{}, false, nil
+		return ignored(fmt.Sprintf("type %q is not one icekeeper acts on; it acts on %s", ce.typ, actedOn))
 	}
 	// undropTabulars also restores views.
 	tt, err := ce.ext("tabular-type")
 	if err != nil {
-		return Event{}, false, err
+		return Event{}, err
 	}
 	if tt != "" && !strings.EqualFold(tt, "table") {
-		return Event{}, false, nil
+		return ignored(fmt.Sprintf("type %q is about a %s, not an Iceberg table", ce.typ, tt))
 	}
 	ref, err := ce.table()
 	if err != nil {
-		return Event{}, false, fmt.Errorf("type %q: %w", ce.typ, err)
+		return Event{}, fmt.Errorf("type %q: %w", ce.typ, err)
+	}
+	for _, l := range append(slices.Clip(ref.namespace), ref.name) {
+		if why := unsafeLevel(l); why != "" {
+			return ignored(fmt.Sprintf("type %q names table %q in namespace %q: %s", ce.typ, ref.name, ref.namespace, why))
+		}
 	}
 	warehouseID, err := ce.ext("warehouse-id")
 	if err != nil {
-		return Event{}, false, err
+		return Event{}, err
 	}
 	tableID, err := ce.ext("tabular-id")
 	if err != nil {
-		return Event{}, false, err
+		return Event{}, err
 	}
 	return Event{
 		Source:      SourceCloudEvents,
@@ -82,7 +98,23 @@ func (ce cloudEvent) tableEvent() (Event, bool, error) {
 		WarehouseID: warehouseID,
 		TableID:     tableID,
 		Time:        ce.time,
-	}, true, nil
+	}, nil
+}
+
+// unsafeLevel says why a namespace level or table name is one icekeeper
+// does not act on, "" when it may: a level that a path or a URL resolves
+// ("." and "..") or splits ("/", "\\") names another table's prefix, and
+// control characters no catalog gives a table.
+func unsafeLevel(l string) string {
+	switch {
+	case l == "." || l == "..":
+		return fmt.Sprintf("%q is not a name a table can have here (it resolves to another path)", l)
+	case strings.ContainsAny(l, "/\\"):
+		return fmt.Sprintf("%q holds a path separator", l)
+	case strings.ContainsFunc(l, unicode.IsControl):
+		return fmt.Sprintf("%q holds a control character", l)
+	}
+	return ""
 }
 
 // tableRef is what an event says identifies its table.
