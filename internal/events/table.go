@@ -39,7 +39,7 @@ func tableKind(typ string) string {
 // actedOn lists the CloudEvent types icekeeper reads, for the reason it
 // gives when it ignores another.
 const actedOn = "createTable, registerTable, updateTable, renameTable, undropTabulars and " + TypeTableChanged +
-	" (a check of the table); dropTable and " + TypeTableDropped + " (noted, nothing to check)"
+	" (a check of the table); dropTable and " + TypeTableDropped + " (a check that records the drop)"
 
 // tableEvent maps a CloudEvent to the table it is about; an event about
 // something else, or naming a table by a name no table here can have, is
