@@ -230,9 +230,17 @@ func (r *Runner) Run(ctx context.Context, t Target, typ maintenance.JobType, tri
 	}
 	if r.Tables != nil && opts.Loaded == nil {
 		// A table that cannot be loaded is the job's to report, as it
-		// would be without the registry.
-		if tbl, err := t.Bucket.LoadTable(ctx, t.Table); err == nil {
+		// would be without the registry; one the catalog no longer has
+		// was dropped since it was queued, and a run recorded under its
+		// name would be the next table's of that name.
+		switch tbl, err := t.Bucket.LoadTable(ctx, t.Table); {
+		case err == nil:
 			opts.Loaded = tbl
+		case errors.Is(err, bucket.ErrNoSuchTable):
+			if err := r.Tables.Gone(ctx, t.Bucket, t.Table); err != nil {
+				return Outcome{}, err
+			}
+			return Outcome{Status: state.Skipped, FailureMessage: fmt.Sprintf("%s is no longer in its catalog: dropped since the run was asked for", t.Key())}, nil
 		}
 	}
 	if opts.Loaded != nil {

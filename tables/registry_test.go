@@ -290,4 +290,11 @@ func TestDropFoundByPoll(t *testing.T) {
 	if err != nil || len(dropped) != 1 || dropped[0].UUID != tbl.Metadata().TableUUID().String() {
 		t.Errorf("dropped: %+v %v", dropped, err)
 	}
+	// A run queued before the drop records nothing under the name, which
+	// the next table of that name would take for its own.
+	out, err := l.runner.Run(l.e.Ctx, l.target("x"), maintenance.Compaction, "schedule", jobs.Options{})
+	if err != nil || out.Status != state.Skipped {
+		t.Fatalf("run of a dropped table: %+v %v", out, err)
+	}
+	l.wantHistory("the name after a run of the dropped table", k, 0, 0, 0)
 }
