@@ -49,7 +49,7 @@ func BenchmarkRequestsPerRun(b *testing.B) {
 		b.Fatal(err)
 	}
 	e.Defaults.Configs[maintenance.RecordExpiration] = maintenance.Config{Status: maintenance.Enabled,
-		Settings: &maintenance.ExpirationSettings{Days: maintenance.Int(365_000)}}
+		Settings: &maintenance.ExpirationSettings{Days: maintenance.Int(maintenance.MaxDays)}}
 	e.Defaults.Configs[maintenance.Erasure] = maintenance.Config{Status: maintenance.Enabled,
 		Settings: &maintenance.ErasureSettings{DeadlineDays: maintenance.Int(7)}}
 	type side struct {

@@ -91,7 +91,9 @@ func (j *Job) Definition() *jobs.Definition[Settings, *ExpirationFigures] {
 
 // cutoff is the instant before which rows expire in a run at now.
 func cutoff(s Settings, now time.Time) time.Time {
-	return now.Add(-time.Duration(s.Days) * 24 * time.Hour).UTC()
+	// Calendar days in UTC, not a Duration: days*24h overflows past
+	// about 106,751 days and would put the cutoff in the future.
+	return now.UTC().AddDate(0, 0, -s.Days)
 }
 
 // ExpirationFigures are what a record expiration run did. The first three

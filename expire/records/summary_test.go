@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 
@@ -41,5 +42,18 @@ func TestSummaryOfARealRun(t *testing.T) {
 	}
 	if got := summary(); !strings.HasPrefix(got, "no record older than 30 days") && !strings.HasPrefix(got, "skipped: unchanged since run") {
 		t.Errorf("summary of the second run: %q", got)
+	}
+}
+
+// A retention past Duration's range (about 106,751 days of 24 h) still
+// puts the cutoff in the past: days*24h would overflow and expire every
+// row.
+func TestCutoffFarBack(t *testing.T) {
+	now := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	for _, days := range []int{1, 36500, 365000} {
+		got := cutoff(Settings{Days: days}, now)
+		if want := now.AddDate(0, 0, -days); !got.Equal(want) || !got.Before(now) {
+			t.Errorf("%d days: cutoff %v, want %v", days, got, want)
+		}
 	}
 }
