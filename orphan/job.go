@@ -433,10 +433,11 @@ func (v view) keeps(l loc) string {
 // query, and loads of the tables that changed. Elsewhere (REST) each
 // table is loaded, and one fire's deleting runs share those loads: a
 // table checked at or after since (when this run was queued, at most
-// maxSweep ago) is not loaded again, so a fire over N tables loads each
-// once, not N times. The cost is a window: a reference another table
-// commits between its check and the deletion, within one fire, is not
-// seen. A file is due only after unreferencedDays unreferenced and
+// maxSweep ago) is not loaded again, and a listing of the domain's tables
+// made since is not made again, so a fire over N tables loads each once,
+// not N times, and lists the catalog once. The cost is a window: a
+// reference another table (or a table created meanwhile) commits between
+// its check and the deletion, within one fire, is not seen. A file is due only after unreferencedDays unreferenced and
 // nonCurrentDays marked, and the table's own metadata is always loaded
 // here; one-shot runs (since zero) check every table themselves.
 func (j *Job) deleteDue(ctx context.Context, s subject, rules Rules, due []planner.Mark, since time.Time, fig *Figures, progress func(done, total int)) error {

@@ -132,6 +132,18 @@ type bucketView struct {
 	mu     sync.Mutex // one refresh at a time
 	at     time.Time
 	tables map[tableRef]held
+	// listed is the domain's tables as a listing started at listedAt
+	// found them: one fire's deleting runs share it, as they share the
+	// checks of the tables (a listing of a REST catalog takes a request
+	// per 20 tables).
+	listed   []listedTable
+	listedAt time.Time
+}
+
+// listedTable is a table of the domain as a listing found it.
+type listedTable struct {
+	b  *bucket.Bucket
+	id bucket.TableID
 }
 
 // views holds the job's domain views, by the ARN of the domain's first
@@ -216,24 +228,25 @@ func (j *Job) bucketView(ctx context.Context, t jobs.Target, eq Equivalence, fre
 		}
 		return v.tables, st, nil
 	}
-	type listed struct {
-		b  *bucket.Bucket
-		id bucket.TableID
-	}
-	var all []listed
-	for _, b := range listers {
-		ids, err := b.AllTables(ctx)
-		if errors.Is(err, bucket.ErrCatalogName) {
-			// No table under the bucket's catalog name (yet): it holds
-			// nothing here; its own jobs say what is wrong.
-			continue
+	all := v.listed
+	if !fresh || since.IsZero() || v.listedAt.Before(since) {
+		listedAt := time.Now()
+		all = nil
+		for _, b := range listers {
+			ids, err := b.AllTables(ctx)
+			if errors.Is(err, bucket.ErrCatalogName) {
+				// No table under the bucket's catalog name (yet): it holds
+				// nothing here; its own jobs say what is wrong.
+				continue
+			}
+			if err != nil {
+				return nil, st, fmt.Errorf("list the tables of bucket %s: %w", b.Name(), err)
+			}
+			for _, id := range ids {
+				all = append(all, listedTable{b, id})
+			}
 		}
-		if err != nil {
-			return nil, st, fmt.Errorf("list the tables of bucket %s: %w", b.Name(), err)
-		}
-		for _, id := range ids {
-			all = append(all, listed{b, id})
-		}
+		v.listed, v.listedAt = all, listedAt
 	}
 	at := time.Now()
 	res := newResolver()
