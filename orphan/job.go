@@ -76,6 +76,8 @@ type Job struct {
 	perTable bool
 	// views are what every table of each bucket holds (see others).
 	views views
+	// namespaces are the namespaces' locations containers reads.
+	namespaces namespaces
 	// codec encodes and decodes reference index rows.
 	codec refCodec
 }

@@ -424,7 +424,7 @@ type othersOpts struct {
 func (j *Job) others(ctx context.Context, t jobs.Target, sc scope, oo othersOpts) (others, error) {
 	allow, since, use := oo.allow, oo.since, oo.use
 	o := others{refs: &refSet{seed: maphash.MakeSeed()}}
-	if err := j.containers(ctx, t, sc, allow); err != nil {
+	if err := j.containers(ctx, t, sc, allow, use == readAll, since); err != nil {
 		return o, err
 	}
 	// A dropped table's leftovers are removed around the live tables
@@ -559,7 +559,11 @@ func inside(theirs, pfx []loc) []loc {
 // containers refuses a table whose prefixes contain the warehouse of a
 // catalog of its domain or a directory of the table's namespaces, where
 // a catalog puts new tables.
-func (j *Job) containers(ctx context.Context, t jobs.Target, sc scope, allow bool) error {
+//
+// A namespace's location is read at most once a view's lifetime (a
+// marking run), or once a fire (fresh, since set), like the other tables:
+// every run of a fire asks about the same few namespaces.
+func (j *Job) containers(ctx context.Context, t jobs.Target, sc scope, allow, fresh bool, since time.Time) error {
 	if allow {
 		return nil
 	}
@@ -574,20 +578,16 @@ func (j *Job) containers(ctx context.Context, t jobs.Target, sc scope, allow boo
 			dirs = append(dirs, dir{what, w})
 		}
 	}
-	cat, err := t.Bucket.Catalog(ctx)
-	if err != nil {
-		return err
-	}
 	for i := range t.Table.Namespace {
 		ns := t.Table.Namespace[:i+1]
-		props, err := cat.LoadNamespaceProperties(ctx, ns)
-		if errors.Is(err, catalog.ErrNoSuchNamespace) {
+		l, gone, err := j.namespaces.location(ctx, t.Bucket, ns, fresh, since)
+		if err != nil {
+			return err
+		}
+		if gone {
 			break // dropped with a dropped table: no directory to keep
 		}
-		if err != nil {
-			return fmt.Errorf("load the properties of namespace %s: %w", strings.Join(ns, "."), err)
-		}
-		if l := props["location"]; l != "" {
+		if l != "" {
 			dirs = append(dirs, dir{"namespace " + strings.Join(ns, "."), l})
 		}
 	}
@@ -609,6 +609,53 @@ func (j *Job) containers(ctx context.Context, t jobs.Target, sc scope, allow boo
 		}
 	}
 	return nil
+}
+
+// namespaces caches the namespaces' location properties containers
+// reads, by bucket and namespace.
+type namespaces struct {
+	mu sync.Mutex
+	m  map[string]namespaceEntry
+}
+
+type namespaceEntry struct {
+	location string
+	gone     bool      // the catalog has no such namespace
+	at       time.Time // when it was read
+}
+
+// location is ns's location property in b's catalog (gone: no such
+// namespace), read again unless a read is recent enough: within viewTTL
+// for a marking run, since since for a fresh one (never, since zero).
+func (c *namespaces) location(ctx context.Context, b *bucket.Bucket, ns table.Identifier, fresh bool, since time.Time) (string, bool, error) {
+	key := b.Lists().ARN() + "\x00" + strings.Join(ns, "\x1f")
+	now := time.Now()
+	c.mu.Lock()
+	e, ok := c.m[key]
+	c.mu.Unlock()
+	if ok && (!fresh && now.Sub(e.at) < viewTTL || fresh && !since.IsZero() && !e.at.Before(since)) {
+		return e.location, e.gone, nil
+	}
+	cat, err := b.Catalog(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	props, err := cat.LoadNamespaceProperties(ctx, ns)
+	switch {
+	case errors.Is(err, catalog.ErrNoSuchNamespace):
+		e = namespaceEntry{gone: true, at: now}
+	case err != nil:
+		return "", false, fmt.Errorf("load the properties of namespace %s: %w", strings.Join(ns, "."), err)
+	default:
+		e = namespaceEntry{location: props["location"], at: now}
+	}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]namespaceEntry{}
+	}
+	c.m[key] = e
+	c.mu.Unlock()
+	return e.location, e.gone, nil
 }
 
 // dirOf is dirs for one location.
