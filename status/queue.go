@@ -11,14 +11,17 @@ import (
 
 // queuedRun is one run of GET /icekeeper/v1/queue.
 type queuedRun struct {
-	Bucket    string              `json:"bucket"`
-	BucketARN string              `json:"bucketARN"`
-	Namespace string              `json:"namespace"`
-	Table     string              `json:"table"`
-	Type      maintenance.JobType `json:"type"`
-	Due       string              `json:"due"`
-	Trigger   string              `json:"trigger"`
-	Running   bool                `json:"running"`
+	Bucket    string `json:"bucket"`
+	BucketARN string `json:"bucketARN"`
+	Namespace string `json:"namespace"`
+	Table     string `json:"table"`
+	// DroppedTableUUID is set for the removal of a dropped table's
+	// leftovers: the table that had the name.
+	DroppedTableUUID string              `json:"droppedTableUUID,omitempty"`
+	Type             maintenance.JobType `json:"type"`
+	Due              string              `json:"due"`
+	Trigger          string              `json:"trigger"`
+	Running          bool                `json:"running"`
 	// Reason is why a fire or a freshness check queued it
 	// (planner.NeedBudget, the unchanged rule's verdict, jobs.NeedDue),
 	// as the queued job carries it; "" for a run queued otherwise.
@@ -48,12 +51,13 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := []queuedRun{}
 	for _, q := range queued {
-		b, err := s.bucketByARN(q.Table.Bucket)
+		name, droppedUUID := q.Table.Live()
+		b, err := s.bucketByARN(name.Bucket)
 		if err != nil || s.authorize(r, b.Name(), q.Table.Namespace) != nil {
 			continue // a bucket no longer configured, or not the caller's
 		}
-		run := queuedRun{Bucket: b.Name(), BucketARN: b.ARN(), Namespace: q.Table.Namespace, Table: q.Table.Name, Type: q.Type,
-			Due: q.Due.UTC().Format(time.RFC3339Nano), Trigger: q.Trigger, Running: q.Running}
+		run := queuedRun{Bucket: b.Name(), BucketARN: b.ARN(), Namespace: q.Table.Namespace, Table: q.Table.Name, DroppedTableUUID: droppedUUID,
+			Type: q.Type, Due: q.Due.UTC().Format(time.RFC3339Nano), Trigger: q.Trigger, Running: q.Running}
 		run.Reason = q.Reason
 		if q.Estimate > 0 {
 			run.EstimatedBytes = &q.Estimate

@@ -215,7 +215,7 @@ async function renderQueue() {
     el("td", {}, b.rewritesRunning + (b.maxConcurrentRewrites ? " of " + b.maxConcurrentRewrites : "")))));
   if (!q.budgets.length) bb.append(el("tr", {}, el("td", {colspan: 5}, "no budgets")));
   qb.replaceChildren(...q.queue.map((r, i) => el("tr", {class: r.running ? "running" : ""},
-    el("td", {}, r.running ? "running" : i + 1), el("td", {}, r.bucket + "/" + r.namespace + "." + r.table), el("td", {}, jobLabel(r.type)),
+    el("td", {}, r.running ? "running" : i + 1), el("td", {}, r.bucket + "/" + r.namespace + "." + r.table + (r.droppedTableUUID ? " (dropped " + r.droppedTableUUID + ")" : "")), el("td", {}, jobLabel(r.type)),
     el("td", {}, when(r.due)), el("td", {}, r.trigger), el("td", {}, r.reason),
     el("td", {}, r.estimatedBytes == null ? "" : bytes(r.estimatedBytes)))));
   if (!q.queue.length) qb.append(el("tr", {}, el("td", {colspan: 7}, "nothing queued")));
