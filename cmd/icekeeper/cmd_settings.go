@@ -26,10 +26,10 @@ import (
 // CLI cannot send (its settings union has no member for them).
 func cmdSettings(ctx context.Context, env *cliEnv, args []string) error {
 	usage := "Usage: icekeeper settings get --endpoint URL (--table B/NS/TABLE | --bucket B) [--type TYPE] [--json]\n" +
-		"       icekeeper settings put --endpoint URL (--table B/NS/TABLE | --bucket B) --type TYPE [--status S] KEY=VALUE…\n" +
+		"       icekeeper settings put --endpoint URL (--table B/NS/TABLE | --bucket B) --type TYPE [--status S] SETTING=VALUE…\n" +
 		"(icekeeper settings get -h, icekeeper settings put -h for their flags)"
 	if len(args) == 0 {
-		return usagef("settings needs get or put\n%s", usage)
+		return usagef("settings needs a sub-command, get or put (icekeeper settings -h)")
 	}
 	switch args[0] {
 	case "get":
@@ -40,7 +40,7 @@ func cmdSettings(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintln(env.stdout, usage)
 		return flag.ErrHelp
 	}
-	return usagef("settings: unknown sub-command %q%s (want get or put)", args[0], suggest.DidYouMean(args[0], []string{"get", "put"}))
+	return usagef("unknown sub-command %q%s (want get or put)", args[0], suggest.DidYouMean(args[0], []string{"get", "put"}))
 }
 
 // settingsTarget is what a settings command reaches: the API and a table
@@ -215,13 +215,13 @@ func settingsGet(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 func settingsPut(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "settings put", "--endpoint URL (--table B/NS/TABLE | --bucket B) --type TYPE [--status S] KEY=VALUE…",
+	fs := newFlagSet(env, "settings put", "--endpoint URL (--table B/NS/TABLE | --bucket B) --type TYPE [--status S] SETTING=VALUE…",
 		"Sets a job type's configuration of a table, or of a table bucket, through a\n"+
 			"running icekeeper's API, and prints what then holds. As S3 Tables' put calls\n"+
 			"do, it replaces the type's configuration: keys not given take the bucket's\n"+
 			"defaults. Without --status the type keeps its current status. The server\n"+
 			"checks the values; `settings get` shows them. Credentials as for get.\n\n"+
-			"Keys by type:\n"+keysHelp())
+			"Settings by type:\n"+keysHelp())
 	var target settingsTarget
 	target.register(fs)
 	statusFlag := fs.String("status", "", "enabled or disabled (default: the type's current status)")
@@ -242,7 +242,7 @@ func settingsPut(ctx context.Context, env *cliEnv, args []string) error {
 		return usagef("--status %q: want enabled or disabled", *statusFlag)
 	}
 	if *statusFlag == "" && len(pairs) == 0 {
-		return usagef("nothing to put: give --status and/or KEY=VALUE settings of %s (%s)", typ.Name, strings.Join(settingKeys(typ.Name), ", "))
+		return usagef("nothing to put: give --status or SETTING=VALUE pairs of %s (%s)", typ.Name, strings.Join(settingKeys(typ.Name), ", "))
 	}
 	settings, err := parsePairs(typ.Name, pairs)
 	if err != nil {
@@ -304,7 +304,7 @@ func apiError(err error) error {
 }
 
 // parseFlagsAndPairs parses flags given before, between or after the
-// KEY=VALUE arguments, and returns those.
+// SETTING=VALUE arguments, and returns those.
 func parseFlagsAndPairs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pairs []string
 	out := fs.Output()
@@ -323,7 +323,7 @@ func parseFlagsAndPairs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// parsePairs reads KEY=VALUE settings of t into a new settings value of
+// parsePairs reads SETTING=VALUE settings of t into a new settings value of
 // t, each value by the JSON type of its key in t's settings struct, so
 // that the server gets deadlineDays as 7, not "7". Ranges are the
 // server's to check, as for any client.
@@ -337,11 +337,11 @@ func parsePairs(t maintenance.JobType, pairs []string) (any, error) {
 	for _, p := range pairs {
 		key, val, ok := strings.Cut(p, "=")
 		if !ok || key == "" {
-			return nil, usagef("%q is not KEY=VALUE (keys of %s: %s)", p, t, strings.Join(keys, ", "))
+			return nil, usagef("%q is not SETTING=VALUE (settings of %s: %s)", p, t, strings.Join(keys, ", "))
 		}
 		f, ok := fields[key]
 		if !ok {
-			return nil, usagef("%s has no setting %q%s (keys: %s)", t, key, suggest.DidYouMean(key, keys), strings.Join(keys, ", "))
+			return nil, usagef("%s has no setting %q%s (it has %s)", t, key, suggest.DidYouMean(key, keys), strings.Join(keys, ", "))
 		}
 		if _, dup := obj[key]; dup {
 			return nil, usagef("%s is given twice", key)
@@ -430,7 +430,7 @@ func jsonName(f reflect.StructField) string {
 	return name
 }
 
-// settingsPairs is a settings struct as KEY=VALUE in its fields' order,
+// settingsPairs is a settings struct as SETTING=VALUE in its fields' order,
 // unset keys left out; "-" for none.
 func settingsPairs(settings any) string {
 	v := reflect.ValueOf(settings)

@@ -65,8 +65,9 @@ func serveWithKeys(t *testing.T, c *cli) string {
 
 // settings put then get against a daemon with keys, for erasure (which
 // the AWS CLI cannot send), a table type, record expiration and the
-// bucket type; a misspelt key, a value the server refuses, a missing
-// --type and a missing key are each refused with what was wrong.
+// bucket type; a misspelt setting, a value the server refuses, a missing
+// --type, a bad sub-command and a missing key are each refused with what
+// was wrong, in one line.
 func TestSettingsCommand(t *testing.T) {
 	c := newCLI(t)
 	endpoint := serveWithKeys(t, c)
@@ -109,7 +110,7 @@ func TestSettingsCommand(t *testing.T) {
 	var got struct {
 		TableARN      string `json:"tableARN"`
 		Configuration map[string]struct {
-			Status   string                     `json:"status"`
+			Status   string                    `json:"status"`
 			Settings map[string]map[string]int `json:"settings"`
 		} `json:"configuration"`
 	}
@@ -144,6 +145,17 @@ func TestSettingsCommand(t *testing.T) {
 			if !strings.Contains(errOut, w) {
 				t.Errorf("settings put %v: stderr lacks %q:\n%s", bad.args, w, errOut)
 			}
+		}
+	}
+	for _, args := range [][]string{
+		{"settings"},
+		{"settings", "gte"},
+		{"settings", "get", "--endpoint", endpoint, "--table", "local/demo/events", "--bucket", "local"},
+		{"settings", "put", "--endpoint", endpoint, "--table", "local/demo/events", "--type", "erasure", "deadlineDays"},
+		{"settings", "put", "--endpoint", endpoint, "--table", "local/demo/events", "--type", "erasure"},
+	} {
+		if code, _, errOut := c.run(args...); code != exitUsage || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || strings.Contains(errOut, "***") {
+			t.Errorf("icekeeper %v: exit %d, want %d with one line:\n%s", args, code, exitUsage, errOut)
 		}
 	}
 	// The refused value changed nothing.
