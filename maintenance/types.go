@@ -22,7 +22,8 @@ const (
 	RecordExpiration        JobType = "icebergRecordExpiration"
 	// Erasure is icekeeper's own: deleted rows physically gone by a
 	// deadline. It has no S3 Tables counterpart; its configuration and
-	// status travel as the maintenance types' do.
+	// status travel as the maintenance types' do, its configuration only
+	// to a client that asks for it (Type.Own).
 	Erasure JobType = "icebergErasure"
 )
 
