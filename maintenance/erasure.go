@@ -9,7 +9,7 @@ type ErasureSettings struct {
 
 func erasureType() Type {
 	return Type{
-		Name: Erasure, Alias: "erasure", Scope: TableScope, Dialect: MaintenanceDialect,
+		Name: Erasure, Alias: "erasure", Scope: TableScope, Dialect: MaintenanceDialect, Own: true,
 		// 02:00, after record expiration (01:00) and removal (midnight):
 		// erasure settles what they leave, and a daily run is the slack
 		// its deadline is planned with (planner.ErasureSettings.Lead).

@@ -22,7 +22,8 @@ const (
 	RecordExpiration        JobType = "icebergRecordExpiration"
 	// Erasure is icekeeper's own: deleted rows physically gone by a
 	// deadline. It has no S3 Tables counterpart; its configuration and
-	// status travel as the maintenance types' do.
+	// status travel as the maintenance types' do, its configuration only
+	// to a client that asks for it (Type.Own).
 	Erasure JobType = "icebergErasure"
 )
 
@@ -60,6 +61,10 @@ type Type struct {
 	Alias   string
 	Scope   Scope
 	Dialect Dialect
+	// Own marks a type S3 Tables does not have: its settings are a member
+	// of the settings union that AWS clients cannot decode, so the API
+	// answers them only to a client that asks (icekeeper's own).
+	Own bool
 	// Schedule is the daemon's default cron expression.
 	Schedule string
 	// Counters maps each counter a run's figures report to its metric:
@@ -175,6 +180,17 @@ func ParseJobType(s string) (JobType, error) {
 		names = append(names, string(t))
 	}
 	return "", fmt.Errorf("unknown job type %q (want one of %s)", s, strings.Join(names, ", "))
+}
+
+// NewSettings is a new, empty value of job type t's settings (a pointer
+// to its settings struct, e.g. *ErasureSettings): the schema of the keys
+// a user may set, by their JSON names. False for a type not in the table.
+func NewSettings(t JobType) (any, bool) {
+	typ, ok := Lookup(t)
+	if !ok {
+		return nil, false
+	}
+	return typ.newSettings(), true
 }
 
 // ByAlias returns the job type whose short name is s.

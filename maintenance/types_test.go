@@ -53,3 +53,21 @@ func TestTypeTable(t *testing.T) {
 		t.Error("ParseJobType takes wire names only, as S3 Tables does; it took an alias")
 	}
 }
+
+// NewSettings is the schema icekeeper settings types its SETTING=VALUE
+// pairs by: a pointer to a struct of JSON-named fields for every type,
+// which the type's own decoding accepts.
+func TestNewSettings(t *testing.T) {
+	for _, typ := range Types() {
+		s, ok := NewSettings(typ.Name)
+		if !ok || s == nil {
+			t.Fatalf("%s: no settings value", typ.Name)
+		}
+		if !typ.hasSettings(Config{Settings: s}) {
+			t.Errorf("%s: NewSettings gives %T, which is not its settings", typ.Name, s)
+		}
+	}
+	if _, ok := NewSettings("icebergNothing"); ok {
+		t.Error("NewSettings of an unknown type")
+	}
+}

@@ -10,7 +10,8 @@ import (
 
 // icebergErasure is configured through the S3 Tables maintenance route
 // with its own settings member, with keys on: a signed PUT stores it, GET
-// returns it, and a deadline that is missing or out of range is refused
+// returns it when asked for icekeeper's own types (and only then: an AWS
+// SDK cannot decode the member), and a deadline that is missing or out of range is refused
 // naming deadlineDays, storing nothing; a read-only key may not write it.
 // Its runs, with their proofs, come from the run history route.
 func TestErasureThroughTheAPI(t *testing.T) {
@@ -36,7 +37,8 @@ func TestErasureThroughTheAPI(t *testing.T) {
 			t.Errorf("%s: %d %s", bad, code, body)
 		}
 	}
-	if _, body := do(http.MethodGet, table, "", "AKADMIN", adminSecret); strings.Contains(body, "deadlineDays") {
+	own := table + "?include=icekeeper"
+	if _, body := do(http.MethodGet, own, "", "AKADMIN", adminSecret); strings.Contains(body, "deadlineDays") {
 		t.Fatalf("a refused PUT stored something: %s", body)
 	}
 	good := `{"value":{"status":"enabled","settings":{"icebergErasure":{"deadlineDays":7}}}}`
@@ -46,8 +48,11 @@ func TestErasureThroughTheAPI(t *testing.T) {
 	if code, body := do(http.MethodPut, table+"/icebergErasure", good, "AKADMIN", adminSecret); code != http.StatusNoContent {
 		t.Fatalf("PUT: %d %s", code, body)
 	}
-	if code, body := do(http.MethodGet, table, "", "AKVIEW", viewSecret); code != http.StatusOK || !strings.Contains(body, `"icebergErasure":{"status":"enabled","settings":{"icebergErasure":{"deadlineDays":7}}}`) {
+	if code, body := do(http.MethodGet, own, "", "AKVIEW", viewSecret); code != http.StatusOK || !strings.Contains(body, `"icebergErasure":{"status":"enabled","settings":{"icebergErasure":{"deadlineDays":7}}}`) {
 		t.Fatalf("GET: %d %s", code, body)
+	}
+	if code, body := do(http.MethodGet, table, "", "AKVIEW", viewSecret); code != http.StatusOK || strings.Contains(body, "icebergErasure") || !strings.Contains(body, "icebergCompaction") {
+		t.Fatalf("GET without asking for icekeeper's types: %d %s", code, body)
 	}
 	runs := "/icekeeper/v1/tables/" + url.PathEscape(bucketARN) + "/demo/events/runs?type=icebergErasure"
 	if code, body := do(http.MethodGet, runs, "", "AKVIEW", viewSecret); code != http.StatusOK || !strings.Contains(body, `"icebergErasure":[]`) {

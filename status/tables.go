@@ -107,7 +107,7 @@ func (s *Server) getTableConfig(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := map[maintenance.JobType]maintenance.Config{}
 	for _, typ := range maintenance.Types() {
-		if typ.Dialect == maintenance.MaintenanceDialect && typ.Scope == maintenance.TableScope {
+		if typ.Dialect == maintenance.MaintenanceDialect && typ.Scope == maintenance.TableScope && answers(r, typ) {
 			out[typ.Name] = settings.For(typ.Name)
 		}
 	}
@@ -150,6 +150,20 @@ func (s *Server) storeTableConfig(w http.ResponseWriter, r *http.Request, t jobs
 	return nil
 }
 
+// IncludeOwnQuery is the query parameter (with the value "icekeeper")
+// that asks the configuration calls for icekeeper's own job types too.
+const IncludeOwnQuery = "include"
+
+// answers says whether a configuration call answers typ. An AWS SDK
+// decodes the settings union strictly: a member it does not know becomes
+// "SDK_UNKNOWN_MEMBER" in the AWS CLI's output, or an unknown-member value
+// a program cannot read. So icekeeper's own types are left out unless the
+// request asks for them with a query parameter no SDK sends for these
+// calls (icekeeper settings does).
+func answers(r *http.Request, typ maintenance.Type) bool {
+	return !typ.Own || r.URL.Query().Get(IncludeOwnQuery) == "icekeeper"
+}
+
 // getBucketConfig is GetTableBucketMaintenanceConfiguration.
 func (s *Server) getBucketConfig(w http.ResponseWriter, r *http.Request) error {
 	b, err := s.bucketOf(r)
@@ -162,7 +176,7 @@ func (s *Server) getBucketConfig(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := map[maintenance.JobType]maintenance.Config{}
 	for _, typ := range maintenance.Types() {
-		if typ.Scope != maintenance.BucketScope {
+		if typ.Scope != maintenance.BucketScope || !answers(r, typ) {
 			continue
 		}
 		if out[typ.Name], err = s.resolver().Bucket(r.Context(), b.ARN(), typ.Name); err != nil {

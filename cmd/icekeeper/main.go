@@ -56,6 +56,7 @@ var commands = []command{
 	{"erasure", "show the proof icebergErasure recorded: what held removed rows, and when it went", cmdErasure},
 	{"verify", "recompute from storage whether a commit kept exactly the rows it rewrote", cmdVerify},
 	{"status", "show a table's status and recent runs from a running daemon", cmdStatus},
+	{"settings", "get or put a table's or bucket's job settings (every type) through a running daemon", cmdSettings},
 	{"demo", "create the embedded default's demo table", cmdDemo},
 	{"version", "print the version", cmdVersion},
 }
