@@ -23,12 +23,17 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) error {
 			"$AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY when the API requires them.")
 	endpoint := fs.String("endpoint", "http://127.0.0.1:8080", "the API's URL")
 	ref := fs.String("table", "", "table: BUCKET/NAMESPACE/TABLE (BUCKET a name or ARN), or the table ARN the API prints")
-	keyID := fs.String("access-key-id", os.Getenv("AWS_ACCESS_KEY_ID"), "access key")
-	secret := fs.String("secret-access-key", os.Getenv("AWS_SECRET_ACCESS_KEY"), "secret key")
+	// The environment is read after parsing: a flag's default is printed
+	// by -h, and the secret must not be.
+	keyID := fs.String("access-key-id", "", "access key (default $AWS_ACCESS_KEY_ID)")
+	secret := fs.String("secret-access-key", "", "secret key (default $AWS_SECRET_ACCESS_KEY)")
 	signing := fs.String("signing-name", "s3tables", "SigV4 service name the API expects")
 	runs := fs.Int("runs", 5, "recent runs to show per job type")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *keyID == "" && *secret == "" {
+		*keyID, *secret = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
 	}
 	if u, err := url.Parse(*endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return usagef("--endpoint: %q is not an http:// or https:// URL (e.g. http://127.0.0.1:8080)", *endpoint)

@@ -168,3 +168,16 @@ func TestSettingsCommand(t *testing.T) {
 		t.Errorf("settings get without a key: exit %d\n%s", code, errOut)
 	}
 }
+
+// -h of the commands that sign with keys from the environment never
+// prints the secret.
+func TestHelpHidesSecret(t *testing.T) {
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "visible-secret-123")
+	c := newCLI(t)
+	for _, cmd := range []string{"status", "settings"} {
+		_, out, errOut := c.run(cmd, "-h")
+		if strings.Contains(out+errOut, "visible-secret-123") {
+			t.Errorf("%s -h prints the secret:\n%s%s", cmd, out, errOut)
+		}
+	}
+}
