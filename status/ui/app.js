@@ -313,7 +313,7 @@ function costChart(h, now) {
     slots.push(perDay.get(day) || {day, runs: 0, usd: 0, s3TablesUSD: 0});
   }
   const vmax = Math.max(...slots.map(d => Math.max(d.usd, d.s3TablesUSD)), 0);
-  const box = el("figure", {class: "chart cost"}, caption("cost per day, UTC days", "USD", usd(h.cost && h.cost.usd) + " in " + days + " days"));
+  const box = el("figure", {class: "chart cost"}, caption("cost per UTC day", "USD", usd(h.cost && h.cost.usd) + " in " + days + " days"));
   if (vmax <= 0) { box.append(el("p", {class: "nodata"}, "no run recorded a cost in " + days + " days")); return box; }
   const w = (CW - ML - MR) / days;
   const y = v => MT + (1 - v / vmax) * (CH - MT - MB);
