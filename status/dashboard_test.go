@@ -28,14 +28,16 @@ import (
 	"github.com/icekeeper/icekeeper/planner"
 )
 
-// The dashboard in headless Chromium, 1,280 pixels wide: the home view
+// The dashboard in headless Chromium, 1,280 pixels wide: a first visit
+// to a fresh demo table charts three weeks of its snapshot log; the home view
 // lists the demo table with every job type and no column cut off; the
 // table's own address opens its view with charts of its history (each
 // series at least two samples), its 30-day cost, and each run as one
 // summary line with its figures folded behind it; an auto-refresh keeps
 // what the reader opened; the run and release buttons work; back leads
-// home. It fails on any console error, and keeps screenshots of the home
-// view, the table view and an opened run in $ICEKEEPER_TEST_ARTIFACTS.
+// home; no text is wider than its box. It fails on any console error,
+// and keeps screenshots of the first visit, the home view, the table
+// view and an opened run in $ICEKEEPER_TEST_ARTIFACTS.
 func TestDashboardInBrowser(t *testing.T) {
 	browser := servers.Tool(t, "chromium")
 	var err error
