@@ -40,6 +40,8 @@ type fixture struct {
 	*testkit.DemoTable
 	url    string
 	runner *jobs.Runner
+	// fresh is the server's table lags, empty until a test sets one.
+	fresh *jobs.Freshness
 }
 
 func newServer(t *testing.T, api configs.API) *fixture {
@@ -55,10 +57,11 @@ func newServer(t *testing.T, api configs.API) *fixture {
 	if err := queue.Init(); err != nil {
 		t.Fatal(err)
 	}
-	srv := &Server{Registry: reg, Store: d.Store, Runner: runner, Queue: queue, Auth: NewAuth(api)}
+	fresh := &jobs.Freshness{}
+	srv := &Server{Registry: reg, Store: d.Store, Runner: runner, Queue: queue, Auth: NewAuth(api), Freshness: fresh}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	return &fixture{DemoTable: d, url: ts.URL, runner: runner}
+	return &fixture{DemoTable: d, url: ts.URL, runner: runner, fresh: fresh}
 }
 
 func client(url, key, secret string) *s3tables.Client {

@@ -25,16 +25,19 @@ import (
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
-// The dashboard in headless Chromium, 1,280 pixels wide: the home view
+// The dashboard in headless Chromium, 1,280 pixels wide: a first visit
+// to a fresh demo table charts three weeks of its snapshot log; the home view
 // lists the demo table with every job type and no column cut off; the
 // table's own address opens its view with charts of its history (each
 // series at least two samples), its 30-day cost, and each run as one
 // summary line with its figures folded behind it; an auto-refresh keeps
 // what the reader opened; the run and release buttons work; back leads
-// home. It fails on any console error, and keeps screenshots of the home
-// view, the table view and an opened run in $ICEKEEPER_TEST_ARTIFACTS.
+// home; no text is wider than its box. It fails on any console error,
+// and keeps screenshots of the first visit, the home view, the table
+// view and an opened run in $ICEKEEPER_TEST_ARTIFACTS.
 func TestDashboardInBrowser(t *testing.T) {
 	browser := servers.Tool(t, "chromium")
 	var err error
@@ -163,9 +166,52 @@ func TestDashboardInBrowser(t *testing.T) {
 		return v
 	}
 
-	// Home.
 	_, err = chromedp.Run(ctx, chromedp.EmulateViewport(1280, 900))
 	step("size the window", err)
+
+	// A first visit to a fresh demo table, which the daemon has sampled
+	// only as the page asked for it: the series a snapshot summary carries
+	// start from the table's own snapshot log, which the demo spread over
+	// three weeks; small files and the score, which no summary tells,
+	// start at the sample.
+	fresh := newServer(t, configs.API{})
+	// A lag with a target and a reason it waits, longer than a job's
+	// column is wide, as a table behind on compaction shows it.
+	fresh.fresh.Set(fresh.Target().Key(), "", maintenance.Compaction, jobs.Lag{Target: 200 * time.Hour, Checked: time.Now(),
+		Oldest: &planner.Oldest{Since: time.Now().Add(-80 * time.Hour), What: "3 data files added by snapshot 123 (append)"},
+		Waits:  "budget: the bucket's compaction budget of 10 GiB a day is spent until midnight UTC"})
+	_, err = chromedp.Run(ctx, chromedp.Navigate(fresh.url+"/#/table/local/demo/events"))
+	step("open a fresh table's address", err)
+	_, err = chromedp.Run(ctx, chromedp.WaitVisible(`#charts svg.plot[data-series="dataFiles"]`))
+	step("wait for its charts", err)
+	points := js("count the charts' points", chartPoints).(map[string]any)
+	for _, series := range []string{"dataFiles", "totalBytes", "snapshots", "smallFiles", "score"} {
+		p, _ := points[series].([]any)
+		if len(p) != 3 {
+			t.Errorf("first visit, chart %s: no points (all: %v)", series, points)
+			continue
+		}
+		logged, oldest := p[1].(float64), time.UnixMilli(int64(p[2].(float64)))
+		switch series {
+		case "dataFiles", "totalBytes", "snapshots":
+			if logged < 5 || time.Since(oldest) < 18*24*time.Hour {
+				t.Errorf("first visit, chart %s has %v points from the snapshot log, the oldest %v: want the demo's three weeks", series, logged, oldest)
+			}
+		default:
+			if logged != 0 || time.Since(oldest) > time.Hour {
+				t.Errorf("first visit, chart %s has %v points from the snapshot log, the oldest %v: no summary tells it", series, logged, oldest)
+			}
+		}
+	}
+	if n := js("count the legends", `[...document.querySelectorAll("#charts .legend")].filter(l => l.textContent.includes("snapshot log")).length`); n.(float64) < 3 {
+		t.Errorf("%v charts say they are drawn from the snapshot log, want data files, size and snapshots at least", n)
+	}
+	if over := js("look for overflow", overflowing).([]any); len(over) > 0 {
+		t.Errorf("first visit, text wider than its box at 1,280 pixels: %v", over)
+	}
+	shot("dashboard-first-visit.png")
+
+	// Home.
 	_, err = chromedp.Run(ctx, chromedp.Navigate(f.url+"/"))
 	step("open the page", err)
 	_, err = chromedp.Run(ctx, chromedp.WaitVisible(`a[data-table="demo.events"]`))
@@ -210,11 +256,35 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	// Every chart has a point per sample: the seeded ones and the three
 	// the overview recorded.
-	points := js("count the charts' points", `Object.fromEntries([...document.querySelectorAll("svg.plot[data-series]")].map(s => [s.dataset.series, s.querySelectorAll("circle.point").length]))`).(map[string]any)
+	points = js("count the charts' points", chartPoints).(map[string]any)
+	firstSample := time.Now().Add(-time.Duration(3*seeded) * 24 * time.Hour)
 	for _, series := range []string{"dataFiles", "totalBytes", "smallFiles", "deleteFiles", "snapshots", "score"} {
-		if n, _ := points[series].(float64); n != seeded+3 {
-			t.Errorf("chart %s has %v points, want %d (all: %v)", series, points[series], seeded+3, points)
+		p, _ := points[series].([]any)
+		if len(p) != 3 {
+			t.Errorf("chart %s: no points (all: %v)", series, points)
+			continue
 		}
+		samples, logged, oldest := p[0].(float64), p[1].(float64), time.UnixMilli(int64(p[2].(float64)))
+		if samples != seeded+3 {
+			t.Errorf("chart %s has %v points of samples, want %d (all: %v)", series, samples, seeded+3, points)
+		}
+		// The expiration above left only snapshots younger than the
+		// seeded samples: none is drawn.
+		if logged != 0 || oldest.Before(firstSample.Add(-time.Hour)) {
+			t.Errorf("chart %s has %v points from the snapshot log, the oldest %v, all older than the samples", series, logged, oldest)
+		}
+	}
+	// Every chart names its unit; the cost's is USD, its legend names
+	// icekeeper's and S3 Tables' bars.
+	units := js("read the units", `[...document.querySelectorAll("#charts figcaption")].map(c => c.textContent)`).([]any)
+	for _, u := range units {
+		if !regexp.MustCompile(`\(.+\)`).MatchString(u.(string)) {
+			t.Errorf("chart caption %q names no unit", u)
+		}
+	}
+	if c := js("read the cost chart", `document.querySelector("#charts figure.cost").textContent`).(string); !strings.Contains(c, "(USD)") ||
+		!strings.Contains(c, "no run recorded a cost") && !strings.Contains(c, "S3 Tables' price") {
+		t.Errorf("cost chart reads %q", c)
 	}
 	// Each run is one summary line: the compaction's files in and out,
 	// the expiration's snapshots, the failed run's failure, each with its
@@ -231,11 +301,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	cost, err := chromedp.Run(ctx, chromedp.Text("#cost"))
 	step("read the cost", err)
-	if !strings.Contains(cost, "cost, last 30 days") || !strings.Contains(cost, "$") {
+	if !strings.Contains(cost, "cost, last 30 days") || !strings.Contains(cost, "$") || strings.Contains(cost, "$0") && !strings.Contains(cost, "no cost recorded in 30 days") {
 		t.Errorf("cost card: %q", cost)
 	}
 	if w := js("measure the page", `[document.documentElement.scrollWidth, window.innerWidth]`).([]any); w[0].(float64) > w[1].(float64) {
 		t.Errorf("the table view is %v pixels wide in a %v-pixel window", w[0], w[1])
+	}
+	// Nothing runs out of its own box (the lag once ran across the next
+	// job's column): no element whose content is wider than it shows it.
+	if over := js("look for overflow", overflowing).([]any); len(over) > 0 {
+		t.Errorf("text wider than its box at 1,280 pixels: %v", over)
 	}
 	shot("dashboard-table.png")
 
@@ -334,6 +409,21 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("table list:\n%s", list)
 	}
 }
+
+// chartPoints is, for each chart of the page, its points from samples,
+// its points from the snapshot log and the time of its oldest point.
+const chartPoints = `Object.fromEntries([...document.querySelectorAll("svg.plot[data-series]")].map(s => [s.dataset.series,
+	[s.querySelectorAll("circle.point:not(.log)").length, s.querySelectorAll("circle.point.log").length,
+	 Math.min(...[...s.querySelectorAll("circle.point")].map(c => Number(c.dataset.t)))]]))`
+
+// overflowing lists the visible elements of the page whose content is
+// wider than their box and spills out of it (an element that clips or
+// scrolls its content is fine, and so is an SVG, which scales).
+const overflowing = `[...document.querySelectorAll("main *")].filter(e => {
+	if (e.closest("svg") || e.clientWidth === 0 || e.offsetParent === null) return false;
+	const st = getComputedStyle(e);
+	return st.overflowX === "visible" && e.scrollWidth > e.clientWidth + 1;
+}).map(e => e.tagName.toLowerCase() + (e.className ? "." + e.className : "") + ": " + e.textContent.slice(0, 60))`
 
 // textContains waits until the element's text holds want.
 func textContains(sel, want string) chromedp.Action[bool] {

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -44,7 +45,11 @@ type dayCost struct {
 // health samples of the last N days, oldest first, and what its runs cost
 // per UTC day over the last N days (today's included) with the total.
 // The costs are the figures' cost.usd and cost.s3TablesUSD; runs
-// recorded without a cost add nothing.
+// recorded without a cost add nothing. snapshotLog is the same window as
+// the table's own snapshot summaries tell it (one metadata read), so that
+// a first visit has a month to show before the daemon's samples exist;
+// a table that cannot be loaded leaves it out with snapshotLogError and
+// the samples still served.
 func (s *Server) getHistory(w http.ResponseWriter, r *http.Request) error {
 	t, err := s.target(r)
 	if err != nil {
@@ -57,7 +62,8 @@ func (s *Server) getHistory(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	now := time.Now().UTC()
-	stored, err := s.Store.HealthSamples(r.Context(), t.Key(), now.Add(-time.Duration(days)*24*time.Hour))
+	since := now.Add(-time.Duration(days) * 24 * time.Hour)
+	stored, err := s.Store.HealthSamples(r.Context(), t.Key(), since)
 	if err != nil {
 		return err
 	}
@@ -87,8 +93,16 @@ func (s *Server) getHistory(w http.ResponseWriter, r *http.Request) error {
 		total.USD += d.Sums[0]
 		total.S3TablesUSD += d.Sums[1]
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tableARN": tableARN(t), "days": days, "samples": samples,
-		"costPerDay": perDay, "cost": map[string]any{"since": firstDay.Format(time.DateOnly), "runs": total.Runs, "usd": total.USD, "s3TablesUSD": total.S3TablesUSD}})
+	out := map[string]any{"tableARN": tableARN(t), "days": days, "samples": samples,
+		"costPerDay": perDay, "cost": map[string]any{"since": firstDay.Format(time.DateOnly), "runs": total.Runs, "usd": total.USD, "s3TablesUSD": total.S3TablesUSD}}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	if tbl, err := t.Bucket.LoadTable(ctx, t.Table); err != nil {
+		out["snapshotLogError"] = "load table for its snapshot log: " + err.Error()
+	} else {
+		out["snapshotLog"] = snapshotLog(tbl.Metadata(), since)
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

@@ -65,6 +65,13 @@ type historyBody struct {
 		USD         float64
 		S3TablesUSD float64
 	}
+	SnapshotLog []struct {
+		At         time.Time
+		DataFiles  *int64
+		TotalBytes *int64
+		Snapshots  int
+	}
+	SnapshotLogError string
 }
 
 // The health the overview computes is recorded once per metadata file
@@ -94,6 +101,20 @@ func TestHistoryRoute(t *testing.T) {
 	}
 	if h := read(""); len(h.Samples) != 0 || h.Cost.Runs != 0 {
 		t.Fatalf("history before any health was computed: %+v", h)
+	}
+	// Before any sample, the demo's snapshot log already holds its three
+	// weeks: every point with the summary's totals, counted in order.
+	h0 := read("")
+	if h0.SnapshotLogError != "" || len(h0.SnapshotLog) < 3 || time.Since(h0.SnapshotLog[0].At) < 14*24*time.Hour {
+		t.Fatalf("snapshot log of a first visit: %+v %q, want three weeks of points", h0.SnapshotLog, h0.SnapshotLogError)
+	}
+	for i, p := range h0.SnapshotLog {
+		if p.DataFiles == nil || p.TotalBytes == nil || *p.TotalBytes <= 0 || p.Snapshots != i+1 || i > 0 && p.At.Before(h0.SnapshotLog[i-1].At) {
+			t.Fatalf("snapshot log point %d: %+v, want totals from the summary, oldest first", i, p)
+		}
+	}
+	if h := read("?days=1"); len(h.SnapshotLog) >= len(h0.SnapshotLog) {
+		t.Fatalf("snapshot log of the last day: %d points of %d", len(h.SnapshotLog), len(h0.SnapshotLog))
 	}
 	overview()
 	overview() // the same metadata file: no second sample

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -15,7 +17,7 @@ import (
 
 func cmdNoncurrent(ctx context.Context, env *cliEnv, args []string) error {
 	var c commonFlags
-	fs := newFlagSet(env, "noncurrent", "--table BUCKET/NAMESPACE/TABLE [--json]",
+	fs := newFlagSet(env, "noncurrent", "--table BUCKET/NAMESPACE/TABLE [--verbose | --json]",
 		"Lists the table's noncurrent objects: unreferenced objects that\n"+
 			"icebergUnreferencedFileRemoval marked, with when each becomes due for\n"+
 			"deletion; and the objects `icekeeper restore` protected, which are kept\n"+
@@ -24,6 +26,7 @@ func cmdNoncurrent(ctx context.Context, env *cliEnv, args []string) error {
 	ref := fs.String("table", "", "table: BUCKET/NAMESPACE/TABLE")
 	droppedFrom := fs.String("dropped", "", "BUCKET: instead of a table, the noncurrent objects the tables dropped from the bucket left, per dropped table")
 	asJSON := fs.Bool("json", false, "print JSON")
+	verbose := fs.Bool("verbose", false, "print every path whole, however wide (as restore --path takes it)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -58,16 +61,46 @@ func cmdNoncurrent(ctx context.Context, env *cliEnv, args []string) error {
 		writeln(env.stdout, "no noncurrent objects in %s", *ref)
 		return nil
 	}
-	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	return printNoncurrent(env, list, *verbose)
+}
+
+// printNoncurrent prints list as a table, or, where the paths make its
+// lines wider than a terminal, each object as its path and a line of its
+// dates beneath, the path shortened in its middle unless verbose.
+func printNoncurrent(env *cliEnv, list []orphan.Noncurrent, verbose bool) error {
+	after := func(n orphan.Noncurrent) string {
+		if n.Protected() {
+			return "never: protected " + n.ProtectedAt.Format(time.RFC3339)
+		}
+		return n.DeleteAfter.Format(time.RFC3339)
+	}
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PATH\tSIZE\tLAST MODIFIED\tMARKED\tDELETE AFTER")
 	for _, n := range list {
-		after := n.DeleteAfter.Format(time.RFC3339)
-		if n.Protected() {
-			after = "never: protected " + n.ProtectedAt.Format(time.RFC3339)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Path, humanBytes(n.Size), n.LastModified.Format(time.RFC3339), n.MarkedAt.Format(time.RFC3339), after)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Path, humanBytes(n.Size), n.LastModified.Format(time.RFC3339), n.MarkedAt.Format(time.RFC3339), after(n))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if fit(table.String(), false) == table.String() {
+		_, err := io.WriteString(env.stdout, table.String())
+		return err
+	}
+	shortened := false
+	for _, n := range list {
+		path := n.Path
+		if !verbose && utf8.RuneCountInString(path) > lineWidth {
+			path, shortened = middle(path, lineWidth), true
+		}
+		writeln(env.stdout, "%s", path)
+		writeln(env.stdout, "%s", fit(fmt.Sprintf("    %s, last modified %s, marked %s, delete after %s", humanBytes(n.Size),
+			n.LastModified.Format(time.RFC3339), n.MarkedAt.Format(time.RFC3339), after(n)), false))
+	}
+	if shortened {
+		writeln(env.stdout, "(paths shortened in the middle: --verbose or --json prints them whole, as restore --path takes them)")
+	}
+	return nil
 }
 
 // droppedNoncurrent lists, per table dropped from the bucket ref, the

@@ -276,7 +276,9 @@ func (p *outcomePrinter) print(t maintenance.JobType, out jobs.Outcome) {
 	if msg := out.FailureMessage; msg != "" {
 		line += p.failure(t, msg)
 	}
-	writeln(p.w, "%s", line)
+	// A failure message is printed nowhere else in full: folded, never
+	// shortened.
+	writeln(p.w, "%s", fit(line, false))
 	if out.Figures == nil {
 		return
 	}
@@ -287,9 +289,10 @@ func (p *outcomePrinter) print(t maintenance.JobType, out jobs.Outcome) {
 	if l, ok := out.Figures.(lister); ok && p.verbose {
 		text = l.TextItems(textlist.All)
 	}
-	writeln(p.w, "%s", redact.Text(text))
+	// The figures' items are whole with --verbose and --json.
+	writeln(p.w, "%s", fit(redact.Text(text), !p.verbose))
 	if c := jobs.RunCost(out.Figures); c != nil && (c.Requests > 0 || c.S3TablesUSD > 0) {
-		writeln(p.w, "%s", c.Text())
+		writeln(p.w, "%s", fit(c.Text(), false))
 	}
 }
 

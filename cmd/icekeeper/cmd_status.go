@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -69,7 +70,8 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	writeln(env.stdout, "%s", aws.ToString(st.TableARN))
-	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSTATUS\tLAST RUN\tMESSAGE")
 	for _, typ := range maintenance.MaintenanceTypes() {
 		v := st.Status[string(typ)]
@@ -90,7 +92,17 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", typ, run.Status, run.Started.UTC().Format(time.RFC3339), d, run.Trigger)
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// A failure message folds under its own column, whole: it is the one
+	// thing here worth reading to its end.
+	text := table.String()
+	hang := strings.Index(text, "MESSAGE")
+	for _, l := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		writeln(env.stdout, "%s", fitLine(l, hang, false))
+	}
+	return nil
 }
 
 func lastRun(t *time.Time) string {

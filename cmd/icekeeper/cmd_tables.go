@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -90,21 +91,49 @@ func cmdTables(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 func printTables(env *cliEnv, out []tableHealth) error {
-	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TABLE\tHEALTH\tCLUSTERING\tDATA FILES\tDELETE FILES\tSIZE\tSMALL FILES\tSNAPSHOTS\tOLDEST SNAPSHOT\tMETADATA")
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TABLE\tHEALTH\tCLUSTERING\tDATA FILES\tDELETES\tSIZE\tSMALL FILES\tSNAPSHOTS\tOLDEST SNAP\tMETADATA")
 	for _, t := range out {
-		name := t.Bucket + "/" + t.Namespace + "/" + t.Table
 		if t.Error != "" {
-			fmt.Fprintf(tw, "%s\terror: %s\n", name, t.Error)
+			fmt.Fprintf(tw, "%s\terror: %s\n", t.name(), t.Error)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%.0f/100\t%s\t%d\t%d\t%s\t%d (< %d%% of %d MB)\t%d\t%s\t%s\n", name, t.Score.Total, clustering(t.Clustering), t.DataFiles, t.DeleteFiles, humanBytes(t.TotalBytes),
-			t.SmallFiles, int(health.SmallFileRatio*100), t.TargetFileSizeMB, t.Snapshots, humanAge(t.OldestAgeHours), humanBytes(t.MetadataBytes))
+		fmt.Fprintf(tw, "%s\t%.0f/100\t%s\t%d\t%d\t%s\t%d (< %s)\t%d\t%s\t%s\n", t.name(), t.Score.Total, clustering(t.Clustering), t.DataFiles, t.DeleteFiles,
+			humanBytes(t.TotalBytes), t.SmallFiles, t.smallBelow(), t.Snapshots, humanAge(t.OldestAgeHours), humanBytes(t.MetadataBytes))
 	}
 	if len(out) == 0 {
 		fmt.Fprintln(tw, "(no tables)")
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if fit(table.String(), false) == table.String() {
+		_, err := io.WriteString(env.stdout, table.String())
+		return err
+	}
+	// Long names (or an error message) widen every row past a terminal:
+	// each table then gets its name on a line and its figures beneath.
+	for _, t := range out {
+		writeln(env.stdout, "%s", t.name())
+		if t.Error != "" {
+			writeln(env.stdout, "%s", fit("    error: "+t.Error, false))
+			continue
+		}
+		writeln(env.stdout, "%s", foldItems("    ", fmt.Sprintf("health %.0f/100", t.Score.Total), "clustering "+clustering(t.Clustering),
+			fmt.Sprintf("%d data files", t.DataFiles), fmt.Sprintf("%d delete files", t.DeleteFiles), "size "+humanBytes(t.TotalBytes),
+			fmt.Sprintf("%d small files (< %s)", t.SmallFiles, t.smallBelow()), fmt.Sprintf("%d snapshots", t.Snapshots),
+			"oldest snapshot "+humanAge(t.OldestAgeHours), "metadata "+humanBytes(t.MetadataBytes)))
+	}
+	return nil
+}
+
+func (t tableHealth) name() string { return t.Bucket + "/" + t.Namespace + "/" + t.Table }
+
+// smallBelow is the size under which a data file counts as small: a
+// share of the table's target file size.
+func (t tableHealth) smallBelow() string {
+	return fmt.Sprintf("%.0f MB", health.SmallFileRatio*float64(t.TargetFileSizeMB))
 }
 
 // clustering is the clustering score and the depth behind it, "-" for a

@@ -15,11 +15,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/demo"
 	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/screen"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 )
 
 // demoWith creates the embedded default's demo table with opts, in
@@ -108,12 +110,19 @@ func TestFailedRunOneLinePerJob(t *testing.T) {
 	}
 	want := []string{
 		"icebergRecordExpiration: Disabled",
-		"icebergCompaction: Failed — load table local/demo.events: open ",
+		"icebergCompaction: Failed — load table local/demo.events: open",
 		"icebergSnapshotManagement: Failed (same cause as icebergCompaction)",
 		"icebergUnreferencedFileRemoval: Failed (same cause as icebergCompaction)",
 		"icebergErasure: Disabled",
 	}
-	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	// A line per job; the one message folds onto lines of its own,
+	// indented under it, to fit a terminal.
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if !strings.HasPrefix(l, " ") {
+			lines = append(lines, l)
+		}
+	}
 	if len(lines) != len(want) {
 		t.Fatalf("%d lines, want one per job:\n%s", len(lines), out)
 	}
@@ -235,3 +244,112 @@ func TestProgressAndDebugLogShareTheTerminal(t *testing.T) {
 type fakeTerminal struct{ bytes.Buffer }
 
 func (*fakeTerminal) IsTerminal() bool { return true }
+
+// maxLine is the widest line a command prints as text: a terminal of 120
+// columns shows each on one line.
+const maxLine = 120
+
+// longLines is every line of out wider than maxLine characters.
+func longLines(out string) []string {
+	var long []string
+	for _, l := range strings.Split(out, "\n") {
+		if n := len([]rune(l)); n > maxLine {
+			long = append(long, fmt.Sprintf("%d: %s", n, l))
+		}
+	}
+	return long
+}
+
+// The demo's commands print no line wider than a 120-column terminal:
+// long lists and messages wrap, and --json stays one document, unchanged.
+func TestOutputFitsTheTerminal(t *testing.T) {
+	c := newCLI(t)
+	c.must("demo")
+	for _, args := range [][]string{
+		{"run", "--table", "local/demo/events", "--job", "all", "--dry-run"},
+		{"run", "--table", "local/demo/events", "--job", "all"},
+		{"tables"},
+		{"noncurrent", "--table", "local/demo/events"},
+	} {
+		code, out, errOut := c.run(args...)
+		if code != 0 && code != 1 {
+			t.Fatalf("icekeeper %v: exit %d\n%s%s", args, code, out, errOut)
+		}
+		if long := longLines(out + errOut); len(long) > 0 {
+			t.Errorf("icekeeper %v prints %d lines wider than %d:\n%s", args, len(long), maxLine, strings.Join(long, "\n"))
+		}
+	}
+	// status asks a running daemon.
+	addr := servers.FreeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	var serveErr bytes.Buffer
+	go func() { done <- Main(ctx, []string{"serve", "--listen", addr}, io.Discard, &serveErr) }()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("serve did not stop on cancellation")
+		}
+	}()
+	var code int
+	var out, errOut string
+	for range 100 {
+		if code, out, errOut = c.run("status", "--endpoint", "http://"+addr, "--table", "local/demo/events"); code == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code != 0 || !strings.Contains(out, "RECENT RUNS") {
+		t.Fatalf("status: exit %d\n%s%s\nserve: %s", code, out, errOut, serveErr.String())
+	}
+	if long := longLines(out); len(long) > 0 {
+		t.Errorf("icekeeper status prints %d lines wider than %d:\n%s", len(long), maxLine, strings.Join(long, "\n"))
+	}
+
+	// The paths noncurrent shortened, --verbose prints whole, as restore
+	// --path takes them.
+	short, whole := c.must("noncurrent", "--table", "local/demo/events"), c.must("noncurrent", "--table", "local/demo/events", "--verbose")
+	paths := regexp.MustCompile(`(?m)^file://\S+`).FindAllString(whole, -1)
+	if len(paths) == 0 || !strings.Contains(short, "…") || !strings.Contains(short, "--verbose or --json prints them whole") {
+		t.Fatalf("noncurrent:\n%s\nwith --verbose:\n%s", short, whole)
+	}
+	for _, p := range paths {
+		if strings.Contains(p, "…") || !strings.HasSuffix(p, ".parquet") {
+			t.Errorf("noncurrent --verbose printed %q, not a whole path", p)
+		}
+	}
+}
+
+// A line folds at spaces under its hang, keeps a table's padding, and
+// shortens a word too wide for any line only when asked to.
+func TestFitLine(t *testing.T) {
+	msg := strings.Repeat("word ", 40) + "end"
+	row := "icebergCompaction  Failed  2026-12-05T02:38:53Z  " + msg
+	folded := fitLine(row, 50, false)
+	lines := strings.Split(folded, "\n")
+	if len(lines) < 2 || !strings.HasPrefix(row, lines[0]) || strings.Join(strings.Fields(folded), " ") != strings.Join(strings.Fields(row), " ") {
+		t.Fatalf("folded:\n%s", folded)
+	}
+	for _, l := range lines {
+		if len(l) > maxLine {
+			t.Errorf("line of %d: %q", len(l), l)
+		}
+	}
+	for _, l := range lines[1:] {
+		if !strings.HasPrefix(l, strings.Repeat(" ", 50)+"w") && !strings.HasPrefix(l, strings.Repeat(" ", 50)+"e") {
+			t.Errorf("continuation %q is not under its column", l)
+		}
+	}
+	path := "file:///" + strings.Repeat("d/", 80) + "file.parquet"
+	if got := fit("  mark   "+path, true); len([]rune(got)) != maxLine || !strings.Contains(got, "…") || !strings.HasSuffix(got, "file.parquet") {
+		t.Errorf("shortened: %q", got)
+	}
+	if got := fit("  mark   "+path, false); !strings.Contains(got, path) {
+		t.Errorf("not shortened, the path is cut: %q", got)
+	}
+	if short := "a line of its own"; fit(short, true) != short {
+		t.Errorf("a short line changed: %q", fit(short, true))
+	}
+}

@@ -224,50 +224,81 @@ async function renderQueue() {
 // The charts: one per figure of the table's health over the last 30
 // days. A sample is taken when the table's metadata changes, so the line
 // holds each value until the next sample (a step), and runs on to now.
+// Before the daemon's first sample, the series the snapshot summaries
+// carry (log: true) start from the table's own snapshot log, drawn dotted
+// so that a reader can tell the summaries' totals from icekeeper's counts;
+// small files and the score only the daemon knows.
 const SERIES = [
-  {key: "dataFiles", title: "data files", fmt: count},
-  {key: "totalBytes", title: "total size", fmt: bytes},
-  {key: "smallFiles", title: "small files", fmt: count},
-  {key: "deleteFiles", title: "delete files", fmt: count},
-  {key: "snapshots", title: "snapshots", fmt: count},
-  {key: "score", title: "health score", fmt: v => v.toFixed(0), max: 100},
+  {key: "dataFiles", title: "data files", unit: "files", fmt: count, log: true},
+  {key: "totalBytes", title: "total size", unit: "bytes", fmt: bytes, log: true},
+  {key: "smallFiles", title: "small files", unit: "files", fmt: count},
+  {key: "deleteFiles", title: "delete files", unit: "files", fmt: count, log: true},
+  {key: "snapshots", title: "snapshots", unit: "snapshots", fmt: count, log: true},
+  {key: "score", title: "health score", unit: "0–100", fmt: v => v.toFixed(0), max: 100},
 ];
 const CW = 360, CH = 130, ML = 64, MR = 10, MT = 10, MB = 22;
 
 function shortDate(ms) { return new Date(ms).toLocaleDateString(undefined, {month: "short", day: "numeric"}); }
 
-function chart(series, samples, now) {
+// caption is a chart's title with its unit, and the value now.
+function caption(title, unit, now) {
+  return el("figcaption", {}, el("span", {}, title, el("span", {class: "unit"}, " (" + unit + ")")), el("span", {class: "now"}, now));
+}
+
+// seriesPoints is one series' points: the snapshot log's before the
+// first sample (a summary without the figure gives no point), then the
+// samples.
+function seriesPoints(series, samples, log) {
   const pts = samples.map(s => ({t: Date.parse(s.at), v: Number(s[series.key]) || 0}));
+  if (!series.log) return pts;
+  const first = pts.length ? pts[0].t : Infinity;
+  const fromLog = (log || []).filter(p => p[series.key] != null && Date.parse(p.at) < first)
+    .map(p => ({t: Date.parse(p.at), v: Number(p[series.key]), log: true}));
+  return fromLog.concat(pts);
+}
+
+function chart(series, samples, log, now) {
+  const pts = seriesPoints(series, samples, log);
   const last = pts.length ? pts[pts.length - 1].v : null;
-  const box = el("figure", {class: "chart"}, el("figcaption", {}, series.title, el("span", {class: "now"}, last == null ? "" : series.fmt(last))));
+  const box = el("figure", {class: "chart"}, caption(series.title, series.unit, last == null ? "" : series.fmt(last)));
   if (pts.length < 2) {
     box.append(el("p", {class: "nodata"}, pts.length ? "one sample so far: the chart grows as the table changes" : "no samples yet"));
   }
   if (!pts.length) return box;
-  // The time axis runs from the first sample to now, at least an hour
+  // The time axis runs from the first point to now, at least an hour
   // wide so that samples moments apart still read left to right.
   const t1 = Math.max(now, pts[pts.length - 1].t), t0 = Math.min(pts[0].t, t1 - 3600e3);
   let vmax = series.max != null ? series.max : Math.max(...pts.map(p => p.v));
   if (vmax <= 0) vmax = 1;
   const x = t => ML + (t - t0) / (t1 - t0) * (CW - ML - MR);
   const y = v => MT + (1 - v / vmax) * (CH - MT - MB);
-  let d = "M" + x(pts[0].t).toFixed(1) + "," + y(pts[0].v).toFixed(1);
-  for (let i = 1; i < pts.length; i++) d += "H" + x(pts[i].t).toFixed(1) + "V" + y(pts[i].v).toFixed(1);
-  d += "H" + x(t1).toFixed(1);
+  // One path for the log's steps, one for the samples', each holding its
+  // last value until the next point: the log's runs to the first sample.
+  const nlog = pts.filter(p => p.log).length;
+  const steps = (from, to, end) => {
+    let d = "M" + x(pts[from].t).toFixed(1) + "," + y(pts[from].v).toFixed(1);
+    for (let i = from + 1; i < to; i++) d += "H" + x(pts[i].t).toFixed(1) + "V" + y(pts[i].v).toFixed(1);
+    return d + "H" + x(end).toFixed(1);
+  };
   const g = svg("svg", {class: "plot", "data-series": series.key, viewBox: "0 0 " + CW + " " + CH, width: CW, height: CH, role: "img",
-    "aria-label": series.title + " over time"});
+    "aria-label": series.title + " in " + series.unit + " over time"});
   g.append(svg("line", {class: "axis", x1: ML, y1: y(0), x2: CW - MR, y2: y(0)}),
     svg("line", {class: "grid", x1: ML, y1: y(vmax), x2: CW - MR, y2: y(vmax)}),
     svg("text", {class: "tick", x: ML - 4, y: y(vmax) + 4, "text-anchor": "end"}, series.fmt(vmax)),
     svg("text", {class: "tick", x: ML - 4, y: y(0) + 4, "text-anchor": "end"}, series.fmt(0)),
     svg("text", {class: "tick", x: ML, y: CH - 6, "text-anchor": "start"}, shortDate(t0)),
-    svg("text", {class: "tick", x: CW - MR, y: CH - 6, "text-anchor": "end"}, "now"),
-    svg("path", {class: "line", d}));
+    svg("text", {class: "tick", x: CW - MR, y: CH - 6, "text-anchor": "end"}, "now"));
+  if (nlog) g.append(svg("path", {class: "line log", d: steps(0, nlog, nlog < pts.length ? pts[nlog].t : t1)}));
+  if (nlog < pts.length) g.append(svg("path", {class: "line", d: steps(nlog, pts.length, t1)}));
   for (const p of pts) {
-    g.append(svg("circle", {class: "point", cx: x(p.t).toFixed(1), cy: y(p.v).toFixed(1), r: 3},
-      svg("title", {}, localTime(p.t) + ": " + series.fmt(p.v))));
+    g.append(svg("circle", {class: "point" + (p.log ? " log" : ""), cx: x(p.t).toFixed(1), cy: y(p.v).toFixed(1), r: p.log ? 2 : 3, "data-t": p.t},
+      svg("title", {}, localTime(p.t) + ": " + series.fmt(p.v) + (p.log ? " (from the snapshot log)" : ""))));
   }
   box.append(g);
+  if (nlog) {
+    box.append(el("p", {class: "legend"}, el("span", {class: "key log"}), "from the table's snapshot log",
+      nlog < pts.length ? [el("span", {class: "key"}), "icekeeper's samples"] : ""));
+  }
   return box;
 }
 
@@ -282,8 +313,8 @@ function costChart(h, now) {
     slots.push(perDay.get(day) || {day, runs: 0, usd: 0, s3TablesUSD: 0});
   }
   const vmax = Math.max(...slots.map(d => Math.max(d.usd, d.s3TablesUSD)), 0);
-  const box = el("figure", {class: "chart cost"}, el("figcaption", {}, "cost per day (UTC)"));
-  if (vmax <= 0) { box.append(el("p", {class: "nodata"}, "no run recorded a cost in this window")); return box; }
+  const box = el("figure", {class: "chart cost"}, caption("cost per UTC day", "USD", usd(h.cost && h.cost.usd) + " in " + days + " days"));
+  if (vmax <= 0) { box.append(el("p", {class: "nodata"}, "no run recorded a cost in " + days + " days")); return box; }
   const w = (CW - ML - MR) / days;
   const y = v => MT + (1 - v / vmax) * (CH - MT - MB);
   const g = svg("svg", {class: "plot", "data-series": "cost", viewBox: "0 0 " + CW + " " + CH, width: CW, height: CH, role: "img", "aria-label": "cost per day"});
@@ -297,7 +328,7 @@ function costChart(h, now) {
     if (d.usd > 0) g.append(svg("rect", {class: "bar", x: (x0 + 1).toFixed(1), y: y(d.usd).toFixed(1), width: Math.max(1, w / 2 - 1).toFixed(1), height: (y(0) - y(d.usd)).toFixed(1)}, svg("title", {}, tip)));
     if (d.s3TablesUSD > 0) g.append(svg("rect", {class: "bar s3", x: (x0 + w / 2).toFixed(1), y: y(d.s3TablesUSD).toFixed(1), width: Math.max(1, w / 2 - 1).toFixed(1), height: (y(0) - y(d.s3TablesUSD)).toFixed(1)}, svg("title", {}, tip)));
   });
-  box.append(g);
+  box.append(g, el("p", {class: "legend"}, el("span", {class: "key bar"}), "icekeeper's requests", el("span", {class: "key bar s3"}), "S3 Tables' price for the same work"));
   return box;
 }
 
@@ -328,7 +359,8 @@ async function renderTable(t) {
     el("div", {class: "card"}, el("div", {class: "k"}, "size"), el("div", {class: "v"}, h.totalBytes == null ? "" : bytes(h.totalBytes)), el("div", {class: "parts"}, count(h.snapshots) + " snapshots")));
   const c = hist.cost || {};
   cards.append(el("div", {class: "card", id: "cost"}, el("div", {class: "k"}, "cost, last " + hist.days + " days"), el("div", {class: "v"}, usd(c.usd)),
-    el("div", {class: "parts"}, (c.s3TablesUSD ? "S3 Tables would charge " + usd(c.s3TablesUSD) + "; " : "") + count(c.runs) + " runs")));
+    el("div", {class: "parts"}, (c.usd ? "" : "no cost recorded in " + hist.days + " days; ") +
+      (c.s3TablesUSD ? "S3 Tables would charge " + usd(c.s3TablesUSD) + "; " : "") + count(c.runs || 0) + " runs")));
   d.append(cards);
 
   const jobs = el("table", {id: "jobs"}, el("tr", {}, ui.jobs.map(j => el("th", {class: "job", title: j}, jobLabel(j)))), el("tr", {}, ui.jobs.map(j => jobCell(t.jobs[j]))));
@@ -336,7 +368,7 @@ async function renderTable(t) {
 
   d.append(el("h3", {}, "over the last " + hist.days + " days"));
   const charts = el("div", {class: "charts", id: "charts"});
-  for (const s of SERIES) charts.append(chart(s, hist.samples, now));
+  for (const s of SERIES) charts.append(chart(s, hist.samples, hist.snapshotLog, now));
   charts.append(costChart(hist, now));
   d.append(charts);
 
