@@ -164,6 +164,23 @@ func runLeftovers(t *testing.T, l *leftovers) {
 		t.Fatal(err)
 	}
 	left := files(t, gone)
+	// A hostile object under the dropped table's location (local disk): a
+	// symlink to the live table's own data file, which must outlive the
+	// leftovers' removal whatever becomes of the link.
+	var link string
+	if loc := gone.Location(); strings.HasPrefix(loc, "file://") {
+		kept := files(t, keeper)
+		target := strings.TrimPrefix(kept[slices.IndexFunc(kept, func(p string) bool { return strings.HasSuffix(p, ".parquet") && !strings.Contains(p, "/gone") })], "file://")
+		link = filepath.Join(strings.TrimPrefix(loc, "file://"), "data", "link.parquet")
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if _, err := os.Stat(target); err != nil {
+				t.Errorf("the live table's %s, linked from the dropped table, is gone: %v", target, err)
+			}
+		})
+	}
 	rec := l.drop("gone")
 
 	l.runner.Resolver.Defaults[l.b.ARN()] = maintenance.BucketDefaults{}

@@ -39,15 +39,6 @@ func Locations(meta table.Metadata) []string {
 type Registry struct {
 	Store  state.Tables
 	Logger *slog.Logger
-	// Now is the clock (nil: time.Now).
-	Now func() time.Time
-}
-
-func (r *Registry) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 // Observe records that id in b holds tbl now, moving state as Decide
@@ -61,7 +52,7 @@ func (r *Registry) Observe(ctx context.Context, b *bucket.Bucket, id bucket.Tabl
 	key := state.TableKey{Bucket: b.ARN(), Namespace: id.NamespaceString(), Name: id.Name}
 	meta := tbl.Metadata()
 	uuid := meta.TableUUID().String()
-	now := r.now()
+	now := time.Now()
 	live, found, err := r.Store.LiveTable(ctx, key)
 	if err != nil {
 		return Known, fmt.Errorf("observe table %s: %w", key, err)
@@ -132,7 +123,7 @@ func (r *Registry) Gone(ctx context.Context, b *bucket.Bucket, id bucket.TableID
 	if err != nil || !found {
 		return err
 	}
-	if err := r.Store.DropTable(ctx, rec, r.now()); err != nil && !errors.Is(err, state.ErrNotFound) {
+	if err := r.Store.DropTable(ctx, rec, time.Now()); err != nil && !errors.Is(err, state.ErrNotFound) {
 		return err
 	}
 	if r.Logger != nil {
@@ -158,7 +149,7 @@ func (r *Registry) Forget(ctx context.Context, b *bucket.Bucket, listed []bucket
 	for _, id := range listed {
 		have[id.String()] = true
 	}
-	now, n := r.now(), 0
+	now, n := time.Now(), 0
 	for _, rec := range recs {
 		id := bucket.TableIDOf(rec.Key.Namespace, rec.Key.Name)
 		if have[id.String()] || !b.Admits(id) {
