@@ -110,7 +110,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 			}
 			for _, typ := range maintenance.JobTypes() {
 				run, ran := last[typ]
-				ws := statusOf(settings.For(typ), run, ran, maintenanceDialect)
+				ws := s.status(settings.For(typ), run, ran, maintenanceDialect)
 				j := jobOverview{Status: ws.Status, LastRun: ws.LastRunTimestamp, FailureMessage: ws.FailureMessage,
 					Freshness: s.freshness(t.Key(), typ, now)}
 				if ran {

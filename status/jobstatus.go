@@ -2,6 +2,7 @@ package status
 
 import (
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/icekeeper/icekeeper/internal/cost"
@@ -48,23 +49,60 @@ func statusOf(cfg maintenance.Config, run state.Run, ran bool, d notYetRun) wire
 	if !ran {
 		return wireStatus{Status: string(d)}
 	}
-	w := wireStatus{Status: string(run.Status), LastRunTimestamp: run.Finished.UTC().Format(time.RFC3339), Cost: costOf(run.Metrics)}
+	w := wireStatus{Status: string(run.Status), LastRunTimestamp: run.Finished.UTC().Format(time.RFC3339)}
 	if run.Status != state.Successful {
 		w.Status, w.FailureMessage = string(state.Failed), run.FailureMessage
 	}
 	return w
 }
 
-// costOf reads the cost a run's figures recorded; figures without one, or
-// with one of another shape, give nil.
-func costOf(figures json.RawMessage) *cost.Figures {
-	var f struct {
-		Cost *cost.Figures `json:"cost"`
+// status is statusOf with the cost the run recorded.
+func (s *Server) status(cfg maintenance.Config, run state.Run, ran bool, d notYetRun) wireStatus {
+	w := statusOf(cfg, run, ran, d)
+	if ran && w.Status != string(state.Disabled) {
+		w.Cost = s.costs.of(run)
 	}
-	if len(figures) == 0 || json.Unmarshal(figures, &f) != nil {
+	return w
+}
+
+// costs remembers the cost each run recorded. A run's figures never
+// change once it has finished, and decoding them was half of a
+// job-status call's CPU: the cost member sits beside every other figure
+// of the run, which the decoder must scan to find it.
+type costs struct {
+	mu sync.Mutex
+	m  map[int64]*cost.Figures
+}
+
+// maxCosts bounds what costs remembers: a daemon's latest runs (tables
+// × types) fit many times over; past it, it starts again.
+const maxCosts = 1 << 16
+
+// of is the cost r's figures recorded; figures without one, or with one
+// of another shape, give nil.
+func (c *costs) of(r state.Run) *cost.Figures {
+	if len(r.Metrics) == 0 {
 		return nil
 	}
-	return f.Cost
+	c.mu.Lock()
+	f, ok := c.m[r.ID]
+	c.mu.Unlock()
+	if ok {
+		return f
+	}
+	var figures struct {
+		Cost *cost.Figures `json:"cost"`
+	}
+	if json.Unmarshal(r.Metrics, &figures) == nil {
+		f = figures.Cost
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCosts {
+		c.m = make(map[int64]*cost.Figures)
+	}
+	c.m[r.ID] = f
+	return f
 }
 
 // freshness is the lag of typ on the table k at now, as the last check

@@ -22,6 +22,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // manyTables is a server over an embedded home of n empty tables, each
@@ -33,6 +34,7 @@ type manyTables struct {
 	url     string
 	names   []string
 	handler http.Handler
+	server  *Server
 }
 
 func newManyTables(tb testing.TB, n int, cached bool) *manyTables {
@@ -71,7 +73,7 @@ func newManyTables(tb testing.TB, n int, cached bool) *manyTables {
 		d.Discover(ctx)
 		srv.Store, srv.Tables = cache, d
 	}
-	m.handler = srv.Handler()
+	m.handler, m.server = srv.Handler(), srv
 	ts := httptest.NewServer(m.handler)
 	tb.Cleanup(ts.Close)
 	m.url = ts.URL
@@ -200,4 +202,49 @@ func BenchmarkJobStatus(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkJobStatusHandler is the job-status handler alone, without
+// the network, on 1,000 tables as the daemon wires it: the last run of
+// every type carries figures with a cost (a few hundred bytes beside
+// it, as a compaction records), and every type has a lag. It is the
+// server's CPU per request that scripts/bench-api.sh measures through
+// wrk, where the network costs more than the handler.
+func BenchmarkJobStatusHandler(b *testing.B) {
+	m := newManyTables(b, 100, true)
+	srv := m.server
+	ctx := context.Background()
+	figures := []byte(`{"filesRewritten":240,"bytesRewritten":125829120,"filesWritten":21,"groups":21,"deferred":0,` +
+		`"skipped":[{"partition":"day=2026-11-30","reason":"fewer than 5 files"},{"partition":"day=2026-12-01","reason":"fewer than 5 files"}],` +
+		`"cost":{"requests":532,"byKind":{"GET":270,"PUT":21,"LIST":1,"HEAD":240},"bytesRead":125829120,"bytesWritten":98566144,"processedObjects":240,"processedBytes":125829120,"usd":0.0003,"s3TablesUSD":0.06}}`)
+	fresh := &jobs.Freshness{}
+	now := time.Now()
+	for _, name := range m.names {
+		k := state.TableKey{Bucket: configs.LocalBucketARN, Namespace: "ns", Name: name}
+		for _, typ := range maintenance.MaintenanceTypes() {
+			id, err := srv.Store.StartRun(ctx, state.Run{Table: k, Type: typ, Trigger: "test", Started: now})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := srv.Store.FinishRun(ctx, state.Run{ID: id, Table: k, Type: typ, Status: state.Successful, Started: now, Finished: now, Metrics: figures}); err != nil {
+				b.Fatal(err)
+			}
+			fresh.Set(k, "file:///w/ns/"+name, typ, jobs.Lag{Oldest: &planner.Oldest{Since: now.Add(-time.Hour), What: "3 data files added by snapshot 123 (append)"}, Checked: now})
+		}
+	}
+	srv.Freshness = fresh
+	h := srv.Handler()
+	var i atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req := httptest.NewRequest(http.MethodGet, m.statusURL(m.names[int(i.Add(1))%len(m.names)]), nil)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != http.StatusOK {
+				b.Fatalf("job status: %d %s", w.Code, w.Body)
+			}
+		}
+	})
 }

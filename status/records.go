@@ -91,7 +91,7 @@ func (s *Server) getRecordExpirationStatus(w http.ResponseWriter, r *http.Reques
 	out := struct {
 		wireStatus
 		Metrics *expirationMetrics `json:"metrics,omitempty"`
-	}{wireStatus: statusOf(settings.For(typ), run, ran, recordsDialect)}
+	}{wireStatus: s.status(settings.For(typ), run, ran, recordsDialect)}
 	if out.Status == string(state.Successful) {
 		var m expirationMetrics
 		if json.Unmarshal(run.Metrics, &m) == nil && m.DeletedRecords != nil {

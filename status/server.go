@@ -88,6 +88,7 @@ type Server struct {
 	EventTokens []string
 
 	started time.Time
+	costs   costs
 	// health spares the dashboard the manifests of unchanged tables.
 	health health.Cache
 }

@@ -82,16 +82,24 @@ func (s *Server) getJobStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := map[maintenance.JobType]wireStatus{}
+	out := jobStatusResponse{TableARN: tableARN(t), Status: map[maintenance.JobType]wireStatus{}}
 	now := time.Now()
 	for _, typ := range maintenance.MaintenanceTypes() {
 		run, ran := last[typ]
-		ws := statusOf(settings.For(typ), run, ran, maintenanceDialect)
+		ws := s.status(settings.For(typ), run, ran, maintenanceDialect)
 		ws.Freshness = s.freshness(t.Key(), typ, now)
-		out[typ] = ws
+		out.Status[typ] = ws
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tableARN": tableARN(t), "status": out})
+	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// jobStatusResponse is GetTableMaintenanceJobStatus's answer. A struct,
+// not a map of any: the call is the API's busiest, and encoding its
+// answer is most of its work.
+type jobStatusResponse struct {
+	TableARN string                             `json:"tableARN"`
+	Status   map[maintenance.JobType]wireStatus `json:"status"`
 }
 
 // getTableConfig is GetTableMaintenanceConfiguration: the resolved
