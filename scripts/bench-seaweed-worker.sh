@@ -19,16 +19,27 @@
 #                rows each per append (4,992 rows): 3,200 files
 #
 # Side "worker": SeaweedFS's iceberg_maintenance job (operations=compact,
-# target_file_size_mb=128, scoped to the bucket and table) run through the
-# admin API's POST /api/plugin/job-types/iceberg_maintenance/run, which
-# detects and executes and answers when the job is done. Its wall is that
-# call's; its CPU is what the weed process (worker, filer, volume and S3
-# servers in one) spent meanwhile.
+# target_file_size_mb=128, scoped to the bucket and table), called through
+# the admin API as WORKER says:
+#   execute  (the default) POST /api/plugin/job-types/iceberg_maintenance/detect,
+#            then POST /api/plugin/jobs/execute with the job it proposed:
+#            plan and run, as a caller of the API gets them; the wall is
+#            both calls', the detection's shown apart
+#   run      POST /api/plugin/job-types/iceberg_maintenance/run, which
+#            detects, filters the proposals against active jobs, dispatches
+#            them and answers when they are done
+# Its CPU is what the weed process (worker, filer, volume and S3 servers in
+# one) spent meanwhile.
 # Side "icekeeper": `icekeeper run --job compaction` (one-shot, bin-pack,
 # 128 MB) on the other copy; its wall and CPU are the process's
 # (/usr/bin/time), and the weed process's CPU meanwhile is reported
-# beside it. Scheduled iceberg maintenance stays off throughout, and each
-# side starts once the weed process is idle again.
+# beside it: what the storage server spent serving icekeeper, part of
+# icekeeper's cost. Scheduled iceberg maintenance stays off throughout.
+# The sides alternate which goes first and neither waits for the weed
+# process to go idle (SETTLE=1 waits, as earlier versions of this script
+# did): whichever side goes second pays for what the first left running.
+# BUSY=1 keeps one core busy with another process throughout (a shell
+# loop), for the figures on a loaded machine.
 #
 # Then both tables are read back: each side's rows against the input's
 # (a multiset fingerprint), and its data files and bytes.
@@ -46,6 +57,8 @@ cd "$(dirname "$0")/.."
 INPUTS=("$@")
 [ ${#INPUTS[@]} -gt 0 ] || INPUTS=(flat partitioned)
 REPEAT="${REPEAT:-1}"
+WORKER="${WORKER:-execute}"
+case "$WORKER" in execute | run) ;; *) echo "WORKER must be execute or run, not $WORKER" >&2; exit 2 ;; esac
 
 SERVERS_START=later
 # shellcheck source=servers.sh
@@ -95,6 +108,7 @@ sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
 # a core: after a build it keeps working for a while (volume growth, its
 # own housekeeping), and whichever side ran first would otherwise pay for it.
 settle() {
+	[ "${SETTLE:-0}" = 1 ] || return 0
 	local a b
 	for _ in $(seq 1 60); do
 		a=$(weed_cpu)
@@ -132,20 +146,42 @@ JSON
 }
 
 run_worker() { # run_worker INPUT RUN BUCKET
-	local t0 c0 t1 c1 res
+	local t0 c0 td t1 c1 res det job detect=""
 	configure_worker "$3"
 	settle
 	c0=$(weed_cpu)
 	t0=$(now)
-	res=$(in_ns curl -sS -X POST -H 'Content-Type: application/json' \
-		"$ADMIN/api/plugin/job-types/iceberg_maintenance/run" -d '{"timeout_seconds": 3600}')
-	t1=$(now)
-	c1=$(weed_cpu)
-	if [ "$(jq -r '.success_count // 0' <<<"$res")" -lt 1 ]; then
-		echo "the worker's run did not succeed: $res" >&2
-		exit 1
+	if [ "$WORKER" = run ]; then
+		res=$(in_ns curl -sS -X POST -H 'Content-Type: application/json' \
+			"$ADMIN/api/plugin/job-types/iceberg_maintenance/run" -d '{"timeout_seconds": 3600}')
+		t1=$(now)
+		c1=$(weed_cpu)
+		if [ "$(jq -r '.success_count // 0' <<<"$res")" -lt 1 ]; then
+			echo "the worker's run did not succeed: $res" >&2
+			exit 1
+		fi
+	else
+		det=$(in_ns curl -sS -X POST -H 'Content-Type: application/json' \
+			"$ADMIN/api/plugin/job-types/iceberg_maintenance/detect" -d '{"timeout_seconds": 3600}')
+		td=$(now)
+		# The job the detection proposed, as the scheduler would make it.
+		job=$(jq -c --arg id "bench-$1-$2" '.proposals[0] // empty | {job_id: $id, job_type, dedupe_key, priority, summary, detail, parameters, labels}' <<<"$det")
+		if [ -z "$job" ]; then
+			echo "the worker's detection proposed nothing: $det" >&2
+			exit 1
+		fi
+		res=$(in_ns curl -sS -X POST -H 'Content-Type: application/json' \
+			"$ADMIN/api/plugin/jobs/execute" -d "{\"job\": $job, \"timeout_seconds\": 3600}")
+		t1=$(now)
+		c1=$(weed_cpu)
+		if [ "$(jq -r '.success // false' <<<"$res")" != true ]; then
+			echo "the worker's execution did not succeed: $res" >&2
+			exit 1
+		fi
+		detect=" detect $(sub "$td" "$t0") s"
+		res=$(jq -c '{success, result: (.result // {} | del(.output_values))}' <<<"$res")
 	fi
-	printf '%s run %d worker:    wall %6.2f s  weed CPU %6.2f s  (%s)\n' "$1" "$2" "$(sub "$t1" "$t0")" "$(sub "$c1" "$c0")" "$(jq -c . <<<"$res")"
+	printf '%s run %d worker %s: wall %6.2f s%s  weed CPU %6.2f s  (%s)\n' "$1" "$2" "$WORKER" "$(sub "$t1" "$t0")" "$detect" "$(sub "$c1" "$c0")" "$res"
 }
 
 run_icekeeper() { # run_icekeeper INPUT RUN BUCKET DIR
@@ -160,10 +196,20 @@ run_icekeeper() { # run_icekeeper INPUT RUN BUCKET DIR
 		echo "icekeeper's run did not succeed: $(cat "$4/run.json")" >&2
 		exit 1
 	fi
-	printf '%s run %d icekeeper: wall %6.2f s  CPU %6.2f s  peak RSS %d MiB  weed CPU %6.2f s\n' "$1" "$2" "$wall" \
-		"$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" "$((rss / 1024))" "$(sub "$c1" "$c0")"
+	local cpu weed
+	cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')
+	weed=$(sub "$c1" "$c0")
+	printf '%s run %d icekeeper: wall %6.2f s  CPU %6.2f s  peak RSS %d MiB  weed CPU %6.2f s  total CPU %6.2f s\n' "$1" "$2" "$wall" \
+		"$cpu" "$((rss / 1024))" "$weed" "$(awk -v a="$cpu" -v b="$weed" 'BEGIN { print a + b }')"
 	jq -c '.icebergCompaction.figures | {durationMs, manifestMs, rewriteMs, commitMs, groupsPlanned, groupsMerged, outputFiles}' "$4/run.json"
 }
+
+if [ "${BUSY:-0}" = 1 ]; then
+	log "keeping one core busy"
+	sh -c 'while :; do :; done' &
+	BUSY_PID=$!
+	trap 'kill "$BUSY_PID" 2>/dev/null; cleanup' EXIT # servers.sh's cleanup too
+fi
 
 for input in "${INPUTS[@]}"; do
 	for run in $(seq 1 "$REPEAT"); do

@@ -33,6 +33,9 @@ type wireStatus struct {
 	// behind, as the last check found it (icekeeper's own field; nil for
 	// types without one, or a table not checked yet).
 	Freshness *jobs.LagView `json:"freshness,omitempty"`
+	// costJSON is Cost encoded, when it was cached so (appendJSON); a
+	// string keeps wireStatus comparable.
+	costJSON string
 }
 
 // statusOf is the one mapping from a job type's configuration and its
@@ -60,18 +63,24 @@ func statusOf(cfg maintenance.Config, run state.Run, ran bool, d notYetRun) wire
 func (s *Server) status(cfg maintenance.Config, run state.Run, ran bool, d notYetRun) wireStatus {
 	w := statusOf(cfg, run, ran, d)
 	if ran && w.Status != string(state.Disabled) {
-		w.Cost = s.costs.of(run)
+		c := s.costs.of(run)
+		w.Cost, w.costJSON = c.figures, c.json
 	}
 	return w
 }
 
-// costs remembers the cost each run recorded. A run's figures never
-// change once it has finished, and decoding them was half of a
-// job-status call's CPU: the cost member sits beside every other figure
-// of the run, which the decoder must scan to find it.
+// costs remembers the cost each run recorded, decoded and encoded again.
+// A run's figures never change once it has finished, and decoding them
+// was half of a job-status call's CPU: the cost member sits beside every
+// other figure of the run, which the decoder must scan to find it.
 type costs struct {
 	mu sync.Mutex
-	m  map[int64]*cost.Figures
+	m  map[int64]runCost
+}
+
+type runCost struct {
+	figures *cost.Figures // nil: the run recorded none
+	json    string
 }
 
 // maxCosts bounds what costs remembers: a daemon's latest runs (tables
@@ -79,30 +88,32 @@ type costs struct {
 const maxCosts = 1 << 16
 
 // of is the cost r's figures recorded; figures without one, or with one
-// of another shape, give nil.
-func (c *costs) of(r state.Run) *cost.Figures {
+// of another shape, give none.
+func (c *costs) of(r state.Run) runCost {
 	if len(r.Metrics) == 0 {
-		return nil
+		return runCost{}
 	}
 	c.mu.Lock()
-	f, ok := c.m[r.ID]
+	rc, ok := c.m[r.ID]
 	c.mu.Unlock()
 	if ok {
-		return f
+		return rc
 	}
 	var figures struct {
 		Cost *cost.Figures `json:"cost"`
 	}
-	if json.Unmarshal(r.Metrics, &figures) == nil {
-		f = figures.Cost
+	if json.Unmarshal(r.Metrics, &figures) == nil && figures.Cost != nil {
+		rc.figures = figures.Cost
+		c, _ := json.Marshal(figures.Cost) // numbers and strings: it always encodes
+		rc.json = string(c)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxCosts {
-		c.m = make(map[int64]*cost.Figures)
+		c.m = make(map[int64]runCost)
 	}
-	c.m[r.ID] = f
-	return f
+	c.m[r.ID] = rc
+	return rc
 }
 
 // freshness is the lag of typ on the table k at now, as the last check

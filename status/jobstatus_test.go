@@ -28,9 +28,9 @@ func TestStatusOf(t *testing.T) {
 	}{
 		{"never ran", on, state.Run{}, false, maintenanceDialect, wireStatus{Status: "Not_Yet_Run"}},
 		{"never ran, records", on, state.Run{}, false, recordsDialect, wireStatus{Status: "NotYetRun"}},
-		{"successful", on, state.Run{Status: state.Successful, Finished: at}, true, maintenanceDialect, wireStatus{"Successful", "2026-01-02T03:04:05Z", "", nil, nil}},
-		{"failed", on, state.Run{Status: state.Failed, Finished: at, FailureMessage: "boom"}, true, maintenanceDialect, wireStatus{"Failed", "2026-01-02T03:04:05Z", "boom", nil, nil}},
-		{"skipped is failed", on, state.Run{Status: state.Skipped, Finished: at, FailureMessage: "not available"}, true, maintenanceDialect, wireStatus{"Failed", "2026-01-02T03:04:05Z", "not available", nil, nil}},
+		{"successful", on, state.Run{Status: state.Successful, Finished: at}, true, maintenanceDialect, wireStatus{Status: "Successful", LastRunTimestamp: "2026-01-02T03:04:05Z", FailureMessage: ""}},
+		{"failed", on, state.Run{Status: state.Failed, Finished: at, FailureMessage: "boom"}, true, maintenanceDialect, wireStatus{Status: "Failed", LastRunTimestamp: "2026-01-02T03:04:05Z", FailureMessage: "boom"}},
+		{"skipped is failed", on, state.Run{Status: state.Skipped, Finished: at, FailureMessage: "not available"}, true, maintenanceDialect, wireStatus{Status: "Failed", LastRunTimestamp: "2026-01-02T03:04:05Z", FailureMessage: "not available"}},
 		{"disabled hides a failure", off, state.Run{Status: state.Failed, Finished: at, FailureMessage: "boom"}, true, maintenanceDialect, wireStatus{Status: "Disabled"}},
 		{"disabled, never ran", off, state.Run{}, false, recordsDialect, wireStatus{Status: "Disabled"}},
 	} {
@@ -91,13 +91,14 @@ func TestStatusCost(t *testing.T) {
 	on := maintenance.Config{Status: maintenance.Enabled}
 	run := state.Run{Status: state.Successful, Finished: time.Now(),
 		Metrics: []byte(`{"inputFiles":8,"cost":{"requests":12,"byKind":{"GET":10,"PUT":2},"usd":0.000014,"s3TablesUSD":0.0012}}`)}
-	got := statusOf(on, run, true, maintenanceDialect).Cost
+	s := &Server{}
+	got := s.status(on, run, true, maintenanceDialect).Cost
 	if got == nil || got.Requests != 12 || got.ByKind["GET"] != 10 || got.S3TablesUSD != 0.0012 {
 		t.Fatalf("cost %+v", got)
 	}
-	for _, m := range []string{``, `{}`, `{"cost":"free"}`, `not json`} {
-		run.Metrics = []byte(m)
-		if got := statusOf(on, run, true, maintenanceDialect).Cost; got != nil {
+	for i, m := range []string{``, `{}`, `{"cost":"free"}`, `not json`} {
+		run.ID, run.Metrics = int64(i+1), []byte(m)
+		if got := s.status(on, run, true, maintenanceDialect).Cost; got != nil {
 			t.Errorf("figures %q: cost %+v, want none", m, got)
 		}
 	}
