@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // snapshotDir lists every file under dir with its size and modification
@@ -227,5 +228,24 @@ func TestCheckStrictValues(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut, "environment variables are not set: ") ||
 		!strings.Contains(errOut, "AWS_ACCESS_KEY_ID (line ") || !strings.Contains(errOut, "AWS_SECRET_ACCESS_KEY (line ") {
 		t.Errorf("check on seaweedfs.yaml with nothing set: exit %d, %s", code, errOut)
+	}
+}
+
+// check shows every type's settings as key=value pairs: the maintenance
+// types' nested under the type's name, record expiration's flat.
+func TestSettingsText(t *testing.T) {
+	days, mb := 30, 64
+	for _, tc := range []struct {
+		cfg  maintenance.Config
+		typ  maintenance.JobType
+		want string
+	}{
+		{maintenance.Config{Status: maintenance.Enabled, Settings: &maintenance.ExpirationSettings{Days: &days}}, maintenance.RecordExpiration, "days=30"},
+		{maintenance.Config{Status: maintenance.Enabled, Settings: &maintenance.CompactionSettings{TargetFileSizeMB: &mb}}, maintenance.Compaction, "targetFileSizeMB=64"},
+		{maintenance.Config{Status: maintenance.Disabled}, maintenance.Compaction, ""},
+	} {
+		if got := settingsText(tc.cfg, tc.typ); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.typ, got, tc.want)
+		}
 	}
 }

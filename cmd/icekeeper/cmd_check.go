@@ -213,12 +213,17 @@ func settingsText(c maintenance.Config, typ maintenance.JobType) string {
 		return err.Error()
 	}
 	var wire struct {
-		Settings map[string]map[string]any `json:"settings"`
+		Settings map[string]any `json:"settings"`
 	}
 	if err := json.Unmarshal(data, &wire); err != nil {
 		return string(data)
 	}
-	settings := wire.Settings[string(typ)]
+	// The maintenance types nest their settings under the type's name;
+	// record expiration's are flat ({"days": 30}), as S3 Tables has them.
+	settings := wire.Settings
+	if nested, ok := wire.Settings[string(typ)].(map[string]any); ok {
+		settings = nested
+	}
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(settings)) {
 		parts = append(parts, fmt.Sprintf("%s=%v", k, settings[k]))
