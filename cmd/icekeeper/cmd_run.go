@@ -24,6 +24,7 @@ import (
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/orphan"
+	"github.com/icekeeper/icekeeper/statistics"
 	"github.com/icekeeper/icekeeper/tables"
 )
 
@@ -339,6 +340,7 @@ func availableJobs(w *world, known *tables.Registry) (map[maintenance.JobType]jo
 		removal.Definition(),
 		(&erasure.Job{DeleteFiles: removal.DeleteUnreferenced, Unreferenced: removal.Unreferenced, Holders: removal.Holders,
 			Blocks: w.store, Logger: w.logger}).Definition(),
+		(&statistics.Job{Logger: w.logger}).Definition(),
 	)
 	return registered, removal.Dropped(), err
 }
