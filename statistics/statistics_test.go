@@ -262,3 +262,5 @@ func TestStatistics(t *testing.T) {
 	e.checkTable(t)
 	_ = tbl
 }
+
+func jobsNow() jobs.Options { return jobs.Options{Now: time.Now()} }
