@@ -19,6 +19,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/compactor"
+	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/internal/theta"
@@ -127,8 +128,9 @@ type env struct {
 	job    *Job
 }
 
-func newEnv(t *testing.T) (*env, *table.Table) {
-	e, tbl := tableenv.New(t, schema, *iceberg.UnpartitionedSpec, "2")
+func newEnv(t testing.TB) (*env, *table.Table) {
+	home := t.TempDir()
+	e, tbl := tableenv.NewWith(t, configs.Embedded(home), home, schema, *iceberg.UnpartitionedSpec, "2")
 	e.Defaults.Configs[maintenance.Statistics] = maintenance.Config{Status: maintenance.Enabled}
 	j := &Job{}
 	runner := e.Runner(j.Definition())
