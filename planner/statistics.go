@@ -427,3 +427,30 @@ func StatisticsOldest(meta table.Metadata) (Oldest, bool) {
 	return Oldest{Since: time.UnixMilli(oldest.TimestampMs).UTC(), SnapshotID: oldest.SnapshotID,
 		What: fmt.Sprintf("%d commits the table statistics do not describe, from snapshot %d", n, oldest.SnapshotID)}, true
 }
+
+// StatisticsCoverage is how far the statistics icekeeper keeps are behind
+// the current snapshot: what the dashboard, the table route and /metrics
+// show.
+type StatisticsCoverage struct {
+	// SnapshotID is the snapshot the latest statistics describe.
+	SnapshotID int64 `json:"snapshotId"`
+	// CommitsBehind counts the snapshots committed on the current lineage
+	// since then (0: current).
+	CommitsBehind int `json:"commitsBehind"`
+	// Columns counts the columns sketched.
+	Columns int `json:"columns"`
+}
+
+// StatisticsCoverageOf is meta's coverage; nil when icekeeper keeps no
+// statistics on the current lineage.
+func StatisticsCoverageOf(meta table.Metadata) *StatisticsCoverage {
+	st := StatisticsStateOf(meta)
+	if st == nil {
+		return nil
+	}
+	c := &StatisticsCoverage{SnapshotID: st.SnapshotID, Columns: len(st.Fields)}
+	for s := meta.CurrentSnapshot(); s != nil && s.SnapshotID != st.SnapshotID; s = parentOf(meta, s) {
+		c.CommitsBehind++
+	}
+	return c
+}

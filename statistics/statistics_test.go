@@ -244,9 +244,16 @@ func TestStatistics(t *testing.T) {
 		t.Errorf("a run on unchanged statistics read %d files and wrote %q", fig.DataFilesRead, fig.StatisticsPath)
 	}
 
-	// 1% more rows: the run reads the one new file only.
+	// 1% more rows: the run reads the one new file only. Before it, the
+	// coverage the health report and /metrics show is one commit behind.
 	tbl = e.gen.append(t, e.Ctx, e.Load(), files*rows/100)
+	if c := planner.StatisticsCoverageOf(tbl.Metadata()); c == nil || c.CommitsBehind != 1 || c.Columns != len(schema.Fields()) {
+		t.Errorf("coverage after an append: %+v, want 1 commit behind", c)
+	}
 	fig = e.stats()
+	if c := planner.StatisticsCoverageOf(e.Load().Metadata()); c == nil || c.CommitsBehind != 0 {
+		t.Errorf("coverage after the run: %+v, want current", c)
+	}
 	if fig.Full || fig.DataFilesRead != 1 || fig.RowsRead != files*rows/100 || fig.CommitsBehind != 1 {
 		t.Fatalf("after a 1%% append: full %v (%s), %d files and %d rows read, %d commits behind", fig.Full, fig.Reason, fig.DataFilesRead, fig.RowsRead, fig.CommitsBehind)
 	}
