@@ -177,3 +177,26 @@ func TestStatisticsOldest(t *testing.T) {
 		t.Error("statistics of the current snapshot leave work")
 	}
 }
+
+// A snapshot expired between the statistics' and the current one breaks
+// the walk: what it changed is unknown, so the run computes afresh.
+func TestPlanStatisticsGap(t *testing.T) {
+	meta := lineage(t, []step{appendOf(100), appendOf(101), appendOf(102)}, 0, 1)
+	b, err := table.MetadataBuilderFromBase(meta, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.RemoveSnapshots([]int64{2}, false); err != nil {
+		t.Fatal(err)
+	}
+	if meta, err = b.Build(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := PlanStatistics(meta, twoColumns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Full || len(p.Steps) != 0 {
+		t.Errorf("across a gap: full %v, steps %v (%s)", p.Full, p.Steps, p.Reason)
+	}
+}
