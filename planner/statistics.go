@@ -357,6 +357,35 @@ func stepOf(s *table.Snapshot) StatisticsStep {
 // commit of statistics for id takes out of the metadata. Statistics of
 // other branches' snapshots stay.
 func StaleStatistics(meta table.Metadata, id int64) []int64 {
+	var described []int64
+	for f := range meta.Statistics() {
+		described = append(described, f.SnapshotID)
+	}
+	return stale(meta, id, described)
+}
+
+// StalePartitionStatistics is StaleStatistics for partition statistics
+// files.
+func StalePartitionStatistics(meta table.Metadata, id int64) []int64 {
+	var described []int64
+	for f := range meta.PartitionStatistics() {
+		described = append(described, f.SnapshotID)
+	}
+	return stale(meta, id, described)
+}
+
+// HasPartitionStatistics says whether meta lists a partition statistics
+// file for snapshot id.
+func HasPartitionStatistics(meta table.Metadata, id int64) bool {
+	for f := range meta.PartitionStatistics() {
+		if f.SnapshotID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func stale(meta table.Metadata, id int64, described []int64) []int64 {
 	ancestors := map[int64]bool{}
 	if cur := meta.SnapshotByID(id); cur != nil {
 		for s := parentOf(meta, cur); s != nil; s = parentOf(meta, s) {
@@ -364,9 +393,9 @@ func StaleStatistics(meta table.Metadata, id int64) []int64 {
 		}
 	}
 	var out []int64
-	for f := range meta.Statistics() {
-		if f.SnapshotID != id && (ancestors[f.SnapshotID] || meta.SnapshotByID(f.SnapshotID) == nil) {
-			out = append(out, f.SnapshotID)
+	for _, d := range described {
+		if d != id && (ancestors[d] || meta.SnapshotByID(d) == nil) {
+			out = append(out, d)
 		}
 	}
 	slices.Sort(out)

@@ -83,7 +83,12 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[planner.StatisticsSettings], 
 		fig.AgeSeconds = int64(r.Now.Sub(plan.Behind) / time.Second)
 	}
 	j.log().Debug("statistics planned", "table", t.Table.String(), "snapshot", plan.SnapshotID, "full", plan.Full, "reason", plan.Reason)
-	if plan.SnapshotID == 0 || (plan.UpToDate && len(plan.Remove) == 0) {
+	// Partition statistics are written with every run that writes column
+	// statistics, and on their own where the setting was turned on after
+	// the column statistics were current.
+	needParts := s.PartitionStatistics && plan.SnapshotID != 0 && partitioned(tbl.Metadata()) &&
+		!planner.HasPartitionStatistics(tbl.Metadata(), plan.SnapshotID)
+	if plan.SnapshotID == 0 || (plan.UpToDate && len(plan.Remove) == 0 && !needParts) {
 		r.Settled(tbl, time.Time{})
 		return nil
 	}
@@ -98,7 +103,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[planner.StatisticsSettings], 
 		}
 	}
 	var parts *partitionFile
-	if s.PartitionStatistics && !plan.UpToDate {
+	if needParts {
 		if parts, err = partitionStatistics(fsys, tbl.Metadata(), plan.SnapshotID); err != nil {
 			return fmt.Errorf("partition statistics of %s: %w", t.Table, err)
 		}
@@ -158,6 +163,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[planner.StatisticsSettings], 
 		// since: the statistics still hold for it. Only which older files
 		// go is decided again on the metadata the commit lands on.
 		remove := planner.StaleStatistics(meta, plan.SnapshotID)
+		removeParts := planner.StalePartitionStatistics(meta, plan.SnapshotID)
 		var updates []table.Update
 		if stats != nil {
 			updates = append(updates, table.NewSetStatisticsUpdate(*stats))
@@ -167,6 +173,9 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[planner.StatisticsSettings], 
 		}
 		for _, id := range remove {
 			updates = append(updates, table.NewRemoveStatisticsUpdate(id))
+		}
+		for _, id := range removeParts {
+			updates = append(updates, table.NewRemovePartitionStatisticsUpdate(id))
 		}
 		if len(updates) == 0 {
 			return nil
@@ -185,6 +194,17 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[planner.StatisticsSettings], 
 	})
 	fig.CommitAttempts, fig.Conflicts = st.Attempts, st.Conflicts
 	return err
+}
+
+// partitioned says whether any of meta's specs partitions: an
+// unpartitioned table gets no partition statistics file.
+func partitioned(meta table.Metadata) bool {
+	for _, spec := range meta.PartitionSpecs() {
+		if spec.NumFields() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (j *Job) log() *slog.Logger {

@@ -156,6 +156,20 @@ func TestPartitionStatisticsMatchTheManifests(t *testing.T) {
 	if rows != len(want) || rows != fig.Partitions {
 		t.Errorf("%d rows, %d partitions planned, figures say %d", rows, len(want), fig.Partitions)
 	}
+
+	// The next run's file replaces this one in the metadata.
+	g.append(t, e.Ctx, tbl, 100)
+	if out, err := runner.Run(e.Ctx, e.Target(), maintenance.Statistics, "test", jobs.Options{}); err != nil || out.Status != "Successful" {
+		t.Fatalf("second run: %v %s (%s)", err, out.Status, out.FailureMessage)
+	}
+	tbl = e.Load()
+	var snaps []int64
+	for f := range tbl.Metadata().PartitionStatistics() {
+		snaps = append(snaps, f.SnapshotID)
+	}
+	if len(snaps) != 1 || snaps[0] != tbl.CurrentSnapshot().SnapshotID {
+		t.Errorf("partition statistics listed for snapshots %v, want only the current %d", snaps, tbl.CurrentSnapshot().SnapshotID)
+	}
 }
 
 // dayOf is the partition value iceberg-go holds for a date Arrow prints.
