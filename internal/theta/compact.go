@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 )
 
@@ -19,7 +18,8 @@ import (
 //	byte 5      flags (below)
 //	bytes 6–7   seed hash (SeedHash), 0 in the canonical empty sketch
 //	bytes 8–11  retained count            (preamble longs ≥ 2)
-//	bytes 12–15 p, the float 1.0          (preamble longs ≥ 2)
+//	bytes 12–15 zero: an update sketch's p, unused in a compact one
+//	            (the Java library writes zeros here, not 1.0f)
 //	bytes 16–23 theta                     (preamble longs 3)
 //	then the retained hashes, ascending, 8 bytes each.
 const (
@@ -76,7 +76,6 @@ func (c Compact) MarshalBinary() ([]byte, error) {
 	binary.LittleEndian.PutUint16(b[6:], SeedHash(DefaultSeed))
 	if pre > 1 {
 		binary.LittleEndian.PutUint32(b[8:], uint32(n))
-		binary.LittleEndian.PutUint32(b[12:], math.Float32bits(1))
 	}
 	if pre > 2 {
 		binary.LittleEndian.PutUint64(b[16:], c.Theta)

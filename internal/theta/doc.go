@@ -13,6 +13,10 @@
 // plain open-addressing set, and the counts at which it rebuilds are the
 // library's.
 //
+// The tests hold the bytes to the files the Java library wrote for its
+// cross-language tests (by SHA-256) and to vectors assembled by hand from
+// the format's description.
+//
 // Values are hashed in Iceberg's single-value serialization (the bytes
 // `Conversions.toByteBuffer` gives in Java); see the Value functions.
 // The package is pure: no I/O, no package-level mutable state.
