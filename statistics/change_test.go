@@ -115,3 +115,42 @@ func TestTableLoadsAfterCommit(t *testing.T) {
 		t.Errorf("scan after the commit: %d rows, want 300", n)
 	}
 }
+
+// A writer that commits while a run computes does not make the run fail
+// or describe rows it did not read: the statistics are committed for the
+// snapshot the run read, now an ancestor of the current one, and the next
+// run reads only the writer's file.
+func TestWriterCommitsDuringTheRun(t *testing.T) {
+	e, tbl := newEnv(t)
+	tbl = e.gen.append(t, e.Ctx, tbl, 500)
+	read := tbl.CurrentSnapshot().SnapshotID
+	e.job.beforeCommit = func(attempt int) {
+		if attempt == 1 {
+			e.gen.append(t, e.Ctx, e.Load(), 50)
+		}
+	}
+	fig := e.stats()
+	e.job.beforeCommit = nil
+	if fig.SnapshotID != read {
+		t.Fatalf("the run described snapshot %d, not the %d it read", fig.SnapshotID, read)
+	}
+	tbl = e.Load()
+	if tbl.CurrentSnapshot().SnapshotID == read {
+		t.Fatal("the writer's commit did not land")
+	}
+	n := 0
+	for f := range tbl.Metadata().Statistics() {
+		n++
+		if f.SnapshotID != read {
+			t.Errorf("statistics listed for snapshot %d, want %d", f.SnapshotID, read)
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d statistics files listed", n)
+	}
+	fig = e.stats()
+	if fig.Full || fig.DataFilesRead != 1 || fig.RowsRead != 50 {
+		t.Errorf("the next run: full %v (%s), %d files, %d rows read", fig.Full, fig.Reason, fig.DataFilesRead, fig.RowsRead)
+	}
+	e.checkTable(t)
+}
