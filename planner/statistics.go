@@ -193,11 +193,12 @@ type StatisticsStep struct {
 type StatisticsPlan struct {
 	// SnapshotID and SequenceNumber are the current snapshot's, which the
 	// run describes (0: the table has none; nothing to do).
-	SnapshotID     int64              `json:"snapshotId"`
-	SequenceNumber int64              `json:"sequenceNumber"`
-	Columns        []StatisticsColumn `json:"columns"`
+	SnapshotID     int64 `json:"snapshotId"`
+	SequenceNumber int64 `json:"sequenceNumber"`
+	// Columns are the columns the run sketches (StatisticsColumns).
+	Columns []StatisticsColumn `json:"columns"`
 	// UpToDate: the state already describes the current snapshot with
-	// every column; the run writes nothing.
+	// every column; the run writes no column statistics.
 	UpToDate bool `json:"upToDate,omitempty"`
 	// Full: the run computes the sketches from every live data file, for
 	// Reason. Otherwise it reads the data files Steps marks Read and
@@ -205,14 +206,16 @@ type StatisticsPlan struct {
 	Full   bool             `json:"full"`
 	Reason string           `json:"reason"`
 	Steps  []StatisticsStep `json:"steps,omitempty"`
-	Base   *StatisticsState `json:"base,omitempty"`
+	// Base is the state the run starts from (nil: none on the lineage).
+	Base *StatisticsState `json:"base,omitempty"`
 	// CommitsBehind counts the snapshots between the state's and the
 	// current one (the current included); Behind is when the oldest of
 	// them was committed (zero: none, or no state).
 	CommitsBehind int       `json:"commitsBehind"`
 	Behind        time.Time `json:"behind,omitzero"`
-	// RemovedSince and HiddenAt are the drift figures the run's blobs
-	// carry, and Drift the share they make of the current rows.
+	// RemovedSince, HiddenAt and RecomputedAt are the drift figures the
+	// run's blobs carry (StatisticsState's), and Drift the share of the
+	// current rows the sketches may count although they were removed.
 	RemovedSince int64   `json:"removedSince"`
 	HiddenAt     int64   `json:"hiddenAt"`
 	RecomputedAt int64   `json:"recomputedAt"`
