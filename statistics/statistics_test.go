@@ -21,6 +21,7 @@ import (
 	"github.com/icekeeper/icekeeper/compactor"
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/internal/theta"
 	"github.com/icekeeper/icekeeper/jobs"
@@ -130,7 +131,12 @@ type env struct {
 
 func newEnv(t testing.TB) (*env, *table.Table) {
 	home := t.TempDir()
-	e, tbl := tableenv.NewWith(t, configs.Embedded(home), home, schema, *iceberg.UnpartitionedSpec, "2")
+	return newEnvWith(t, configs.Embedded(home), home)
+}
+
+// newEnvWith is newEnv on cfg's first bucket.
+func newEnvWith(t testing.TB, cfg *configs.Config, home string) (*env, *table.Table) {
+	e, tbl := tableenv.NewWith(t, cfg, home, schema, *iceberg.UnpartitionedSpec, "2")
 	e.Defaults.Configs[maintenance.Statistics] = maintenance.Config{Status: maintenance.Enabled}
 	j := &Job{}
 	runner := e.Runner(j.Definition())
@@ -224,9 +230,21 @@ func (e *env) checkTable(t *testing.T) {
 // TestStatistics is the acceptance path: a full computation on a
 // generated table, then a 1% append that the next run reads alone, then a
 // compaction after which a run reads no data file — ndv within 3% of the
-// exact distinct count at every step, and the table loadable.
+// exact distinct count at every step, and the table loadable. On local
+// disk, and on the S3 server (catalog in SQLite) where one is configured.
 func TestStatistics(t *testing.T) {
-	e, tbl := newEnv(t)
+	t.Run("local", func(t *testing.T) {
+		e, tbl := newEnv(t)
+		acceptance(t, e, tbl)
+	})
+	t.Run("s3", func(t *testing.T) {
+		home := t.TempDir()
+		e, tbl := newEnvWith(t, tableenv.SQLOnS3(home, servers.S3(t)), home)
+		acceptance(t, e, tbl)
+	})
+}
+
+func acceptance(t *testing.T, e *env, tbl *table.Table) {
 	const files, rows = 4, 5_000
 	for range files {
 		tbl = e.gen.append(t, e.Ctx, tbl, rows)
