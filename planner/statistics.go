@@ -486,3 +486,23 @@ func StatisticsCoverageOf(meta table.Metadata) *StatisticsCoverage {
 	}
 	return c
 }
+
+// PartitionStatisticsBase is where a run may bring partition statistics
+// up to date from the change: the newest partition statistics file on the
+// current snapshot's lineage (path, describing snapshot base) and the
+// snapshots committed since, oldest first. False: none on the lineage, or
+// it describes the current snapshot (nothing to bring up to date).
+func PartitionStatisticsBase(meta table.Metadata) (base int64, path string, steps []int64, ok bool) {
+	files := map[int64]string{}
+	for f := range meta.PartitionStatistics() {
+		files[f.SnapshotID] = f.StatisticsPath
+	}
+	for s := meta.CurrentSnapshot(); s != nil; s = parentOf(meta, s) {
+		if p, found := files[s.SnapshotID]; found {
+			slices.Reverse(steps)
+			return s.SnapshotID, p, steps, len(steps) > 0
+		}
+		steps = append(steps, s.SnapshotID)
+	}
+	return 0, "", nil, false
+}

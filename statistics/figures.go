@@ -40,6 +40,10 @@ type Figures struct {
 	StatisticsPath          string `json:"statisticsPath,omitempty"`
 	PartitionStatisticsPath string `json:"partitionStatisticsPath,omitempty"`
 	Partitions              int    `json:"partitions,omitempty"`
+	// PartitionsFromChange: the partition statistics were brought up to
+	// date from the manifests the commits since the previous file wrote,
+	// not counted from every manifest.
+	PartitionsFromChange bool `json:"partitionsFromChange,omitempty"`
 	// Removed are the snapshots whose older statistics the commit took
 	// out of the metadata.
 	Removed        []int64 `json:"removed,omitempty"`

@@ -3,6 +3,7 @@ package statistics
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -104,7 +105,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[planner.StatisticsSettings], 
 	}
 	var parts *partitionFile
 	if needParts {
-		if parts, err = partitionStatistics(fsys, tbl.Metadata(), plan.SnapshotID); err != nil {
+		if parts, err = j.partitions(ctx, fsys, tbl.Metadata(), plan.SnapshotID, fig); err != nil {
 			return fmt.Errorf("partition statistics of %s: %w", t.Table, err)
 		}
 		if parts != nil {
@@ -194,6 +195,25 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[planner.StatisticsSettings], 
 	})
 	fig.CommitAttempts, fig.Conflicts = st.Attempts, st.Conflicts
 	return err
+}
+
+// partitions are the partition statistics of snapshot id: the previous
+// file of the lineage brought up to date from the manifests the commits
+// since wrote, or, where there is none or it does not add up to the
+// snapshot's totals, counted from every manifest of the snapshot.
+func (j *Job) partitions(ctx context.Context, fs icebergio.IO, meta table.Metadata, id int64, fig *Figures) (*partitionFile, error) {
+	if _, path, steps, ok := planner.PartitionStatisticsBase(meta); ok {
+		p, err := partitionsFromChange(ctx, fs, meta, path, steps, id)
+		if err == nil {
+			fig.PartitionsFromChange = true
+			return p, nil
+		}
+		if !errors.Is(err, errNotFromChange) {
+			return nil, err
+		}
+		j.log().Debug("partition statistics counted afresh", "reason", err)
+	}
+	return partitionStatistics(fs, meta, id)
 }
 
 // partitioned says whether any of meta's specs partitions: an

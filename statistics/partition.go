@@ -3,9 +3,11 @@ package statistics
 import (
 	"bytes"
 	"cmp"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -128,29 +130,8 @@ func partitionStatistics(fs icebergio.IO, meta table.Metadata, id int64) (*parti
 			return nil, err
 		}
 		for _, e := range entries {
-			df := e.DataFile()
-			key := partitionKey(df.SpecID(), df.Partition(), part.FieldList)
-			r := rows[key]
-			if r == nil {
-				r = &partitionRow{specID: df.SpecID(), values: df.Partition()}
-				rows[key] = r
-			}
-			switch df.ContentType() {
-			case iceberg.EntryContentData:
-				r.dataFiles++
-				r.dataRecords += df.Count()
-				r.dataBytes += df.FileSizeBytes()
-			case iceberg.EntryContentPosDeletes:
-				r.posRecords += df.Count()
-				if df.FileFormat() == iceberg.PuffinFile {
-					r.dvs++ // a deletion vector: counted apart from files
-				} else {
-					r.posFiles++
-				}
-			case iceberg.EntryContentEqDeletes:
-				r.eqFiles++
-				r.eqRecords += df.Count()
-			}
+			r := rowOf(rows, e.DataFile(), part.FieldList)
+			r.add(e.DataFile(), 1)
 			// The partition was last updated by the newest snapshot that
 			// added one of its live files; one already expired has no
 			// time, and a kept one is newer than any expired one.
@@ -161,9 +142,17 @@ func partitionStatistics(fs icebergio.IO, meta table.Metadata, id int64) (*parti
 			}
 		}
 	}
+	return fileOf(meta, part, rows), nil
+}
+
+// fileOf is the file of rows, sorted by partition, without the partitions
+// that hold no file any more.
+func fileOf(meta table.Metadata, part *iceberg.StructType, rows map[string]*partitionRow) *partitionFile {
 	out := &partitionFile{schema: PartitionStatisticsSchema(part, meta.Version()), fields: part.FieldList}
 	for _, r := range rows {
-		out.rows = append(out.rows, *r)
+		if r.dataFiles > 0 || r.posFiles > 0 || r.eqFiles > 0 || r.dvs > 0 {
+			out.rows = append(out.rows, *r)
+		}
 	}
 	slices.SortFunc(out.rows, func(a, b partitionRow) int {
 		for _, f := range part.FieldList {
@@ -173,20 +162,90 @@ func partitionStatistics(fs icebergio.IO, meta table.Metadata, id int64) (*parti
 		}
 		return cmp.Compare(a.specID, b.specID)
 	})
-	return out, nil
+	return out
 }
 
-// partitionKey identifies a partition: its spec and its values.
-func partitionKey(spec int32, values map[int]any, fields []iceberg.NestedField) string {
-	key := strconv.Itoa(int(spec))
-	for _, f := range fields {
-		v, ok := values[f.ID]
-		key += fmt.Sprintf("\x00%v:%T:%v", ok, v, v)
+// rowOf is the row of df's partition in rows, added when new.
+func rowOf(rows map[string]*partitionRow, df iceberg.DataFile, fields []iceberg.NestedField) *partitionRow {
+	key := partitionKey(df.SpecID(), df.Partition(), fields)
+	r := rows[key]
+	if r == nil {
+		r = &partitionRow{specID: df.SpecID(), values: df.Partition()}
+		rows[key] = r
 	}
-	return key
+	return r
 }
 
-// compareValues orders partition values, nulls first.
+// add counts file df into r, or out of it with sign -1.
+func (r *partitionRow) add(df iceberg.DataFile, sign int) {
+	n, s32 := int64(sign), int32(sign)
+	switch df.ContentType() {
+	case iceberg.EntryContentData:
+		r.dataFiles += s32
+		r.dataRecords += n * df.Count()
+		r.dataBytes += n * df.FileSizeBytes()
+	case iceberg.EntryContentPosDeletes:
+		r.posRecords += n * df.Count()
+		if df.FileFormat() == iceberg.PuffinFile {
+			r.dvs += s32 // a deletion vector: counted apart from files
+		} else {
+			r.posFiles += s32
+		}
+	case iceberg.EntryContentEqDeletes:
+		r.eqFiles += s32
+		r.eqRecords += n * df.Count()
+	}
+}
+
+// partitionKey identifies a partition: its spec and its values, each in a
+// canonical form, so that a value read back from a partition statistics
+// file (a date as iceberg.Date) and the same value from a manifest (a
+// date as int32) are one key.
+func partitionKey(spec int32, values map[int]any, fields []iceberg.NestedField) string {
+	var b strings.Builder
+	b.WriteString(strconv.Itoa(int(spec)))
+	for _, f := range fields {
+		b.WriteByte(0)
+		b.WriteString(canonical(values[f.ID]))
+	}
+	return b.String()
+}
+
+func canonical(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "n"
+	case bool:
+		return "t" + strconv.FormatBool(v)
+	case int32:
+		return "i" + strconv.FormatInt(int64(v), 10)
+	case int64:
+		return "i" + strconv.FormatInt(v, 10)
+	case iceberg.Date:
+		return "i" + strconv.FormatInt(int64(v), 10)
+	case iceberg.Time:
+		return "i" + strconv.FormatInt(int64(v), 10)
+	case iceberg.Timestamp:
+		return "i" + strconv.FormatInt(int64(v), 10)
+	case float32:
+		return "f" + strconv.FormatFloat(float64(v), 'g', -1, 64)
+	case float64:
+		return "f" + strconv.FormatFloat(v, 'g', -1, 64)
+	case string:
+		return "s" + v
+	case []byte:
+		return "b" + hex.EncodeToString(v)
+	case uuid.UUID:
+		return "b" + hex.EncodeToString(v[:])
+	case iceberg.Decimal:
+		return "d" + decimal128.Num(v.Val).BigInt().String()
+	}
+	return fmt.Sprintf("?%T:%v", v, v)
+}
+
+// compareValues orders partition values, nulls first. Integers compare
+// as numbers whatever their Go type (a date read back from a file is an
+// iceberg.Date, from a manifest an int32).
 func compareValues(a, b any) int {
 	switch {
 	case a == nil && b == nil:
@@ -196,27 +255,46 @@ func compareValues(a, b any) int {
 	case b == nil:
 		return 1
 	}
-	switch a := a.(type) {
-	case int32:
-		return cmp.Compare(a, b.(int32))
-	case int64:
-		return cmp.Compare(a, b.(int64))
-	case iceberg.Date:
-		return cmp.Compare(a, b.(iceberg.Date))
-	case iceberg.Timestamp:
-		return cmp.Compare(a, b.(iceberg.Timestamp))
-	case iceberg.Time:
-		return cmp.Compare(a, b.(iceberg.Time))
-	case string:
-		return cmp.Compare(a, b.(string))
-	case []byte:
-		return bytes.Compare(a, b.([]byte))
-	case float32:
-		return cmp.Compare(a, b.(float32))
-	case float64:
-		return cmp.Compare(a, b.(float64))
+	if x, ok := asInt(a); ok {
+		if y, ok := asInt(b); ok {
+			return cmp.Compare(x, y)
+		}
 	}
-	return cmp.Compare(fmt.Sprint(a), fmt.Sprint(b))
+	switch a := a.(type) {
+	case string:
+		if b, ok := b.(string); ok {
+			return cmp.Compare(a, b)
+		}
+	case []byte:
+		if b, ok := b.([]byte); ok {
+			return bytes.Compare(a, b)
+		}
+	case float32:
+		if b, ok := b.(float32); ok {
+			return cmp.Compare(a, b)
+		}
+	case float64:
+		if b, ok := b.(float64); ok {
+			return cmp.Compare(a, b)
+		}
+	}
+	return cmp.Compare(canonical(a), canonical(b))
+}
+
+func asInt(v any) (int64, bool) {
+	switch v := v.(type) {
+	case int32:
+		return int64(v), true
+	case int64:
+		return v, true
+	case iceberg.Date:
+		return int64(v), true
+	case iceberg.Time:
+		return int64(v), true
+	case iceberg.Timestamp:
+		return int64(v), true
+	}
+	return 0, false
 }
 
 // writePartitionStatistics writes p as Parquet to path, with the spec's

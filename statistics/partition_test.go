@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/compactor"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -180,4 +181,78 @@ func dayOf(t *testing.T, s string) any {
 		t.Fatal(err)
 	}
 	return lit.(iceberg.DateLiteral).Value()
+}
+
+// After the first run, partition statistics are brought up to date from
+// the manifests each commit wrote — appends, position deletes, a
+// compaction — and each file counts what a count of every manifest of the
+// snapshot counts.
+func TestPartitionStatisticsFromTheChange(t *testing.T) {
+	spec := iceberg.NewPartitionSpec(tableenv.PF(7, 1000, "cat", iceberg.IdentityTransform{}))
+	e, tbl := tableenv.New(t, schema, spec, "2")
+	e.Defaults.Configs[maintenance.Statistics] = maintenance.Config{Status: maintenance.Enabled}
+	j := &Job{}
+	runner := e.Runner(j.Definition())
+	runner.Jobs = jobs.Map(j.Definition(), (&compactor.Job{}).Definition())
+	g := newGen()
+	run := func(typ maintenance.JobType) jobs.Outcome {
+		t.Helper()
+		out, err := runner.Run(e.Ctx, e.Target(), typ, "test", jobs.Options{})
+		if err != nil || out.Status != "Successful" {
+			t.Fatalf("%s: %v %s (%s)", typ, err, out.Status, out.FailureMessage)
+		}
+		return out
+	}
+	for range 3 {
+		tbl = g.append(t, e.Ctx, tbl, 300)
+	}
+	if fig := run(maintenance.Statistics).Figures.(*Figures); fig.PartitionsFromChange || fig.Partitions != 5 {
+		t.Fatalf("first run: from the change %v, %d partitions", fig.PartitionsFromChange, fig.Partitions)
+	}
+	for i, change := range []func(){
+		func() { g.append(t, e.Ctx, e.Load(), 200) },
+		func() { e.PosDelete(e.Load(), 2, 20, 200, 950) },
+		func() {
+			run(maintenance.Compaction)
+			if op := e.Load().CurrentSnapshot().Summary.Operation; op != table.OpReplace {
+				t.Fatalf("compaction committed %s, not replace", op)
+			}
+		},
+		func() { g.append(t, e.Ctx, e.Load(), 10) },
+	} {
+		change()
+		fig := run(maintenance.Statistics).Figures.(*Figures)
+		if !fig.PartitionsFromChange {
+			t.Fatalf("change %d: partition statistics counted afresh", i)
+		}
+		tbl = e.Load()
+		fs, err := tbl.FS(e.Ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		part, _ := unifiedPartitionType(tbl.Metadata())
+		got, err := readPartitionStatistics(e.Ctx, fs, fig.PartitionStatisticsPath, part, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := partitionStatistics(fs, tbl.Metadata(), tbl.CurrentSnapshot().SnapshotID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want.rows) {
+			t.Fatalf("change %d: %d partitions from the change, %d counted", i, len(got), len(want.rows))
+		}
+		for _, w := range want.rows {
+			g, ok := got[partitionKey(w.specID, w.values, part.FieldList)]
+			if !ok {
+				t.Fatalf("change %d: partition %v missing", i, w.values)
+			}
+			counts := func(r partitionRow) [8]int64 {
+				return [8]int64{r.dataRecords, int64(r.dataFiles), r.dataBytes, r.posRecords, int64(r.posFiles), r.eqRecords, int64(r.eqFiles), int64(r.dvs)}
+			}
+			if counts(*g) != counts(w) {
+				t.Errorf("change %d, partition %v: %v from the change, %v counted", i, w.values, counts(*g), counts(w))
+			}
+		}
+	}
 }
