@@ -26,6 +26,12 @@
 // icekeeper.rows-deleted-at-recompute and in the drift, not toward the
 // next recomputation, which could not lower them.
 //
+// Partition statistics are kept from the change too: the previous file's
+// rows plus the files each commit since added and minus those it deleted,
+// read from the manifests that commit wrote, held to the current
+// snapshot's summary totals; where there is no previous file, or it does
+// not add up, every manifest of the snapshot is counted.
+//
 // Manifests are read through package verified, and a snapshot whose
 // manifests hold other than the data files its summary says it added is
 // an error: a sketch missing a file's values is never written as the
