@@ -1,14 +1,18 @@
 package statistics
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/orphan"
 	"github.com/icekeeper/icekeeper/planner"
 )
 
@@ -151,6 +155,35 @@ func TestWriterCommitsDuringTheRun(t *testing.T) {
 	fig = e.stats()
 	if fig.Full || fig.DataFilesRead != 1 || fig.RowsRead != 50 {
 		t.Errorf("the next run: full %v (%s), %d files, %d rows read", fig.Full, fig.Reason, fig.DataFilesRead, fig.RowsRead)
+	}
+	e.checkTable(t)
+}
+
+// Unreferenced file removal keeps the statistics files the metadata
+// lists and takes, two-phase, those a later run took out of it.
+func TestRemovalKeepsListedStatistics(t *testing.T) {
+	e, tbl := newEnv(t)
+	removal := &orphan.Job{Store: e.Store}
+	e.runner.Jobs = jobs.Map(e.job.Definition(), removal.Definition())
+	tbl = e.gen.append(t, e.Ctx, tbl, 100)
+	old := e.stats().StatisticsPath
+	e.gen.append(t, e.Ctx, e.Load(), 10)
+	cur := e.stats().StatisticsPath
+	for _, days := range []int{4, 15} {
+		out, err := e.runner.Run(e.Ctx, e.Target(), maintenance.UnreferencedFileRemoval, "test", jobs.Options{Now: time.Now().Add(time.Duration(days) * 24 * time.Hour)})
+		if err != nil || out.Status != "Successful" {
+			t.Fatalf("removal %d days on: %v %s (%s)", days, err, out.Status, out.FailureMessage)
+		}
+	}
+	exists := func(uri string) bool {
+		_, err := os.Stat(strings.TrimPrefix(uri, "file://"))
+		return err == nil
+	}
+	if !exists(cur) {
+		t.Errorf("the listed statistics file %s was removed", cur)
+	}
+	if exists(old) {
+		t.Errorf("the statistics file %s no metadata lists outlived removal's two phases", old)
 	}
 	e.checkTable(t)
 }
