@@ -2,8 +2,10 @@ package statistics
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -253,6 +255,30 @@ func TestPartitionStatisticsFromTheChange(t *testing.T) {
 			if counts(*g) != counts(w) {
 				t.Errorf("change %d, partition %v: %v from the change, %v counted", i, w.values, counts(*g), counts(w))
 			}
+		}
+	}
+}
+
+// Rows from the change that do not add up to the snapshot's totals are
+// refused (the run then counts every manifest); where the summary has no
+// total there is nothing to hold them to.
+func TestCheckTotals(t *testing.T) {
+	p := &partitionFile{rows: []partitionRow{{dataFiles: 2, dataRecords: 30, posFiles: 1, posRecords: 4}, {dataFiles: 1, dataRecords: 5}}}
+	snap := func(props map[string]string) *table.Snapshot {
+		return &table.Snapshot{SnapshotID: 9, Summary: &table.Summary{Operation: table.OpAppend, Properties: props}}
+	}
+	good := map[string]string{"total-data-files": "3", "total-records": "35", "total-delete-files": "1", "total-position-deletes": "4", "total-equality-deletes": "0"}
+	if err := checkTotals(snap(good), p); err != nil {
+		t.Errorf("totals that add up: %v", err)
+	}
+	if err := checkTotals(snap(nil), p); err != nil {
+		t.Errorf("no totals: %v", err)
+	}
+	for key := range good {
+		bad := maps.Clone(good)
+		bad[key] = "99"
+		if err := checkTotals(snap(bad), p); !errors.Is(err, errNotFromChange) {
+			t.Errorf("%s off: %v", key, err)
 		}
 	}
 }
