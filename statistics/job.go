@@ -135,10 +135,19 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[planner.StatisticsSettings], 
 	}
 	var pstats *table.PartitionStatisticsFile
 	if parts != nil {
+		// Under metadata/, as Iceberg's Java writer puts them. Table
+		// bucket stores that allow only metadata and manifest files there
+		// (SeaweedFS refuses *.parquet under metadata/) take them where
+		// data files go: readers find the file by its path in the
+		// metadata, wherever it is.
 		name := fmt.Sprintf("partition-stats-%d-%s.parquet", plan.SnapshotID, uuid.NewString())
 		pf, err := writePartitionStatistics(wfs, locs.NewMetadataLocation(name), plan.SnapshotID, parts)
 		if err != nil {
-			return fmt.Errorf("partition statistics of %s: %w", t.Table, err)
+			var err2 error
+			if pf, err2 = writePartitionStatistics(wfs, locs.NewDataLocation(name), plan.SnapshotID, parts); err2 != nil {
+				return fmt.Errorf("partition statistics of %s: %w", t.Table, errors.Join(err, err2))
+			}
+			j.log().Debug("partition statistics written with the data files", "table", t.Table.String(), "refused", err)
 		}
 		pstats = &pf
 		fig.PartitionStatisticsPath = pf.StatisticsPath

@@ -188,10 +188,21 @@ func dayOf(t *testing.T, s string) any {
 // After the first run, partition statistics are brought up to date from
 // the manifests each commit wrote — appends, position deletes, a
 // compaction — and each file counts what a count of every manifest of the
-// snapshot counts.
+// snapshot counts. On local disk, and on the Iceberg REST catalog with S3
+// (SeaweedFS) where one is configured.
 func TestPartitionStatisticsFromTheChange(t *testing.T) {
 	spec := iceberg.NewPartitionSpec(tableenv.PF(7, 1000, "cat", iceberg.IdentityTransform{}))
-	e, tbl := tableenv.New(t, schema, spec, "2")
+	t.Run("local", func(t *testing.T) {
+		e, tbl := tableenv.New(t, schema, spec, "2")
+		partitionsFromTheChange(t, e, tbl)
+	})
+	t.Run("rest", func(t *testing.T) {
+		e, tbl := tableenv.NewREST(t, schema, spec, "2")
+		partitionsFromTheChange(t, e, tbl)
+	})
+}
+
+func partitionsFromTheChange(t *testing.T, e *tableenv.Env, tbl *table.Table) {
 	e.Defaults.Configs[maintenance.Statistics] = maintenance.Config{Status: maintenance.Enabled}
 	j := &Job{}
 	runner := e.Runner(j.Definition())

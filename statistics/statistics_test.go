@@ -137,11 +137,17 @@ func newEnv(t testing.TB) (*env, *table.Table) {
 // newEnvWith is newEnv on cfg's first bucket.
 func newEnvWith(t testing.TB, cfg *configs.Config, home string) (*env, *table.Table) {
 	e, tbl := tableenv.NewWith(t, cfg, home, schema, *iceberg.UnpartitionedSpec, "2")
+	return wrapEnv(e), tbl
+}
+
+// wrapEnv is e with statistics enabled, a runner of statistics and
+// compaction, and the generator.
+func wrapEnv(e *tableenv.Env) *env {
 	e.Defaults.Configs[maintenance.Statistics] = maintenance.Config{Status: maintenance.Enabled}
 	j := &Job{}
 	runner := e.Runner(j.Definition())
 	runner.Jobs = jobs.Map(j.Definition(), (&compactor.Job{}).Definition())
-	return &env{Env: e, gen: newGen(), runner: runner, job: j}, tbl
+	return &env{Env: e, gen: newGen(), runner: runner, job: j}
 }
 
 func (e *env) run(typ maintenance.JobType) jobs.Outcome {
@@ -231,7 +237,8 @@ func (e *env) checkTable(t *testing.T) {
 // generated table, then a 1% append that the next run reads alone, then a
 // compaction after which a run reads no data file — ndv within 3% of the
 // exact distinct count at every step, and the table loadable. On local
-// disk, and on the S3 server (catalog in SQLite) where one is configured.
+// disk, on the S3 server (catalog in SQLite), and on the Iceberg REST
+// catalog with S3 (SeaweedFS), where they are configured.
 func TestStatistics(t *testing.T) {
 	t.Run("local", func(t *testing.T) {
 		e, tbl := newEnv(t)
@@ -241,6 +248,10 @@ func TestStatistics(t *testing.T) {
 		home := t.TempDir()
 		e, tbl := newEnvWith(t, tableenv.SQLOnS3(home, servers.S3(t)), home)
 		acceptance(t, e, tbl)
+	})
+	t.Run("rest", func(t *testing.T) {
+		te, tbl := tableenv.NewREST(t, schema, *iceberg.UnpartitionedSpec, "2")
+		acceptance(t, wrapEnv(te), tbl)
 	})
 }
 
