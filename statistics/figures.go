@@ -58,6 +58,13 @@ type ColumnNDV struct {
 	NDV     int64  `json:"ndv"`
 }
 
+// Empty reports whether the run stopped before it planned (a failed load,
+// settings it cannot run with): its figures are then only zeros, not worth
+// printing.
+func (f *Figures) Empty() bool {
+	return f.Reason == "" && f.SnapshotID == 0 && f.DataFilesRead == 0 && f.StatisticsPath == ""
+}
+
 // Counters implements jobs.Figures.
 func (f *Figures) Counters() map[string]float64 {
 	recomputes := 0.0
@@ -93,7 +100,11 @@ func (f *Figures) Text() string {
 		fmt.Fprintf(&b, "\n  wrote %s", f.StatisticsPath)
 	}
 	if f.PartitionStatisticsPath != "" {
-		fmt.Fprintf(&b, "\n  wrote %s (%d partitions)", f.PartitionStatisticsPath, f.Partitions)
+		how := "counted from the manifests"
+		if f.PartitionsFromChange {
+			how = "from the change"
+		}
+		fmt.Fprintf(&b, "\n  wrote %s (%d partitions, %s)", f.PartitionStatisticsPath, f.Partitions, how)
 	}
 	return b.String()
 }
