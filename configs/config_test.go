@@ -134,7 +134,7 @@ buckets:
 		{"bad state", "state: mysql://x\n", `state: scheme "mysql" is not sqlite or postgres`},
 		{"bad listen", base + "listen: 8080\n", `listen: "8080" is not a host:port address`},
 		{"bad schedule", base + "schedules: {icebergCompaction: every hour}\n", `schedules.icebergCompaction: "every hour" is not a cron expression`},
-		{"unknown schedule", base + "schedules: {icebergCompactoin: \"@hourly\"}\n", `schedules.icebergCompactoin: unknown job type (valid keys: icebergRecordExpiration, icebergCompaction, icebergSnapshotManagement, icebergUnreferencedFileRemoval, icebergErasure)`},
+		{"unknown schedule", base + "schedules: {icebergCompactoin: \"@hourly\"}\n", `schedules.icebergCompactoin: unknown job type (valid keys: icebergRecordExpiration, icebergCompaction, icebergSnapshotManagement, icebergUnreferencedFileRemoval, icebergErasure, icebergStatistics)`},
 		{"bad retention mode", base + "    tableRetentionProperties: lenient\n", `buckets[0].tableRetentionProperties: "lenient" is not conservative or strict`},
 		{"api key without secret", base + "api: {keys: [{accessKeyId: AK}]}\n", "api.keys[0].secretAccessKey: is required"},
 		{"short api secret", base + "api: {keys: [{accessKeyId: AKSHORT, secretAccessKey: fifteen-chars!!}]}\n", "api.keys[0].secretAccessKey: the secret of key AKSHORT is 15 characters, at least 16 are required"},

@@ -77,6 +77,7 @@ func Embedded(home string) *Config {
 			maintenance.UnreferencedFileRemoval: "@every 5m",
 			maintenance.RecordExpiration:        "@every 10m",
 			maintenance.Erasure:                 "@every 10m",
+			maintenance.Statistics:              "@every 10m",
 		},
 	}
 	// The defaults a file gets are applied the same way, so that a file

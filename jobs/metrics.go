@@ -338,11 +338,14 @@ var (
 	// Clustering is apart from the health score, whose parts add up to it.
 	descClustering = gauge("icekeeper_table_clustering_score", "How well the table's data files are clustered on its sort order, 0 to 100: the share of data files not in a partition whose key ranges overlap more than 2 deep. Absent for a table without a sort order.")
 	descDepth      = gauge("icekeeper_table_overlap_depth", "The most data files of one partition whose key ranges on the sort order share a point.")
+	// Absent for a table icekeeper keeps no statistics for; their age is
+	// icekeeper_table_freshness_lag_seconds{job="icebergStatistics"}.
+	descStatsBehind = gauge("icekeeper_table_statistics_commits_behind", "Commits on the table's current lineage since the snapshot its statistics (column NDV sketches) describe.")
 )
 
 func (c *tableCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDataFiles, descSmallFiles, descDeleteFiles, descBytes, descSnapshots, descOldest, descMetadata,
-		descScore, descScorePart, descClustering, descDepth, descLastSuccess, descNoncurrent, descOldestMark} {
+		descScore, descScorePart, descClustering, descDepth, descStatsBehind, descLastSuccess, descNoncurrent, descOldestMark} {
 		ch <- d
 	}
 }
@@ -365,6 +368,9 @@ func (c *tableCollector) Collect(ch chan<- prometheus.Metric) {
 		if c := h.Clustering; c != nil {
 			ch <- prometheus.MustNewConstMetric(descClustering, prometheus.GaugeValue, c.Score, l...)
 			ch <- prometheus.MustNewConstMetric(descDepth, prometheus.GaugeValue, float64(c.Depth), l...)
+		}
+		if st := h.Statistics; st != nil {
+			ch <- prometheus.MustNewConstMetric(descStatsBehind, prometheus.GaugeValue, float64(st.CommitsBehind), l...)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -25,6 +25,10 @@ const (
 	// status travel as the maintenance types' do, its configuration only
 	// to a client that asks for it (Type.Own).
 	Erasure JobType = "icebergErasure"
+	// Statistics is icekeeper's own too: the table statistics (column
+	// NDV as theta sketches in Puffin files, and partition statistics)
+	// that query engines plan with, kept current from each change.
+	Statistics JobType = "icebergStatistics"
 )
 
 // Scope says where S3 Tables keeps a job type's configuration.
@@ -124,13 +128,15 @@ var theTable = sync.OnceValue(func() *table {
 		// rewrite them), then compaction (it creates garbage), then
 		// snapshot expiration (it makes garbage unreferenced), then
 		// removal (it collects it), then erasure (it settles, by their
-		// deadline, the removed rows the others left stored).
+		// deadline, the removed rows the others left stored), then
+		// statistics (it describes the table the others left).
 		types: []Type{
 			recordExpirationType(),
 			compactionType(),
 			snapshotManagementType(),
 			removalType(),
 			erasureType(),
+			statisticsType(),
 		},
 		byName:  map[JobType]int{},
 		byAlias: map[string]JobType{},

@@ -46,7 +46,7 @@ func TestTypeTable(t *testing.T) {
 			t.Errorf("ByAlias(%q) = %q, %v", typ.Alias, got, ok)
 		}
 	}
-	if got := MaintenanceTypes(); len(got) != 4 || got[0] != Compaction || got[2] != UnreferencedFileRemoval || got[3] != Erasure {
+	if got := MaintenanceTypes(); len(got) != 5 || got[0] != Compaction || got[2] != UnreferencedFileRemoval || got[3] != Erasure || got[4] != Statistics {
 		t.Errorf("MaintenanceTypes() = %v", got)
 	}
 	if _, err := ParseJobType("compaction"); err == nil {

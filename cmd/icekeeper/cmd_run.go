@@ -24,6 +24,7 @@ import (
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/orphan"
+	"github.com/icekeeper/icekeeper/statistics"
 	"github.com/icekeeper/icekeeper/tables"
 )
 
@@ -33,7 +34,7 @@ var errJobFailed = errors.New("a job failed")
 func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	c := commonFlags{maintains: true}
 	fs := newFlagSet(env, "run", "--table BUCKET/NAMESPACE/TABLE [--job TYPE|all] [--dry-run] [--verbose | --json] [--now RFC3339 --dry-run]",
-		"Runs maintenance on one table now and records the runs in the state store\n(so the API shows them). Job types run in the order record expiration,\ncompaction, snapshot management, unreferenced file removal, erasure. A dry\nrun changes nothing and records nothing; with --now it previews a later day.\nEach job prints its counts and the first few items of each list; --verbose\nor --json prints every item.")
+		"Runs maintenance on one table now and records the runs in the state store\n(so the API shows them). Job types run in the order record expiration,\ncompaction, snapshot management, unreferenced file removal, erasure,\nstatistics. A dry run changes nothing and records nothing; with --now it\npreviews a later day.\nEach job prints its counts and the first few items of each list; --verbose\nor --json prints every item.")
 	c.register(fs)
 	ref := fs.String("table", "", "table: BUCKET/NAMESPACE/TABLE, BUCKET a name or ARN, nested namespaces with dots; or a table ARN, BUCKET_ARN/table/NAMESPACE/TABLE or BUCKET_ARN/table/ID (S3 Tables' table ID, or a table name)")
 	job := fs.String("job", "all", jobFlagHelp())
@@ -339,6 +340,7 @@ func availableJobs(w *world, known *tables.Registry) (map[maintenance.JobType]jo
 		removal.Definition(),
 		(&erasure.Job{DeleteFiles: removal.DeleteUnreferenced, Unreferenced: removal.Unreferenced, Holders: removal.Holders,
 			Blocks: w.store, Logger: w.logger}).Definition(),
+		(&statistics.Job{Logger: w.logger}).Definition(),
 	)
 	return registered, removal.Dropped(), err
 }

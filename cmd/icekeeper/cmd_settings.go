@@ -379,6 +379,16 @@ func jsonValue(f reflect.Type, val string) (json.RawMessage, error) {
 		return json.RawMessage(val), nil
 	case reflect.String:
 		return json.Marshal(val)
+	case reflect.Slice:
+		// A list of names (icebergStatistics' columns) is given as
+		// a,b,c; a JSON array is taken as it is.
+		if f.Elem().Kind() == reflect.String && !strings.HasPrefix(strings.TrimSpace(val), "[") {
+			names := strings.Split(val, ",")
+			for i := range names {
+				names[i] = strings.TrimSpace(names[i])
+			}
+			return json.Marshal(names)
+		}
 	}
 	if !json.Valid([]byte(val)) {
 		return nil, errors.New("not a JSON value")

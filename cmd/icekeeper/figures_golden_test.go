@@ -14,6 +14,7 @@ import (
 	"github.com/icekeeper/icekeeper/expire/records"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/orphan"
+	"github.com/icekeeper/icekeeper/statistics"
 )
 
 // TestStoredFiguresKeepTheirShape decodes the figures of one recorded run
@@ -28,6 +29,7 @@ func TestStoredFiguresKeepTheirShape(t *testing.T) {
 		maintenance.UnreferencedFileRemoval: func() any { return &orphan.Figures{} },
 		maintenance.RecordExpiration:        func() any { return &records.ExpirationFigures{} },
 		maintenance.Erasure:                 func() any { return &erasure.Figures{} },
+		maintenance.Statistics:              func() any { return &statistics.Figures{} },
 	}
 	for _, typ := range maintenance.JobTypes() {
 		t.Run(string(typ), func(t *testing.T) {

@@ -145,7 +145,7 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("run -h printed its usage %d times", strings.Count(errOut, "Usage:"))
 	}
 	// --job lists every type's short name, from the type table.
-	if _, _, errOut := c.run("run", "-h"); !strings.Contains(errOut, "records, compaction, snapshots, unreferenced, erasure (or their names") {
+	if _, _, errOut := c.run("run", "-h"); !strings.Contains(errOut, "records, compaction, snapshots, unreferenced, erasure, statistics (or their names") {
 		t.Errorf("run -h does not list every --job value:\n%s", errOut)
 	}
 	if _, _, errOut := c.run("tables", "--tabel", "x"); strings.Contains(errOut, "Usage") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {

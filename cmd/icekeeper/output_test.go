@@ -114,6 +114,7 @@ func TestFailedRunOneLinePerJob(t *testing.T) {
 		"icebergSnapshotManagement: Failed (same cause as icebergCompaction)",
 		"icebergUnreferencedFileRemoval: Failed (same cause as icebergCompaction)",
 		"icebergErasure: Disabled",
+		"icebergStatistics: Disabled",
 	}
 	// A line per job; the one message folds onto lines of its own,
 	// indented under it, to fit a terminal.

@@ -100,7 +100,7 @@ func TestServeRunsSchedules(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	for typ, v := range st {
-		if typ == string(maintenance.Erasure) {
+		if typ == string(maintenance.Erasure) || typ == string(maintenance.Statistics) {
 			// Off until asked for.
 			if v.Status != types.JobStatusDisabled {
 				t.Errorf("%s: %s, want Disabled", typ, v.Status)
@@ -111,7 +111,7 @@ func TestServeRunsSchedules(t *testing.T) {
 			t.Fatalf("%s: %s %s\nlogs:\n%s", typ, v.Status, aws.ToString(v.FailureMessage), logs.String())
 		}
 	}
-	if len(st) != 4 {
+	if len(st) != 5 {
 		t.Fatalf("status %v\nlogs:\n%s", st, logs.String())
 	}
 

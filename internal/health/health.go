@@ -33,6 +33,10 @@ type Health struct {
 	OldestAgeHours   float64 `json:"oldestSnapshotAgeHours"`
 	MetadataBytes    int64   `json:"metadataBytes"`
 	Score            Score   `json:"score"`
+	// Statistics is how far the table statistics icekeeper keeps are
+	// behind the current snapshot (nil: it keeps none on the current
+	// lineage). From the metadata alone.
+	Statistics *planner.StatisticsCoverage `json:"statistics,omitempty"`
 }
 
 // Files is what a table's health takes from the manifests of its current
@@ -185,6 +189,7 @@ func (c *Cache) Cached(key string, tbl *table.Table, targetMB, minInput int, str
 func (c *Cache) cached(key string, tbl *table.Table, targetMB, minInput int, strategy maintenance.Strategy, now time.Time) (h Health, e cached, ok bool) {
 	h = Health{TargetFileSizeMB: targetMB}
 	meta := tbl.Metadata()
+	h.Statistics = planner.StatisticsCoverageOf(meta)
 	snaps := meta.Snapshots()
 	h.Snapshots = len(snaps)
 	for i, s := range snaps {

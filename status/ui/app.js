@@ -355,6 +355,11 @@ async function renderTable(t) {
       h.score ? el("div", {class: "parts"}, "small files " + h.score.smallFiles.toFixed(0) + "/40, equality deletes " + h.score.equalityDeletes.toFixed(0) + "/40, position deletes " + h.score.positionDeletes.toFixed(0) + "/20") : ""),
     h.clustering ? el("div", {class: "card"}, el("div", {class: "k"}, "clustering"), el("div", {class: "v " + scoreClass(h.clustering.score)}, h.clustering.score.toFixed(0)),
       el("div", {class: "parts"}, "overlap depth " + h.clustering.depth + " on " + h.clustering.columns.join(", ") + "; " + count(h.clustering.overlapping) + " of " + count(h.clustering.files) + " files in overlaps deeper than 2")) : "",
+    // The table statistics icekeeper keeps (icebergStatistics), from the metadata.
+    h.statistics ? el("div", {class: "card"}, el("div", {class: "k"}, "statistics"),
+      el("div", {class: "v " + (h.statistics.commitsBehind ? "fair" : "good")}, h.statistics.commitsBehind ? count(h.statistics.commitsBehind) + " behind" : "current"),
+      // Not the snapshot ID: a JSON number past 2^53 loses digits in JavaScript.
+      el("div", {class: "parts"}, count(h.statistics.columns) + " column sketches, " + (h.statistics.commitsBehind ? count(h.statistics.commitsBehind) + " commits behind the current snapshot" : "of the current snapshot"))) : "",
     el("div", {class: "card"}, el("div", {class: "k"}, "data files"), el("div", {class: "v"}, count(h.dataFiles)), el("div", {class: "parts"}, count(h.smallFiles) + " small, " + count(h.deleteFiles) + " delete files")),
     el("div", {class: "card"}, el("div", {class: "k"}, "size"), el("div", {class: "v"}, h.totalBytes == null ? "" : bytes(h.totalBytes)), el("div", {class: "parts"}, count(h.snapshots) + " snapshots")));
   const c = hist.cost || {};

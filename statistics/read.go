@@ -1,0 +1,215 @@
+package statistics
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"sync/atomic"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/icekeeper/icekeeper/internal/theta"
+	"github.com/icekeeper/icekeeper/planner"
+)
+
+// sketcher feeds the values of the chosen columns of data files into one
+// update sketch per column, counting what it reads.
+type sketcher struct {
+	cols     []planner.StatisticsColumn
+	sketches []*theta.UpdateSketch
+	files    atomic.Int64
+	bytes    atomic.Int64
+	rows     atomic.Int64
+}
+
+func newSketcher(cols []planner.StatisticsColumn) *sketcher {
+	s := &sketcher{cols: cols, sketches: make([]*theta.UpdateSketch, len(cols))}
+	for i := range s.sketches {
+		s.sketches[i] = theta.NewUpdateSketch()
+	}
+	return s
+}
+
+// countingReader counts the bytes read through it: what a run's figures
+// and its benchmark call bytes read.
+type countingReader struct {
+	r io.ReaderAt
+	n *atomic.Int64
+}
+
+func (c countingReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// add reads data file df's chosen columns. A file that is not Parquet,
+// or whose row count differs from its manifest entry's, is an error: a
+// sketch built from it would describe another table.
+func (s *sketcher) add(fs icebergio.IO, df iceberg.DataFile) error {
+	path := df.FilePath()
+	if df.FileFormat() != iceberg.ParquetFile {
+		return fmt.Errorf("data file %s is %s: only Parquet data files are read", path, df.FileFormat())
+	}
+	f, err := fs.Open(path)
+	if err != nil {
+		return fmt.Errorf("open data file %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("open data file %s: %w", path, err)
+	}
+	pf, err := parquet.OpenFile(countingReader{f, &s.bytes}, fi.Size(), parquet.SkipBloomFilters(true),
+		parquet.SkipPageIndex(true), parquet.ReadBufferSize(1<<20))
+	if err != nil {
+		return fmt.Errorf("read data file %s: %w", path, err)
+	}
+	if pf.NumRows() != df.Count() {
+		return fmt.Errorf("data file %s holds %d rows, its manifest entry %d", path, pf.NumRows(), df.Count())
+	}
+	leaves := leafColumns(pf.Schema())
+	var buf []byte
+	for i, c := range s.cols {
+		leaf, ok := leaves[c.FieldID]
+		if !ok {
+			continue // added to the schema after the file: all null
+		}
+		sk := s.sketches[i]
+		for _, rg := range pf.RowGroups() {
+			err := columnValues(rg.ColumnChunks()[leaf], func(v parquet.Value) error {
+				if v.IsNull() {
+					return nil
+				}
+				var err error
+				if buf, err = serialize(buf[:0], c.Type, v); err != nil {
+					return err
+				}
+				sk.Update(buf)
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("read column %s of data file %s: %w", c.Name, path, err)
+			}
+		}
+	}
+	s.files.Add(1)
+	s.rows.Add(df.Count())
+	return nil
+}
+
+// serialize appends v in Iceberg's single-value serialization of type t,
+// the bytes the sketch hashes. The file's physical type may be narrower
+// than the table's (an int column promoted to long, a float to double):
+// the value is serialized as the table's type, as Iceberg reads it.
+func serialize(buf []byte, t iceberg.PrimitiveType, v parquet.Value) ([]byte, error) {
+	switch t := t.(type) {
+	case iceberg.BooleanType:
+		return theta.Bool(buf, v.Boolean()), nil
+	case iceberg.Int32Type, iceberg.DateType:
+		return theta.Int(buf, v.Int32()), nil
+	case iceberg.Int64Type, iceberg.TimeType, iceberg.TimestampType, iceberg.TimestampTzType,
+		iceberg.TimestampNsType, iceberg.TimestampTzNsType:
+		return theta.Long(buf, integer(v)), nil
+	case iceberg.Float32Type:
+		return theta.Float(buf, v.Float()), nil
+	case iceberg.Float64Type:
+		if v.Kind() == parquet.Float {
+			return theta.Double(buf, float64(v.Float())), nil
+		}
+		return theta.Double(buf, v.Double()), nil
+	case iceberg.StringType, iceberg.BinaryType, iceberg.FixedType, iceberg.UUIDType:
+		return theta.Binary(buf, v.ByteArray()), nil
+	case iceberg.DecimalType:
+		switch v.Kind() {
+		case parquet.Int32, parquet.Int64:
+			return theta.DecimalInt64(buf, integer(v)), nil
+		case parquet.ByteArray, parquet.FixedLenByteArray:
+			return theta.Decimal(buf, twosComplement(v.ByteArray())), nil
+		}
+		return nil, fmt.Errorf("decimal stored as %s", v.Kind())
+	default:
+		return nil, fmt.Errorf("no single-value serialization of %s", t)
+	}
+}
+
+// integer is an integer value of either width.
+func integer(v parquet.Value) int64 {
+	if v.Kind() == parquet.Int32 {
+		return int64(v.Int32())
+	}
+	return v.Int64()
+}
+
+// twosComplement reads big-endian two's complement bytes.
+func twosComplement(b []byte) *big.Int {
+	n := new(big.Int).SetBytes(b)
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+	}
+	return n
+}
+
+// leafColumns maps the field ID of each top-level primitive column of a
+// Parquet schema to its leaf column index.
+func leafColumns(sc *parquet.Schema) map[int]int {
+	out := map[int]int{}
+	leaf := 0
+	for _, f := range sc.Fields() {
+		if f.Leaf() {
+			if id := f.ID(); id != 0 && !f.Repeated() {
+				out[id] = leaf
+			}
+		}
+		leaf += leafCount(f)
+	}
+	return out
+}
+
+func leafCount(f parquet.Field) int {
+	if f.Leaf() {
+		return 1
+	}
+	n := 0
+	for _, c := range f.Fields() {
+		n += leafCount(c)
+	}
+	return n
+}
+
+// columnValues calls fn with every value of a flat column chunk.
+func columnValues(cc parquet.ColumnChunk, fn func(parquet.Value) error) error {
+	pages := cc.Pages()
+	defer pages.Close()
+	values := make([]parquet.Value, 1024)
+	for {
+		p, err := pages.ReadPage()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		vr := p.Values()
+		for {
+			n, err := vr.ReadValues(values)
+			for _, v := range values[:n] {
+				if ferr := fn(v); ferr != nil {
+					parquet.Release(p)
+					return ferr
+				}
+			}
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				parquet.Release(p)
+				return err
+			}
+		}
+		parquet.Release(p)
+	}
+}
