@@ -107,13 +107,30 @@ type Merger struct {
 	// back from storage, holds; the row groups it copies are hashed by
 	// their bytes on both sides. Group's Report then carries the claim.
 	CheckRows bool
+	// NoStorageCopies makes the healthy row groups of inputs read and
+	// written by icekeeper, as before storage copies (S3 part copies,
+	// copy_file_range): for stores where a copy costs more than the
+	// bytes, and to measure one path beside the other.
+	NoStorageCopies bool
 
 	// beforeProve, when set (tests only), runs on an output written and
 	// not yet read back (fault injection).
 	beforeProve func(path string) error
 
-	mu   sync.Mutex
-	zstd map[int]*zstdCodec // by write.parquet.compression-level
+	mu     sync.Mutex
+	zstd   map[int]*zstdCodec // by write.parquet.compression-level
+	copies *s3write.Copies    // what the run knows of its stores' part copies
+}
+
+// storageCopies is the run's s3write.Copies, shared by its groups so that
+// a store that refuses part copies is asked once.
+func (m *Merger) storageCopies() *s3write.Copies {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.copies == nil {
+		m.copies = &s3write.Copies{Off: m.NoStorageCopies}
+	}
+	return m.copies
 }
 
 func (m *Merger) zstdCodec(level int) *zstdCodec {
@@ -175,7 +192,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 	if !ok {
 		return res, fmt.Errorf("the file system of %s cannot write", tbl.Location())
 	}
-	wfs = s3write.Wrap(ctx, wfs, tbl.Location())
+	wfs = s3write.Wrap(ctx, wfs, tbl.Location(), m.storageCopies())
 	spec := meta.PartitionSpec()
 	sc := meta.CurrentSchema()
 	lineage := meta.Version() >= 3
@@ -190,7 +207,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	files := prefetch(ctx, fsys, tasks, wholeFileBytes)
+	files := prefetch(ctx, fsys, tbl.Location(), tasks, wholeFileBytes)
 	defer func() {
 		cancel()
 		for f := range files { // release what was read ahead
@@ -224,7 +241,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 					return err
 				}
 			}
-			claim, err := proof.prove(fsys, df, wholeFileBytes)
+			claim, err := proof.prove(ctx, fsys, tbl.Location(), df, wholeFileBytes)
 			if err != nil {
 				return err
 			}
@@ -277,7 +294,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 				out.proof = newRowProof(ids)
 			}
 		}
-		err = out.copyFile(f.pf, lin)
+		err = out.copyFile(f.pf, f.src, lin)
 		f.close()
 		if err != nil {
 			return res, fmt.Errorf("merge %s: %w", f.df.FilePath(), err)

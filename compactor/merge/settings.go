@@ -26,6 +26,9 @@ type mergeSettings struct {
 	// copyBytes is the size from which an input row group is copied as
 	// it is (planner.CopyThreshold).
 	copyBytes int64
+	// storageCopies lets the storage copy healthy row groups itself
+	// (Merger.NoStorageCopies unset).
+	storageCopies bool
 }
 
 // mergeSettingsOf reads the table's write properties, with iceberg-go's
@@ -45,6 +48,7 @@ func mergeSettingsOf(props iceberg.Properties, m *Merger) (mergeSettings, error)
 		rowGroupBytes: int64(props.GetInt(table.ParquetRowGroupSizeBytesKey, table.ParquetRowGroupSizeBytesDefault)),
 		rowGroupRows:  planner.RowGroupRows(props),
 		copyBytes:     planner.CopyThreshold(props),
+		storageCopies: m == nil || !m.NoStorageCopies,
 	}
 	switch v := props.Get("write.parquet.page-version", "2"); v {
 	case "1", "2":

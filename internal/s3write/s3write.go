@@ -46,19 +46,26 @@ type FS struct {
 	bucket    string
 	partBytes int
 	parts     sync.Pool
+	copies    *Copies // nil: copies are made where the store takes them
 }
 
 // Wrap returns fsys writing through the S3 client under it, for the files
 // of the bucket of location (s3://bucket/...), when fsys is iceberg-go's S3
 // blob IO; any other IO is returned as it is. ctx is the context of every
 // request the writers make.
-func Wrap(ctx context.Context, fsys icebergio.WriteFileIO, location string) icebergio.WriteFileIO {
+//
+// Its writers can append ranges of other objects of the bucket as part
+// copies (CopyRange); copies is what the run knows of the store's (nil:
+// nothing, each FS finds out for itself).
+func Wrap(ctx context.Context, fsys icebergio.WriteFileIO, location string, copies *Copies) icebergio.WriteFileIO {
 	client := objects.S3Client(fsys)
 	bucket, ok := objects.Bucket(location)
 	if client == nil || !ok {
 		return fsys
 	}
-	return newFS(ctx, fsys, client, bucket, PartBytes)
+	f := newFS(ctx, fsys, client, bucket, PartBytes)
+	f.copies = copies
+	return f
 }
 
 func newFS(ctx context.Context, fsys icebergio.WriteFileIO, client *s3.Client, bucket string, partBytes int) *FS {
@@ -94,6 +101,7 @@ type writer struct {
 	key      string
 	buf      *[]byte // the part filling
 	uploadID *string // set once the object is a multipart upload
+	parts    int32   // part numbers taken
 	done     []types.CompletedPart
 	pending  []chan partResult // the parts in flight, in order
 	err      error
@@ -156,37 +164,64 @@ func (w *writer) ReadFrom(r io.Reader) (int64, error) {
 // sendPart uploads the filled buffer as the next part, keeping at most
 // inFlight in flight, and starts a new buffer.
 func (w *writer) sendPart() error {
+	if err := w.start(); err != nil {
+		return err
+	}
+	return w.sendNumbered(w.next())
+}
+
+// start makes the object a multipart upload, once.
+func (w *writer) start() error {
+	if w.uploadID != nil {
+		return nil
+	}
+	// The parts' CRC32 checksums, which the SDK computes as it sends
+	// them, are checked again by the server when the upload completes.
+	out, err := w.f.client.CreateMultipartUpload(w.f.ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(w.f.bucket), Key: aws.String(w.key),
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
+	if err != nil {
+		w.err = fmt.Errorf("write %s: start the upload: %w", w.name, err)
+		return w.err
+	}
+	w.uploadID = out.UploadId
+	return nil
+}
+
+// next takes the next part number.
+func (w *writer) next() int32 {
+	w.parts++
+	return w.parts
+}
+
+// sendNumbered uploads the filled buffer as part num and starts a new
+// buffer.
+func (w *writer) sendNumbered(num int32) error {
 	ctx := w.f.ctx
-	if w.uploadID == nil {
-		// The parts' CRC32 checksums, which the SDK computes as it sends
-		// them, are checked again by the server when the upload
-		// completes.
-		out, err := w.f.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(w.f.bucket), Key: aws.String(w.key),
-			ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
-		if err != nil {
-			return fmt.Errorf("write %s: start the upload: %w", w.name, err)
-		}
-		w.uploadID = out.UploadId
-	}
-	if len(w.pending) == inFlight {
-		if err := w.collect(); err != nil {
-			return err
-		}
-	}
-	buf, num := w.buf, int32(len(w.done)+len(w.pending)+1)
+	buf := w.buf
 	w.buf = w.f.get()
-	ch := make(chan partResult, 1)
-	w.pending = append(w.pending, ch)
-	go func() {
+	return w.queue(func() partResult {
 		defer w.f.put(buf)
 		out, err := w.f.client.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(w.f.bucket), Key: aws.String(w.key), UploadId: w.uploadID,
 			PartNumber: aws.Int32(num), Body: bytes.NewReader(*buf), ContentLength: aws.Int64(int64(len(*buf))), ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
 		if err != nil {
-			ch <- partResult{err: fmt.Errorf("write %s: part %d: %w", w.name, num, err)}
-			return
+			return partResult{err: fmt.Errorf("write %s: part %d: %w", w.name, num, err)}
 		}
-		ch <- partResult{part: types.CompletedPart{PartNumber: aws.Int32(num), ETag: out.ETag, ChecksumCRC32: out.ChecksumCRC32}}
-	}()
+		return partResult{part: types.CompletedPart{PartNumber: aws.Int32(num), ETag: out.ETag, ChecksumCRC32: out.ChecksumCRC32}}
+	})
+}
+
+// queue runs send, an upload or a copy of one part, keeping at most
+// inFlight in flight.
+func (w *writer) queue(send func() partResult) error {
+	if len(w.pending) == inFlight {
+		if err := w.collect(); err != nil {
+			w.err = err
+			return err
+		}
+	}
+	ch := make(chan partResult, 1)
+	w.pending = append(w.pending, ch)
+	go func() { ch <- send() }()
 	return nil
 }
 
@@ -235,6 +270,7 @@ func (w *writer) Close() error {
 		}
 	}
 	if w.err == nil {
+		sortParts(w.done)
 		_, w.err = w.f.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(w.f.bucket), Key: aws.String(w.key),
 			UploadId: w.uploadID, MultipartUpload: &types.CompletedMultipartUpload{Parts: w.done}})
 		if w.err == nil {
