@@ -69,7 +69,12 @@ const (
 // read-ahead budget is given back when the encoder closes it, and the
 // buffers of whole-file reads are recycled. Reads the encoder never took
 // are closed when delivery stops.
-func prefetch(ctx context.Context, fsys icebergio.IO, location string, tasks []table.FileScanTask, wholeFileBytes int64) <-chan openedFile {
+//
+// An input with a row group of rangesFrom bytes or more by its split
+// offsets (0: none) is read in ranges whatever its size: the storage
+// copies such a row group (copySource), and reading the file whole would
+// pass the bytes through anyway.
+func prefetch(ctx context.Context, fsys icebergio.IO, location string, tasks []table.FileScanTask, wholeFileBytes, rangesFrom int64) <-chan openedFile {
 	out := make(chan openedFile)
 	results := make([]chan openedFile, len(tasks))
 	for i := range results {
@@ -84,7 +89,11 @@ func prefetch(ctx context.Context, fsys icebergio.IO, location string, tasks []t
 		defer close(dispatched)
 		for i, t := range tasks {
 			n := t.File.FileSizeBytes()
-			if n > wholeFileBytes {
+			whole := wholeFileBytes
+			if rangesFrom > 0 && largestRowGroup(t.File) >= rangesFrom {
+				whole = 0
+			}
+			if n > whole {
 				n = readBufferBytes // read through one buffer, not whole
 			}
 			n = min(n, readAheadBytes)
@@ -99,7 +108,7 @@ func prefetch(ctx context.Context, fsys icebergio.IO, location string, tasks []t
 			}
 			started++
 			go func() {
-				f := openInput(ctx, fsys, location, t.File, wholeFileBytes, free, 0)
+				f := openInput(ctx, fsys, location, t.File, whole, free, 0)
 				f.task = t
 				inner := f.close
 				f.close = func() {
@@ -141,6 +150,23 @@ func prefetch(ctx context.Context, fsys icebergio.IO, location string, tasks []t
 		}
 	}()
 	return out
+}
+
+// largestRowGroup is the size of df's largest row group as its split
+// offsets (the row groups' starts) give it: the last runs to the file's
+// end, footer included, which only overstates it by the footer (0: no
+// offsets recorded).
+func largestRowGroup(df iceberg.DataFile) int64 {
+	offs := df.SplitOffsets()
+	var most int64
+	for i, off := range offs {
+		end := df.FileSizeBytes()
+		if i+1 < len(offs) {
+			end = offs[i+1]
+		}
+		most = max(most, end-off)
+	}
+	return most
 }
 
 // errRowCount is a file that holds other than the rows its manifest entry
@@ -228,20 +254,29 @@ func openRanged(df iceberg.DataFile, rr *objects.RangeReader, size int64, ahead 
 		o.err = fmt.Errorf("read %s: %w", df.FilePath(), err)
 		return o
 	}
-	return o.parse(&withTail{ReaderAt: body, tail: tail, at: size - n}, size, 0)
+	return o.parse(&withTail{ReaderAt: body, direct: rr, tail: tail, at: size - n}, size, 0)
 }
 
 // withTail serves reads that fall in the file's end from tail, which was
-// read at at, and the others from the ReaderAt.
+// read at at; other small reads (the magic at the file's start) from
+// direct, so that they set no read-ahead going; the rest from the
+// ReaderAt.
 type withTail struct {
 	io.ReaderAt
-	tail []byte
-	at   int64
+	direct io.ReaderAt
+	tail   []byte
+	at     int64
 }
+
+// smallRead is the largest read withTail sends to direct.
+const smallRead = 4 << 10
 
 func (w *withTail) ReadAt(p []byte, off int64) (int, error) {
 	if off >= w.at && off+int64(len(p)) <= w.at+int64(len(w.tail)) {
 		return copy(p, w.tail[off-w.at:]), nil
+	}
+	if len(p) <= smallRead {
+		return w.direct.ReadAt(p, off)
 	}
 	return w.ReaderAt.ReadAt(p, off)
 }

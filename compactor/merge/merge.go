@@ -192,7 +192,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 	if !ok {
 		return res, fmt.Errorf("the file system of %s cannot write", tbl.Location())
 	}
-	wfs = s3write.Wrap(ctx, wfs, tbl.Location(), m.storageCopies())
+	wfs = s3write.Wrap(ctx, wfs, tbl.Location())
 	spec := meta.PartitionSpec()
 	sc := meta.CurrentSchema()
 	lineage := meta.Version() >= 3
@@ -207,7 +207,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	files := prefetch(ctx, fsys, tbl.Location(), tasks, wholeFileBytes)
+	files := prefetch(ctx, fsys, tbl.Location(), tasks, wholeFileBytes, rangesFrom(set))
 	defer func() {
 		cancel()
 		for f := range files { // release what was read ahead
@@ -313,6 +313,17 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 		return res, err
 	}
 	return res, nil
+}
+
+// rangesFrom is the row group size from which an input is read in ranges
+// whatever its size (prefetch): a row group the storage may copy, one
+// full enough to copy (half the table's row-group size) and large enough
+// for an S3 part; 0 when the storage copies nothing.
+func rangesFrom(set mergeSettings) int64 {
+	if !set.storageCopies {
+		return 0
+	}
+	return max(set.copyBytes, s3write.MinPartBytes)
 }
 
 // readableCodecs refuses inputs whose pages parquet-go v0.32.0 cannot

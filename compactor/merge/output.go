@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/cespare/xxhash/v2"
+	"github.com/icekeeper/icekeeper/internal/s3write"
 	"github.com/icekeeper/icekeeper/internal/version"
 	"github.com/icekeeper/icekeeper/planner"
 	"github.com/parquet-go/parquet-go"
@@ -80,7 +81,7 @@ func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Sche
 		// readers refuse.
 		opts = append(opts, parquet.DictionaryMaxBytes(set.dictBytes))
 	}
-	cw := &countingWriter{w: f}
+	cw := &countingWriter{w: f, copies: set.copies}
 	st, err := newStitcher(cw)
 	if err != nil {
 		f.Close()
@@ -459,15 +460,16 @@ func (o *mergeOutput) close(spec iceberg.PartitionSpec, sc *iceberg.Schema, inpu
 
 // countingWriter counts the bytes of the file being written.
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w      io.Writer
+	n      int64
+	copies *s3write.Copies // for rangeCopier
 }
 
 // rangeCopier is an output whose storage appends a range of another of
 // its files itself (s3write's writer: S3 part copies). It reports false,
 // having appended nothing, where it makes no copy.
 type rangeCopier interface {
-	CopyRange(r io.ReaderAt, path string, off, n int64) (bool, error)
+	CopyRange(copies *s3write.Copies, r io.ReaderAt, path string, off, n int64) (bool, error)
 }
 
 // localCopyBytes is the smallest range copied with copy_file_range: below
@@ -484,7 +486,7 @@ func (c *countingWriter) copyRange(src copySource, off, n int64) (bool, error) {
 	var err error
 	switch w := c.w.(type) {
 	case rangeCopier:
-		ok, err = w.CopyRange(src.r, src.path, off, n)
+		ok, err = w.CopyRange(c.copies, src.r, src.path, off, n)
 	case *os.File:
 		ok, err = copyFileRange(w, src.r, off, n)
 	}

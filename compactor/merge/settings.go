@@ -11,6 +11,7 @@ import (
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/compress/gzip"
 
+	"github.com/icekeeper/icekeeper/internal/s3write"
 	"github.com/icekeeper/icekeeper/planner"
 )
 
@@ -27,8 +28,10 @@ type mergeSettings struct {
 	// it is (planner.CopyThreshold).
 	copyBytes int64
 	// storageCopies lets the storage copy healthy row groups itself
-	// (Merger.NoStorageCopies unset).
+	// (Merger.NoStorageCopies unset); copies is what the run knows of
+	// its stores' part copies (nil: nothing).
 	storageCopies bool
+	copies        *s3write.Copies
 }
 
 // mergeSettingsOf reads the table's write properties, with iceberg-go's
@@ -49,6 +52,9 @@ func mergeSettingsOf(props iceberg.Properties, m *Merger) (mergeSettings, error)
 		rowGroupRows:  planner.RowGroupRows(props),
 		copyBytes:     planner.CopyThreshold(props),
 		storageCopies: m == nil || !m.NoStorageCopies,
+	}
+	if m != nil {
+		s.copies = m.storageCopies()
 	}
 	switch v := props.Get("write.parquet.page-version", "2"); v {
 	case "1", "2":

@@ -56,7 +56,7 @@ func WritableFS(ctx context.Context, tbl *table.Table) (icebergio.WriteFileIO, e
 	if !ok {
 		return nil, fmt.Errorf("the file system of %s cannot write", tbl.Location())
 	}
-	return s3write.Wrap(ctx, wfs, tbl.Location(), nil), nil
+	return s3write.Wrap(ctx, wfs, tbl.Location()), nil
 }
 
 // discard removes the files written that are not in keep. A failure only

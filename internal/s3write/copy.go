@@ -119,7 +119,10 @@ func refusal(err error) bool {
 // off, the object in another bucket, a range too short for a part of its
 // own, or a store that refuses part copies; the caller then writes the
 // bytes itself.
-func (w *writer) CopyRange(r io.ReaderAt, path string, off, n int64) (bool, error) {
+//
+// copies is what the run knows of its stores' part copies (nil: nothing;
+// every copy then asks the store first).
+func (w *writer) CopyRange(copies *Copies, r io.ReaderAt, path string, off, n int64) (bool, error) {
 	if w.closed {
 		return false, errors.New("copy into a closed writer")
 	}
@@ -127,10 +130,10 @@ func (w *writer) CopyRange(r io.ReaderAt, path string, off, n int64) (bool, erro
 		return false, w.err
 	}
 	f := w.f
-	if f.copies != nil && f.copies.Off {
+	if copies != nil && copies.Off {
 		return false, nil
 	}
-	if refused, _ := f.copies.state(f.bucket); refused {
+	if refused, _ := copies.state(f.bucket); refused {
 		return false, nil
 	}
 	key, err := objects.Key(f.bucket, path)
@@ -150,7 +153,7 @@ func (w *writer) CopyRange(r io.ReaderAt, path string, off, n int64) (bool, erro
 	if off+n-(from+fill) < MinPartBytes {
 		return false, nil
 	}
-	return w.copyParts(r, key, from, off, fill, off+n)
+	return w.copyParts(copies, r, key, from, off, fill, off+n)
 }
 
 // precedes reports whether the buffered bytes are those of r just before
@@ -171,7 +174,7 @@ func (w *writer) precedes(r io.ReaderAt, off int64) bool {
 // the rest of the range is copied. A copy to a bucket whose store has not
 // yet been seen to take them is made first and waited for: if the store
 // refuses it, nothing is appended.
-func (w *writer) copyParts(r io.ReaderAt, key string, from, off, fill, end int64) (bool, error) {
+func (w *writer) copyParts(copies *Copies, r io.ReaderAt, key string, from, off, fill, end int64) (bool, error) {
 	if err := w.start(); err != nil {
 		return false, err
 	}
@@ -186,18 +189,18 @@ func (w *writer) copyParts(r io.ReaderAt, key string, from, off, fill, end int64
 	for i := range pieces {
 		nums[i] = w.next()
 	}
-	if _, supported := f.copies.state(f.bucket); !supported {
+	if _, supported := copies.state(f.bucket); !supported {
 		p, err := w.copyPart(key, nums[0], pieces[0])
 		if err != nil {
 			if refusal(err) {
-				f.copies.set(f.bucket, false, err)
+				copies.set(f.bucket, false, err)
 				w.unnumber(bufNum, nums)
 				return false, nil
 			}
 			w.err = err
 			return false, err
 		}
-		f.copies.set(f.bucket, true, nil)
+		copies.set(f.bucket, true, nil)
 		w.done = append(w.done, p)
 		pieces, nums = pieces[1:], nums[1:]
 	}

@@ -46,27 +46,46 @@ type FS struct {
 	bucket    string
 	partBytes int
 	parts     sync.Pool
-	copies    *Copies // nil: copies are made where the store takes them
 }
 
 // Wrap returns fsys writing through the S3 client under it, for the files
 // of the bucket of location (s3://bucket/...), when fsys is iceberg-go's S3
 // blob IO; any other IO is returned as it is. ctx is the context of every
 // request the writers make.
+// An IO that writes through this package already (under a wrapper that
+// records what is created, say) is returned as it is.
 //
 // Its writers can append ranges of other objects of the bucket as part
-// copies (CopyRange); copies is what the run knows of the store's (nil:
-// nothing, each FS finds out for itself).
-func Wrap(ctx context.Context, fsys icebergio.WriteFileIO, location string, copies *Copies) icebergio.WriteFileIO {
+// copies (CopyRange).
+func Wrap(ctx context.Context, fsys icebergio.WriteFileIO, location string) icebergio.WriteFileIO {
+	if writesHere(fsys) {
+		return fsys
+	}
 	client := objects.S3Client(fsys)
 	bucket, ok := objects.Bucket(location)
 	if client == nil || !ok {
 		return fsys
 	}
-	f := newFS(ctx, fsys, client, bucket, PartBytes)
-	f.copies = copies
-	return f
+	return newFS(ctx, fsys, client, bucket, PartBytes)
 }
+
+// writesHere reports whether fsys is an FS, or wraps one (objects.Unwrapper).
+func writesHere(fsys icebergio.IO) bool {
+	for fsys != nil {
+		if _, ok := fsys.(*FS); ok {
+			return true
+		}
+		u, ok := fsys.(objects.Unwrapper)
+		if !ok {
+			return false
+		}
+		fsys = u.Unwrap()
+	}
+	return false
+}
+
+// Unwrap is the IO under f (objects.Unwrapper).
+func (f *FS) Unwrap() icebergio.IO { return f.WriteFileIO }
 
 func newFS(ctx context.Context, fsys icebergio.WriteFileIO, client *s3.Client, bucket string, partBytes int) *FS {
 	f := &FS{WriteFileIO: fsys, ctx: ctx, client: client, bucket: bucket, partBytes: partBytes}

@@ -38,11 +38,11 @@ func TestWriteObjects(t *testing.T) {
 	srv := servers.S3(t)
 	ctx := context.Background()
 	base := ioFor(t, ctx, srv)
-	if _, ok := Wrap(ctx, base, "s3://"+srv.Bucket+"/t", nil).(*FS); !ok {
+	if _, ok := Wrap(ctx, base, "s3://"+srv.Bucket+"/t").(*FS); !ok {
 		t.Fatal("iceberg-go's S3 IO was not wrapped")
 	}
 	const part = 5 << 20 // S3's smallest part
-	wrapped := Wrap(ctx, base, "s3://"+srv.Bucket+"/t", nil).(*FS)
+	wrapped := Wrap(ctx, base, "s3://"+srv.Bucket+"/t").(*FS)
 	f := newFS(ctx, base, wrapped.client, srv.Bucket, part)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, size := range []int{0, 1, 1000, part - 1, part, part + 1, 3*part + 17} {
@@ -117,7 +117,7 @@ func TestFailedUploadIsAborted(t *testing.T) {
 	srv := servers.S3(t)
 	ctx := context.Background()
 	base := ioFor(t, ctx, srv)
-	f := newFS(ctx, base, Wrap(ctx, base, "s3://"+srv.Bucket+"/t", nil).(*FS).client, srv.Bucket, 5<<20)
+	f := newFS(ctx, base, Wrap(ctx, base, "s3://"+srv.Bucket+"/t").(*FS).client, srv.Bucket, 5<<20)
 	name := "s3://" + srv.Bucket + "/t/data/broken.bin"
 	w, err := f.Create(name)
 	if err != nil {
