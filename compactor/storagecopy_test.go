@@ -1,13 +1,21 @@
 package compactor
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/cost"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -43,21 +51,94 @@ func TestStorageCopiesOnS3(t *testing.T) {
 	for _, old := range []bool{false, true} {
 		t.Run(map[bool]string{false: "part copies", true: "read and upload"}[old], func(t *testing.T) {
 			e, tbl := newS3Env(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
-			healthyTable(e, tbl, 3)
-			fig := e.checkCompaction(&Job{MinInputFiles: 2, NoStorageCopies: old})
-			through := throughBytes(fig.Cost)
-			share := float64(through) / float64(fig.InputBytes)
-			t.Logf("%d row groups copied, %d re-encoded; %d of %d input bytes through icekeeper (%.1f%%); %s",
-				fig.RowGroupsCopied, fig.RowGroupsReencoded, through, fig.InputBytes, 100*share, fig.Cost.Text())
-			if fig.RowGroupsCopied != 6 || fig.RowGroupsReencoded != 0 {
-				t.Fatalf("%d row groups copied, %d re-encoded; want 6, 0", fig.RowGroupsCopied, fig.RowGroupsReencoded)
-			}
-			if !old && share > 0.05 {
-				t.Errorf("%.1f%% of the compacted bytes passed through icekeeper, want at most 5%%", 100*share)
-			}
-			if old && share < 2 {
-				t.Errorf("the old path moved %.1f%% of the bytes, expected reading, uploading and reading back each", 100*share)
-			}
+			checkStorageCopies(e, tbl, old)
 		})
 	}
+}
+
+// The same on SeaweedFS, through its Iceberg REST catalog: its S3
+// gateway takes part copies too. The catalog's answers count as bytes
+// through icekeeper as well.
+func TestStorageCopiesOnSeaweedFS(t *testing.T) {
+	e, tbl := newRESTEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	checkStorageCopies(e, tbl, false)
+}
+
+// checkStorageCopies compacts three files of two healthy row groups each
+// into one, and checks the bytes that passed through icekeeper: at most
+// 5% of the input with storage copies, and each byte at least twice on
+// the old path (NoStorageCopies).
+func checkStorageCopies(e *env, tbl *table.Table, old bool) {
+	t := e.T
+	t.Helper()
+	healthyTable(e, tbl, 3)
+	fig := e.checkCompaction(&Job{MinInputFiles: 2, NoStorageCopies: old})
+	through := throughBytes(fig.Cost)
+	share := float64(through) / float64(fig.InputBytes)
+	t.Logf("%d row groups copied, %d re-encoded; %d of %d input bytes through icekeeper (%.1f%%); %s",
+		fig.RowGroupsCopied, fig.RowGroupsReencoded, through, fig.InputBytes, 100*share, fig.Cost.Text())
+	if fig.RowGroupsCopied != 6 || fig.RowGroupsReencoded != 0 || fig.OutputFiles != 1 {
+		t.Fatalf("%d row groups copied, %d re-encoded, %d outputs; want 6, 0, 1", fig.RowGroupsCopied, fig.RowGroupsReencoded, fig.OutputFiles)
+	}
+	if !old && share > 0.05 {
+		t.Errorf("%.1f%% of the compacted bytes passed through icekeeper, want at most 5%%", 100*share)
+	}
+	if old && share < 2 {
+		t.Errorf("the old path moved %.1f%% of the bytes, expected reading, uploading and reading back each", 100*share)
+	}
+}
+
+// A store that refuses UploadPartCopy gets the old path: the run reads
+// and uploads the row groups, its rows are exact, and it asks the store
+// no more than once per group that may be running when the answer comes
+// (Parallelism, 2 here), not once per row group.
+func TestStorageCopiesRefused(t *testing.T) {
+	srv := servers.S3(t)
+	refusing, attempts := refusePartCopies(t, srv.Endpoint)
+	srv.Endpoint = refusing
+	home := t.TempDir()
+	cfg := configs.Embedded(home)
+	props := srv.Props()
+	props["type"], props["uri"], props["warehouse"] = "sql", servers.Postgres(t), "s3://"+srv.Bucket+"/warehouse"
+	cfg.Buckets[0].Catalog = props
+	e, tbl := newEnvWith(t, cfg, home, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+	healthyTable(e, tbl, 3)
+	fig := e.checkCompaction(&Job{MinInputFiles: 2})
+	if fig.RowGroupsCopied != 6 {
+		t.Fatalf("%d row groups copied, want 6", fig.RowGroupsCopied)
+	}
+	if n := attempts.Load(); n < 1 || n > 2 {
+		t.Errorf("%d part copies asked of a store that refuses them, want 1 (2 at most)", n)
+	}
+	if share := float64(throughBytes(fig.Cost)) / float64(fig.InputBytes); share < 1 {
+		t.Errorf("%.1f%% of the bytes through icekeeper: the row groups were not read and uploaded", 100*share)
+	}
+}
+
+// refusePartCopies starts a proxy to endpoint that answers every
+// UploadPartCopy (a PUT with x-amz-copy-source) with S3's 501
+// NotImplemented, as a store without part copies does, and counts them.
+func refusePartCopies(t *testing.T, endpoint string) (string, *atomic.Int64) {
+	t.Helper()
+	target, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var attempts atomic.Int64
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host
+	}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && r.Header.Get("x-amz-copy-source") != "" {
+			attempts.Add(1)
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusNotImplemented)
+			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code><Message>A header you provided implies functionality that is not implemented</Message></Error>`)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, &attempts
 }
