@@ -142,3 +142,33 @@ func refusePartCopies(t *testing.T, endpoint string) (string, *atomic.Int64) {
 	t.Cleanup(srv.Close)
 	return srv.URL, &attempts
 }
+
+// On local disk the healthy row groups are copied between files by the
+// kernel (copy_file_range) or, forced to the old path, through memory:
+// either way the output's row groups are the inputs' bytes, its rows
+// exact, and iceberg-go reads it (checkCompaction).
+func TestStorageCopiesLocal(t *testing.T) {
+	for _, old := range []bool{false, true} {
+		t.Run(map[bool]string{false: "copy_file_range", true: "read and write"}[old], func(t *testing.T) {
+			e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+			tbl = healthyTable(e, tbl, 3)
+			inputs := map[[32]byte]bool{}
+			for _, df := range e.dataFiles() {
+				pf := openParquet(t, df)
+				for i := range pf.Metadata().RowGroups {
+					inputs[rowGroupHash(t, pf, &pf.Metadata().RowGroups[i])] = true
+				}
+			}
+			fig := e.checkCompaction(&Job{MinInputFiles: 2, NoStorageCopies: old})
+			if fig.RowGroupsCopied != 6 || fig.OutputFiles != 1 {
+				t.Fatalf("%d row groups copied, %d outputs; want 6, 1", fig.RowGroupsCopied, fig.OutputFiles)
+			}
+			pf := openParquet(t, e.dataFiles()[0])
+			for i := range pf.Metadata().RowGroups {
+				if !inputs[rowGroupHash(t, pf, &pf.Metadata().RowGroups[i])] {
+					t.Errorf("output row group %d is not an input's bytes", i)
+				}
+			}
+		})
+	}
+}
