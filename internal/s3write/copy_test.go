@@ -17,7 +17,9 @@ import (
 // bytes written and copied, in order: a range after bytes that do not
 // make a part (folded when they are the source's own bytes before it,
 // else completed from the range), ranges one after another, a range too
-// short to copy (refused, written by the caller), and bytes after a copy.
+// short to copy (refused, written by the caller), full parts and bytes
+// after a copy, and copies refused in an upload begun with checksummed
+// parts.
 // No upload is left behind.
 func TestCopyRange(t *testing.T) {
 	srv := servers.S3(t)
@@ -44,7 +46,11 @@ func TestCopyRange(t *testing.T) {
 		{{write: []byte("PAR1"), off: 4, n: 7 << 20, wantCopied: false}, {off: 0, n: 11 << 20, wantCopied: true}},
 		{{write: bytes.Repeat([]byte("x"), 100), off: 1 << 20, n: 11 << 20, wantCopied: true}, {write: []byte("tail")}},
 		{{write: bytes.Repeat([]byte("y"), 6<<20), off: 0, n: 5 << 20, wantCopied: true}},
-		{{off: 0, n: 4 << 20, wantCopied: false}, {off: 0, n: 5 << 20, wantCopied: false}, {off: 0, n: 11 << 20, wantCopied: true}},
+		// Parts uploaded before any copy: the upload has checksums, and
+		// its copies are refused.
+		{{off: 0, n: 4 << 20, wantCopied: false}, {off: 0, n: 5 << 20, wantCopied: false}, {off: 0, n: 11 << 20, wantCopied: false}},
+		// Full parts uploaded between and after copies.
+		{{off: 0, n: 6 << 20, wantCopied: true}, {write: src[1:(17 << 20)], off: 2, n: 11 << 20, wantCopied: true}, {write: src[5 : 9<<20]}},
 		{{write: src[:100], off: 100, n: 5<<20 + 99, wantCopied: false}},
 	} {
 		name := "s3://" + srv.Bucket + "/t/data/out-" + strconv.Itoa(i) + ".bin"

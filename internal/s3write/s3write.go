@@ -120,6 +120,9 @@ type writer struct {
 	key      string
 	buf      *[]byte // the part filling
 	uploadID *string // set once the object is a multipart upload
+	// checksummed: the upload was created with CRC32 checksums, which its
+	// completion must then give for every part (see CopyRange).
+	checksummed bool
 	parts    int32   // part numbers taken
 	done     []types.CompletedPart
 	pending  []chan partResult // the parts in flight, in order
@@ -183,26 +186,30 @@ func (w *writer) ReadFrom(r io.Reader) (int64, error) {
 // sendPart uploads the filled buffer as the next part, keeping at most
 // inFlight in flight, and starts a new buffer.
 func (w *writer) sendPart() error {
-	if err := w.start(); err != nil {
+	if err := w.start(true); err != nil {
 		return err
 	}
 	return w.sendNumbered(w.next())
 }
 
-// start makes the object a multipart upload, once.
-func (w *writer) start() error {
+// start makes the object a multipart upload, once: with checksums, the
+// parts' CRC32 checksums, which the SDK computes as it sends them (and the
+// server checks as it takes each part), are checked again by the server
+// when the upload completes.
+func (w *writer) start(checksums bool) error {
 	if w.uploadID != nil {
 		return nil
 	}
-	// The parts' CRC32 checksums, which the SDK computes as it sends
-	// them, are checked again by the server when the upload completes.
-	out, err := w.f.client.CreateMultipartUpload(w.f.ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(w.f.bucket), Key: aws.String(w.key),
-		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
+	in := &s3.CreateMultipartUploadInput{Bucket: aws.String(w.f.bucket), Key: aws.String(w.key)}
+	if checksums {
+		in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc32
+	}
+	out, err := w.f.client.CreateMultipartUpload(w.f.ctx, in)
 	if err != nil {
 		w.err = fmt.Errorf("write %s: start the upload: %w", w.name, err)
 		return w.err
 	}
-	w.uploadID = out.UploadId
+	w.uploadID, w.checksummed = out.UploadId, checksums
 	return nil
 }
 
@@ -290,6 +297,13 @@ func (w *writer) Close() error {
 	}
 	if w.err == nil {
 		sortParts(w.done)
+		if !w.checksummed {
+			// An upload created without checksums takes none at its
+			// completion; each part's was checked as it was taken.
+			for i := range w.done {
+				w.done[i].ChecksumCRC32 = nil
+			}
+		}
 		_, w.err = w.f.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(w.f.bucket), Key: aws.String(w.key),
 			UploadId: w.uploadID, MultipartUpload: &types.CompletedMultipartUpload{Parts: w.done}})
 		if w.err == nil {
