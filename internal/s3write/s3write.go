@@ -123,11 +123,11 @@ type writer struct {
 	// checksummed: the upload was created with CRC32 checksums, which its
 	// completion must then give for every part (see CopyRange).
 	checksummed bool
-	parts    int32   // part numbers taken
-	done     []types.CompletedPart
-	pending  []chan partResult // the parts in flight, in order
-	err      error
-	closed   bool
+	parts       int32 // part numbers taken
+	done        []types.CompletedPart
+	pending     []chan partResult // the parts in flight, in order
+	err         error
+	closed      bool
 }
 
 type partResult struct {
