@@ -80,6 +80,9 @@ func checkStorageCopies(e *env, tbl *table.Table, old bool) {
 	if fig.RowGroupsCopied != 6 || fig.RowGroupsReencoded != 0 || fig.OutputFiles != 1 {
 		t.Fatalf("%d row groups copied, %d re-encoded, %d outputs; want 6, 0, 1", fig.RowGroupsCopied, fig.RowGroupsReencoded, fig.OutputFiles)
 	}
+	if want := map[bool]int{false: 6, true: 0}[old]; fig.RowGroupsCopiedByStorage != want {
+		t.Errorf("%d row groups copied by the storage, want %d", fig.RowGroupsCopiedByStorage, want)
+	}
 	if !old && share > 0.05 {
 		t.Errorf("%.1f%% of the compacted bytes passed through icekeeper, want at most 5%%", 100*share)
 	}
@@ -104,8 +107,8 @@ func TestStorageCopiesRefused(t *testing.T) {
 	e, tbl := newEnvWith(t, cfg, home, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	healthyTable(e, tbl, 3)
 	fig := e.checkCompaction(&Job{MinInputFiles: 2})
-	if fig.RowGroupsCopied != 6 {
-		t.Fatalf("%d row groups copied, want 6", fig.RowGroupsCopied)
+	if fig.RowGroupsCopied != 6 || fig.RowGroupsCopiedByStorage != 0 {
+		t.Fatalf("%d row groups copied, %d by the storage; want 6, 0", fig.RowGroupsCopied, fig.RowGroupsCopiedByStorage)
 	}
 	if n := attempts.Load(); n < 1 || n > 2 {
 		t.Errorf("%d part copies asked of a store that refuses them, want 1 (2 at most)", n)
@@ -162,6 +165,9 @@ func TestStorageCopiesLocal(t *testing.T) {
 			fig := e.checkCompaction(&Job{MinInputFiles: 2, NoStorageCopies: old})
 			if fig.RowGroupsCopied != 6 || fig.OutputFiles != 1 {
 				t.Fatalf("%d row groups copied, %d outputs; want 6, 1", fig.RowGroupsCopied, fig.OutputFiles)
+			}
+			if want := map[bool]int{false: 6, true: 0}[old]; fig.RowGroupsCopiedByStorage != want {
+				t.Errorf("%d row groups copied by the storage, want %d", fig.RowGroupsCopiedByStorage, want)
 			}
 			pf := openParquet(t, e.dataFiles()[0])
 			for i := range pf.Metadata().RowGroups {

@@ -230,6 +230,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 		df, err := out.close(spec, sc, inputs)
 		counts.Copied += out.counts.Copied
 		counts.Reencoded += out.counts.Reencoded
+		counts.ByStorage += out.counts.ByStorage
 		proof := out.proof
 		out, inputs = nil, nil
 		if err != nil {

@@ -56,9 +56,10 @@ type mergeOutput struct {
 }
 
 // RowGroupCounts say what the merge did with its inputs' row groups:
-// copied them byte for byte, or decoded and re-encoded them.
+// copied them byte for byte (ByStorage of them copied by the storage
+// itself), or decoded and re-encoded them.
 type RowGroupCounts struct {
-	Copied, Reencoded int
+	Copied, Reencoded, ByStorage int
 }
 
 func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Schema, set mergeSettings, ncols int, lineage bool) (*mergeOutput, error) {
@@ -185,6 +186,9 @@ func (o *mergeOutput) copyFile(pf *parquet.File, src copySource, lin lineageSour
 					}
 				}
 				o.counts.Copied++
+				if byStorage {
+					o.counts.ByStorage++
+				}
 				continue
 			}
 		}
