@@ -31,16 +31,16 @@ type Figures struct {
 	GroupsMerged         int `json:"groupsMerged"` // rewritten by the merge path
 	// RowGroupsCopied are the merge path's input row groups copied byte for
 	// byte, RowGroupsReencoded those it decoded and encoded again.
-	RowGroupsCopied    int `json:"rowGroupsCopied,omitempty"`
+	RowGroupsCopied int `json:"rowGroupsCopied,omitempty"`
 	// RowGroupsCopiedByStorage of the copied row groups were copied by the
 	// storage itself (S3 part copies, copy_file_range): their bytes did
 	// not pass through icekeeper. Fewer than RowGroupsCopied where a row
 	// group is under S3's 5 MiB part or the store refuses part copies.
 	RowGroupsCopiedByStorage int `json:"rowGroupsCopiedByStorage,omitempty"`
-	RowGroupsReencoded int `json:"rowGroupsReencoded,omitempty"`
-	GroupsCommitted    int `json:"groupsCommitted"`
-	GroupsFailed       int `json:"groupsFailed"`
-	GroupsDropped      int `json:"groupsDropped"` // dropped for a true conflict
+	RowGroupsReencoded       int `json:"rowGroupsReencoded,omitempty"`
+	GroupsCommitted          int `json:"groupsCommitted"`
+	GroupsFailed             int `json:"groupsFailed"`
+	GroupsDropped            int `json:"groupsDropped"` // dropped for a true conflict
 	// RewriteBudget is the run's cap on input bytes (jobs.Options.
 	// RewriteBytes; nil: none). GroupsDeferredByBudget of the plan's
 	// groups, BytesDeferredByBudget of input, did not fit in it and are
