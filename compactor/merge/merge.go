@@ -27,6 +27,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/icekeeper/icekeeper/internal/objects"
 	"github.com/icekeeper/icekeeper/internal/rowdigest"
 	"github.com/icekeeper/icekeeper/internal/s3write"
 )
@@ -207,7 +208,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	files := prefetch(ctx, fsys, tbl.Location(), tasks, wholeFileBytes, rangesFrom(set))
+	files := prefetch(ctx, fsys, tbl.Location(), tasks, wholeFileBytes, rangesFrom(set, tbl.Location()))
 	defer func() {
 		cancel()
 		for f := range files { // release what was read ahead
@@ -319,9 +320,13 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 // rangesFrom is the row group size from which an input is read in ranges
 // whatever its size (prefetch): a row group the storage may copy, one
 // full enough to copy (half the table's row-group size) and large enough
-// for an S3 part; 0 when the storage copies nothing.
-func rangesFrom(set mergeSettings) int64 {
+// for an S3 part; 0 when the storage copies nothing (storage copies off,
+// or the store at location refused them earlier in the run).
+func rangesFrom(set mergeSettings, location string) int64 {
 	if !set.storageCopies {
+		return 0
+	}
+	if bucket, ok := objects.Bucket(location); ok && set.copies != nil && set.copies.Refused(bucket) {
 		return 0
 	}
 	return max(set.copyBytes, s3write.MinPartBytes)

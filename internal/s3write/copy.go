@@ -57,6 +57,13 @@ type Copies struct {
 	supported map[string]bool
 }
 
+// Refused reports whether the store of bucket refused part copies in
+// this run.
+func (c *Copies) Refused(bucket string) bool {
+	refused, _ := c.state(bucket)
+	return refused
+}
+
 // state is what c knows of bucket: refused, supported, or neither yet.
 func (c *Copies) state(bucket string) (refused, supported bool) {
 	if c == nil {
