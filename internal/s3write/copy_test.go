@@ -3,8 +3,11 @@ package s3write
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -111,4 +114,34 @@ func TestSplitCopy(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A part copy that fails (here its source is gone) fails the object: the
+// multipart upload is aborted, nothing is left, and the error names the
+// file; it is not taken for a store that refuses part copies.
+func TestFailedCopyIsAborted(t *testing.T) {
+	srv := servers.S3(t)
+	ctx := context.Background()
+	base := ioFor(t, ctx, srv)
+	f := Wrap(ctx, base, "s3://"+srv.Bucket+"/t").(*FS)
+	name := "s3://" + srv.Bucket + "/t/data/out.bin"
+	w, err := f.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies := &Copies{}
+	src := bytes.NewReader(make([]byte, 6<<20))
+	if _, err := w.(*writer).CopyRange(copies, src, "s3://"+srv.Bucket+"/t/data/gone.bin", 0, 6<<20); err == nil || !strings.Contains(err.Error(), "out.bin") {
+		t.Fatalf("a copy of a missing object: %v", err)
+	}
+	if copies.Refused(srv.Bucket) {
+		t.Error("a failed copy was taken for a refusal")
+	}
+	if err := w.Close(); err == nil {
+		t.Fatal("closing an object whose copy failed succeeded")
+	}
+	if _, err := readAll(base, name); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the failed object: %v", err)
+	}
+	noUploadsLeft(t, srv)
 }
