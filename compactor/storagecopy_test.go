@@ -29,11 +29,17 @@ const healthyRows = 400_000
 // target of 512 MB.
 func healthyTable(e *env, tbl *table.Table, files int) *table.Table {
 	e.T.Helper()
+	return healthyTableOf(e, tbl, files, healthyRows)
+}
+
+// healthyTableOf is healthyTable with row groups of rows rows.
+func healthyTableOf(e *env, tbl *table.Table, files, rows int) *table.Table {
+	e.T.Helper()
 	e.Defaults.Configs[maintenance.Compaction].Compaction().TargetFileSizeMB = maintenance.Int(512)
-	tbl = e.setProps(tbl, iceberg.Properties{"write.parquet.row-group-limit": strconv.Itoa(healthyRows),
+	tbl = e.setProps(tbl, iceberg.Properties{"write.parquet.row-group-limit": strconv.Itoa(rows),
 		"write.parquet.row-group-size-bytes": strconv.Itoa(8 << 20)})
 	for range files {
-		tbl = e.Append(tbl, 2*healthyRows)
+		tbl = e.Append(tbl, 2*rows)
 	}
 	return tbl
 }
@@ -52,6 +58,39 @@ func TestStorageCopiesOnS3(t *testing.T) {
 		t.Run(map[bool]string{false: "part copies", true: "read and upload"}[old], func(t *testing.T) {
 			e, tbl := newS3Env(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 			checkStorageCopies(e, tbl, old)
+		})
+	}
+}
+
+// On format version 3 the copies get the two row-lineage columns encoded
+// for their rows and added as chunks of their own, uploaded by icekeeper
+// right after each copied row group. The part they begin must reach S3's
+// 5 MiB from the next row group's first bytes and still leave a part of 5
+// MiB to copy: row groups of about 6 MB leave too little, and every other
+// one is read and uploaded; of 12 MB each is copied by the store, but each
+// one's first 5 MiB pass through icekeeper. Rows are exact either way.
+// (Writing the lineage chunks after the last row group instead would let
+// every copy be whole; not done.)
+func TestStorageCopiesOnS3V3(t *testing.T) {
+	for _, tc := range []struct {
+		rows, byStorage int
+		maxShare        float64
+	}{
+		{healthyRows, 2, 2.5},
+		{2 * healthyRows, 4, 0.75},
+	} {
+		t.Run(strconv.Itoa(tc.rows)+" rows", func(t *testing.T) {
+			e, tbl := newS3Env(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "3")
+			healthyTableOf(e, tbl, 2, tc.rows)
+			fig := e.checkCompaction(&Job{MinInputFiles: 2})
+			share := float64(throughBytes(fig.Cost)) / float64(fig.InputBytes)
+			t.Logf("%d row groups copied (%d by the storage); %.1f%% of the bytes through icekeeper", fig.RowGroupsCopied, fig.RowGroupsCopiedByStorage, 100*share)
+			if fig.RowGroupsCopied != 4 || fig.RowGroupsCopiedByStorage < tc.byStorage {
+				t.Fatalf("%d row groups copied, %d by the storage; want 4, at least %d", fig.RowGroupsCopied, fig.RowGroupsCopiedByStorage, tc.byStorage)
+			}
+			if share > tc.maxShare {
+				t.Errorf("%.1f%% of the compacted bytes passed through icekeeper, want at most %.0f%%", 100*share, 100*tc.maxShare)
+			}
 		})
 	}
 }
