@@ -76,7 +76,7 @@ func (e *env) checkCompaction(job *Job) *Figures {
 		e.T.Fatalf("compaction: %s: %s", out.Status, out.FailureMessage)
 	}
 	if fig.GroupsCommitted == 0 || fig.OutputFiles >= fig.InputFiles {
-		e.T.Fatalf("nothing was compacted: %d groups committed, %d files in, %d out", fig.GroupsCommitted, fig.InputFiles, fig.OutputFiles)
+		e.T.Fatalf("nothing was compacted: %d groups committed, %d files in, %d out\n%s", fig.GroupsCommitted, fig.InputFiles, fig.OutputFiles, fig.Text())
 	}
 	e.checkSameRows(fpBefore, snapBefore)
 	return fig

@@ -175,7 +175,7 @@ func (j *Job) RunPart(ctx context.Context, t jobs.Target, raw json.RawMessage) (
 	rec := &rebase.RecordingFS{WriteFileIO: wfs}
 	rtbl := rec.Table(tbl, cat)
 	g := planner.Group{Partition: p.Partition, Path: p.Path, InputBytes: p.InputBytes}
-	rw := j.rewriteGroup(ctx, &merge.Merger{WholeFileBytes: j.wholeFileBytes, CheckRows: !j.SkipRowCheck}, rtbl, tasks, g, p.TargetBytes, !j.SkipRowCheck)
+	rw := j.rewriteGroup(ctx, &merge.Merger{WholeFileBytes: j.wholeFileBytes, NoStorageCopies: j.NoStorageCopies, CheckRows: !j.SkipRowCheck}, rtbl, tasks, g, p.TargetBytes, !j.SkipRowCheck)
 	out := groupOutput{Path: rw.path}
 	if rw.err == nil && len(rw.result.NewDataFiles) > 0 {
 		rw.err = listOutputs(tbl.Metadata(), p.Snapshot, rw.result.NewDataFiles, &out)

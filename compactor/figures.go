@@ -31,11 +31,16 @@ type Figures struct {
 	GroupsMerged         int `json:"groupsMerged"` // rewritten by the merge path
 	// RowGroupsCopied are the merge path's input row groups copied byte for
 	// byte, RowGroupsReencoded those it decoded and encoded again.
-	RowGroupsCopied    int `json:"rowGroupsCopied,omitempty"`
-	RowGroupsReencoded int `json:"rowGroupsReencoded,omitempty"`
-	GroupsCommitted    int `json:"groupsCommitted"`
-	GroupsFailed       int `json:"groupsFailed"`
-	GroupsDropped      int `json:"groupsDropped"` // dropped for a true conflict
+	RowGroupsCopied int `json:"rowGroupsCopied,omitempty"`
+	// RowGroupsCopiedByStorage of the copied row groups were copied by the
+	// storage itself (S3 part copies, copy_file_range): their bytes did
+	// not pass through icekeeper. Fewer than RowGroupsCopied where a row
+	// group is under S3's 5 MiB part or the store refuses part copies.
+	RowGroupsCopiedByStorage int `json:"rowGroupsCopiedByStorage,omitempty"`
+	RowGroupsReencoded       int `json:"rowGroupsReencoded,omitempty"`
+	GroupsCommitted          int `json:"groupsCommitted"`
+	GroupsFailed             int `json:"groupsFailed"`
+	GroupsDropped            int `json:"groupsDropped"` // dropped for a true conflict
 	// RewriteBudget is the run's cap on input bytes (jobs.Options.
 	// RewriteBytes; nil: none). GroupsDeferredByBudget of the plan's
 	// groups, BytesDeferredByBudget of input, did not fit in it and are
@@ -152,7 +157,7 @@ func (f *Figures) TextItems(limit int) string {
 		fmt.Fprintf(&b, "\n  %d commits in %d attempts (%d lost to concurrent commits, %d rebased), %d old metadata files removed, rewrite %d ms, commit %d ms, %d ms in all",
 			f.Commits, f.CommitAttempts, f.Conflicts, f.Rebases, f.MetadataFilesRemoved, f.RewriteMs, f.CommitMs, f.DurationMs)
 		if f.RowGroupsCopied+f.RowGroupsReencoded > 0 {
-			fmt.Fprintf(&b, "\n  merged row groups: %d copied byte for byte, %d re-encoded", f.RowGroupsCopied, f.RowGroupsReencoded)
+			fmt.Fprintf(&b, "\n  merged row groups: %d copied byte for byte (%d of them by the storage), %d re-encoded", f.RowGroupsCopied, f.RowGroupsCopiedByStorage, f.RowGroupsReencoded)
 		}
 	}
 	switch m := f.manifestFigures; {
@@ -238,6 +243,7 @@ func (f *Figures) addRewrites(rws []rewritten) {
 		case rw.path == planner.PathMerge:
 			f.GroupsMerged++
 			f.RowGroupsCopied += rw.rowGroups.Copied
+			f.RowGroupsCopiedByStorage += rw.rowGroups.ByStorage
 			f.RowGroupsReencoded += rw.rowGroups.Reencoded
 		}
 	}

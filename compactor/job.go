@@ -115,6 +115,12 @@ type Job struct {
 	// a second time (BENCHMARKS.md gives its cost); without it the summary
 	// carries no claim.
 	SkipRowCheck bool
+	// NoStorageCopies has the merge path read and write the healthy row
+	// groups it copies, rather than have the storage copy them (S3 part
+	// copies, copy_file_range on local disk): the path before storage
+	// copies, for stores where a part copy costs more than the bytes, and
+	// for measuring one beside the other.
+	NoStorageCopies bool
 	// tamper, when set (tests only), runs on a group's outputs before its
 	// row check (fault injection).
 	tamper func(ctx context.Context, tbl *table.Table, outputs []iceberg.DataFile) error

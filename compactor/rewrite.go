@@ -36,7 +36,7 @@ type rewritten struct {
 func (j *Job) rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, groups []planner.Group, target int64, progress func(int, int), checkRows bool) []rewritten {
 	par := orDefault(j.Parallelism, 2)
 	out := make([]rewritten, len(groups))
-	merger := &merge.Merger{WholeFileBytes: j.wholeFileBytes, CheckRows: checkRows}
+	merger := &merge.Merger{WholeFileBytes: j.wholeFileBytes, NoStorageCopies: j.NoStorageCopies, CheckRows: checkRows}
 	var done atomic.Int64
 	p := pool.New().WithContext(ctx).WithMaxGoroutines(par)
 	for i, g := range groups {
@@ -82,7 +82,7 @@ func (j *Job) rewriteGroup(ctx context.Context, merger *merge.Merger, tbl *table
 			if rw.err != nil {
 				break
 			}
-			rw.err = rebase.VerifyOutput(fs, df)
+			rw.err = rebase.VerifyOutput(ctx, fs, tbl.Location(), df)
 		}
 	}
 	if rw.err == nil && j.tamper != nil {

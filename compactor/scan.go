@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/internal/objects"
 	"github.com/icekeeper/icekeeper/internal/rebase"
 	"github.com/icekeeper/icekeeper/planner"
 )
@@ -26,6 +28,14 @@ type scanned struct {
 // files are read only when withAges is set (a minimum file age is
 // configured): it costs a pass over the data manifests.
 func scan(ctx context.Context, tbl *table.Table, withAges bool) (scanned, error) {
+	if withAges {
+		// The ages come from the manifests the scan has just read: they
+		// are read once, and held for the second pass.
+		var err error
+		if tbl, err = memoManifests(ctx, tbl); err != nil {
+			return scanned{}, err
+		}
+	}
 	base, err := rebase.Scan(ctx, tbl)
 	sc := scanned{start: base.Start, tasks: base.Tasks, deletes: base.Deletes}
 	if err != nil {
@@ -50,6 +60,18 @@ func scan(ctx context.Context, tbl *table.Table, withAges bool) (scanned, error)
 			AddedAt:         addedAt[df.FilePath()]}
 	}
 	return sc, nil
+}
+
+// memoManifests returns tbl reading its Avro files (manifest lists and
+// manifests) once each through objects.Memo; it only reads.
+func memoManifests(ctx context.Context, tbl *table.Table) (*table.Table, error) {
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	memo := objects.Memo(fsys, func(name string) bool { return strings.HasSuffix(name, ".avro") })
+	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(),
+		func(context.Context) (icebergio.IO, error) { return memo, nil }, nil), nil
 }
 
 // deletedRows is the rows of t's file that position deletes scoped to it

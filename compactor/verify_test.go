@@ -22,18 +22,18 @@ func TestVerifyOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	df := tasks[0].File
-	if err := rebase.VerifyOutput(fs, df); err != nil {
+	if err := rebase.VerifyOutput(e.Ctx, fs, tbl.Location(), df); err != nil {
 		t.Fatalf("a good file: %v", err)
 	}
 	bld, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, df.FilePath(), iceberg.ParquetFile, nil, nil, nil, df.Count()+1, df.FileSizeBytes())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rebase.VerifyOutput(fs, bld.Build()); err == nil || !strings.Contains(err.Error(), "rows") {
+	if err := rebase.VerifyOutput(e.Ctx, fs, tbl.Location(), bld.Build()); err == nil || !strings.Contains(err.Error(), "rows") {
 		t.Fatalf("a wrong row count: %v", err)
 	}
 	bad, _ := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, df.FilePath()+".missing", iceberg.ParquetFile, nil, nil, nil, 1, 1)
-	if err := rebase.VerifyOutput(fs, bad.Build()); err == nil {
+	if err := rebase.VerifyOutput(e.Ctx, fs, tbl.Location(), bad.Build()); err == nil {
 		t.Fatal("a missing file verified")
 	}
 }

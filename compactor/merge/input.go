@@ -12,6 +12,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/parquet-go/parquet-go"
 	"golang.org/x/sync/semaphore"
+
+	"github.com/icekeeper/icekeeper/internal/objects"
 )
 
 // openedFile is one input, read ahead.
@@ -19,9 +21,25 @@ type openedFile struct {
 	task  table.FileScanTask // lineage needs its first_row_id and sequence number
 	df    iceberg.DataFile
 	pf    *parquet.File
+	src   copySource
 	close func()
 	err   error
 }
+
+// copySource is an input's bytes as storage holds them, for ranges the
+// storage copies itself (S3 part copies, copy_file_range) and for the
+// few bytes read around them: r reads the file directly, not through
+// parquet-go's buffers or a read-ahead.
+type copySource struct {
+	r    io.ReaderAt
+	path string
+}
+
+// tailBytes is how much of the end of a file read in ranges is read at
+// once when it is opened: the footer, and the page indexes writers place
+// before it, in one request rather than one for the footer's length, one
+// for the footer and one per index.
+const tailBytes = 64 << 10
 
 // defaultWholeFileBytes is the size up to which an input is read in one
 // request: small files are the merge's business, and one read per file
@@ -51,7 +69,12 @@ const (
 // read-ahead budget is given back when the encoder closes it, and the
 // buffers of whole-file reads are recycled. Reads the encoder never took
 // are closed when delivery stops.
-func prefetch(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanTask, wholeFileBytes int64) <-chan openedFile {
+//
+// An input with a row group of rangesFrom bytes or more by its split
+// offsets (0: none) is read in ranges whatever its size: the storage
+// copies such a row group (copySource), and reading the file whole would
+// pass the bytes through anyway.
+func prefetch(ctx context.Context, fsys icebergio.IO, location string, tasks []table.FileScanTask, wholeFileBytes, rangesFrom int64) <-chan openedFile {
 	out := make(chan openedFile)
 	results := make([]chan openedFile, len(tasks))
 	for i := range results {
@@ -66,7 +89,11 @@ func prefetch(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanTask
 		defer close(dispatched)
 		for i, t := range tasks {
 			n := t.File.FileSizeBytes()
-			if n > wholeFileBytes {
+			whole := wholeFileBytes
+			if rangesFrom > 0 && largestRowGroup(t.File) >= rangesFrom {
+				whole = 0
+			}
+			if n > whole {
 				n = readBufferBytes // read through one buffer, not whole
 			}
 			n = min(n, readAheadBytes)
@@ -81,7 +108,7 @@ func prefetch(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanTask
 			}
 			started++
 			go func() {
-				f := openInput(fsys, t.File, wholeFileBytes, free, 0)
+				f := openInput(ctx, fsys, location, t.File, whole, free, 0)
 				f.task = t
 				inner := f.close
 				f.close = func() {
@@ -125,6 +152,23 @@ func prefetch(ctx context.Context, fsys icebergio.IO, tasks []table.FileScanTask
 	return out
 }
 
+// largestRowGroup is the size of df's largest row group as its split
+// offsets (the row groups' starts) give it: the last runs to the file's
+// end, footer included, which only overstates it by the footer (0: no
+// offsets recorded).
+func largestRowGroup(df iceberg.DataFile) int64 {
+	offs := df.SplitOffsets()
+	var most int64
+	for i, off := range offs {
+		end := df.FileSizeBytes()
+		if i+1 < len(offs) {
+			end = offs[i+1]
+		}
+		most = max(most, end-off)
+	}
+	return most
+}
+
 // errRowCount is a file that holds other than the rows its manifest entry
 // records.
 var errRowCount = errors.New("row count differs")
@@ -132,7 +176,14 @@ var errRowCount = errors.New("row count differs")
 // openInput opens df for the merge: read whole into a buffer from free when
 // it is at most wholeFileBytes, else read in ranges of readBufferBytes;
 // with ahead > 0, that many ranges at once ahead of the reader (readAhead).
-func openInput(fsys icebergio.IO, df iceberg.DataFile, wholeFileBytes int64, free chan []byte, ahead int) openedFile {
+// On S3 a file read in ranges is read with ranged GETs alone, its end
+// first (tailBytes), never with a GET of the whole object.
+func openInput(ctx context.Context, fsys icebergio.IO, location string, df iceberg.DataFile, wholeFileBytes int64, free chan []byte, ahead int) openedFile {
+	if size := df.FileSizeBytes(); size > wholeFileBytes {
+		if rr, ok := objects.Ranged(ctx, fsys, location, df.FilePath(), size); ok {
+			return openRanged(df, rr, size, ahead)
+		}
+	}
 	o := openedFile{df: df, close: func() {}}
 	fail := func(err error) openedFile {
 		o.close()
@@ -150,6 +201,7 @@ func openInput(fsys icebergio.IO, df iceberg.DataFile, wholeFileBytes int64, fre
 	}
 	size := st.Size()
 	var r io.ReaderAt = f
+	o.src = copySource{r: f, path: df.FilePath()}
 	if size <= wholeFileBytes {
 		var buf []byte
 		select {
@@ -172,6 +224,7 @@ func openInput(fsys icebergio.IO, df iceberg.DataFile, wholeFileBytes int64, fre
 			return fail(err)
 		}
 		r = bytes.NewReader(buf)
+		o.src.r = r
 	} else if ahead > 0 {
 		ra := newReadAhead(f, size, readBufferBytes, ahead)
 		r = ra
@@ -182,15 +235,69 @@ func openInput(fsys icebergio.IO, df iceberg.DataFile, wholeFileBytes int64, fre
 	} else {
 		o.close = func() { f.Close() }
 	}
+	return o.parse(r, size, wholeFileBytes)
+}
+
+// openRanged opens df on S3 through ranged GETs of rr: the file's end in
+// one, then the ranges parquet-go asks for (ahead of it with ahead > 0).
+func openRanged(df iceberg.DataFile, rr *objects.RangeReader, size int64, ahead int) openedFile {
+	o := openedFile{df: df, close: func() {}, src: copySource{r: rr, path: df.FilePath()}}
+	var body io.ReaderAt = rr
+	if ahead > 0 {
+		ra := newReadAhead(rr, size, readBufferBytes, ahead)
+		body = ra
+		o.close = ra.wait
+	}
+	n := min(size, tailBytes)
+	tail := make([]byte, n)
+	if err := readFull(rr, tail, size-n); err != nil {
+		o.err = fmt.Errorf("read %s: %w", df.FilePath(), err)
+		return o
+	}
+	return o.parse(&withTail{ReaderAt: body, direct: rr, tail: tail, at: size - n}, size, 0)
+}
+
+// withTail serves reads that fall in the file's end from tail, which was
+// read at at; other small reads (the magic at the file's start) from
+// direct, so that they set no read-ahead going; the rest from the
+// ReaderAt.
+type withTail struct {
+	io.ReaderAt
+	direct io.ReaderAt
+	tail   []byte
+	at     int64
+}
+
+// smallRead is the largest read withTail sends to direct.
+const smallRead = 4 << 10
+
+func (w *withTail) ReadAt(p []byte, off int64) (int, error) {
+	if off >= w.at && off+int64(len(p)) <= w.at+int64(len(w.tail)) {
+		return copy(p, w.tail[off-w.at:]), nil
+	}
+	if len(p) <= smallRead {
+		return w.direct.ReadAt(p, off)
+	}
+	return w.ReaderAt.ReadAt(p, off)
+}
+
+// parse opens the Parquet file r of size bytes, buffered for ranged reads
+// when it is larger than wholeFileBytes, and checks its row count.
+func (o openedFile) parse(r io.ReaderAt, size, wholeFileBytes int64) openedFile {
 	opts := []parquet.FileOption{parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true)}
 	if size > wholeFileBytes {
 		opts = append(opts, parquet.ReadBufferSize(readBufferBytes))
 	}
+	var err error
 	if o.pf, err = parquet.OpenFile(r, size, opts...); err != nil {
-		return fail(err)
+		o.close()
+		o.err = fmt.Errorf("read %s: %w", o.df.FilePath(), err)
+		return o
 	}
-	if o.pf.NumRows() != df.Count() {
-		return fail(fmt.Errorf("%w: the file holds %d rows, its manifest entry %d", errRowCount, o.pf.NumRows(), df.Count()))
+	if o.pf.NumRows() != o.df.Count() {
+		o.close()
+		o.err = fmt.Errorf("read %s: %w: the file holds %d rows, its manifest entry %d", o.df.FilePath(), errRowCount, o.pf.NumRows(), o.df.Count())
+		return o
 	}
 	return o
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/icekeeper/icekeeper/internal/objects"
 	"github.com/icekeeper/icekeeper/internal/rowdigest"
 	"github.com/icekeeper/icekeeper/internal/s3write"
 )
@@ -107,13 +108,30 @@ type Merger struct {
 	// back from storage, holds; the row groups it copies are hashed by
 	// their bytes on both sides. Group's Report then carries the claim.
 	CheckRows bool
+	// NoStorageCopies makes the healthy row groups of inputs read and
+	// written by icekeeper, as before storage copies (S3 part copies,
+	// copy_file_range): for stores where a copy costs more than the
+	// bytes, and to measure one path beside the other.
+	NoStorageCopies bool
 
 	// beforeProve, when set (tests only), runs on an output written and
 	// not yet read back (fault injection).
 	beforeProve func(path string) error
 
-	mu   sync.Mutex
-	zstd map[int]*zstdCodec // by write.parquet.compression-level
+	mu     sync.Mutex
+	zstd   map[int]*zstdCodec // by write.parquet.compression-level
+	copies *s3write.Copies    // what the run knows of its stores' part copies
+}
+
+// storageCopies is the run's s3write.Copies, shared by its groups so that
+// a store that refuses part copies is asked once.
+func (m *Merger) storageCopies() *s3write.Copies {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.copies == nil {
+		m.copies = &s3write.Copies{Off: m.NoStorageCopies}
+	}
+	return m.copies
 }
 
 func (m *Merger) zstdCodec(level int) *zstdCodec {
@@ -190,7 +208,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	files := prefetch(ctx, fsys, tasks, wholeFileBytes)
+	files := prefetch(ctx, fsys, tbl.Location(), tasks, wholeFileBytes, rangesFrom(set, tbl.Location()))
 	defer func() {
 		cancel()
 		for f := range files { // release what was read ahead
@@ -213,6 +231,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 		df, err := out.close(spec, sc, inputs)
 		counts.Copied += out.counts.Copied
 		counts.Reencoded += out.counts.Reencoded
+		counts.ByStorage += out.counts.ByStorage
 		proof := out.proof
 		out, inputs = nil, nil
 		if err != nil {
@@ -224,7 +243,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 					return err
 				}
 			}
-			claim, err := proof.prove(fsys, df, wholeFileBytes)
+			claim, err := proof.prove(ctx, fsys, tbl.Location(), df, wholeFileBytes)
 			if err != nil {
 				return err
 			}
@@ -277,7 +296,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 				out.proof = newRowProof(ids)
 			}
 		}
-		err = out.copyFile(f.pf, lin)
+		err = out.copyFile(f.pf, f.src, lin)
 		f.close()
 		if err != nil {
 			return res, fmt.Errorf("merge %s: %w", f.df.FilePath(), err)
@@ -296,6 +315,21 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 		return res, err
 	}
 	return res, nil
+}
+
+// rangesFrom is the row group size from which an input is read in ranges
+// whatever its size (prefetch): a row group the storage may copy, one
+// full enough to copy (half the table's row-group size) and large enough
+// for an S3 part; 0 when the storage copies nothing (storage copies off,
+// or the store at location refused them earlier in the run).
+func rangesFrom(set mergeSettings, location string) int64 {
+	if !set.storageCopies {
+		return 0
+	}
+	if bucket, ok := objects.Bucket(location); ok && set.copies != nil && set.copies.Refused(bucket) {
+		return 0
+	}
+	return max(set.copyBytes, s3write.MinPartBytes)
 }
 
 // readableCodecs refuses inputs whose pages parquet-go v0.32.0 cannot

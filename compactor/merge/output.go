@@ -5,11 +5,13 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/cespare/xxhash/v2"
+	"github.com/icekeeper/icekeeper/internal/s3write"
 	"github.com/icekeeper/icekeeper/internal/version"
 	"github.com/icekeeper/icekeeper/planner"
 	"github.com/parquet-go/parquet-go"
@@ -54,9 +56,10 @@ type mergeOutput struct {
 }
 
 // RowGroupCounts say what the merge did with its inputs' row groups:
-// copied them byte for byte, or decoded and re-encoded them.
+// copied them byte for byte (ByStorage of them copied by the storage
+// itself), or decoded and re-encoded them.
 type RowGroupCounts struct {
-	Copied, Reencoded int
+	Copied, Reencoded, ByStorage int
 }
 
 func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Schema, set mergeSettings, ncols int, lineage bool) (*mergeOutput, error) {
@@ -79,7 +82,7 @@ func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Sche
 		// readers refuse.
 		opts = append(opts, parquet.DictionaryMaxBytes(set.dictBytes))
 	}
-	cw := &countingWriter{w: f}
+	cw := &countingWriter{w: f, copies: set.copies}
 	st, err := newStitcher(cw)
 	if err != nil {
 		f.Close()
@@ -130,7 +133,15 @@ func (o *mergeOutput) copyable(rg *format.RowGroup, size int64) bool {
 // merged into the open re-encoded row group, column by column, on two
 // lanes of columns at once (distinct column writers share no state until
 // the row group is flushed); the lineage columns are a third lane.
-func (o *mergeOutput) copyFile(pf *parquet.File, lin lineageSource) error {
+//
+// src is pf's bytes as storage holds them: a healthy row group may be
+// copied by the storage itself from there (stitcher.copyByStorage).
+func (o *mergeOutput) copyFile(pf *parquet.File, src copySource, lin lineageSource) error {
+	o.st.origin = nil
+	if o.set.storageCopies && src.r != nil {
+		o.st.origin = &src
+	}
+	defer func() { o.st.origin = nil }()
 	md := pf.Metadata()
 	var pos int64 // of the row group's first row in the file
 	for r, rg := range pf.RowGroups() {
@@ -160,11 +171,12 @@ func (o *mergeOutput) copyFile(pf *parquet.File, lin lineageSource) error {
 					hw = h
 				}
 				ordinal := len(o.st.groups)
-				if err := o.st.appendRowGroup(pf, md, r, hw); err != nil {
+				byStorage, err := o.st.appendRowGroup(pf, md, r, hw)
+				if err != nil {
 					return err
 				}
 				if h != nil {
-					g := copiedGroup{ordinal: ordinal, cols: len(md.RowGroups[r].Columns), rows: rg.NumRows(), hash: h.Sum64()}
+					g := copiedGroup{ordinal: ordinal, cols: len(md.RowGroups[r].Columns), rows: rg.NumRows(), hash: h.Sum64(), sampled: byStorage}
 					o.proof.copied = append(o.proof.copied, g)
 					o.proof.in.Add(g.hash)
 				}
@@ -174,6 +186,9 @@ func (o *mergeOutput) copyFile(pf *parquet.File, lin lineageSource) error {
 					}
 				}
 				o.counts.Copied++
+				if byStorage {
+					o.counts.ByStorage++
+				}
 				continue
 			}
 		}
@@ -449,8 +464,62 @@ func (o *mergeOutput) close(spec iceberg.PartitionSpec, sc *iceberg.Schema, inpu
 
 // countingWriter counts the bytes of the file being written.
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w      io.Writer
+	n      int64
+	copies *s3write.Copies // for rangeCopier
+}
+
+// rangeCopier is an output whose storage appends a range of another of
+// its files itself (s3write's writer: S3 part copies). It reports false,
+// having appended nothing, where it makes no copy.
+type rangeCopier interface {
+	CopyRange(copies *s3write.Copies, r io.ReaderAt, path string, off, n int64) (bool, error)
+}
+
+// localCopyBytes is the smallest range copied with copy_file_range: below
+// it the system calls cost more than the copy through memory.
+const localCopyBytes = 1 << 20
+
+// copyRange appends n bytes of src from off copied by the storage, when
+// the output's storage can: an S3 part copy (rangeCopier), or between
+// local files copy_file_range, which os.File.ReadFrom uses on Linux (and
+// which falls back to reading and writing elsewhere). It reports false,
+// having appended nothing, where no copy is made.
+func (c *countingWriter) copyRange(src copySource, off, n int64) (bool, error) {
+	var ok bool
+	var err error
+	switch w := c.w.(type) {
+	case rangeCopier:
+		ok, err = w.CopyRange(c.copies, src.r, src.path, off, n)
+	case *os.File:
+		ok, err = copyFileRange(w, src.r, off, n)
+	}
+	if ok {
+		c.n += n
+	}
+	return ok, err
+}
+
+// copyFileRange appends n bytes of r from off to dst, when r is a local
+// file too: from r's offset, which only this copy moves (the merge reads
+// inputs with ReadAt).
+func copyFileRange(dst *os.File, r io.ReaderAt, off, n int64) (bool, error) {
+	f, ok := r.(*os.File)
+	if !ok || n < localCopyBytes {
+		return false, nil
+	}
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return false, nil
+	}
+	k, err := dst.ReadFrom(io.LimitReader(f, n))
+	if err == nil && k != n {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		// Bytes may have been appended: the output is abandoned.
+		return false, fmt.Errorf("copy %d bytes of %s at %d: %w", n, f.Name(), off, err)
+	}
+	return true, nil
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {

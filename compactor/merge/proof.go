@@ -1,6 +1,8 @@
 package merge
 
 import (
+	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/cespare/xxhash/v2"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/icekeeper/icekeeper/internal/rowdigest"
 )
@@ -34,10 +37,48 @@ type rowProof struct {
 // copiedGroup is a row group copied byte for byte: where it is in the
 // output, how many of its columns came from the input, its rows and the
 // hash of those columns' chunk bytes.
+//
+// A row group the storage copied (sampled) is hashed by its sample
+// (sampleRange) on both sides: its bytes never pass through icekeeper,
+// and reading them back would undo what the copy saved. The sample holds
+// the range's length and its first and last bytes, so that a range
+// copied from the wrong place or to the wrong offset reads back
+// otherwise; the bytes between are the storage's own copy, as trusted as
+// any object it stores, and their pages are still checked by the readers
+// that decode them.
 type copiedGroup struct {
 	ordinal, cols int
 	rows          int64
 	hash          uint64
+	sampled       bool
+}
+
+// sampleBytes is how much of each end of a range the storage copied is
+// hashed, on each side.
+const sampleBytes = 16 << 10
+
+// sampleRange writes to h the sample of n bytes of src from off: n, then
+// the first and the last sampleBytes (the range whole when shorter).
+func sampleRange(h io.Writer, src io.ReaderAt, off, n int64) error {
+	var size [8]byte
+	binary.LittleEndian.PutUint64(size[:], uint64(n))
+	h.Write(size[:])
+	if n <= 2*sampleBytes {
+		b := make([]byte, n)
+		if err := readFull(src, b, off); err != nil {
+			return err
+		}
+		h.Write(b)
+		return nil
+	}
+	b := make([]byte, sampleBytes)
+	for _, at := range []int64{off, off + n - sampleBytes} {
+		if err := readFull(src, b, at); err != nil {
+			return err
+		}
+		h.Write(b)
+	}
+	return nil
 }
 
 // laneHash is one lane's part of the row hashes of the row group being
@@ -104,10 +145,10 @@ func (l *laneHash) add(id int, row int, values []parquet.Value) {
 // GETs, not one per page, copyAhead of them in flight), and checks that its re-encoded row groups hold
 // the rows the inputs' did and its copied row groups the bytes that were
 // read. It returns the output's claim.
-func (p *rowProof) prove(fs icebergio.IO, df iceberg.DataFile, wholeFileBytes int64) (rowdigest.Claim, error) {
+func (p *rowProof) prove(ctx context.Context, fs icebergio.IO, location string, df iceberg.DataFile, wholeFileBytes int64) (rowdigest.Claim, error) {
 	claim := rowdigest.Claim{Read: p.read}
 	path := df.FilePath()
-	in := openInput(fs, df, wholeFileBytes, nil, copyAhead)
+	in := openInput(ctx, fs, location, df, wholeFileBytes, nil, copyAhead)
 	defer in.close()
 	if errors.Is(in.err, errRowCount) {
 		return claim, fmt.Errorf("%w: read back: %v", rowdigest.ErrRowsDiffer, in.err)
@@ -127,11 +168,8 @@ func (p *rowProof) prove(fs icebergio.IO, df iceberg.DataFile, wholeFileBytes in
 	for r, rg := range pf.RowGroups() {
 		if g, ok := copiedAt[r]; ok {
 			xx.Reset()
-			for c := range g.cols {
-				cm := &md.RowGroups[r].Columns[c].MetaData
-				if err := hashRange(xx, pf, chunkStart(cm), cm.TotalCompressedSize, buf); err != nil {
-					return claim, fmt.Errorf("read back %s: row group %d: %w", path, r, err)
-				}
+			if err := p.hashCopied(xx, in, md, r, g, buf); err != nil {
+				return claim, fmt.Errorf("read back %s: row group %d: %w", path, r, err)
 			}
 			if h := xx.Sum64(); h != g.hash || rg.NumRows() != g.rows {
 				return claim, fmt.Errorf("%w: %s: row group %d, copied byte for byte, reads back other bytes than were copied", rowdigest.ErrRowsDiffer, path, r)
@@ -159,6 +197,32 @@ func (p *rowProof) prove(fs icebergio.IO, df iceberg.DataFile, wholeFileBytes in
 		return claim, fmt.Errorf("%w: %s: read %s, wrote %s", rowdigest.ErrRowsDiffer, path, claim.Read, claim.Written)
 	}
 	return claim, nil
+}
+
+// hashCopied hashes copied row group r of the output as the merge hashed
+// it: its first g.cols column chunks' bytes, or, when the storage copied
+// them, the sample of their range, read directly rather than through the
+// read-ahead (which would fetch the pieces around it).
+func (p *rowProof) hashCopied(xx *xxhash.Digest, out openedFile, md *format.FileMetaData, r int, g copiedGroup, buf []byte) error {
+	cols := md.RowGroups[r].Columns[:g.cols]
+	if !g.sampled {
+		for c := range cols {
+			cm := &cols[c].MetaData
+			if err := hashRange(xx, out.pf, chunkStart(cm), cm.TotalCompressedSize, buf); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	start, n, ok := contiguous(cols)
+	if !ok {
+		return fmt.Errorf("%w: the row group's copied column chunks are not one range", rowdigest.ErrRowsDiffer)
+	}
+	src := out.src.r
+	if src == nil {
+		src = out.pf
+	}
+	return sampleRange(xx, src, start, n)
 }
 
 // hashRange hashes n bytes of src from off, through buf.

@@ -11,6 +11,7 @@ import (
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/compress/gzip"
 
+	"github.com/icekeeper/icekeeper/internal/s3write"
 	"github.com/icekeeper/icekeeper/planner"
 )
 
@@ -26,6 +27,11 @@ type mergeSettings struct {
 	// copyBytes is the size from which an input row group is copied as
 	// it is (planner.CopyThreshold).
 	copyBytes int64
+	// storageCopies lets the storage copy healthy row groups itself
+	// (Merger.NoStorageCopies unset); copies is what the run knows of
+	// its stores' part copies (nil: nothing).
+	storageCopies bool
+	copies        *s3write.Copies
 }
 
 // mergeSettingsOf reads the table's write properties, with iceberg-go's
@@ -45,6 +51,10 @@ func mergeSettingsOf(props iceberg.Properties, m *Merger) (mergeSettings, error)
 		rowGroupBytes: int64(props.GetInt(table.ParquetRowGroupSizeBytesKey, table.ParquetRowGroupSizeBytesDefault)),
 		rowGroupRows:  planner.RowGroupRows(props),
 		copyBytes:     planner.CopyThreshold(props),
+		storageCopies: m == nil || !m.NoStorageCopies,
+	}
+	if m != nil {
+		s.copies = m.storageCopies()
 	}
 	switch v := props.Get("write.parquet.page-version", "2"); v {
 	case "1", "2":

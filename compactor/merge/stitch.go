@@ -32,6 +32,9 @@ type stitcher struct {
 	columnIndexes [][][]byte
 	offsetIndexes [][]*format.OffsetIndex
 	rows          int64
+	// origin is the input whose row groups are being copied, as storage
+	// holds it, when the storage may copy them itself (nil: it may not).
+	origin *copySource
 }
 
 // parquetMagic opens and closes every Parquet file.
@@ -60,19 +63,44 @@ func chunkStart(md *format.ColumnMetaData) int64 {
 
 // appendRowGroup copies row group r of the file src whose footer is md,
 // writing its column chunks' bytes, in column order, to h too when it is
-// set.
-func (s *stitcher) appendRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, h io.Writer) error {
+// set. It reports whether the storage copied them (copyByStorage): then
+// h got the range's sample (sampleRange), not its bytes.
+func (s *stitcher) appendRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, h io.Writer) (bool, error) {
 	// Writers put a row group's chunks one after another: then one
 	// ranged read copies them all (on object storage, a GET per 8 MiB
-	// rather than one per column at least).
+	// rather than one per column at least), or one copy by the storage.
 	if start, n, ok := contiguous(md.RowGroups[r].Columns); ok {
 		at := s.w.n
-		if err := s.copyRange(src, start, n, h); err != nil {
-			return fmt.Errorf("copy row group %d: %w", r, err)
+		byStorage, err := s.copyByStorage(start, n, h)
+		if err == nil && !byStorage {
+			err = s.copyRange(src, start, n, h)
 		}
-		return s.addRowGroup(src, md, r, true, at-start, nil)
+		if err != nil {
+			return false, fmt.Errorf("copy row group %d: %w", r, err)
+		}
+		return byStorage, s.addRowGroup(src, md, r, true, at-start, nil)
 	}
-	return s.addRowGroup(src, md, r, false, 0, h)
+	return false, s.addRowGroup(src, md, r, false, 0, h)
+}
+
+// copyByStorage has the output's storage copy n bytes of the origin from
+// start, where it can (countingWriter.copyRange), and then hands h the
+// range's sample: the bytes never pass through here, and the proof reads
+// back the same sample of the output.
+func (s *stitcher) copyByStorage(start, n int64, h io.Writer) (bool, error) {
+	if s.origin == nil {
+		return false, nil
+	}
+	ok, err := s.w.copyRange(*s.origin, start, n)
+	if err != nil || !ok {
+		return false, err
+	}
+	if h != nil {
+		if err := sampleRange(h, s.origin.r, start, n); err != nil {
+			return true, fmt.Errorf("read the ends of the copied range: %w", err)
+		}
+	}
+	return true, nil
 }
 
 // contiguous reports whether cols lie one after another in their file,

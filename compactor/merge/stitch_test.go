@@ -61,7 +61,7 @@ func testStitch(t *testing.T, piece int64) {
 	// first, copied chunk by chunk, then 0 whole, then 1 chunk by chunk.
 	for _, r := range []int{2, 0, 1} {
 		if r == 0 {
-			err = st.appendRowGroup(in, md, r, nil)
+			_, err = st.appendRowGroup(in, md, r, nil)
 		} else {
 			err = st.addRowGroup(in, md, r, false, 0, nil)
 		}

@@ -129,6 +129,12 @@ type Figures struct {
 	// rewrites: what S3 Tables bills compaction by.
 	ProcessedObjects int64 `json:"processedObjects"`
 	ProcessedBytes   int64 `json:"processedBytes"`
+	// StorageRequestsPerObject is the object-storage requests (every kind
+	// but CATALOG) per processed object: for a compaction, requests per
+	// input file, reads of its metadata and writes of its outputs
+	// included. Each is a round trip and work for the storage server, so
+	// a run over small files is judged by it (0: nothing processed).
+	StorageRequestsPerObject float64 `json:"storageRequestsPerObject,omitempty"`
 	// CatalogRefusals counts the requests a REST catalog refused for its
 	// rate and that were sent again when it asked; CatalogWaitMs is how
 	// long requests waited on the catalog's rate, for those refusals and
@@ -173,6 +179,9 @@ func (m *Meter) Figures(p Prices, w Work) Figures {
 		}
 	}
 	f.USD = p.requests(f.ByKind)
+	if w.Objects > 0 {
+		f.StorageRequestsPerObject = float64(f.Requests-f.ByKind[Catalog]) / float64(w.Objects)
+	}
 	if w.Billed {
 		perGB := p.BinpackPerGB
 		if w.Sorted {
@@ -260,6 +269,9 @@ func (f Figures) Text() string {
 		b.WriteString(" (" + strings.Join(parts, ", ") + ")")
 	}
 	fmt.Fprintf(&b, ", %s read, %s written: %s", human.Bytes(f.BytesRead), human.Bytes(f.BytesWritten), human.USD(f.USD))
+	if f.StorageRequestsPerObject > 0 {
+		fmt.Fprintf(&b, "; %.2f storage requests per object processed", f.StorageRequestsPerObject)
+	}
 	if f.S3TablesUSD > 0 {
 		fmt.Fprintf(&b, "; S3 Tables would charge %s for %s, %s", human.USD(f.S3TablesUSD),
 			human.Count(f.ProcessedObjects, "object"), human.Bytes(f.ProcessedBytes))

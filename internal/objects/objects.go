@@ -111,13 +111,28 @@ func Gone(ctx context.Context, fsys icebergio.IO, location, path string) (bool, 
 	return false, nil
 }
 
+// Unwrapper is an IO that passes to another what it does not do itself
+// (a wrapper that records the files created, say): the IO under it is
+// looked for through Unwrap.
+type Unwrapper interface {
+	Unwrap() icebergio.IO
+}
+
 // S3Client returns the S3 client under fsys when it is iceberg-go's S3
-// blob IO, else nil.
+// blob IO, or wraps it (Unwrapper), else nil.
 func S3Client(fsys icebergio.IO) *s3.Client {
-	bfs, ok := fsys.(*blobfs.FileIO)
-	var client *s3.Client
-	if !ok || !bfs.Bucket.As(&client) {
-		return nil
+	for {
+		if bfs, ok := fsys.(*blobfs.FileIO); ok {
+			var client *s3.Client
+			if !bfs.Bucket.As(&client) {
+				return nil
+			}
+			return client
+		}
+		u, ok := fsys.(Unwrapper)
+		if !ok {
+			return nil
+		}
+		fsys = u.Unwrap()
 	}
-	return client
 }

@@ -33,6 +33,9 @@ func (r *RecordingFS) WriteFile(name string, p []byte) error {
 	return r.WriteFileIO.WriteFile(name, p)
 }
 
+// Unwrap is the IO under r (objects.Unwrapper).
+func (r *RecordingFS) Unwrap() icebergio.IO { return r.WriteFileIO }
+
 // Table is tbl with its files written through r, so that a rewrite on it
 // is recorded.
 func (r *RecordingFS) Table(tbl *table.Table, cat catalog.Catalog) *table.Table {

@@ -61,7 +61,7 @@ func Rewrite(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, 
 		if df.Count() == 0 {
 			continue
 		}
-		if err := VerifyOutput(fs, df); err != nil {
+		if err := VerifyOutput(ctx, fs, tbl.Location(), df); err != nil {
 			return files, claim, err
 		}
 		files = append(files, df)

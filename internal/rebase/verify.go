@@ -1,12 +1,34 @@
 package rebase
 
 import (
+	"context"
 	"fmt"
+	"io"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/icekeeper/icekeeper/internal/objects"
 )
+
+// openForFooter opens df to read its footer: in ranges on S3, else
+// through fs.
+func openForFooter(ctx context.Context, fs icebergio.IO, location string, df iceberg.DataFile) (io.ReaderAt, int64, func(), error) {
+	if rr, ok := objects.Ranged(ctx, fs, location, df.FilePath(), df.FileSizeBytes()); ok {
+		return rr, df.FileSizeBytes(), func() {}, nil
+	}
+	f, err := fs.Open(df.FilePath())
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, nil, err
+	}
+	return f, st.Size(), func() { f.Close() }, nil
+}
 
 // maxPageBytes is the largest page readers are sure to accept: arrow-go
 // refuses pages over 64 MiB, and a file written with one cannot be read by
@@ -19,17 +41,17 @@ const maxPageBytes = 64 << 20
 // outputs parquet-go is a second, independent Parquet implementation; the
 // merge path's outputs are its own, and their close also checks every
 // column's value count.
-func VerifyOutput(fs icebergio.IO, df iceberg.DataFile) error {
-	f, err := fs.Open(df.FilePath())
+//
+// On S3 the footer is read with ranged GETs of the table's bucket
+// (objects.Ranged), without the GET of the whole object an open makes:
+// its bytes count against a rewrite whose row groups the store copied.
+func VerifyOutput(ctx context.Context, fs icebergio.IO, location string, df iceberg.DataFile) error {
+	r, size, closeFn, err := openForFooter(ctx, fs, location, df)
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", df.FilePath(), err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("verify %s: %w", df.FilePath(), err)
-	}
-	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipBloomFilters(true))
+	defer closeFn()
+	pf, err := parquet.OpenFile(r, size, parquet.SkipBloomFilters(true))
 	if err != nil {
 		return fmt.Errorf("verify %s: not a readable Parquet file: %w", df.FilePath(), err)
 	}

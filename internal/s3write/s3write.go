@@ -52,7 +52,15 @@ type FS struct {
 // of the bucket of location (s3://bucket/...), when fsys is iceberg-go's S3
 // blob IO; any other IO is returned as it is. ctx is the context of every
 // request the writers make.
+// An IO that writes through this package already (under a wrapper that
+// records what is created, say) is returned as it is.
+//
+// Its writers can append ranges of other objects of the bucket as part
+// copies (CopyRange).
 func Wrap(ctx context.Context, fsys icebergio.WriteFileIO, location string) icebergio.WriteFileIO {
+	if writesHere(fsys) {
+		return fsys
+	}
 	client := objects.S3Client(fsys)
 	bucket, ok := objects.Bucket(location)
 	if client == nil || !ok {
@@ -60,6 +68,24 @@ func Wrap(ctx context.Context, fsys icebergio.WriteFileIO, location string) iceb
 	}
 	return newFS(ctx, fsys, client, bucket, PartBytes)
 }
+
+// writesHere reports whether fsys is an FS, or wraps one (objects.Unwrapper).
+func writesHere(fsys icebergio.IO) bool {
+	for fsys != nil {
+		if _, ok := fsys.(*FS); ok {
+			return true
+		}
+		u, ok := fsys.(objects.Unwrapper)
+		if !ok {
+			return false
+		}
+		fsys = u.Unwrap()
+	}
+	return false
+}
+
+// Unwrap is the IO under f (objects.Unwrapper).
+func (f *FS) Unwrap() icebergio.IO { return f.WriteFileIO }
 
 func newFS(ctx context.Context, fsys icebergio.WriteFileIO, client *s3.Client, bucket string, partBytes int) *FS {
 	f := &FS{WriteFileIO: fsys, ctx: ctx, client: client, bucket: bucket, partBytes: partBytes}
@@ -94,10 +120,14 @@ type writer struct {
 	key      string
 	buf      *[]byte // the part filling
 	uploadID *string // set once the object is a multipart upload
-	done     []types.CompletedPart
-	pending  []chan partResult // the parts in flight, in order
-	err      error
-	closed   bool
+	// checksummed: the upload was created with CRC32 checksums, which its
+	// completion must then give for every part (see CopyRange).
+	checksummed bool
+	parts       int32 // part numbers taken
+	done        []types.CompletedPart
+	pending     []chan partResult // the parts in flight, in order
+	err         error
+	closed      bool
 }
 
 type partResult struct {
@@ -156,37 +186,68 @@ func (w *writer) ReadFrom(r io.Reader) (int64, error) {
 // sendPart uploads the filled buffer as the next part, keeping at most
 // inFlight in flight, and starts a new buffer.
 func (w *writer) sendPart() error {
+	if err := w.start(true); err != nil {
+		return err
+	}
+	return w.sendNumbered(w.next())
+}
+
+// start makes the object a multipart upload, once: with checksums, the
+// parts' CRC32 checksums, which the SDK computes as it sends them (and the
+// server checks as it takes each part), are checked again by the server
+// when the upload completes.
+func (w *writer) start(checksums bool) error {
+	if w.uploadID != nil {
+		return nil
+	}
+	in := &s3.CreateMultipartUploadInput{Bucket: aws.String(w.f.bucket), Key: aws.String(w.key)}
+	if checksums {
+		in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc32
+	}
+	out, err := w.f.client.CreateMultipartUpload(w.f.ctx, in)
+	if err != nil {
+		w.err = fmt.Errorf("write %s: start the upload: %w", w.name, err)
+		return w.err
+	}
+	w.uploadID, w.checksummed = out.UploadId, checksums
+	return nil
+}
+
+// next takes the next part number.
+func (w *writer) next() int32 {
+	w.parts++
+	return w.parts
+}
+
+// sendNumbered uploads the filled buffer as part num and starts a new
+// buffer.
+func (w *writer) sendNumbered(num int32) error {
 	ctx := w.f.ctx
-	if w.uploadID == nil {
-		// The parts' CRC32 checksums, which the SDK computes as it sends
-		// them, are checked again by the server when the upload
-		// completes.
-		out, err := w.f.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(w.f.bucket), Key: aws.String(w.key),
-			ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
-		if err != nil {
-			return fmt.Errorf("write %s: start the upload: %w", w.name, err)
-		}
-		w.uploadID = out.UploadId
-	}
-	if len(w.pending) == inFlight {
-		if err := w.collect(); err != nil {
-			return err
-		}
-	}
-	buf, num := w.buf, int32(len(w.done)+len(w.pending)+1)
+	buf := w.buf
 	w.buf = w.f.get()
-	ch := make(chan partResult, 1)
-	w.pending = append(w.pending, ch)
-	go func() {
+	return w.queue(func() partResult {
 		defer w.f.put(buf)
 		out, err := w.f.client.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(w.f.bucket), Key: aws.String(w.key), UploadId: w.uploadID,
 			PartNumber: aws.Int32(num), Body: bytes.NewReader(*buf), ContentLength: aws.Int64(int64(len(*buf))), ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
 		if err != nil {
-			ch <- partResult{err: fmt.Errorf("write %s: part %d: %w", w.name, num, err)}
-			return
+			return partResult{err: fmt.Errorf("write %s: part %d: %w", w.name, num, err)}
 		}
-		ch <- partResult{part: types.CompletedPart{PartNumber: aws.Int32(num), ETag: out.ETag, ChecksumCRC32: out.ChecksumCRC32}}
-	}()
+		return partResult{part: types.CompletedPart{PartNumber: aws.Int32(num), ETag: out.ETag, ChecksumCRC32: out.ChecksumCRC32}}
+	})
+}
+
+// queue runs send, an upload or a copy of one part, keeping at most
+// inFlight in flight.
+func (w *writer) queue(send func() partResult) error {
+	if len(w.pending) == inFlight {
+		if err := w.collect(); err != nil {
+			w.err = err
+			return err
+		}
+	}
+	ch := make(chan partResult, 1)
+	w.pending = append(w.pending, ch)
+	go func() { ch <- send() }()
 	return nil
 }
 
@@ -235,6 +296,14 @@ func (w *writer) Close() error {
 		}
 	}
 	if w.err == nil {
+		sortParts(w.done)
+		if !w.checksummed {
+			// An upload created without checksums takes none at its
+			// completion; each part's was checked as it was taken.
+			for i := range w.done {
+				w.done[i].ChecksumCRC32 = nil
+			}
+		}
 		_, w.err = w.f.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(w.f.bucket), Key: aws.String(w.key),
 			UploadId: w.uploadID, MultipartUpload: &types.CompletedMultipartUpload{Parts: w.done}})
 		if w.err == nil {

@@ -17,6 +17,7 @@ import (
 type RequestCounter struct {
 	mu     sync.Mutex
 	counts map[string]int
+	paths  map[string]int // requests by URL path (bucket and key)
 	conns  int
 }
 
@@ -27,7 +28,7 @@ func CountRequests(t testing.TB, endpoint string) (*RequestCounter, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &RequestCounter{counts: map[string]int{}}
+	c := &RequestCounter{counts: map[string]int{}, paths: map[string]int{}}
 	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
 		r.SetURL(target)
 		r.Out.Host = r.In.Host
@@ -39,6 +40,7 @@ func CountRequests(t testing.TB, endpoint string) (*RequestCounter, string) {
 		}
 		c.mu.Lock()
 		c.counts[kind]++
+		c.paths[r.URL.Path]++
 		c.mu.Unlock()
 		proxy.ServeHTTP(w, r)
 	}))
@@ -68,7 +70,17 @@ func (c *RequestCounter) Take() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := c.counts
-	c.counts = map[string]int{}
+	c.counts, c.paths = map[string]int{}, map[string]int{}
+	return out
+}
+
+// TakePaths returns the counts by URL path ("/bucket/key" on a path-style
+// endpoint) since the last Take or TakePaths, and starts again.
+func (c *RequestCounter) TakePaths() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.paths
+	c.counts, c.paths = map[string]int{}, map[string]int{}
 	return out
 }
 

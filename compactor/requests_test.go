@@ -1,0 +1,98 @@
+package compactor
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/state"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
+	"github.com/icekeeper/icekeeper/jobs"
+)
+
+// newCountedS3Env is newS3Env with every S3 request going through a
+// counting proxy.
+func newCountedS3Env(t *testing.T, spec iceberg.PartitionSpec) (*env, *iceberg.Schema, *servers.RequestCounter, servers.S3Server) {
+	t.Helper()
+	counter, srv := servers.S3(t).Counted(t)
+	home := t.TempDir()
+	cfg := configs.Embedded(home)
+	props := srv.Props()
+	props["type"], props["uri"], props["warehouse"] = "sql", servers.Postgres(t), "s3://"+srv.Bucket+"/warehouse"
+	cfg.Buckets[0].Catalog = props
+	e, _ := newEnvWith(t, cfg, home, tableenv.BaseSchema, spec, "2")
+	return e, tableenv.BaseSchema, counter, srv
+}
+
+// A compaction of small files on S3 reads each input with one request,
+// its footer included, and each manifest once, even when a minimum file
+// age makes the run read the files' commit times from the manifests. The
+// run's figures report its storage requests per input file.
+func TestRequestsPerSmallInputOnS3(t *testing.T) {
+	e, _, counter, srv := newCountedS3Env(t, *iceberg.UnpartitionedSpec)
+	const inputs = 40
+	tbl := e.Load()
+	for i := 0; i < inputs; i++ {
+		tbl = e.Append(tbl, 200)
+	}
+	e.Defaults.Knobs.MinFileAgeMinutes = 60
+	e.opts = jobs.Options{Now: time.Now().Add(2 * time.Hour)}
+	var dataFiles, manifests []string
+	for _, df := range e.dataFiles() {
+		dataFiles = append(dataFiles, objectPath(t, srv.Bucket, df.FilePath()))
+	}
+	fs, err := tbl.FS(e.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := tbl.CurrentSnapshot().Manifests(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list {
+		manifests = append(manifests, objectPath(t, srv.Bucket, m.FilePath()))
+	}
+	counter.TakePaths()
+	out, fig := e.compact(&Job{MinInputFiles: 2})
+	paths := counter.TakePaths()
+	if out.Status != state.Successful || fig.GroupsMerged != 1 || fig.InputFiles != inputs {
+		t.Fatalf("compaction: %s %s: %d groups merged, %d inputs", out.Status, out.FailureMessage, fig.GroupsMerged, fig.InputFiles)
+	}
+	reads := func(keys []string) (total, most int) {
+		for _, k := range keys {
+			total += paths[k]
+			most = max(most, paths[k])
+		}
+		return total, most
+	}
+	dataReqs, dataMost := reads(dataFiles)
+	manifestReqs, manifestMost := reads(manifests)
+	total := servers.Total(paths)
+	t.Logf("%d requests for %d inputs: %d to the inputs, %d to their %d manifests; the run's figures: %s",
+		total, inputs, dataReqs, manifestReqs, len(manifests), fig.Cost.Text())
+	if per := float64(dataReqs) / inputs; per > 1.1 || dataMost > 1 {
+		t.Errorf("%.2f requests per small input file (at most %d for one), want at most 1.1", per, dataMost)
+	}
+	if manifestMost > 1 {
+		t.Errorf("a manifest was read %d times in one run", manifestMost)
+	}
+	if fig.Cost == nil || fig.Cost.StorageRequestsPerObject <= 0 {
+		t.Errorf("the figures report no storage requests per input file: %+v", fig.Cost)
+	}
+}
+
+// objectPath is the proxy's URL path of an s3:// location on a
+// path-style endpoint.
+func objectPath(t *testing.T, bucket, loc string) string {
+	t.Helper()
+	u, err := url.Parse(loc)
+	if err != nil || u.Host != bucket {
+		t.Fatalf("%s is not in bucket %s", loc, bucket)
+	}
+	return "/" + bucket + "/" + strings.TrimPrefix(u.Path, "/")
+}
