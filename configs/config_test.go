@@ -155,6 +155,7 @@ buckets:
 		{"short event token", base + "events: {tokens: [short]}\n", "events.tokens[0]: a token is 5 characters, at least 16 are required"},
 		{"negative debounce", base + "events: {debounce: -1s}\n", "events.debounce: -1s is negative"},
 		{"unknown coexistence key", base + "    coexistence: {stepaside: 1h}\n", "buckets[0].coexistence.stepaside: unknown key (did you mean stepAside?)"},
+		{"statistics beside erasure", base + "    maintenance: {icebergErasure: {status: enabled, deadlineDays: 7}, icebergStatistics: {status: enabled}}\n", "buckets[0].maintenance.icebergStatistics: cannot be enabled beside icebergErasure"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

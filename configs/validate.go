@@ -172,6 +172,11 @@ func (c *Config) finish() error {
 				return errf(fmt.Sprintf("%s.maintenance.%s.%s", p, t, key), "%s", fes[0].Reason)
 			}
 		}
+		// As planner.StatisticsSettingsOf refuses it for a table: the
+		// sketches would keep hashes of removed rows past erasure's deadline.
+		if b.Maintenance.For(maintenance.Statistics).Status == maintenance.Enabled && b.Maintenance.For(maintenance.Erasure).Status == maintenance.Enabled {
+			return errf(fmt.Sprintf("%s.maintenance.%s", p, maintenance.Statistics), "cannot be enabled beside %s: its sketches keep hashes of the values of removed rows until they are computed afresh, which erasure's deadline does not yet cover", maintenance.Erasure)
+		}
 		for name, f := range map[string]Filter{"namespaces": b.Namespaces, "tables": b.Tables} {
 			for _, pat := range slices.Concat(f.Include, f.Exclude) {
 				if _, err := path.Match(pat, ""); err != nil {

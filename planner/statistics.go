@@ -59,6 +59,15 @@ type StatisticsSettings struct {
 
 // StatisticsSettingsOf translates a table's resolved settings.
 func StatisticsSettingsOf(s maintenance.Settings) (StatisticsSettings, error) {
+	// A theta sketch keeps a hash of every value it was given, those of
+	// rows removed since included, until the sketch is computed afresh;
+	// erasure promises that no object holds a removed row after its
+	// deadline, and does not yet reach into statistics files. Until it
+	// does, the two are not enabled together.
+	if s.For(maintenance.Statistics).Status == maintenance.Enabled && s.For(maintenance.Erasure).Status == maintenance.Enabled {
+		return StatisticsSettings{}, fmt.Errorf("%w: %s cannot run on a table with %s enabled: its sketches keep hashes of the values of removed rows until they are computed afresh, which erasure's deadline does not yet cover",
+			maintenance.ErrInvalid, maintenance.Statistics, maintenance.Erasure)
+	}
 	c := s.For(maintenance.Statistics).Statistics()
 	out := StatisticsSettings{MaxColumns: maintenance.DefaultStatisticsColumns, PartitionStatistics: true,
 		MaxDrift: maintenance.DefaultMaxDriftPercent / 100.0}

@@ -200,3 +200,23 @@ func TestPlanStatisticsGap(t *testing.T) {
 		t.Errorf("across a gap: full %v, steps %v (%s)", p.Full, p.Steps, p.Reason)
 	}
 }
+
+// Statistics and erasure are not enabled together: the sketches would keep
+// hashes of removed rows past erasure's deadline. Either alone translates.
+func TestStatisticsRefusedBesideErasure(t *testing.T) {
+	days := 7
+	settings := func(stats, erasure maintenance.Status) maintenance.Settings {
+		return maintenance.Settings{Configs: map[maintenance.JobType]maintenance.Config{
+			maintenance.Statistics: maintenance.Resolve(maintenance.Statistics, maintenance.Config{Status: stats}),
+			maintenance.Erasure:    maintenance.Resolve(maintenance.Erasure, maintenance.Config{Status: erasure, Settings: &maintenance.ErasureSettings{DeadlineDays: &days}}),
+		}}
+	}
+	if _, err := StatisticsSettingsOf(settings(maintenance.Enabled, maintenance.Enabled)); !errors.Is(err, maintenance.ErrInvalid) {
+		t.Fatalf("statistics with erasure: %v, want maintenance.ErrInvalid", err)
+	}
+	for _, tc := range [][2]maintenance.Status{{maintenance.Enabled, maintenance.Disabled}, {maintenance.Disabled, maintenance.Enabled}} {
+		if _, err := StatisticsSettingsOf(settings(tc[0], tc[1])); err != nil {
+			t.Errorf("statistics %s, erasure %s: %v", tc[0], tc[1], err)
+		}
+	}
+}

@@ -32,6 +32,7 @@ import (
 	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
+	"github.com/icekeeper/icekeeper/statistics"
 )
 
 const bucketARN = configs.LocalBucketARN
@@ -52,7 +53,7 @@ func newServer(t *testing.T, api configs.API) *fixture {
 	}
 	reg := cfg.Registry()
 	t.Cleanup(reg.Close)
-	runner := &jobs.Runner{Store: d.Store, Jobs: jobs.Map((&expire.Job{}).Definition(), (&records.Job{}).Definition())}
+	runner := &jobs.Runner{Store: d.Store, Jobs: jobs.Map((&expire.Job{}).Definition(), (&records.Job{}).Definition(), (&statistics.Job{}).Definition())}
 	queue := &jobs.Engine{Store: d.Store, Registry: reg} // queues only: no worker runs here
 	if err := queue.Init(); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,8 @@ import (
 // with its own settings member, with keys on: a signed PUT stores it, GET
 // returns it when asked for icekeeper's own types (and only then: an AWS
 // SDK cannot decode the member), and a deadline that is missing or out of range is refused
-// naming deadlineDays, storing nothing; a read-only key may not write it.
+// naming deadlineDays, storing nothing; a read-only key may not write it;
+// statistics may not then be enabled beside it.
 // Its runs, with their proofs, come from the run history route.
 func TestErasureThroughTheAPI(t *testing.T) {
 	f := keyedServer(t)
@@ -53,6 +54,11 @@ func TestErasureThroughTheAPI(t *testing.T) {
 	}
 	if code, body := do(http.MethodGet, table, "", "AKVIEW", viewSecret); code != http.StatusOK || strings.Contains(body, "icebergErasure") || !strings.Contains(body, "icebergCompaction") {
 		t.Fatalf("GET without asking for icekeeper's types: %d %s", code, body)
+	}
+	// Statistics are not enabled beside erasure (their sketches would keep
+	// hashes of removed rows past the deadline): refused, naming erasure.
+	if code, body := do(http.MethodPut, table+"/icebergStatistics", `{"value":{"status":"enabled"}}`, "AKADMIN", adminSecret); code != http.StatusBadRequest || !strings.Contains(body, "icebergErasure") {
+		t.Errorf("statistics beside erasure: %d %s", code, body)
 	}
 	runs := "/icekeeper/v1/tables/" + url.PathEscape(bucketARN) + "/demo/events/runs?type=icebergErasure"
 	if code, body := do(http.MethodGet, runs, "", "AKVIEW", viewSecret); code != http.StatusOK || !strings.Contains(body, `"icebergErasure":[]`) {
