@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/icekeeper/icekeeper/internal/parquetcols"
 	"github.com/icekeeper/icekeeper/internal/rebase"
 	"github.com/icekeeper/icekeeper/internal/rowdigest"
 	"github.com/icekeeper/icekeeper/jobs"
@@ -503,7 +504,7 @@ func (s *keySet) read(fs icebergio.IO, d planner.EqualityDelete, from, rows, who
 	if pf.NumRows() != d.File.Count() {
 		return fmt.Errorf("equality delete file %s holds %d rows, its manifest entry %d", path, pf.NumRows(), d.File.Count())
 	}
-	cols := leafColumns(pf.Schema())
+	cols := parquetcols.TopLevel(pf.Schema())
 	var buf [][]byte
 	var first int64 // the row group's first row
 	for r, rg := range pf.RowGroups() {
@@ -610,7 +611,7 @@ func matchFile(fs icebergio.IO, df iceberg.DataFile, seq int64, sets []*keySet, 
 	}
 	defer f.Close()
 	path := df.FilePath()
-	cols := leafColumns(pf.Schema())
+	cols := parquetcols.TopLevel(pf.Schema())
 	var positions []int64
 	var first int64 // position of the row group's first row
 	var buf [][]byte
@@ -730,33 +731,6 @@ func boundInt(b []byte) (int64, bool) {
 		return int64(binary.LittleEndian.Uint64(b)), true
 	}
 	return 0, false
-}
-
-// leafColumns maps the field ID of each top-level primitive column of a
-// Parquet schema to its leaf column index.
-func leafColumns(sc *parquet.Schema) map[int]int {
-	out := map[int]int{}
-	leaf := 0
-	for _, f := range sc.Fields() {
-		if f.Leaf() {
-			if id := f.ID(); id != 0 && !f.Repeated() {
-				out[id] = leaf
-			}
-		}
-		leaf += leaves(f)
-	}
-	return out
-}
-
-func leaves(f parquet.Field) int {
-	if f.Leaf() {
-		return 1
-	}
-	n := 0
-	for _, c := range f.Fields() {
-		n += leaves(c)
-	}
-	return n
 }
 
 // resetKeys returns n empty keys, reusing buf.

@@ -44,6 +44,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/internal/parquetcols"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/planner"
 )
@@ -323,7 +324,7 @@ func (x *keyIndex) indexFile(ctx context.Context, fs icebergio.IO, df iceberg.Da
 	defer f.Close()
 	path := df.FilePath()
 	w := x.indexer(ctx, views, df)
-	cols := leafColumns(pf.Schema())
+	cols := parquetcols.TopLevel(pf.Schema())
 	var positions []int64
 	var first int64
 	var buf [][]byte

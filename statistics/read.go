@@ -11,6 +11,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/icekeeper/icekeeper/internal/parquetcols"
 	"github.com/icekeeper/icekeeper/internal/theta"
 	"github.com/icekeeper/icekeeper/planner"
 )
@@ -71,7 +72,7 @@ func (s *sketcher) add(fs icebergio.IO, df iceberg.DataFile) error {
 	if pf.NumRows() != df.Count() {
 		return fmt.Errorf("data file %s holds %d rows, its manifest entry %d", path, pf.NumRows(), df.Count())
 	}
-	leaves := leafColumns(pf.Schema())
+	leaves := parquetcols.TopLevel(pf.Schema())
 	var buf []byte
 	for i, c := range s.cols {
 		leaf, ok := leaves[c.FieldID]
@@ -149,33 +150,6 @@ func twosComplement(b []byte) *big.Int {
 	n := new(big.Int).SetBytes(b)
 	if len(b) > 0 && b[0]&0x80 != 0 {
 		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
-	}
-	return n
-}
-
-// leafColumns maps the field ID of each top-level primitive column of a
-// Parquet schema to its leaf column index.
-func leafColumns(sc *parquet.Schema) map[int]int {
-	out := map[int]int{}
-	leaf := 0
-	for _, f := range sc.Fields() {
-		if f.Leaf() {
-			if id := f.ID(); id != 0 && !f.Repeated() {
-				out[id] = leaf
-			}
-		}
-		leaf += leafCount(f)
-	}
-	return out
-}
-
-func leafCount(f parquet.Field) int {
-	if f.Leaf() {
-		return 1
-	}
-	n := 0
-	for _, c := range f.Fields() {
-		n += leafCount(c)
 	}
 	return n
 }
