@@ -104,8 +104,8 @@ func (c *costs) of(r state.Run) runCost {
 	}
 	if json.Unmarshal(r.Metrics, &figures) == nil && figures.Cost != nil {
 		rc.figures = figures.Cost
-		c, _ := json.Marshal(figures.Cost) // numbers and strings: it always encodes
-		rc.json = string(c)
+		enc, _ := json.Marshal(figures.Cost) // numbers and strings: it always encodes
+		rc.json = string(enc)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
