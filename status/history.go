@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/icekeeper/icekeeper/internal/health"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/jobs"
@@ -95,12 +97,19 @@ func (s *Server) getHistory(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := map[string]any{"tableARN": tableARN(t), "days": days, "samples": samples,
 		"costPerDay": perDay, "cost": map[string]any{"since": firstDay.Format(time.DateOnly), "runs": total.Runs, "usd": total.USD, "s3TablesUSD": total.S3TablesUSD}}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	defer cancel()
-	if tbl, err := t.Bucket.LoadTable(ctx, t.Table); err != nil {
+	log, err := s.snapshotLogs.since(t.Key(), since, now, func() (table.Metadata, error) {
+		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+		defer cancel()
+		tbl, err := t.Bucket.LoadTable(ctx, t.Table)
+		if err != nil {
+			return nil, err
+		}
+		return tbl.Metadata(), nil
+	})
+	if err != nil {
 		out["snapshotLogError"] = "load table for its snapshot log: " + err.Error()
 	} else {
-		out["snapshotLog"] = snapshotLog(tbl.Metadata(), since)
+		out["snapshotLog"] = log
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -89,6 +89,9 @@ type Server struct {
 
 	started time.Time
 	costs   costs
+	// snapshotLogs spares the history route a table load at every
+	// refresh of an open table page.
+	snapshotLogs snapshotLogs
 	// health spares the dashboard the manifests of unchanged tables.
 	health health.Cache
 }

@@ -3,9 +3,12 @@ package status
 import (
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icekeeper/icekeeper/internal/state"
 )
 
 // logPointJSON is a table's state after one snapshot, as that snapshot's
@@ -65,4 +68,51 @@ func summaryInt(props map[string]string, key string) *int64 {
 		return nil
 	}
 	return &n
+}
+
+// snapshotLogTTL is how long the history route reuses a table's snapshot
+// log. An open table page asks for it at every refresh (15 s), and each
+// ask loaded the table: on a REST catalog a request the user pays for,
+// and the metadata file, which grows with the log. A chart of 30 days a
+// minute late is not wrong.
+const snapshotLogTTL = time.Minute
+
+// maxSnapshotLogs bounds the tables snapshotLogs remembers: past it, it
+// starts again.
+const maxSnapshotLogs = 1024
+
+// snapshotLogs remembers each table's snapshot log (every snapshot's
+// point) for snapshotLogTTL. A load that failed is not remembered: the
+// next refresh tries again.
+type snapshotLogs struct {
+	mu sync.Mutex
+	m  map[state.TableKey]loggedTable
+}
+
+type loggedTable struct {
+	at     time.Time
+	points []logPointJSON
+}
+
+// since is the snapshot log of t from since on, loaded with load unless
+// one loaded within snapshotLogTTL of now is at hand.
+func (c *snapshotLogs) since(t state.TableKey, since, now time.Time, load func() (table.Metadata, error)) ([]logPointJSON, error) {
+	c.mu.Lock()
+	e, ok := c.m[t]
+	c.mu.Unlock()
+	if !ok || now.Sub(e.at) >= snapshotLogTTL || now.Before(e.at) {
+		meta, err := load()
+		if err != nil {
+			return nil, err
+		}
+		e = loggedTable{at: now, points: snapshotLog(meta, time.Time{})}
+		c.mu.Lock()
+		if c.m == nil || len(c.m) >= maxSnapshotLogs {
+			c.m = make(map[state.TableKey]loggedTable)
+		}
+		c.m[t] = e
+		c.mu.Unlock()
+	}
+	i := sort.Search(len(e.points), func(i int) bool { return !e.points[i].At.Before(since) })
+	return e.points[i:], nil
 }
