@@ -78,21 +78,22 @@ func (s *Server) getJobStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	settings, err := s.resolver().Table(r.Context(), t)
+	types := maintenance.MaintenanceTypes()
+	statuses, err := s.resolver().Statuses(r.Context(), t, types)
 	if err != nil {
 		return err
 	}
-	out := jobStatusResponse{TableARN: tableARN(t), Status: map[maintenance.JobType]wireStatus{}}
+	out := jobStatusResponse{TableARN: tableARN(t), Status: make(map[maintenance.JobType]wireStatus, len(types))}
 	now := time.Now()
-	for _, typ := range maintenance.MaintenanceTypes() {
+	for i, typ := range types {
 		run, ran := last[typ]
-		ws := s.status(settings.For(typ), run, ran, maintenanceDialect)
+		ws := s.status(maintenance.Config{Status: statuses[i]}, run, ran, maintenanceDialect)
 		ws.Freshness = s.freshness(t.Key(), typ, now)
 		out.Status[typ] = ws
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(append(out.appendJSON(make([]byte, 0, 1024)), '\n'))
+	_, _ = w.Write(append(out.appendJSON(make([]byte, 0, 2048)), '\n'))
 	return nil
 }
 
