@@ -63,10 +63,7 @@ func (r *Resolver) Statuses(ctx context.Context, t Target, types []maintenance.J
 		if row, ok := maintenance.Lookup(typ); ok && row.Scope != maintenance.BucketScope {
 			tableLayer = tableCfg[typ]
 		}
-		out[i] = cmp.Or(tableLayer.Status, bucketCfg[typ].Status, file[typ].Status)
-		if out[i] == "" {
-			out[i] = maintenance.Defaults(typ).Status
-		}
+		out[i] = cmp.Or(tableLayer.Status, bucketCfg[typ].Status, file[typ].Status, maintenance.DefaultStatus(typ))
 	}
 	return out, nil
 }

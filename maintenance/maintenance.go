@@ -67,6 +67,12 @@ func Defaults(t JobType) Config {
 	return typ.defaults()
 }
 
+// DefaultStatus is Defaults(t).Status, without building its settings.
+func DefaultStatus(t JobType) Status {
+	typ, _ := Lookup(t)
+	return typ.defaultStatus
+}
+
 // FieldError is a validation failure of one setting. Key is the setting's
 // name relative to the job type (for example "targetFileSizeMB"), so callers
 // can prefix it with where the value came from.

@@ -80,7 +80,10 @@ type Type struct {
 	// validation, and laying one layer's settings under out's.
 	settingsKey string // where the settings sit in the wire shape
 	defaults    func() Config
-	hasSettings func(Config) bool
+	// defaultStatus is defaults' status, kept apart so that resolving a
+	// status alone builds no settings.
+	defaultStatus Status
+	hasSettings   func(Config) bool
 	// newSettings is a new, empty value of the type's settings, to decode
 	// the wire shape into.
 	newSettings func() any
@@ -141,7 +144,9 @@ var theTable = sync.OnceValue(func() *table {
 		byName:  map[JobType]int{},
 		byAlias: map[string]JobType{},
 	}
-	for i, typ := range t.types {
+	for i := range t.types {
+		typ := &t.types[i]
+		typ.defaultStatus = typ.defaults().Status
 		t.byName[typ.Name] = i
 		t.byAlias[typ.Alias] = typ.Name
 		t.names = append(t.names, typ.Name)

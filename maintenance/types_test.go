@@ -35,6 +35,9 @@ func TestTypeTable(t *testing.T) {
 		if err := d.Validate(typ.Name); err != nil {
 			t.Errorf("%s: defaults do not validate: %v", typ.Name, err)
 		}
+		if d.Status == "" || DefaultStatus(typ.Name) != d.Status {
+			t.Errorf("%s: DefaultStatus %q, defaults' status %q", typ.Name, DefaultStatus(typ.Name), d.Status)
+		}
 		if !typ.hasSettings(d) {
 			t.Errorf("%s: defaults carry no settings", typ.Name)
 		}

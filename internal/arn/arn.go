@@ -81,9 +81,9 @@ func Parse(s string) (BucketARN, error) {
 // String formats the ARN in the form it was parsed from.
 func (a BucketARN) String() string {
 	if a.Partition == "" {
-		return fmt.Sprintf("acs:%s:%s:%s:bucket/%s", a.Service, a.Region, a.Account, a.Name)
+		return "acs:" + a.Service + ":" + a.Region + ":" + a.Account + ":bucket/" + a.Name
 	}
-	return fmt.Sprintf("arn:%s:%s:%s:%s:bucket/%s", a.Partition, a.Service, a.Region, a.Account, a.Name)
+	return "arn:" + a.Partition + ":" + a.Service + ":" + a.Region + ":" + a.Account + ":bucket/" + a.Name
 }
 
 // TableARN is the ARN of a table inside the bucket. S3 Tables names tables
