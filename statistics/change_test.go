@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/testkit"
@@ -186,4 +187,50 @@ func TestRemovalKeepsListedStatistics(t *testing.T) {
 		t.Errorf("the statistics file %s no metadata lists outlived removal's two phases", old)
 	}
 	e.checkTable(t)
+}
+
+// A table dropped and created again under its name while a run computes
+// gets none of the old table's statistics: the run fails, naming what
+// happened, and the new table's metadata lists no statistics file.
+func TestTableCreatedAgainDuringTheRun(t *testing.T) {
+	e, tbl := newEnv(t)
+	tbl = e.gen.append(t, e.Ctx, tbl, 500)
+	old := tbl.Metadata().TableUUID()
+	e.job.beforeCommit = func(attempt int) {
+		if attempt != 1 {
+			return
+		}
+		cat, err := e.B.Catalog(e.Ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cat.DropTable(e.Ctx, e.ID.Identifier()); err != nil {
+			t.Fatal(err)
+		}
+		fresh := testkit.NewTable(t, e.B, "t", "x", schema, catalog.WithProperties(tbl.Properties()))
+		e.gen.append(t, e.Ctx, fresh, 20)
+	}
+	out, err := e.runner.Run(e.Ctx, e.Target(), maintenance.Statistics, "test", jobsNow())
+	e.job.beforeCommit = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != "Failed" || !strings.Contains(out.FailureMessage, "dropped and created again") {
+		t.Fatalf("run across a drop and create: %s (%s)", out.Status, out.FailureMessage)
+	}
+	now := e.Load()
+	if now.Metadata().TableUUID() == old {
+		t.Fatal("the table was not created again")
+	}
+	for f := range now.Metadata().Statistics() {
+		t.Fatalf("the new table lists statistics file %s", f.StatisticsPath)
+	}
+	// The new table's own run describes its own rows only.
+	fig := e.stats()
+	if fig.RowsRead != 20 {
+		t.Errorf("the new table's first run read %d rows, want its 20", fig.RowsRead)
+	}
+	if ndv, err := strconv.Atoi(blobProperty(t, e.Load(), "ndv")); err != nil || ndv > 20 {
+		t.Errorf("the new table's ndv of id: %v %v, want at most its 20 rows", ndv, err)
+	}
 }

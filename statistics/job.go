@@ -156,6 +156,7 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[planner.StatisticsSettings], 
 	if err != nil {
 		return fmt.Errorf("statistics of %s: %w", t.Table, err)
 	}
+	read := tbl.Metadata().TableUUID()
 	st, err := commit.Do(ctx, policy, func(ctx context.Context, attempt int) error {
 		if attempt > 1 {
 			if tbl, err = t.Bucket.LoadTable(ctx, t.Table); err != nil {
@@ -166,6 +167,11 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[planner.StatisticsSettings], 
 			j.beforeCommit(attempt)
 		}
 		meta := tbl.Metadata()
+		if meta.TableUUID() != read {
+			// The commit asserts the UUID too; this names what happened.
+			return fmt.Errorf("%s was dropped and created again during the run (table UUID %s, now %s): its statistics are not the new table's",
+				t.Table, read, meta.TableUUID())
+		}
 		if meta.SnapshotByID(plan.SnapshotID) == nil {
 			return fmt.Errorf("snapshot %d, which the statistics describe, was expired during the run", plan.SnapshotID)
 		}
