@@ -41,6 +41,8 @@ import (
 //     string; zstd, iceberg-go's and Flink's default) toward 128 MB; the
 //     same with snappy; the same on format version 3, where every row's
 //     _row_id and _last_updated_sequence_number are kept;
+//     small-files-114k is 300 files of about 114 KB, where what a file
+//     costs besides its bytes shows;
 //   - many-partitions: 3,200 tiny files over 16 partitions;
 //   - flink-shaped: 8 files of about 32 MB, each 4 row groups of about
 //     8 MB (a Flink job's output under write.target-file-size-bytes 32 MB
@@ -71,6 +73,7 @@ func BenchmarkCompaction(b *testing.B) {
 		v3          bool               // format version 3: row lineage
 	}{
 		{"local/small-files", "local", files, false, 4800, "zstd", nil, false},
+		{"local/small-files-114k", "local", 300, false, 860, "zstd", nil, false},
 		{"local/small-files-snappy", "local", files, false, 4800, "snappy", nil, false},
 		{"local/small-files-v3", "local", files, false, 4800, "zstd", nil, true},
 		{"local/many-partitions", "local", files, true, 40, "zstd", nil, false},

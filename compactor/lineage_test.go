@@ -81,7 +81,7 @@ func (e *env) checkLineage(job *Job) *Figures {
 	// the columns' own.
 	names := map[int]string{iceberg.RowIDFieldID: iceberg.RowIDColumnName, iceberg.LastUpdatedSequenceNumberFieldID: iceberg.LastUpdatedSequenceNumberColumnName}
 	for _, df := range e.dataFiles() {
-		pf := openParquet(e.T, df)
+		pf := e.openParquet(df)
 		for fid, name := range names {
 			col, ok := pf.Schema().Lookup(name)
 			if !ok || col.Node.ID() != fid {

@@ -1,7 +1,9 @@
 package compactor
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -72,6 +74,33 @@ func openParquet(t testing.TB, df iceberg.DataFile) *parquet.File {
 	pf, err := parquet.OpenFile(f, st.Size())
 	if err != nil {
 		t.Fatal(err)
+	}
+	return pf
+}
+
+// openParquet opens a data file of the table through its own file IO,
+// local or S3.
+func (e *env) openParquet(df iceberg.DataFile) *parquet.File {
+	e.T.Helper()
+	if strings.HasPrefix(df.FilePath(), "file://") {
+		return openParquet(e.T, df)
+	}
+	fsys, err := e.Load().FS(e.Ctx)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	f, err := fsys.Open(df.FilePath())
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		e.T.Fatal(err)
 	}
 	return pf
 }

@@ -171,12 +171,12 @@ func (o *mergeOutput) copyFile(pf *parquet.File, src copySource, lin lineageSour
 					hw = h
 				}
 				ordinal := len(o.st.groups)
-				byStorage, err := o.st.appendRowGroup(pf, md, r, hw)
+				byStorage, inPlace, err := o.st.appendRowGroup(pf, md, r, hw)
 				if err != nil {
 					return err
 				}
 				if h != nil {
-					g := copiedGroup{ordinal: ordinal, cols: len(md.RowGroups[r].Columns), rows: rg.NumRows(), hash: h.Sum64(), sampled: byStorage}
+					g := copiedGroup{ordinal: ordinal, cols: len(md.RowGroups[r].Columns), inPlace: inPlace, rows: rg.NumRows(), hash: h.Sum64(), sampled: byStorage}
 					o.proof.copied = append(o.proof.copied, g)
 					o.proof.in.Add(g.hash)
 				}

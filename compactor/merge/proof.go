@@ -48,9 +48,12 @@ type rowProof struct {
 // that decode them.
 type copiedGroup struct {
 	ordinal, cols int
-	rows          int64
-	hash          uint64
-	sampled       bool
+	// inPlace of the cols are one range where the row group is; the
+	// others are in the tail (stitcher.tail) and hashed by their bytes.
+	inPlace int
+	rows    int64
+	hash    uint64
+	sampled bool
 }
 
 // sampleBytes is how much of each end of a range the storage copied is
@@ -201,8 +204,9 @@ func (p *rowProof) prove(ctx context.Context, fs icebergio.IO, location string, 
 
 // hashCopied hashes copied row group r of the output as the merge hashed
 // it: its first g.cols column chunks' bytes, or, when the storage copied
-// them, the sample of their range, read directly rather than through the
-// read-ahead (which would fetch the pieces around it).
+// them, the sample of the range of the first g.inPlace, read directly
+// rather than through the read-ahead (which would fetch the pieces around
+// it), and the bytes of the rest.
 func (p *rowProof) hashCopied(xx *xxhash.Digest, out openedFile, md *format.FileMetaData, r int, g copiedGroup, buf []byte) error {
 	cols := md.RowGroups[r].Columns[:g.cols]
 	if !g.sampled {
@@ -214,7 +218,7 @@ func (p *rowProof) hashCopied(xx *xxhash.Digest, out openedFile, md *format.File
 		}
 		return nil
 	}
-	start, n, ok := contiguous(cols)
+	start, n, ok := contiguous(cols[:g.inPlace])
 	if !ok {
 		return fmt.Errorf("%w: the row group's copied column chunks are not one range", rowdigest.ErrRowsDiffer)
 	}
@@ -222,7 +226,16 @@ func (p *rowProof) hashCopied(xx *xxhash.Digest, out openedFile, md *format.File
 	if src == nil {
 		src = out.pf
 	}
-	return sampleRange(xx, src, start, n)
+	if err := sampleRange(xx, src, start, n); err != nil {
+		return err
+	}
+	for c := g.inPlace; c < len(cols); c++ {
+		cm := &cols[c].MetaData
+		if err := hashRange(xx, out.pf, chunkStart(cm), cm.TotalCompressedSize, buf); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // hashRange hashes n bytes of src from off, through buf.

@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -35,7 +36,23 @@ type stitcher struct {
 	// origin is the input whose row groups are being copied, as storage
 	// holds it, when the storage may copy them itself (nil: it may not).
 	origin *copySource
+	// tail holds column chunks placed after the last row group, at
+	// offsets of their own until close moves them there: the row-lineage
+	// columns encoded for copied row groups, and the small chunks of a
+	// copied row group that do not follow its others. Between two copied
+	// row groups they would begin an object-store part that the next
+	// copy's first bytes must complete (s3write: parts of 5 MiB), so the
+	// copies could not stay whole. Readers find a chunk by its offsets,
+	// wherever it is in the file. tailCols are, per row group, its
+	// columns in the tail.
+	tail     countingWriter
+	tailBuf  bytes.Buffer
+	tailCols [][]int
 }
+
+// maxDeferredBytes bounds the chunks of one copied row group that go to
+// the tail: past it they are copied in place, one by one, as before.
+const maxDeferredBytes = 4 << 20
 
 // parquetMagic opens and closes every Parquet file.
 const parquetMagic = "PAR1"
@@ -44,7 +61,9 @@ func newStitcher(w *countingWriter) (*stitcher, error) {
 	if _, err := io.WriteString(w, parquetMagic); err != nil {
 		return nil, err
 	}
-	return &stitcher{w: w, piece: copyPieceBytes}, nil
+	s := &stitcher{w: w, piece: copyPieceBytes}
+	s.tail.w = &s.tailBuf
+	return s, nil
 }
 
 // chunkStart is where a column chunk's bytes begin: its dictionary page
@@ -64,23 +83,61 @@ func chunkStart(md *format.ColumnMetaData) int64 {
 // appendRowGroup copies row group r of the file src whose footer is md,
 // writing its column chunks' bytes, in column order, to h too when it is
 // set. It reports whether the storage copied them (copyByStorage): then
-// h got the range's sample (sampleRange), not its bytes.
-func (s *stitcher) appendRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, h io.Writer) (bool, error) {
+// h got the sample of the range of the first inPlace chunks
+// (sampleRange), and the bytes of the others, which went to the tail.
+func (s *stitcher) appendRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, h io.Writer) (byStorage bool, inPlace int, err error) {
 	// Writers put a row group's chunks one after another: then one
 	// ranged read copies them all (on object storage, a GET per 8 MiB
 	// rather than one per column at least), or one copy by the storage.
-	if start, n, ok := contiguous(md.RowGroups[r].Columns); ok {
-		at := s.w.n
-		byStorage, err := s.copyByStorage(start, n, h)
-		if err == nil && !byStorage {
-			err = s.copyRange(src, start, n, h)
-		}
-		if err != nil {
-			return false, fmt.Errorf("copy row group %d: %w", r, err)
-		}
-		return byStorage, s.addRowGroup(src, md, r, true, at-start, nil)
+	// Chunks that do not follow the first ones (the lineage columns of a
+	// file this merge wrote: see tail) go to the tail when they are
+	// small; else each chunk is copied in place.
+	cols := md.RowGroups[r].Columns
+	inPlace = contiguousPrefix(cols)
+	if inPlace == 0 || !deferrable(cols[inPlace:]) {
+		return false, len(cols), s.addRowGroup(src, md, r, nil, h)
 	}
-	return false, s.addRowGroup(src, md, r, false, 0, h)
+	start := chunkStart(&cols[0].MetaData)
+	end := chunkStart(&cols[inPlace-1].MetaData) + cols[inPlace-1].MetaData.TotalCompressedSize
+	at := s.w.n
+	byStorage, err = s.copyByStorage(start, end-start, h)
+	if err == nil && !byStorage {
+		err = copyRange(s, s.w, src, start, end-start, h)
+	}
+	if err != nil {
+		return false, 0, fmt.Errorf("copy row group %d: %w", r, err)
+	}
+	deltas := make([]int64, len(cols))
+	for i := range cols {
+		deltas[i] = at - start
+	}
+	var moved []int
+	for i := inPlace; i < len(cols); i++ {
+		cm := &cols[i].MetaData
+		deltas[i] = s.tail.n - chunkStart(cm)
+		if err := copyRange(s, &s.tail, src, chunkStart(cm), cm.TotalCompressedSize, h); err != nil {
+			return false, 0, fmt.Errorf("copy row group %d, column %v: %w", r, cm.PathInSchema, err)
+		}
+		moved = append(moved, i)
+	}
+	if err := s.addRowGroup(src, md, r, deltas, nil); err != nil {
+		return false, 0, err
+	}
+	s.tailCols[len(s.tailCols)-1] = moved
+	return byStorage, inPlace, nil
+}
+
+// deferrable reports whether cols may go to the tail: small, and with no
+// bloom filter, which is copied right after its chunk.
+func deferrable(cols []format.ColumnChunk) bool {
+	var n int64
+	for i := range cols {
+		if cols[i].MetaData.BloomFilterOffset > 0 {
+			return false
+		}
+		n += cols[i].MetaData.TotalCompressedSize
+	}
+	return n <= maxDeferredBytes
 }
 
 // copyByStorage has the output's storage copy n bytes of the origin from
@@ -106,17 +163,30 @@ func (s *stitcher) copyByStorage(start, n int64, h io.Writer) (bool, error) {
 // contiguous reports whether cols lie one after another in their file,
 // from start for n bytes.
 func contiguous(cols []format.ColumnChunk) (start, n int64, ok bool) {
-	if len(cols) == 0 {
+	if len(cols) == 0 || contiguousPrefix(cols) < len(cols) {
 		return 0, 0, false
 	}
 	start = chunkStart(&cols[0].MetaData)
 	for i := range cols {
-		if chunkStart(&cols[i].MetaData) != start+n {
-			return 0, 0, false
-		}
 		n += cols[i].MetaData.TotalCompressedSize
 	}
 	return start, n, true
+}
+
+// contiguousPrefix is how many of cols, from the first, lie one after
+// another in their file.
+func contiguousPrefix(cols []format.ColumnChunk) int {
+	if len(cols) == 0 {
+		return 0
+	}
+	next := chunkStart(&cols[0].MetaData)
+	for i := range cols {
+		if chunkStart(&cols[i].MetaData) != next {
+			return i
+		}
+		next += cols[i].MetaData.TotalCompressedSize
+	}
+	return len(cols)
 }
 
 // adoptRowGroups adds the row groups of the re-encoding writer's file
@@ -137,25 +207,42 @@ func (s *stitcher) adoptRowGroups(sink *reencodeSink) (*format.FileMetaData, err
 			end = max(end, chunkStart(&c.MetaData)+c.MetaData.TotalCompressedSize)
 		}
 	}
+	out := sink.out // the output, or the stitcher's tail
 	held := sink.n - int64(len(tail))
 	if end > held {
-		if _, err := s.w.Write(tail[:end-held]); err != nil {
+		if _, err := out.Write(tail[:end-held]); err != nil {
 			return nil, err
 		}
 	}
 	base := sink.base
 	if base < 0 { // every byte was held
-		base = s.w.n - (end - int64(len(parquetMagic)))
+		base = out.n - (end - int64(len(parquetMagic)))
 	}
-	if s.w.n-base != end-int64(len(parquetMagic)) {
-		return nil, fmt.Errorf("the output holds %d bytes of row groups ending at %d", s.w.n-base, end)
+	if out.n-base != end-int64(len(parquetMagic)) {
+		return nil, fmt.Errorf("the output holds %d bytes of row groups ending at %d", out.n-base, end)
 	}
 	for r := range md.RowGroups {
-		if err := s.addRowGroup(sink, md, r, true, base-int64(len(parquetMagic)), nil); err != nil {
+		deltas := make([]int64, len(md.RowGroups[r].Columns))
+		for i := range deltas {
+			deltas[i] = base - int64(len(parquetMagic))
+		}
+		if err := s.addRowGroup(sink, md, r, deltas, nil); err != nil {
 			return nil, err
+		}
+		if out == &s.tail {
+			s.tailCols[len(s.tailCols)-1] = allColumns(len(deltas))
 		}
 	}
 	return md, nil
+}
+
+// allColumns is 0, 1, …, n-1.
+func allColumns(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // joinLast makes the columns of the last row group further columns of the
@@ -172,12 +259,15 @@ func (s *stitcher) joinLast(md *format.FileMetaData) error {
 	if a.NumRows != b.NumRows {
 		return fmt.Errorf("joining columns of %d rows to a row group of %d", b.NumRows, a.NumRows)
 	}
+	for _, i := range s.tailCols[n-1] {
+		s.tailCols[n-2] = append(s.tailCols[n-2], len(a.Columns)+i)
+	}
 	a.Columns = append(a.Columns, b.Columns...)
 	a.TotalByteSize += b.TotalByteSize
 	a.TotalCompressedSize += b.TotalCompressedSize
 	s.columnIndexes[n-2] = append(s.columnIndexes[n-2], s.columnIndexes[n-1]...)
 	s.offsetIndexes[n-2] = append(s.offsetIndexes[n-2], s.offsetIndexes[n-1]...)
-	s.groups, s.columnIndexes, s.offsetIndexes = s.groups[:n-1], s.columnIndexes[:n-1], s.offsetIndexes[:n-1]
+	s.groups, s.columnIndexes, s.offsetIndexes, s.tailCols = s.groups[:n-1], s.columnIndexes[:n-1], s.offsetIndexes[:n-1], s.tailCols[:n-1]
 	s.rows -= b.NumRows
 	// Columns are flat: the schema is its root and one element per column.
 	if have := len(s.schema) - 1; have < len(a.Columns) {
@@ -197,9 +287,10 @@ func (s *stitcher) joinLast(md *format.FileMetaData) error {
 
 // addRowGroup adds row group r of the file src whose footer is md: its
 // chunks copied one by one from src (their bytes written to h too when it
-// is set), or, when placed, already in the output, delta bytes after where
-// they are in src.
-func (s *stitcher) addRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, placed bool, delta int64, h io.Writer) error {
+// is set), or, when deltas are given, already placed, column i deltas[i]
+// bytes after where it is in src (in the output, or in the tail).
+func (s *stitcher) addRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, deltas []int64, h io.Writer) error {
+	placed := deltas != nil
 	if s.schema == nil {
 		s.schema = md.Schema
 		s.orders = md.ColumnOrders
@@ -214,7 +305,7 @@ func (s *stitcher) addRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, 
 		Ordinal:        int16(len(s.groups)),
 	}
 	if placed && len(in.Columns) > 0 {
-		rg.FileOffset = chunkStart(&in.Columns[0].MetaData) + delta
+		rg.FileOffset = chunkStart(&in.Columns[0].MetaData) + deltas[0]
 	}
 	if len(s.groups) >= 1<<15-1 {
 		return fmt.Errorf("more than %d row groups", 1<<15-1)
@@ -227,20 +318,17 @@ func (s *stitcher) addRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, 
 			return fmt.Errorf("column %v is in another file, %s", c.MetaData.PathInSchema, c.FilePath)
 		}
 		start := chunkStart(&c.MetaData)
-		if !placed {
+		var delta int64
+		if placed {
+			delta = deltas[i]
+		} else {
 			delta = s.w.n - start
-			if err := s.copyRange(src, start, c.MetaData.TotalCompressedSize, h); err != nil {
+			if err := copyRange(s, s.w, src, start, c.MetaData.TotalCompressedSize, h); err != nil {
 				return fmt.Errorf("copy column %v: %w", c.MetaData.PathInSchema, err)
 			}
 		}
 		c.FileOffset = start + delta
-		c.MetaData.DataPageOffset += delta
-		if c.MetaData.DictionaryPageOffset > 0 {
-			c.MetaData.DictionaryPageOffset += delta
-		}
-		if c.MetaData.IndexPageOffset > 0 {
-			c.MetaData.IndexPageOffset += delta
-		}
+		moveChunk(&c.MetaData, delta)
 		// The deprecated min and max are signed-order statistics that
 		// readers trust or not by the footer's created_by, which is no
 		// longer their writer's; min_value and max_value stay.
@@ -264,9 +352,7 @@ func (s *stitcher) addRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, 
 			if err := thrift.Unmarshal(new(thrift.CompactProtocol), b, oi); err != nil {
 				return fmt.Errorf("decode the offset index of %v: %w", c.MetaData.PathInSchema, err)
 			}
-			for p := range oi.PageLocations {
-				oi.PageLocations[p].Offset += delta
-			}
+			moveOffsetIndex(oi, delta)
 			offIdx[i] = oi
 		}
 		c.ColumnIndexOffset, c.ColumnIndexLength, c.OffsetIndexOffset, c.OffsetIndexLength = 0, 0, 0, 0
@@ -276,8 +362,30 @@ func (s *stitcher) addRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, 
 	s.groups = append(s.groups, rg)
 	s.columnIndexes = append(s.columnIndexes, colIdx)
 	s.offsetIndexes = append(s.offsetIndexes, offIdx)
+	s.tailCols = append(s.tailCols, nil)
 	s.rows += rg.NumRows
 	return nil
+}
+
+// moveChunk moves a chunk's page offsets delta bytes.
+func moveChunk(md *format.ColumnMetaData, delta int64) {
+	md.DataPageOffset += delta
+	if md.DictionaryPageOffset > 0 {
+		md.DictionaryPageOffset += delta
+	}
+	if md.IndexPageOffset > 0 {
+		md.IndexPageOffset += delta
+	}
+}
+
+// moveOffsetIndex moves an offset index's pages delta bytes.
+func moveOffsetIndex(oi *format.OffsetIndex, delta int64) {
+	if oi == nil {
+		return
+	}
+	for p := range oi.PageLocations {
+		oi.PageLocations[p].Offset += delta
+	}
 }
 
 // copyBloomFilter copies a chunk's bloom filter right after the chunk and
@@ -292,19 +400,19 @@ func (s *stitcher) copyBloomFilter(src io.ReaderAt, md *format.ColumnMetaData) e
 		return nil
 	}
 	at := s.w.n
-	if err := s.copyRange(src, off, int64(n), nil); err != nil {
+	if err := copyRange(s, s.w, src, off, int64(n), nil); err != nil {
 		return err
 	}
 	md.BloomFilterOffset, md.BloomFilterLength = at, n
 	return nil
 }
 
-// copyRange copies n bytes of src from off to the output, and to h when it
-// is set, in pieces of s.piece bytes read up to copyAhead at once and
-// written in order. On object storage each piece is a ranged GET: with
-// several in flight the copy waits for one round trip per copyAhead
-// pieces, not per piece.
-func (s *stitcher) copyRange(src io.ReaderAt, off, n int64, h io.Writer) error {
+// copyRange copies n bytes of src from off to dst (the output or the
+// tail), and to h when it is set, in pieces of s.piece bytes read up to
+// copyAhead at once and written in order. On object storage each piece is
+// a ranged GET: with several in flight the copy waits for one round trip
+// per copyAhead pieces, not per piece.
+func copyRange(s *stitcher, dst *countingWriter, src io.ReaderAt, off, n int64, h io.Writer) error {
 	pieces := int((n + s.piece - 1) / s.piece)
 	done := make([]chan error, pieces)
 	read := func(i int) {
@@ -325,7 +433,7 @@ func (s *stitcher) copyRange(src io.ReaderAt, off, n int64, h io.Writer) error {
 			if h != nil {
 				h.Write(piece)
 			}
-			_, err = s.w.Write(piece)
+			_, err = dst.Write(piece)
 		}
 		if err != nil {
 			for j := i + 1; j < started; j++ { // the buffers are reused
@@ -376,6 +484,19 @@ func readFull(src io.ReaderAt, buf []byte, off int64) error {
 // file stitched from files with and without them keeps none.
 func (s *stitcher) close(createdBy string) (*format.FileMetaData, error) {
 	proto := new(thrift.CompactProtocol)
+	if at := s.w.n; s.tail.n > 0 {
+		if _, err := s.w.Write(s.tailBuf.Bytes()); err != nil {
+			return nil, err
+		}
+		for g, cols := range s.tailCols {
+			for _, i := range cols {
+				c := &s.groups[g].Columns[i]
+				c.FileOffset += at
+				moveChunk(&c.MetaData, at)
+				moveOffsetIndex(s.offsetIndexes[g][i], at)
+			}
+		}
+	}
 	if !everyChunk(s.columnIndexes) {
 		s.columnIndexes = nil
 	}

@@ -61,9 +61,9 @@ func testStitch(t *testing.T, piece int64) {
 	// first, copied chunk by chunk, then 0 whole, then 1 chunk by chunk.
 	for _, r := range []int{2, 0, 1} {
 		if r == 0 {
-			_, err = st.appendRowGroup(in, md, r, nil)
+			_, _, err = st.appendRowGroup(in, md, r, nil)
 		} else {
-			err = st.addRowGroup(in, md, r, false, 0, nil)
+			err = st.addRowGroup(in, md, r, nil, nil)
 		}
 		if err != nil {
 			t.Fatal(err)
