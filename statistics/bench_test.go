@@ -6,6 +6,8 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 )
@@ -89,4 +91,54 @@ func (e *env) dropStatistics(tb testing.TB) {
 	if _, _, err := cat.CommitTable(e.Ctx, tbl.Identifier(), nil, updates); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// BenchmarkStatisticsFullOnS3 times a full computation on S3 behind a
+// proxy that holds every response back 20 ms, as a remote object store
+// does: the table of BenchmarkStatistics, made on versitygw directly; each
+// iteration takes the statistics out of the metadata untimed and times a
+// run through the proxy. requests are the run's storage requests (its
+// cost figures), files the data files it read.
+//
+//	scripts/bench.sh -bench StatisticsFullOnS3 -benchtime 3x ./statistics
+func BenchmarkStatisticsFullOnS3(b *testing.B) {
+	b.StopTimer()
+	const files, rows = 50, 4_000
+	srv := servers.S3(b)
+	home := b.TempDir()
+	e, tbl := newEnvWith(b, tableenv.SQLOnS3(home, srv), home)
+	for range files {
+		tbl = e.gen.append(b, e.Ctx, tbl, rows)
+	}
+	slow := tableenv.SQLOnS3(home, srv.WithLatency(b, 20*time.Millisecond)).Registry()
+	defer slow.Close()
+	bk, err := slow.Bucket("local")
+	if err != nil {
+		b.Fatal(err)
+	}
+	target := jobs.Target{Bucket: bk, Table: e.ID}
+	var took time.Duration
+	var requests, read int64
+	for range b.N {
+		e.dropStatistics(b)
+		b.StartTimer()
+		start := time.Now()
+		out, err := e.runner.Run(e.Ctx, target, maintenance.Statistics, "bench", jobs.Options{Now: time.Now()})
+		took += time.Since(start)
+		b.StopTimer()
+		if err != nil || out.Status != "Successful" {
+			b.Fatalf("run: %v %s (%s)", err, out.Status, out.FailureMessage)
+		}
+		if fig := out.Figures.(*Figures); !fig.Full || fig.DataFilesRead != files {
+			b.Fatalf("full %v, %d files read", fig.Full, fig.DataFilesRead)
+		}
+		read += int64(out.Figures.(*Figures).DataFilesRead)
+		if c := jobs.RunCost(out.Figures); c != nil {
+			requests += c.Requests
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(took.Milliseconds())/n, "full-ms/op")
+	b.ReportMetric(float64(requests)/n, "requests/op")
+	b.ReportMetric(float64(read)/n, "files/op")
 }

@@ -228,7 +228,7 @@ func (j *Job) partitions(ctx context.Context, fs icebergio.IO, meta table.Metada
 		}
 		j.log().Debug("partition statistics counted afresh", "reason", err)
 	}
-	return partitionStatistics(fs, meta, id)
+	return partitionStatistics(ctx, fs, meta, id)
 }
 
 // partitioned says whether any of meta's specs partitions: an
@@ -259,7 +259,7 @@ type blob struct {
 // every live data file of the snapshot, or the previous statistics' sketch
 // merged with the data files the commits since added.
 func (j *Job) sketch(ctx context.Context, fs icebergio.IO, meta table.Metadata, plan planner.StatisticsPlan, fig *Figures) ([]blob, error) {
-	files, err := filesToRead(fs, meta, plan)
+	files, err := filesToRead(ctx, fs, meta, plan)
 	if err != nil {
 		return nil, err
 	}
@@ -270,13 +270,8 @@ func (j *Job) sketch(ctx context.Context, fs icebergio.IO, meta table.Metadata, 
 		}
 	}
 	sk := newSketcher(plan.Columns)
-	for _, df := range files {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := sk.add(fs, df); err != nil {
-			return nil, err
-		}
+	if err := sk.addAll(ctx, fs, files); err != nil {
+		return nil, err
 	}
 	fig.DataFilesRead, fig.BytesRead, fig.RowsRead = int(sk.files.Load()), sk.bytes.Load(), sk.rows.Load()
 	out := make([]blob, len(plan.Columns))
@@ -303,23 +298,20 @@ func ndv(c theta.Compact) int64 { return int64(math.Round(c.Estimate())) }
 // through package verified, and an added count that differs from the
 // snapshot's summary is an error: a sketch missing a file's values would
 // be written as the table's.
-func filesToRead(fs icebergio.IO, meta table.Metadata, plan planner.StatisticsPlan) ([]iceberg.DataFile, error) {
+func filesToRead(ctx context.Context, fs icebergio.IO, meta table.Metadata, plan planner.StatisticsPlan) ([]iceberg.DataFile, error) {
 	if plan.Full {
 		snap := meta.SnapshotByID(plan.SnapshotID)
 		list, err := verified.Manifests(fs, snap)
 		if err != nil {
 			return nil, err
 		}
+		list = slices.DeleteFunc(list, func(m iceberg.ManifestFile) bool { return m.ManifestContent() != iceberg.ManifestContentData })
 		var out []iceberg.DataFile
-		for _, m := range list {
-			if m.ManifestContent() != iceberg.ManifestContentData {
-				continue
-			}
-			entries, err := verified.FetchEntries(fs, m, true)
+		for m, err := range verified.ReadAhead(ctx, fs, list, true) {
 			if err != nil {
 				return nil, err
 			}
-			for _, e := range entries {
+			for _, e := range m.Entries {
 				out = append(out, e.DataFile())
 			}
 		}
@@ -338,16 +330,17 @@ func filesToRead(fs icebergio.IO, meta table.Metadata, plan planner.StatisticsPl
 		if err != nil {
 			return nil, err
 		}
+		// Files a manifest of another snapshot holds were not added by
+		// this one.
+		list = slices.DeleteFunc(list, func(m iceberg.ManifestFile) bool {
+			return m.ManifestContent() != iceberg.ManifestContentData || m.SnapshotID() != step.SnapshotID
+		})
 		var added []iceberg.DataFile
-		for _, m := range list {
-			if m.ManifestContent() != iceberg.ManifestContentData || m.SnapshotID() != step.SnapshotID {
-				continue // files a manifest of another snapshot holds were not added by this one
-			}
-			entries, err := verified.FetchEntries(fs, m, true)
+		for m, err := range verified.ReadAhead(ctx, fs, list, true) {
 			if err != nil {
 				return nil, err
 			}
-			for _, e := range entries {
+			for _, e := range m.Entries {
 				if e.Status() == iceberg.EntryStatusADDED && e.SnapshotID() == step.SnapshotID {
 					added = append(added, e.DataFile())
 				}

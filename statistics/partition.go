@@ -3,6 +3,7 @@ package statistics
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -113,7 +114,7 @@ func unifiedPartitionType(meta table.Metadata) (*iceberg.StructType, error) {
 // reading its manifests through package verified. Nil for an
 // unpartitioned table: it has one partition, whose figures its snapshot
 // summary already holds.
-func partitionStatistics(fs icebergio.IO, meta table.Metadata, id int64) (*partitionFile, error) {
+func partitionStatistics(ctx context.Context, fs icebergio.IO, meta table.Metadata, id int64) (*partitionFile, error) {
 	part, err := unifiedPartitionType(meta)
 	if err != nil || len(part.FieldList) == 0 {
 		return nil, err
@@ -124,12 +125,11 @@ func partitionStatistics(fs icebergio.IO, meta table.Metadata, id int64) (*parti
 		return nil, err
 	}
 	rows := map[string]*partitionRow{}
-	for _, m := range list {
-		entries, err := verified.FetchEntries(fs, m, true)
+	for m, err := range verified.ReadAhead(ctx, fs, list, true) {
 		if err != nil {
 			return nil, err
 		}
-		for _, e := range entries {
+		for _, e := range m.Entries {
 			r := rowOf(rows, e.DataFile(), part.FieldList)
 			r.add(e.DataFile(), 1)
 			// The partition was last updated by the newest snapshot that

@@ -248,7 +248,7 @@ func partitionsFromTheChange(t *testing.T, e *tableenv.Env, tbl *table.Table) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := partitionStatistics(fs, tbl.Metadata(), tbl.CurrentSnapshot().SnapshotID)
+		want, err := partitionStatistics(e.Ctx, fs, tbl.Metadata(), tbl.CurrentSnapshot().SnapshotID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,8 @@
 package statistics
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/parquet-go/parquet-go"
+	"github.com/sourcegraph/conc/stream"
 
 	"github.com/icekeeper/icekeeper/internal/parquetcols"
 	"github.com/icekeeper/icekeeper/internal/theta"
@@ -47,24 +50,90 @@ func (c countingReader) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// add reads data file df's chosen columns. A file that is not Parquet,
-// or whose row count differs from its manifest entry's, is an error: a
-// sketch built from it would describe another table.
-func (s *sketcher) add(fs icebergio.IO, df iceberg.DataFile) error {
+// wholeFileBytes is the size up to which a data file is read with one
+// request, footer included; a larger one is read in ranges as its
+// columns are decoded.
+const wholeFileBytes = 8 << 20
+
+// filesAhead is how many data files are fetched at once ahead of the one
+// being decoded: on object storage their round trips overlap.
+const filesAhead = 4
+
+// addAll reads files' chosen columns in the order of files: fetching up
+// to filesAhead of them at once, decoding one after another, so that the
+// sketches see the values as they would reading the files one by one.
+func (s *sketcher) addAll(ctx context.Context, fs icebergio.IO, files []iceberg.DataFile) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var first error // set and read by the callbacks only, which run one at a time
+	st := stream.New().WithMaxGoroutines(filesAhead)
+	for _, df := range files {
+		st.Go(func() stream.Callback {
+			in, err := s.fetch(ctx, fs, df)
+			return func() {
+				defer in.close()
+				if first == nil && err == nil {
+					err = s.add(df, in)
+				}
+				if first == nil && err != nil {
+					first = err
+					cancel()
+				}
+			}
+		})
+	}
+	st.Wait()
+	return first
+}
+
+// fetched is a data file as fetch has it: its bytes when it is small,
+// else the open file.
+type fetched struct {
+	r     io.ReaderAt
+	size  int64
+	close func()
+}
+
+// fetch opens data file df and, when it is at most wholeFileBytes, reads
+// it whole. A file that is not Parquet is an error: a sketch built from
+// it would describe another table.
+func (s *sketcher) fetch(ctx context.Context, fs icebergio.IO, df iceberg.DataFile) (fetched, error) {
+	none := fetched{close: func() {}}
 	path := df.FilePath()
+	if err := ctx.Err(); err != nil {
+		return none, err
+	}
 	if df.FileFormat() != iceberg.ParquetFile {
-		return fmt.Errorf("data file %s is %s: only Parquet data files are read", path, df.FileFormat())
+		return none, fmt.Errorf("data file %s is %s: only Parquet data files are read", path, df.FileFormat())
 	}
 	f, err := fs.Open(path)
 	if err != nil {
-		return fmt.Errorf("open data file %s: %w", path, err)
+		return none, fmt.Errorf("open data file %s: %w", path, err)
 	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("open data file %s: %w", path, err)
+		f.Close()
+		return none, fmt.Errorf("open data file %s: %w", path, err)
 	}
-	pf, err := parquet.OpenFile(countingReader{f, &s.bytes}, fi.Size(), parquet.SkipBloomFilters(true),
+	size := fi.Size()
+	if size > wholeFileBytes {
+		return fetched{r: countingReader{f, &s.bytes}, size: size, close: func() { f.Close() }}, nil
+	}
+	defer f.Close()
+	b := make([]byte, size)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return none, fmt.Errorf("read data file %s: %w", path, err)
+	}
+	s.bytes.Add(size)
+	return fetched{r: bytes.NewReader(b), size: size, close: func() {}}, nil
+}
+
+// add reads the chosen columns of data file df, fetched as in. A file
+// whose row count differs from its manifest entry's is an error: a
+// sketch built from it would describe another table.
+func (s *sketcher) add(df iceberg.DataFile, in fetched) error {
+	path := df.FilePath()
+	pf, err := parquet.OpenFile(in.r, in.size, parquet.SkipBloomFilters(true),
 		parquet.SkipPageIndex(true), parquet.ReadBufferSize(1<<20))
 	if err != nil {
 		return fmt.Errorf("read data file %s: %w", path, err)

@@ -160,19 +160,19 @@ func (m *manifestRewrite) find(meta table.Metadata) error {
 // partition within each partition spec, into manifests near the target
 // size, estimated from the bytes per entry of the manifests merged. The
 // entries stay EXISTING with their snapshot and sequence numbers. The
-// small manifests are read several at once (readManifests): a streaming
+// small manifests are read several at once (verified.ReadAhead): a streaming
 // table has hundreds, and on object storage each is a round trip.
 func (m *manifestRewrite) merge(ctx context.Context, meta table.Metadata) error {
 	bySpec := map[int32][]iceberg.ManifestEntry{}
 	var bytes int64
 	entries := 0
-	for mf, err := range readManifests(ctx, m.fs, m.small) {
+	for mf, err := range verified.ReadAhead(ctx, m.fs, m.small, true) {
 		if err != nil {
 			return err
 		}
-		bySpec[mf.PartitionSpecID()] = append(bySpec[mf.PartitionSpecID()], mf.entries...)
+		bySpec[mf.PartitionSpecID()] = append(bySpec[mf.PartitionSpecID()], mf.Entries...)
 		bytes += mf.Length()
-		entries += len(mf.entries)
+		entries += len(mf.Entries)
 	}
 	perManifest := int(max(m.op.TargetBytes/max(bytes/int64(max(entries, 1)), 1), 1))
 	m.merged = nil

@@ -369,7 +369,7 @@ func (r *replace) readNew(ctx context.Context, manifests []iceberg.ManifestFile)
 			unseen = append(unseen, m)
 		}
 	}
-	for m, err := range readManifests(ctx, r.fs, unseen) {
+	for m, err := range verified.ReadAhead(ctx, r.fs, unseen, true) {
 		if err != nil {
 			for _, m := range unseen {
 				if r.seen[m.FilePath()] == nil {
@@ -378,7 +378,7 @@ func (r *replace) readNew(ctx context.Context, manifests []iceberg.ManifestFile)
 			}
 			return err
 		}
-		r.record(m.ManifestFile, m.entries)
+		r.record(m.ManifestFile, m.Entries)
 	}
 	return nil
 }

@@ -65,7 +65,7 @@ func PlanVerified(ctx context.Context, tbl *table.Table, snap *table.Snapshot) (
 	checkedFS := verified.IO(fs, list)
 	checked := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(),
 		func(context.Context) (icebergio.IO, error) { return checkedFS, nil }, nil)
-	tasks, err := checked.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithMaxConcurrency(manifestReads),
+	tasks, err := checked.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithMaxConcurrency(verified.ManifestReads),
 		table.WithOptions(iceberg.Properties{"include_empty_files": "true"})).PlanFiles(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("plan scan of %s at snapshot %d: %w", tbl.Identifier(), snap.SnapshotID, err)
@@ -126,12 +126,12 @@ func LiveEntries(ctx context.Context, tbl *table.Table, content iceberg.Manifest
 			return
 		}
 		manifests = slices.DeleteFunc(manifests, func(m iceberg.ManifestFile) bool { return m.ManifestContent() != content })
-		for m, err := range readManifests(ctx, fs, manifests) {
+		for m, err := range verified.ReadAhead(ctx, fs, manifests, true) {
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			for _, e := range m.entries {
+			for _, e := range m.Entries {
 				if !yield(e, nil) {
 					return
 				}
@@ -140,57 +140,3 @@ func LiveEntries(ctx context.Context, tbl *table.Table, content iceberg.Manifest
 	}
 }
 
-// manifestReads is how many manifests are read at once: on object storage
-// each read is a round trip, and a table can hold thousands. A manifest
-// is small (a streaming writer's holds a few entries), so 32 in flight
-// cost little memory and keep a slow gateway busy.
-const manifestReads = 32
-
-type readManifest struct {
-	iceberg.ManifestFile
-	entries []iceberg.ManifestEntry // live ones
-}
-
-// readManifests yields the live entries of each manifest in order, reading
-// up to manifestReads ahead of the consumer.
-func readManifests(ctx context.Context, fs icebergio.IO, manifests []iceberg.ManifestFile) iter.Seq2[readManifest, error] {
-	return func(yield func(readManifest, error) bool) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		type result struct {
-			entries []iceberg.ManifestEntry
-			err     error
-		}
-		results := make([]chan result, len(manifests))
-		for i := range results {
-			results[i] = make(chan result, 1)
-		}
-		ahead := make(chan struct{}, manifestReads)
-		go func() {
-			for i, m := range manifests {
-				select {
-				case ahead <- struct{}{}:
-				case <-ctx.Done():
-					return
-				}
-				go func() {
-					entries, err := verified.FetchEntries(fs, m, true)
-					results[i] <- result{entries, err}
-				}()
-			}
-		}()
-		for i, m := range manifests {
-			var r result
-			select {
-			case r = <-results[i]:
-			case <-ctx.Done():
-				yield(readManifest{}, ctx.Err())
-				return
-			}
-			<-ahead
-			if !yield(readManifest{m, r.entries}, r.err) || r.err != nil {
-				return
-			}
-		}
-	}
-}
