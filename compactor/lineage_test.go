@@ -180,7 +180,9 @@ func rowGroupHashes(t *testing.T, e *env, cols int, minBytes int64) map[[32]byte
 // inherit their lineage is copied with the two lineage columns encoded
 // and added to it (its other columns byte for byte); tiny ones beside it
 // are re-encoded. Compacted again beside new appends, a row group that
-// now holds its lineage is copied whole.
+// now holds its lineage is copied whole: its table columns as one range,
+// its lineage chunks, which the first output put after its last row
+// group, from there to the new output's.
 func TestMergeCopiesLineage(t *testing.T) {
 	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "3")
 	tbl = e.setProps(tbl, iceberg.Properties{"write.parquet.row-group-limit": "1000"})

@@ -102,7 +102,7 @@ func (s *stitcher) appendRowGroup(src io.ReaderAt, md *format.FileMetaData, r in
 	at := s.w.n
 	byStorage, err = s.copyByStorage(start, end-start, h)
 	if err == nil && !byStorage {
-		err = copyRange(s, s.w, src, start, end-start, h)
+		err = s.copyRange(s.w, src, start, end-start, h)
 	}
 	if err != nil {
 		return false, 0, fmt.Errorf("copy row group %d: %w", r, err)
@@ -115,7 +115,7 @@ func (s *stitcher) appendRowGroup(src io.ReaderAt, md *format.FileMetaData, r in
 	for i := inPlace; i < len(cols); i++ {
 		cm := &cols[i].MetaData
 		deltas[i] = s.tail.n - chunkStart(cm)
-		if err := copyRange(s, &s.tail, src, chunkStart(cm), cm.TotalCompressedSize, h); err != nil {
+		if err := s.copyRange(&s.tail, src, chunkStart(cm), cm.TotalCompressedSize, h); err != nil {
 			return false, 0, fmt.Errorf("copy row group %d, column %v: %w", r, cm.PathInSchema, err)
 		}
 		moved = append(moved, i)
@@ -323,7 +323,7 @@ func (s *stitcher) addRowGroup(src io.ReaderAt, md *format.FileMetaData, r int, 
 			delta = deltas[i]
 		} else {
 			delta = s.w.n - start
-			if err := copyRange(s, s.w, src, start, c.MetaData.TotalCompressedSize, h); err != nil {
+			if err := s.copyRange(s.w, src, start, c.MetaData.TotalCompressedSize, h); err != nil {
 				return fmt.Errorf("copy column %v: %w", c.MetaData.PathInSchema, err)
 			}
 		}
@@ -400,7 +400,7 @@ func (s *stitcher) copyBloomFilter(src io.ReaderAt, md *format.ColumnMetaData) e
 		return nil
 	}
 	at := s.w.n
-	if err := copyRange(s, s.w, src, off, int64(n), nil); err != nil {
+	if err := s.copyRange(s.w, src, off, int64(n), nil); err != nil {
 		return err
 	}
 	md.BloomFilterOffset, md.BloomFilterLength = at, n
@@ -412,7 +412,7 @@ func (s *stitcher) copyBloomFilter(src io.ReaderAt, md *format.ColumnMetaData) e
 // copyAhead at once and written in order. On object storage each piece is
 // a ranged GET: with several in flight the copy waits for one round trip
 // per copyAhead pieces, not per piece.
-func copyRange(s *stitcher, dst *countingWriter, src io.ReaderAt, off, n int64, h io.Writer) error {
+func (s *stitcher) copyRange(dst *countingWriter, src io.ReaderAt, off, n int64, h io.Writer) error {
 	pieces := int((n + s.piece - 1) / s.piece)
 	done := make([]chan error, pieces)
 	read := func(i int) {
