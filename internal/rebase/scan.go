@@ -139,4 +139,3 @@ func LiveEntries(ctx context.Context, tbl *table.Table, content iceberg.Manifest
 		}
 	}
 }
-
