@@ -51,9 +51,33 @@ func (c countingReader) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // wholeFileBytes is the size up to which a data file is read with one
-// request, footer included; a larger one is read in ranges as its
-// columns are decoded.
-const wholeFileBytes = 8 << 20
+// request, footer included, when the chosen columns are most of it (or
+// the file is at most smallFileBytes); otherwise it is read in ranges as
+// its chosen columns are decoded: a request per column chunk, but not the
+// bytes of the columns left out.
+const (
+	wholeFileBytes = 8 << 20
+	smallFileBytes = 1 << 20
+)
+
+// readWhole reports whether df is read with one request: small, or small
+// enough with the chosen columns at least half its bytes by its manifest
+// entry's column sizes (a file without them is read whole).
+func (s *sketcher) readWhole(df iceberg.DataFile) bool {
+	size := df.FileSizeBytes()
+	if size > wholeFileBytes {
+		return false
+	}
+	sizes := df.ColumnSizes()
+	if size <= smallFileBytes || len(sizes) == 0 {
+		return true
+	}
+	var chosen int64
+	for _, c := range s.cols {
+		chosen += sizes[c.FieldID]
+	}
+	return 2*chosen >= size
+}
 
 // filesAhead is how many data files are fetched at once ahead of the one
 // being decoded: on object storage their round trips overlap.
@@ -94,9 +118,9 @@ type fetched struct {
 	close func()
 }
 
-// fetch opens data file df and, when it is at most wholeFileBytes, reads
-// it whole. A file that is not Parquet is an error: a sketch built from
-// it would describe another table.
+// fetch opens data file df and, when readWhole says so, reads it whole.
+// A file that is not Parquet is an error: a sketch built from it would
+// describe another table.
 func (s *sketcher) fetch(ctx context.Context, fs icebergio.IO, df iceberg.DataFile) (fetched, error) {
 	none := fetched{close: func() {}}
 	path := df.FilePath()
@@ -116,7 +140,7 @@ func (s *sketcher) fetch(ctx context.Context, fs icebergio.IO, df iceberg.DataFi
 		return none, fmt.Errorf("open data file %s: %w", path, err)
 	}
 	size := fi.Size()
-	if size > wholeFileBytes {
+	if size > wholeFileBytes || !s.readWhole(df) {
 		return fetched{r: countingReader{f, &s.bytes}, size: size, close: func() { f.Close() }}, nil
 	}
 	defer f.Close()

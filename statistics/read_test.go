@@ -6,6 +6,8 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/icekeeper/icekeeper/planner"
 )
 
 // serialize gives Iceberg's single-value serialization of each type from
@@ -45,6 +47,39 @@ func TestSerialize(t *testing.T) {
 		}
 		if hex.EncodeToString(got) != c.want {
 			t.Errorf("%s: %x, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+// A data file is read with one request when it is small, or when the
+// chosen columns are at least half its bytes by its manifest entry;
+// otherwise in ranges, so that the columns left out are not read.
+func TestReadWhole(t *testing.T) {
+	const mib = 1 << 20
+	s := newSketcher([]planner.StatisticsColumn{{FieldID: 1, Name: "id"}, {FieldID: 3, Name: "day"}})
+	for _, c := range []struct {
+		name  string
+		size  int64
+		sizes map[int]int64
+		want  bool
+	}{
+		{"small, the chosen columns a sliver", 900 << 10, map[int]int64{1: 10 << 10, 2: 880 << 10, 3: 10 << 10}, true},
+		{"the chosen columns most of it", 4 * mib, map[int]int64{1: 2 * mib, 2: mib, 3: mib}, true},
+		{"the chosen columns half of it", 4 * mib, map[int]int64{1: mib, 2: 2 * mib, 3: mib}, true},
+		{"the chosen columns a sliver", 4 * mib, map[int]int64{1: 100 << 10, 2: 3900 << 10, 3: 100 << 10}, false},
+		{"no column sizes", 4 * mib, nil, true},
+		{"larger than a whole read", 9 * mib, map[int]int64{1: 5 * mib, 3: 4 * mib}, false},
+	} {
+		b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, "file:///t/data/f.parquet",
+			iceberg.ParquetFile, nil, nil, nil, 1000, c.size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.sizes != nil {
+			b.ColumnSizes(c.sizes)
+		}
+		if got := s.readWhole(b.Build()); got != c.want {
+			t.Errorf("%s: read whole %v, want %v", c.name, got, c.want)
 		}
 	}
 }
