@@ -6,16 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/icekeeper/icekeeper/maintenance"
-
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
+	"github.com/icekeeper/icekeeper/maintenance"
 )
 
 // A full computation on S3 reads each small data file with one request,
-// its footer included, a few files at a time, and the sketches are those
-// of reading them one after another: the next run, after an append,
-// reads the one new file.
+// its footer included, a few files at a time, and its statistics are
+// right (checkTable); the next run, after an append, reads the one new
+// file.
 func TestRequestsPerDataFileOnS3(t *testing.T) {
 	counter, srv := servers.S3(t).Counted(t)
 	home := t.TempDir()
