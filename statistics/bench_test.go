@@ -104,6 +104,57 @@ func (e *env) dropStatistics(tb testing.TB) {
 func BenchmarkStatisticsFullOnS3(b *testing.B) {
 	b.StopTimer()
 	const files, rows = 50, 4_000
+	e, target := slowEnv(b, files, rows)
+	var took time.Duration
+	var requests, read int64
+	for range b.N {
+		e.dropStatistics(b)
+		fig, spent := e.timedRun(b, target, &took)
+		if !fig.Full || fig.DataFilesRead != files {
+			b.Fatalf("full %v, %d files read", fig.Full, fig.DataFilesRead)
+		}
+		read += int64(fig.DataFilesRead)
+		requests += spent
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(took.Milliseconds())/n, "full-ms/op")
+	b.ReportMetric(float64(requests)/n, "requests/op")
+	b.ReportMetric(float64(read)/n, "files/op")
+}
+
+// BenchmarkStatisticsBehindOnS3 times a run behind a streaming writer on
+// S3 at 20 ms a round trip: the table of BenchmarkStatisticsFullOnS3 with
+// statistics of its current snapshot; each iteration makes 30 appends of
+// 100 rows untimed and times the run that brings the statistics up to
+// date, reading the 30 new files.
+//
+//	scripts/bench.sh -bench StatisticsBehindOnS3 -benchtime 3x ./statistics
+func BenchmarkStatisticsBehindOnS3(b *testing.B) {
+	b.StopTimer()
+	const appends = 30
+	e, target := slowEnv(b, 50, 4_000)
+	e.timedRun(b, target, new(time.Duration))
+	var took time.Duration
+	var requests int64
+	for range b.N {
+		for range appends {
+			e.gen.append(b, e.Ctx, e.Load(), 100)
+		}
+		fig, spent := e.timedRun(b, target, &took)
+		if fig.Full || fig.DataFilesRead != appends {
+			b.Fatalf("full %v (%s), %d files read", fig.Full, fig.Reason, fig.DataFilesRead)
+		}
+		requests += spent
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(took.Milliseconds())/n, "ms/op")
+	b.ReportMetric(float64(requests)/n, "requests/op")
+}
+
+// slowEnv is a table of files appends of rows rows made on versitygw
+// directly, and the target of the same table through a proxy holding
+// every response 20 ms.
+func slowEnv(b *testing.B, files, rows int) (*env, jobs.Target) {
 	srv := servers.S3(b)
 	home := b.TempDir()
 	e, tbl := newEnvWith(b, tableenv.SQLOnS3(home, srv), home)
@@ -111,34 +162,28 @@ func BenchmarkStatisticsFullOnS3(b *testing.B) {
 		tbl = e.gen.append(b, e.Ctx, tbl, rows)
 	}
 	slow := tableenv.SQLOnS3(home, srv.WithLatency(b, 20*time.Millisecond)).Registry()
-	defer slow.Close()
+	b.Cleanup(slow.Close)
 	bk, err := slow.Bucket("local")
 	if err != nil {
 		b.Fatal(err)
 	}
-	target := jobs.Target{Bucket: bk, Table: e.ID}
-	var took time.Duration
-	var requests, read int64
-	for range b.N {
-		e.dropStatistics(b)
-		b.StartTimer()
-		start := time.Now()
-		out, err := e.runner.Run(e.Ctx, target, maintenance.Statistics, "bench", jobs.Options{Now: time.Now()})
-		took += time.Since(start)
-		b.StopTimer()
-		if err != nil || out.Status != "Successful" {
-			b.Fatalf("run: %v %s (%s)", err, out.Status, out.FailureMessage)
-		}
-		if fig := out.Figures.(*Figures); !fig.Full || fig.DataFilesRead != files {
-			b.Fatalf("full %v, %d files read", fig.Full, fig.DataFilesRead)
-		}
-		read += int64(out.Figures.(*Figures).DataFilesRead)
-		if c := jobs.RunCost(out.Figures); c != nil {
-			requests += c.Requests
-		}
+	return e, jobs.Target{Bucket: bk, Table: e.ID}
+}
+
+// timedRun runs statistics on target, adding its time to took, and
+// returns its figures and storage requests.
+func (e *env) timedRun(b *testing.B, target jobs.Target, took *time.Duration) (*Figures, int64) {
+	b.StartTimer()
+	start := time.Now()
+	out, err := e.runner.Run(e.Ctx, target, maintenance.Statistics, "bench", jobs.Options{Now: time.Now()})
+	*took += time.Since(start)
+	b.StopTimer()
+	if err != nil || out.Status != "Successful" {
+		b.Fatalf("run: %v %s (%s)", err, out.Status, out.FailureMessage)
 	}
-	n := float64(b.N)
-	b.ReportMetric(float64(took.Milliseconds())/n, "full-ms/op")
-	b.ReportMetric(float64(requests)/n, "requests/op")
-	b.ReportMetric(float64(read)/n, "files/op")
+	var requests int64
+	if c := jobs.RunCost(out.Figures); c != nil {
+		requests = c.Requests
+	}
+	return out.Figures.(*Figures), requests
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go/puffin"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+	"github.com/sourcegraph/conc/pool"
 
 	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/internal/cost"
@@ -320,37 +321,74 @@ func filesToRead(ctx context.Context, fs icebergio.IO, meta table.Metadata, plan
 		}
 		return out, nil
 	}
-	var out []iceberg.DataFile
+	var steps []*table.Snapshot
 	for _, step := range plan.Steps {
-		if !step.Read {
-			continue
+		if step.Read {
+			steps = append(steps, meta.SnapshotByID(step.SnapshotID))
 		}
-		snap := meta.SnapshotByID(step.SnapshotID)
-		list, err := verified.Manifests(fs, snap)
+	}
+	entries, err := stepEntries(ctx, fs, steps, func(m iceberg.ManifestFile) bool {
+		return m.ManifestContent() == iceberg.ManifestContentData
+	}, true)
+	if err != nil {
+		return nil, err
+	}
+	added := make([][]iceberg.DataFile, len(steps))
+	for i, es := range entries {
+		for _, e := range es {
+			if e.Status() == iceberg.EntryStatusADDED && e.SnapshotID() == steps[i].SnapshotID {
+				added[i] = append(added[i], e.DataFile())
+			}
+		}
+	}
+	var out []iceberg.DataFile
+	for i, snap := range steps {
+		if n, ok := verified.SummaryTotal(snap, "added-data-files"); ok && n != int64(len(added[i])) {
+			return nil, fmt.Errorf("%w: snapshot %d's manifests hold %d data files it added, its summary says %d",
+				verified.ErrDamaged, snap.SnapshotID, len(added[i]), n)
+		}
+		out = append(out, added[i]...)
+	}
+	return out, nil
+}
+
+// stepEntries reads, for each of steps, the entries of the manifests that
+// snapshot wrote which keep selects (a manifest another snapshot wrote
+// holds nothing the step added or deleted): DELETED entries too unless
+// discardDeleted. The steps' manifest lists, then their manifests, are
+// read several at once: a run behind a streaming writer's many commits
+// would otherwise wait two round trips for each.
+func stepEntries(ctx context.Context, fs icebergio.IO, steps []*table.Snapshot, keep func(iceberg.ManifestFile) bool, discardDeleted bool) ([][]iceberg.ManifestEntry, error) {
+	lists := make([][]iceberg.ManifestFile, len(steps))
+	p := pool.New().WithErrors().WithFirstError().WithMaxGoroutines(verified.ManifestReads)
+	for i, snap := range steps {
+		p.Go(func() error {
+			list, err := verified.Manifests(fs, snap)
+			lists[i] = slices.DeleteFunc(list, func(m iceberg.ManifestFile) bool {
+				return m.SnapshotID() != snap.SnapshotID || !keep(m)
+			})
+			return err
+		})
+	}
+	if err := p.Wait(); err != nil {
+		return nil, err
+	}
+	var manifests []iceberg.ManifestFile
+	var of []int // the step of each manifest
+	for i, list := range lists {
+		manifests = append(manifests, list...)
+		for range list {
+			of = append(of, i)
+		}
+	}
+	out := make([][]iceberg.ManifestEntry, len(steps))
+	k := 0
+	for m, err := range verified.ReadAhead(ctx, fs, manifests, discardDeleted) {
 		if err != nil {
 			return nil, err
 		}
-		// Files a manifest of another snapshot holds were not added by
-		// this one.
-		list = slices.DeleteFunc(list, func(m iceberg.ManifestFile) bool {
-			return m.ManifestContent() != iceberg.ManifestContentData || m.SnapshotID() != step.SnapshotID
-		})
-		var added []iceberg.DataFile
-		for m, err := range verified.ReadAhead(ctx, fs, list, true) {
-			if err != nil {
-				return nil, err
-			}
-			for _, e := range m.Entries {
-				if e.Status() == iceberg.EntryStatusADDED && e.SnapshotID() == step.SnapshotID {
-					added = append(added, e.DataFile())
-				}
-			}
-		}
-		if n, ok := verified.SummaryTotal(snap, "added-data-files"); ok && n != int64(len(added)) {
-			return nil, fmt.Errorf("%w: snapshot %d's manifests hold %d data files it added, its summary says %d",
-				verified.ErrDamaged, step.SnapshotID, len(added), n)
-		}
-		out = append(out, added...)
+		out[of[k]] = append(out[of[k]], m.Entries...)
+		k++
 	}
 	return out, nil
 }

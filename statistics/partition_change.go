@@ -39,38 +39,32 @@ func partitionsFromChange(ctx context.Context, fs icebergio.IO, meta table.Metad
 	if err != nil {
 		return nil, err
 	}
-	for _, step := range steps {
-		snap := meta.SnapshotByID(step)
-		list, err := verified.Manifests(fs, snap)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range list {
-			if m.SnapshotID() != step {
-				continue // written by an earlier snapshot: nothing of this one's in it
+	snaps := make([]*table.Snapshot, len(steps))
+	for i, step := range steps {
+		snaps[i] = meta.SnapshotByID(step)
+	}
+	entries, err := stepEntries(ctx, fs, snaps, func(iceberg.ManifestFile) bool { return true }, false)
+	if err != nil {
+		return nil, err
+	}
+	for i, step := range steps {
+		for _, e := range entries[i] {
+			if e.SnapshotID() != step {
+				continue // carried over (EXISTING), or another snapshot's
 			}
-			entries, err := verified.FetchEntries(fs, m, false)
-			if err != nil {
-				return nil, err
+			sign := 0
+			switch e.Status() {
+			case iceberg.EntryStatusADDED:
+				sign = 1
+			case iceberg.EntryStatusDELETED:
+				sign = -1
 			}
-			for _, e := range entries {
-				if e.SnapshotID() != step {
-					continue // carried over (EXISTING), or another snapshot's
-				}
-				sign := 0
-				switch e.Status() {
-				case iceberg.EntryStatusADDED:
-					sign = 1
-				case iceberg.EntryStatusDELETED:
-					sign = -1
-				}
-				if sign == 0 {
-					continue
-				}
-				r := rowOf(rows, e.DataFile(), part.FieldList)
-				r.add(e.DataFile(), sign)
-				r.lastSnapshot, r.lastAt = step, snap.TimestampMs
+			if sign == 0 {
+				continue
 			}
+			r := rowOf(rows, e.DataFile(), part.FieldList)
+			r.add(e.DataFile(), sign)
+			r.lastSnapshot, r.lastAt = step, snaps[i].TimestampMs
 		}
 	}
 	out := fileOf(meta, part, rows)
