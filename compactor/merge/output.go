@@ -213,12 +213,12 @@ func (o *mergeOutput) copyFile(pf *parquet.File, src copySource, lin lineageSour
 		for l, lane := range o.lanes {
 			p.Go(func() error {
 				for _, c := range lane {
-					var hash func(row int, batch []parquet.Value)
+					var lh *laneHash
+					var id int
 					if o.proof != nil && c < len(o.proof.ids) {
-						lh, id := &o.proof.lanes[l], o.proof.ids[c]
-						hash = func(row int, batch []parquet.Value) { lh.add(id, row, batch) }
+						lh, id = &o.proof.lanes[l], o.proof.ids[c]
 					}
-					if err := copyChunk(writers[c], chunks[c], o.values[l], hash); err != nil {
+					if err := copyChunk(writers[c], chunks[c], o.values[l], lh, id); err != nil {
 						return err
 					}
 				}
@@ -345,24 +345,38 @@ func balanceLanes(cols []format.ColumnChunk) [2][]int {
 // one batch.
 const writeBatch = 1024
 
-// copyChunk decodes a column chunk page by page into w, handing each batch
-// to hash first when it is set, with the row of its first value. Columns
-// are flat, so each value is a row.
-func copyChunk(w *parquet.ColumnWriter, cc parquet.ColumnChunk, values []parquet.Value, hash func(row int, batch []parquet.Value)) error {
+// copyChunk decodes a column chunk page by page into w. With lh set, each
+// page is hashed into the lane's row sums first (laneHash.page), as
+// column id, from the row of its first value. Columns are flat, so each
+// value is a row.
+func copyChunk(w *parquet.ColumnWriter, cc parquet.ColumnChunk, values []parquet.Value, lh *laneHash, id int) error {
 	row := 0
-	return eachBatch(cc, values, func(batch []parquet.Value) error {
-		if hash != nil {
-			hash(row, batch)
-			row += len(batch)
+	if lh != nil {
+		lh.newChunk()
+	}
+	return eachPage(cc, func(p parquet.Page) error {
+		if lh != nil {
+			if err := lh.page(id, row, p, values); err != nil {
+				return err
+			}
+			row += int(p.NumRows())
 		}
-		_, err := w.WriteRowValues(batch)
-		return err
+		return pageValues(p, values, func(batch []parquet.Value) error {
+			_, err := w.WriteRowValues(batch)
+			return err
+		})
 	})
 }
 
 // eachBatch decodes a column chunk page by page, handing fn each batch of
-// values read into values; a page is released once fn is done with it.
+// values read into values.
 func eachBatch(cc parquet.ColumnChunk, values []parquet.Value, fn func([]parquet.Value) error) error {
+	return eachPage(cc, func(p parquet.Page) error { return pageValues(p, values, fn) })
+}
+
+// eachPage reads a column chunk page by page; a page is released once fn
+// is done with it.
+func eachPage(cc parquet.ColumnChunk, fn func(parquet.Page) error) error {
 	pages := cc.Pages()
 	defer pages.Close()
 	for {
@@ -373,24 +387,31 @@ func eachBatch(cc parquet.ColumnChunk, values []parquet.Value, fn func([]parquet
 		if err != nil {
 			return err
 		}
-		vr := p.Values()
-		for {
-			n, err := vr.ReadValues(values)
-			if n > 0 {
-				if ferr := fn(values[:n]); ferr != nil {
-					parquet.Release(p)
-					return ferr
-				}
-			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				parquet.Release(p)
-				return err
+		err = fn(p)
+		parquet.Release(p)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// pageValues hands fn the values of page p, a batch at a time read into
+// values.
+func pageValues(p parquet.Page, values []parquet.Value, fn func([]parquet.Value) error) error {
+	vr := p.Values()
+	for {
+		n, err := vr.ReadValues(values)
+		if n > 0 {
+			if ferr := fn(values[:n]); ferr != nil {
+				return ferr
 			}
 		}
-		parquet.Release(p)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
 }
 

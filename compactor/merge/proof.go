@@ -12,6 +12,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/cespare/xxhash/v2"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding"
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/icekeeper/icekeeper/internal/rowdigest"
@@ -87,7 +88,17 @@ func sampleRange(h io.Writer, src io.ReaderAt, off, n int64) error {
 // laneHash is one lane's part of the row hashes of the row group being
 // re-encoded: per row, the sum of the hashes of its values in the lane's
 // columns. Lanes sum into the row hash once both are done.
-type laneHash struct{ acc []uint64 }
+type laneHash struct {
+	acc []uint64
+	// values holds a page's value hashes before they are added to their
+	// rows; dict the hashes of the entries of the dictionary of the
+	// column chunk being hashed (see page).
+	values []uint64
+	dict   struct {
+		of     parquet.Dictionary
+		hashes []uint64
+	}
+}
 
 func newRowProof(ids []int) *rowProof { return &rowProof{ids: ids} }
 
@@ -114,6 +125,7 @@ func (p *rowProof) fold(d *rowdigest.Digest) {
 // add hashes a batch of column id's values, the rows from row on, into
 // the lane's sums. For the merge path's types (boundKinds) Iceberg's
 // single-value serialization is the Parquet physical value, little-endian.
+// It is page's fallback, for the kinds typedHashes leaves out.
 func (l *laneHash) add(id int, row int, values []parquet.Value) {
 	seed := rowdigest.Seed(id)
 	acc := l.acc[row : row+len(values)]
@@ -141,6 +153,116 @@ func (l *laneHash) add(id int, row int, values []parquet.Value) {
 		}
 		acc[i] += h
 	}
+}
+
+// newChunk forgets the dictionary of the column chunk hashed before: a
+// column chunk has one dictionary, and parquet-go may reuse one for the
+// next chunk.
+func (l *laneHash) newChunk() { l.dict.of, l.dict.hashes = nil, l.dict.hashes[:0] }
+
+// page hashes the values of page p of column id, the rows from row on,
+// into the lane's sums: from the page's typed data, without a
+// parquet.Value per value, and a dictionary-encoded page by the hashes of
+// its dictionary's entries, computed once per column chunk. Kinds
+// typedHashes leaves out are read through values and hashed by add.
+// Columns are flat: each level is a row, 0 for a null.
+func (l *laneHash) page(id, row int, p parquet.Page, values []parquet.Value) error {
+	seed := rowdigest.Seed(id)
+	vh, ok := l.values[:0], true
+	if d := p.Dictionary(); d != nil {
+		if l.dict.of != d {
+			l.dict.hashes, ok = typedHashes(l.dict.hashes[:0], seed, d.Page().Data())
+			if !ok {
+				return fmt.Errorf("column %d: dictionary of kind %v", id, d.Type().Kind())
+			}
+			l.dict.of = d
+		}
+		dh := l.dict.hashes
+		ixs := p.Data()
+		for _, ix := range ixs.Int32() {
+			if uint32(ix) >= uint32(len(dh)) {
+				return fmt.Errorf("column %d: dictionary index %d of %d entries", id, ix, len(dh))
+			}
+			vh = append(vh, dh[ix])
+		}
+	} else if vh, ok = typedHashes(vh, seed, p.Data()); !ok {
+		return pageValues(p, values, func(batch []parquet.Value) error {
+			l.add(id, row, batch)
+			row += len(batch)
+			return nil
+		})
+	}
+	l.values = vh
+	levels := p.DefinitionLevels()
+	n := len(levels)
+	if levels == nil {
+		n = len(vh)
+	}
+	if row+n > len(l.acc) {
+		return fmt.Errorf("column %d: %d rows past the row group's %d", id, row+n-len(l.acc), len(l.acc))
+	}
+	acc := l.acc[row : row+n]
+	if levels == nil {
+		for i, h := range vh {
+			acc[i] += h
+		}
+		return nil
+	}
+	j := 0
+	for i, lv := range levels {
+		if lv != 0 {
+			if j == len(vh) {
+				return fmt.Errorf("column %d: a page's levels hold more values than its %d", id, len(vh))
+			}
+			acc[i] += vh[j]
+			j++
+		}
+	}
+	if j != len(vh) {
+		return fmt.Errorf("column %d: a page holds %d values for %d levels present", id, len(vh), j)
+	}
+	return nil
+}
+
+// typedHashes appends to dst the hash of each of data's values, as add
+// hashes them, and reports false for the kinds it leaves to add
+// (booleans, whose pages may start inside a byte, and INT96, which the
+// merge path does not take).
+func typedHashes(dst []uint64, seed uint64, data encoding.Values) ([]uint64, bool) {
+	switch data.Kind() {
+	case encoding.Int32:
+		for _, v := range data.Uint32() {
+			dst = append(dst, rowdigest.XXH64Uint32(seed, v))
+		}
+	case encoding.Int64:
+		for _, v := range data.Uint64() {
+			dst = append(dst, rowdigest.XXH64Uint64(seed, v))
+		}
+	case encoding.Float:
+		for _, v := range data.Float() {
+			dst = append(dst, rowdigest.XXH64Uint32(seed, math.Float32bits(v)))
+		}
+	case encoding.Double:
+		for _, v := range data.Double() {
+			dst = append(dst, rowdigest.XXH64Uint64(seed, math.Float64bits(v)))
+		}
+	case encoding.ByteArray:
+		b, offsets := data.ByteArray()
+		for i := 1; i < len(offsets); i++ {
+			dst = append(dst, rowdigest.XXH64(seed, b[offsets[i-1]:offsets[i]]))
+		}
+	case encoding.FixedLenByteArray:
+		b, size := data.FixedLenByteArray()
+		if size <= 0 {
+			return dst, false
+		}
+		for ; len(b) >= size; b = b[size:] {
+			dst = append(dst, rowdigest.XXH64(seed, b[:size]))
+		}
+	default:
+		return dst, false
+	}
+	return dst, true
 }
 
 // prove reads the output df back from storage, as the merge reads its
@@ -186,10 +308,11 @@ func (p *rowProof) prove(ctx context.Context, fs icebergio.IO, location string, 
 		for c, id := range p.ids {
 			row := 0
 			l := &p.lanes[0]
-			if err := eachBatch(chunks[c], values, func(batch []parquet.Value) error {
-				l.add(id, row, batch)
-				row += len(batch)
-				return nil
+			l.newChunk()
+			if err := eachPage(chunks[c], func(pg parquet.Page) error {
+				err := l.page(id, row, pg, values)
+				row += int(pg.NumRows())
+				return err
 			}); err != nil {
 				return claim, fmt.Errorf("read back %s: row group %d: %w", path, r, err)
 			}
