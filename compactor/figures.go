@@ -38,9 +38,13 @@ type Figures struct {
 	// group is under S3's 5 MiB part or the store refuses part copies.
 	RowGroupsCopiedByStorage int `json:"rowGroupsCopiedByStorage,omitempty"`
 	RowGroupsReencoded       int `json:"rowGroupsReencoded,omitempty"`
-	GroupsCommitted          int `json:"groupsCommitted"`
-	GroupsFailed             int `json:"groupsFailed"`
-	GroupsDropped            int `json:"groupsDropped"` // dropped for a true conflict
+	// PagesKept are pages of the re-encoded row groups' inputs written to
+	// the output as they were, compressed (PLAIN pages, and dictionaries
+	// of distinct values), neither decompressed nor compressed again.
+	PagesKept       int `json:"pagesKept,omitempty"`
+	GroupsCommitted int `json:"groupsCommitted"`
+	GroupsFailed    int `json:"groupsFailed"`
+	GroupsDropped   int `json:"groupsDropped"` // dropped for a true conflict
 	// RewriteBudget is the run's cap on input bytes (jobs.Options.
 	// RewriteBytes; nil: none). GroupsDeferredByBudget of the plan's
 	// groups, BytesDeferredByBudget of input, did not fit in it and are
@@ -157,7 +161,7 @@ func (f *Figures) TextItems(limit int) string {
 		fmt.Fprintf(&b, "\n  %d commits in %d attempts (%d lost to concurrent commits, %d rebased), %d old metadata files removed, rewrite %d ms, commit %d ms, %d ms in all",
 			f.Commits, f.CommitAttempts, f.Conflicts, f.Rebases, f.MetadataFilesRemoved, f.RewriteMs, f.CommitMs, f.DurationMs)
 		if f.RowGroupsCopied+f.RowGroupsReencoded > 0 {
-			fmt.Fprintf(&b, "\n  merged row groups: %d copied byte for byte (%d of them by the storage), %d re-encoded", f.RowGroupsCopied, f.RowGroupsCopiedByStorage, f.RowGroupsReencoded)
+			fmt.Fprintf(&b, "\n  merged row groups: %d copied byte for byte (%d of them by the storage), %d re-encoded (%d of their pages kept as they were)", f.RowGroupsCopied, f.RowGroupsCopiedByStorage, f.RowGroupsReencoded, f.PagesKept)
 		}
 	}
 	switch m := f.manifestFigures; {
@@ -245,6 +249,7 @@ func (f *Figures) addRewrites(rws []rewritten) {
 			f.RowGroupsCopied += rw.rowGroups.Copied
 			f.RowGroupsCopiedByStorage += rw.rowGroups.ByStorage
 			f.RowGroupsReencoded += rw.rowGroups.Reencoded
+			f.PagesKept += rw.rowGroups.KeptPages
 		}
 	}
 }

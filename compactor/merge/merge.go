@@ -198,8 +198,10 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 	sc := meta.CurrentSchema()
 	lineage := meta.Version() >= 3
 	ids := make([]int, len(sc.Fields()))
+	kinds := make([]boundKind, len(sc.Fields()))
 	for i, f := range sc.Fields() {
 		ids[i] = f.ID
+		kinds[i] = boundKinds[f.Type.String()]
 	}
 	// Outputs go beside the first input, in its partition's directory.
 	// (path.Dir would collapse the "//" of a URL.)
@@ -232,6 +234,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 		counts.Copied += out.counts.Copied
 		counts.Reencoded += out.counts.Reencoded
 		counts.ByStorage += out.counts.ByStorage
+		counts.KeptPages += out.counts.KeptPages
 		proof := out.proof
 		out, inputs = nil, nil
 		if err != nil {
@@ -288,7 +291,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 		}
 		if out == nil {
 			name := dir + "/" + uuid.NewString() + ".parquet"
-			if out, err = newMergeOutput(wfs, name, outSchema, set, len(sc.Fields()), lineage); err != nil {
+			if out, err = newMergeOutput(wfs, name, outSchema, set, kinds, lineage); err != nil {
 				f.close()
 				return res, err
 			}

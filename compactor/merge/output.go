@@ -3,6 +3,7 @@ package merge
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -53,6 +54,13 @@ type mergeOutput struct {
 	lsink reencodeSink
 	// proof, when the merge checks rows, hashes what it reads.
 	proof *rowProof
+	// kinds are the table's columns' types on the merge path (boundKinds).
+	// own are the columns of re-encoded row groups the merge writes itself
+	// (ownColumns), nil when w writes them all; wcol maps a column to w's
+	// (-1 for an own column).
+	kinds []boundKind
+	own   []*ownChunk
+	wcol  []int
 }
 
 // RowGroupCounts say what the merge did with its inputs' row groups:
@@ -60,9 +68,12 @@ type mergeOutput struct {
 // itself), or decoded and re-encoded them.
 type RowGroupCounts struct {
 	Copied, Reencoded, ByStorage int
+	// KeptPages are the inputs' dictionary pages written as the output's
+	// data pages without being decompressed (ownChunk).
+	KeptPages int
 }
 
-func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Schema, set mergeSettings, ncols int, lineage bool) (*mergeOutput, error) {
+func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Schema, set mergeSettings, kinds []boundKind, lineage bool) (*mergeOutput, error) {
 	f, err := wfs.Create(name)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", name, err)
@@ -88,7 +99,7 @@ func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Sche
 		f.Close()
 		return nil, fmt.Errorf("write %s: %w", name, err)
 	}
-	o := &mergeOutput{path: name, file: f, counter: cw, st: st, set: set, opts: opts, schema: schema, ncols: ncols, lineage: lineage}
+	o := &mergeOutput{path: name, file: f, counter: cw, st: st, set: set, opts: opts, schema: schema, ncols: len(kinds), kinds: kinds, lineage: lineage}
 	o.sink.reset()
 	o.lsink.reset()
 	for i := range o.values {
@@ -198,8 +209,9 @@ func (o *mergeOutput) copyFile(pf *parquet.File, src copySource, lin lineageSour
 			}
 		}
 		if o.w == nil {
-			o.sink.out = o.counter
-			o.w = parquet.NewWriter(&o.sink, o.opts...)
+			if err := o.newWriter(pf, md, r); err != nil {
+				return err
+			}
 		}
 		if o.lanes[0] == nil {
 			o.lanes = balanceLanes(md.RowGroups[r].Columns[:o.ncols])
@@ -218,7 +230,13 @@ func (o *mergeOutput) copyFile(pf *parquet.File, src copySource, lin lineageSour
 					if o.proof != nil && c < len(o.proof.ids) {
 						lh, id = &o.proof.lanes[l], o.proof.ids[c]
 					}
-					if err := copyChunk(writers[c], chunks[c], o.values[l], lh, id); err != nil {
+					var err error
+					if o.own != nil && o.own[c] != nil {
+						err = o.own[c].copyInto(pf, chunks[c], &md.RowGroups[r].Columns[c].MetaData, o.values[l], lh, id)
+					} else {
+						err = copyChunk(writers[o.wcol[c]], chunks[c], o.values[l], lh, id)
+					}
+					if err != nil {
 						return err
 					}
 				}
@@ -226,7 +244,7 @@ func (o *mergeOutput) copyFile(pf *parquet.File, src copySource, lin lineageSour
 			})
 		}
 		if o.lineage {
-			p.Go(func() error { return o.writeLineage(writers[o.ncols:], o.ncols, rg, lin, start) })
+			p.Go(func() error { return o.writeLineage(writers[o.wcol[o.ncols]:], o.ncols, rg, lin, start) })
 		}
 		if err := p.Wait(); err != nil {
 			return err
@@ -239,6 +257,103 @@ func (o *mergeOutput) copyFile(pf *parquet.File, src copySource, lin lineageSour
 		o.counts.Reencoded++
 	}
 	return nil
+}
+
+// newWriter makes the writer of re-encoded row groups, on the first
+// input row group to be re-encoded (row group r of pf, whose footer is
+// md), with the columns ownColumns chooses left to ownChunk. Its row
+// groups are then held whole until they are flushed, so that the own
+// chunks go in between (stitcher.adoptWithOwn).
+func (o *mergeOutput) newWriter(pf *parquet.File, md *format.FileMetaData, r int) error {
+	o.sink.out = o.counter
+	fields := o.schema.Fields()
+	o.own = o.ownColumns(pf, md, r)
+	o.wcol = make([]int, len(fields))
+	schema := o.schema
+	if o.own != nil {
+		var kept []parquet.Field
+		for i, f := range fields {
+			o.wcol[i] = -1
+			if o.own[i] == nil {
+				o.wcol[i] = len(kept)
+				kept = append(kept, f)
+			}
+		}
+		schema = parquet.NewSchema(o.schema.Name(), orderedGroup{fields: kept})
+		if o.st.schema == nil {
+			// The output's schema is the whole one, not the writer's.
+			var b bytes.Buffer
+			if err := parquet.NewWriter(&b, o.opts...).Close(); err != nil {
+				return fmt.Errorf("write the schema: %w", err)
+			}
+			full, err := readFooter(b.Bytes())
+			if err != nil {
+				return fmt.Errorf("read the schema: %w", err)
+			}
+			o.st.schema, o.st.orders = full.Schema, full.ColumnOrders
+		}
+		o.sink.hold = true
+	} else {
+		for i := range o.wcol {
+			o.wcol[i] = i
+		}
+	}
+	o.w = parquet.NewWriter(&o.sink, append([]parquet.WriterOption{schema}, o.opts[1:]...)...)
+	return nil
+}
+
+// ownColumns chooses the table columns the merge writes itself
+// (ownChunk), from row group r of the first input re-encoded: those of a
+// type ownChunk writes, compressed with the table's codec, whose chunk
+// there is PLAIN-encoded (as the output's would be: outputSchema), or
+// holds at least minKeptEntries values, all distinct, in a PLAIN
+// dictionary. Nil when there are none, or when the table's pages are not
+// v2 (ownChunk writes v2 pages).
+func (o *mergeOutput) ownColumns(pf *parquet.File, md *format.FileMetaData, r int) []*ownChunk {
+	if o.set.pageVersion != 2 {
+		return nil
+	}
+	fields := o.schema.Fields()
+	var own []*ownChunk
+	for c, k := range o.kinds {
+		if !ownKinds[k.kind] {
+			continue
+		}
+		cm := &md.RowGroups[r].Columns[c].MetaData
+		oc := newOwnChunk(cm, k, fields[c].Optional(), o.set)
+		dict, raw, err := oc.rawPages(pf, cm)
+		if err != nil || len(raw) == 0 {
+			continue
+		}
+		if dict != nil {
+			h, _ := dict.h.DictionaryPageHeader.Get()
+			if !oc.keptDictionary(dict) || h.NumValues < minKeptEntries || int64(h.NumValues) != cm.NumValues-cm.Statistics.NullCount {
+				continue
+			}
+		} else if !allPlain(raw) {
+			continue
+		}
+		if own == nil {
+			own = make([]*ownChunk, len(fields))
+		}
+		own[c] = oc
+	}
+	return own
+}
+
+// allPlain reports whether data pages are all PLAIN-encoded.
+func allPlain(pages []rawPage) bool {
+	for i := range pages {
+		h := &pages[i].h
+		if v, ok := h.DataPageHeaderV2.Get(); ok && v.Encoding == format.Plain {
+			continue
+		}
+		if v, ok := h.DataPageHeader.Get(); ok && v.Encoding == format.Plain {
+			continue
+		}
+		return false
+	}
+	return true
 }
 
 // flushReencoded finishes the open re-encoded row group, whose bytes are
@@ -256,10 +371,23 @@ func (o *mergeOutput) flushReencoded() error {
 	if err := o.w.Close(); err != nil {
 		return err
 	}
-	if _, err := o.st.adoptRowGroups(&o.sink); err != nil {
+	var err error
+	if o.own != nil {
+		err = o.st.adoptWithOwn(&o.sink, o.own)
+		for _, oc := range o.own {
+			if oc != nil {
+				o.counts.KeptPages += oc.kept
+				oc.reset()
+			}
+		}
+	} else {
+		_, err = o.st.adoptRowGroups(&o.sink)
+	}
+	if err != nil {
 		return fmt.Errorf("re-encoded row group: %w", err)
 	}
 	o.sink.reset()
+	o.sink.hold = o.own != nil
 	o.w.Reset(&o.sink)
 	o.rgBytes, o.rgRows = 0, 0
 	return nil
@@ -276,7 +404,7 @@ type reencodeSink struct {
 	base int64 // the output offset of the file's byte 4 (-1: not yet)
 	n    int64 // bytes of the file seen
 	hold bool
-	tail bytes.Buffer // the file from byte n-tail.Len() on
+	tail blockBuffer // the file from byte n-tail.Len() on
 }
 
 func (s *reencodeSink) reset() {
@@ -309,13 +437,24 @@ func (s *reencodeSink) Write(p []byte) (int, error) {
 	return written, nil
 }
 
-// ReadAt reads the held tail at the file's offsets.
-func (s *reencodeSink) ReadAt(p []byte, off int64) (int, error) {
-	start := s.n - int64(s.tail.Len())
-	if off < start || off+int64(len(p)) > s.n {
-		return 0, fmt.Errorf("read of %d bytes at %d outside the held %d-%d", len(p), off, start, s.n)
+// held are the held bytes, at the file's offsets.
+func (s *reencodeSink) held() *pieces { return s.tail.pieces(s.n - int64(s.tail.Len())) }
+
+// footer decodes the footer of the file, which ends what is held.
+func (s *reencodeSink) footer() (*format.FileMetaData, error) {
+	held := s.held()
+	var end [8]byte
+	if _, err := held.ReadAt(end[:], s.n-8); err != nil {
+		return nil, fmt.Errorf("not a Parquet file: %w", err)
 	}
-	return copy(p, s.tail.Bytes()[off-start:]), nil
+	size := int64(binary.LittleEndian.Uint32(end[:]))
+	// readFooter reads a whole file's last bytes, its magic first.
+	b := make([]byte, len(parquetMagic)+int(size)+8)
+	copy(b, parquetMagic)
+	if _, err := held.ReadAt(b[len(parquetMagic):], s.n-8-size); err != nil {
+		return nil, fmt.Errorf("footer of %d bytes: %w", size, err)
+	}
+	return readFooter(b)
 }
 
 // balanceLanes splits the columns into two lanes of about equal bytes.

@@ -193,8 +193,7 @@ func contiguousPrefix(cols []format.ColumnChunk) int {
 // (see reencodeSink), whose bytes up to the flush are already in the
 // output from sink.base on; the rest of them, still held, is written now.
 func (s *stitcher) adoptRowGroups(sink *reencodeSink) (*format.FileMetaData, error) {
-	tail := sink.tail.Bytes()
-	md, err := readFooter(tail)
+	md, err := sink.footer()
 	if err != nil {
 		return nil, err
 	}
@@ -208,9 +207,12 @@ func (s *stitcher) adoptRowGroups(sink *reencodeSink) (*format.FileMetaData, err
 		}
 	}
 	out := sink.out // the output, or the stitcher's tail
-	held := sink.n - int64(len(tail))
+	held := sink.n - int64(sink.tail.Len())
 	if end > held {
-		if _, err := out.Write(tail[:end-held]); err != nil {
+		if err := sink.held().each(held, end-held, func(b []byte) error {
+			_, err := out.Write(b)
+			return err
+		}); err != nil {
 			return nil, err
 		}
 	}
@@ -226,7 +228,7 @@ func (s *stitcher) adoptRowGroups(sink *reencodeSink) (*format.FileMetaData, err
 		for i := range deltas {
 			deltas[i] = base - int64(len(parquetMagic))
 		}
-		if err := s.addRowGroup(sink, md, r, deltas, nil); err != nil {
+		if err := s.addRowGroup(sink.held(), md, r, deltas, nil); err != nil {
 			return nil, err
 		}
 		if out == &s.tail {
@@ -234,6 +236,111 @@ func (s *stitcher) adoptRowGroups(sink *reencodeSink) (*format.FileMetaData, err
 		}
 	}
 	return md, nil
+}
+
+// adoptWithOwn adds the one row group of the re-encoding writer's file,
+// held whole by sink, with the columns the merge wrote itself (own[i], for
+// column i; nil for the writer's) in their places. The chunks are written
+// in column order, one after another, as a writer places them: a later
+// merge can copy the row group as one range.
+func (s *stitcher) adoptWithOwn(sink *reencodeSink, own []*ownChunk) error {
+	if sink.base >= 0 {
+		return fmt.Errorf("the re-encoded row group was not held")
+	}
+	md, err := sink.footer()
+	if err != nil {
+		return err
+	}
+	if len(md.RowGroups) != 1 {
+		return fmt.Errorf("%d re-encoded row groups, not one", len(md.RowGroups))
+	}
+	// The writer's file and, after it, the own chunks with their page
+	// indexes, as one file that addRowGroup copies from.
+	src := sink.held()
+	proto := new(thrift.CompactProtocol)
+	in := md.RowGroups[0]
+	cols := make([]format.ColumnChunk, 0, len(own))
+	j := 0
+	for i, oc := range own {
+		if oc == nil {
+			if j == len(in.Columns) {
+				return fmt.Errorf("the re-encoded row group has %d columns, fewer than the file's", len(in.Columns))
+			}
+			cols = append(cols, in.Columns[j])
+			j++
+			continue
+		}
+		c, ci, oi, err := oc.finish(src.end)
+		if err != nil {
+			return err
+		}
+		if c.MetaData.NumValues != in.NumRows {
+			return fmt.Errorf("column %d has %d values for %d rows", i, c.MetaData.NumValues, in.NumRows)
+		}
+		for _, b := range oc.pages.blocks {
+			src.add(src.end, b)
+		}
+		oib, err := thrift.Marshal(proto, oi)
+		if err != nil {
+			return fmt.Errorf("encode an offset index: %w", err)
+		}
+		c.ColumnIndexOffset, c.ColumnIndexLength = src.end, int32(len(ci))
+		src.add(src.end, ci)
+		c.OffsetIndexOffset, c.OffsetIndexLength = src.end, int32(len(oib))
+		src.add(src.end, oib)
+		cols = append(cols, c)
+		in.TotalByteSize += c.MetaData.TotalUncompressedSize
+	}
+	if j != len(in.Columns) {
+		return fmt.Errorf("the re-encoded row group has %d columns, more than the file's", len(in.Columns))
+	}
+	in.Columns = cols
+	md.RowGroups[0] = in
+	return s.addRowGroup(src, md, 0, nil, nil)
+}
+
+// pieces are byte slices one after another in one file, which
+// addRowGroup reads as it reads a file.
+type pieces struct {
+	at  []int64
+	b   [][]byte
+	end int64 // of the last piece
+}
+
+// add appends b, which begins at offset at (the end of the last piece,
+// or past it).
+func (p *pieces) add(at int64, b []byte) {
+	p.at, p.b, p.end = append(p.at, at), append(p.b, b), at+int64(len(b))
+}
+
+// each hands fn the n bytes from off, piece by piece.
+func (p *pieces) each(off, n int64, fn func([]byte) error) error {
+	if n == 0 {
+		return nil
+	}
+	i, _ := slices.BinarySearch(p.at, off+1)
+	for i--; n > 0; i++ {
+		if i < 0 || i >= len(p.at) || off < p.at[i] || off >= p.at[i]+int64(len(p.b[i])) {
+			return fmt.Errorf("%d bytes at %d outside what is held", n, off)
+		}
+		b := p.b[i][off-p.at[i]:]
+		b = b[:min(int64(len(b)), n)]
+		if err := fn(b); err != nil {
+			return err
+		}
+		off += int64(len(b))
+		n -= int64(len(b))
+	}
+	return nil
+}
+
+func (p *pieces) ReadAt(b []byte, off int64) (int, error) {
+	k := 0
+	err := p.each(off, int64(len(b)), func(src []byte) error {
+		k += copy(b[k:], src)
+		return nil
+	})
+	return k, err
 }
 
 // allColumns is 0, 1, …, n-1.
@@ -413,6 +520,16 @@ func (s *stitcher) copyBloomFilter(src io.ReaderAt, md *format.ColumnMetaData) e
 // a ranged GET: with several in flight the copy waits for one round trip
 // per copyAhead pieces, not per piece.
 func (s *stitcher) copyRange(dst *countingWriter, src io.ReaderAt, off, n int64, h io.Writer) error {
+	if p, ok := src.(*pieces); ok {
+		// Held in memory: written as it is.
+		return p.each(off, n, func(b []byte) error {
+			if h != nil {
+				h.Write(b)
+			}
+			_, err := dst.Write(b)
+			return err
+		})
+	}
 	pieces := int((n + s.piece - 1) / s.piece)
 	done := make([]chan error, pieces)
 	read := func(i int) {

@@ -1,0 +1,611 @@
+package merge
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"slices"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/encoding"
+	"github.com/parquet-go/parquet-go/encoding/rle"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// ownChunk is a column chunk of a re-encoded row group that the merge
+// writes itself, not through parquet-go's writer: PLAIN data pages (v2),
+// so that a page whose values are PLAIN-encoded and compressed with the
+// table's codec already goes into the output as it is, neither
+// decompressed nor compressed again. Such a page is the dictionary page of
+// an input column chunk whose values are all distinct: the high-cardinality
+// columns of small files (ids, keys, free text), which their writer
+// dictionary-encodes because the file is small, and which a large output
+// cannot keep a dictionary for. Other inputs' values are encoded into
+// pages of the table's page size.
+//
+// Pages kept as they were keep their writer's compression level, as
+// copied row groups do.
+type ownChunk struct {
+	meta      format.ColumnMetaData // type, path and codec
+	kind      parquet.Kind          // Int32, Int64 or ByteArray
+	compare   func(a, b []byte) int
+	optional  bool
+	codec     compress.Codec
+	pageBytes int
+
+	pages blockBuffer // the chunk so far, page headers included
+	// The open page: its values PLAIN-encoded, a level per row (1 for a
+	// value, 0 for a null), its nulls and bounds.
+	values      []byte
+	levels      []byte
+	nulls       int
+	pageBounds  bounds
+	zbuf, lbuf  []byte
+	rows        int64
+	nullCount   int64
+	rawSize     int64 // uncompressed, headers included
+	chunkBounds bounds
+	colIndex    format.ColumnIndex
+	offIndex    format.OffsetIndex
+	kept        int // pages kept as they were (verbatim)
+	encoded     int // pages encoded here
+	v1          int // pages of version 1 (kept), of all pages
+	// For copyInto: the levels and bounds of a chunk being kept, and the
+	// bytes of its dictionary page.
+	keptLevels []byte
+	keptBounds bounds
+	chunkBuf   []byte
+	raw        []rawPage
+}
+
+// ownKinds are the physical types ownChunk writes: those whose Iceberg
+// types order their values as boundKinds' compare does on the PLAIN bytes.
+var ownKinds = map[parquet.Kind]bool{parquet.Int32: true, parquet.Int64: true, parquet.ByteArray: true}
+
+// columnIndexBytes bounds a byte array's column index entry, as
+// parquet-go's default ColumnIndexSizeLimit does.
+const columnIndexBytes = 16
+
+func newOwnChunk(cm *format.ColumnMetaData, kind boundKind, optional bool, set mergeSettings) *ownChunk {
+	return &ownChunk{
+		meta: format.ColumnMetaData{
+			Type:         cm.Type,
+			PathInSchema: slices.Clone(cm.PathInSchema),
+			Codec:        set.codec.CompressionCodec(),
+		},
+		kind:      kind.kind,
+		compare:   kind.compare,
+		optional:  optional,
+		codec:     set.codec,
+		pageBytes: set.pageBytes,
+	}
+}
+
+// bounds are the least and greatest of a set of values, PLAIN-encoded
+// (integers little-endian, byte arrays as they are).
+type bounds struct {
+	ok     bool
+	lo, hi []byte
+}
+
+func (b *bounds) add(v []byte, cmp func(a, b []byte) int) {
+	if !b.ok {
+		b.ok = true
+		b.lo, b.hi = append(b.lo[:0], v...), append(b.hi[:0], v...)
+		// A nil bound would be written as none.
+		if b.lo == nil {
+			b.lo, b.hi = []byte{}, []byte{}
+		}
+		return
+	}
+	if cmp(v, b.lo) < 0 {
+		b.lo = append(b.lo[:0], v...)
+	}
+	if cmp(v, b.hi) > 0 {
+		b.hi = append(b.hi[:0], v...)
+	}
+}
+
+func (b *bounds) reset() { b.ok, b.lo, b.hi = false, b.lo[:0], b.hi[:0] }
+
+// addValues appends a batch of the column's values to the open page, and
+// closes the page once it holds the table's page size.
+func (c *ownChunk) addValues(batch []parquet.Value) error {
+	for _, v := range batch {
+		if v.IsNull() {
+			if !c.optional {
+				return fmt.Errorf("column %v: a null in a required column", c.meta.PathInSchema)
+			}
+			c.levels = append(c.levels, 0)
+			c.nulls++
+			continue
+		}
+		if v.Kind() != c.kind {
+			return fmt.Errorf("column %v: a %v value in a %v column", c.meta.PathInSchema, v.Kind(), c.kind)
+		}
+		c.levels = append(c.levels, 1)
+		start := len(c.values)
+		switch c.kind {
+		case parquet.Int32:
+			c.values = binary.LittleEndian.AppendUint32(c.values, uint32(v.Int32()))
+		case parquet.Int64:
+			c.values = binary.LittleEndian.AppendUint64(c.values, uint64(v.Int64()))
+		default:
+			b := v.ByteArray()
+			c.values = binary.LittleEndian.AppendUint32(c.values, uint32(len(b)))
+			start = len(c.values)
+			c.values = append(c.values, b...)
+		}
+		c.pageBounds.add(c.values[start:], c.compare)
+	}
+	if len(c.values)+len(c.levels)/8 >= c.pageBytes {
+		return c.flushPage()
+	}
+	return nil
+}
+
+// flushPage compresses and writes the open page.
+func (c *ownChunk) flushPage() error {
+	if len(c.levels) == 0 {
+		return nil
+	}
+	var err error
+	if c.zbuf, err = c.codec.Encode(c.zbuf[:0], c.values); err != nil {
+		return fmt.Errorf("compress a page of column %v: %w", c.meta.PathInSchema, err)
+	}
+	if err := c.writePage(c.levels, c.nulls, c.zbuf, len(c.values), &c.pageBounds); err != nil {
+		return err
+	}
+	c.encoded++
+	c.values, c.levels, c.nulls = c.values[:0], c.levels[:0], 0
+	c.pageBounds.reset()
+	return nil
+}
+
+// keep writes body, PLAIN values compressed with the chunk's codec
+// (rawSize bytes before), as a page of its own with levels, after the
+// open page.
+func (c *ownChunk) keep(levels []byte, nulls int, body []byte, rawSize int, b *bounds) error {
+	if err := c.flushPage(); err != nil {
+		return err
+	}
+	c.kept++
+	return c.writePage(levels, nulls, body, rawSize, b)
+}
+
+// writePage writes a data page (v2) of len(levels) rows: its header, its
+// definition levels (RLE, uncompressed, as v2 keeps them) and body.
+func (c *ownChunk) writePage(levels []byte, nulls int, body []byte, rawSize int, b *bounds) error {
+	var defs []byte
+	if c.optional {
+		var err error
+		if c.lbuf, err = (&rle.Encoding{BitWidth: 1}).EncodeLevels(c.lbuf[:0], levels); err != nil {
+			return fmt.Errorf("encode the levels of column %v: %w", c.meta.PathInSchema, err)
+		}
+		defs = c.lbuf
+	}
+	rows := len(levels)
+	crc := crc32.Update(crc32.ChecksumIEEE(defs), crc32.IEEETable, body)
+	h := format.PageHeader{
+		Type:                 format.DataPageV2,
+		UncompressedPageSize: int32(len(defs) + rawSize),
+		CompressedPageSize:   int32(len(defs) + len(body)),
+		CRC:                  int32(crc),
+		DataPageHeaderV2: thrift.New(format.DataPageHeaderV2{
+			NumValues:                  int32(rows),
+			NumNulls:                   int32(nulls),
+			NumRows:                    int32(rows),
+			Encoding:                   format.Plain,
+			DefinitionLevelsByteLength: int32(len(defs)),
+			IsCompressed:               thrift.New(c.meta.Codec != format.Uncompressed),
+		}),
+	}
+	return c.writeHeaded(&h, defs, body, rows, nulls, b)
+}
+
+// writeHeaded writes a data page of rows rows, nulls of them null, and
+// bounds b: header h, then defs and body, which are its data; and indexes
+// it.
+func (c *ownChunk) writeHeaded(h *format.PageHeader, defs, body []byte, rows, nulls int, b *bounds) error {
+	hb, err := thrift.Marshal(new(thrift.CompactProtocol), h)
+	if err != nil {
+		return fmt.Errorf("encode a page header of column %v: %w", c.meta.PathInSchema, err)
+	}
+	c.offIndex.PageLocations = append(c.offIndex.PageLocations, format.PageLocation{
+		Offset:             int64(c.pages.Len()),
+		CompressedPageSize: int32(len(hb) + len(defs) + len(body)),
+		FirstRowIndex:      c.rows,
+	})
+	lo, hi := []byte{}, []byte{}
+	if b.ok {
+		lo, hi = slices.Clone(b.lo), slices.Clone(b.hi)
+		if c.kind == parquet.ByteArray {
+			lo, hi = truncateLower(lo), truncateUpper(hi)
+		}
+		c.chunkBounds.add(b.lo, c.compare)
+		c.chunkBounds.add(b.hi, c.compare)
+	}
+	c.colIndex.NullPages = append(c.colIndex.NullPages, nulls == rows)
+	c.colIndex.MinValues = append(c.colIndex.MinValues, lo)
+	c.colIndex.MaxValues = append(c.colIndex.MaxValues, hi)
+	c.colIndex.NullCounts = append(c.colIndex.NullCounts, int64(nulls))
+	c.pages.Write(hb)
+	c.pages.Write(defs)
+	c.pages.Write(body)
+	c.rows += int64(rows)
+	c.nullCount += int64(nulls)
+	c.rawSize += int64(len(hb)) + int64(h.UncompressedPageSize)
+	if h.Type == format.DataPage {
+		c.v1++
+	}
+	return nil
+}
+
+// truncateLower is a prefix of v no greater than v, at most
+// columnIndexBytes long.
+func truncateLower(v []byte) []byte { return v[:min(len(v), columnIndexBytes)] }
+
+// truncateUpper is a value at most columnIndexBytes long no less than v:
+// a prefix with its last byte that can be incremented incremented, or v.
+func truncateUpper(v []byte) []byte {
+	if len(v) <= columnIndexBytes {
+		return v
+	}
+	p := v[:columnIndexBytes]
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] < 0xff {
+			p[i]++
+			return p[:i+1]
+		}
+	}
+	return v
+}
+
+// finish closes the chunk, whose first byte goes at offset at of its
+// file, and describes it: its metadata, its column index (encoded) and
+// its offset index. The chunk's bytes are c.pages.
+func (c *ownChunk) finish(at int64) (format.ColumnChunk, []byte, *format.OffsetIndex, error) {
+	if err := c.flushPage(); err != nil {
+		return format.ColumnChunk{}, nil, nil, err
+	}
+	md := c.meta
+	md.Encoding = []format.Encoding{format.Plain, format.RLE}
+	md.NumValues = c.rows
+	md.TotalUncompressedSize = c.rawSize
+	md.TotalCompressedSize = int64(c.pages.Len())
+	md.DataPageOffset = at
+	md.Statistics = format.Statistics{NullCount: c.nullCount}
+	if c.chunkBounds.ok {
+		md.Statistics.MinValue, md.Statistics.MaxValue = c.chunkBounds.lo, c.chunkBounds.hi
+	}
+	md.EncodingStats = nil
+	if v2 := c.kept + c.encoded - c.v1; v2 > 0 {
+		md.EncodingStats = append(md.EncodingStats, format.PageEncodingStats{PageType: format.DataPageV2, Encoding: format.Plain, Count: int32(v2)})
+	}
+	if c.v1 > 0 {
+		md.EncodingStats = append(md.EncodingStats, format.PageEncodingStats{PageType: format.DataPage, Encoding: format.Plain, Count: int32(c.v1)})
+	}
+	ci := c.colIndex
+	ci.BoundaryOrder = format.Unordered
+	cib, err := thrift.Marshal(new(thrift.CompactProtocol), &ci)
+	if err != nil {
+		return format.ColumnChunk{}, nil, nil, fmt.Errorf("encode the column index of %v: %w", c.meta.PathInSchema, err)
+	}
+	oi := &format.OffsetIndex{PageLocations: slices.Clone(c.offIndex.PageLocations)}
+	moveOffsetIndex(oi, at)
+	return format.ColumnChunk{FileOffset: at, MetaData: md}, cib, oi, nil
+}
+
+// reset readies the chunk for the next row group.
+func (c *ownChunk) reset() {
+	c.pages.Reset()
+	c.values, c.levels, c.nulls = c.values[:0], c.levels[:0], 0
+	c.pageBounds.reset()
+	c.chunkBounds = bounds{}
+	c.rows, c.nullCount, c.rawSize, c.kept, c.encoded, c.v1 = 0, 0, 0, 0, 0, 0
+	c.colIndex, c.offIndex = format.ColumnIndex{}, format.OffsetIndex{}
+}
+
+// errNotKept says an input chunk's pages cannot be kept; its values are
+// encoded instead.
+var errNotKept = errors.New("pages not kept")
+
+// rawPage is a data page of an input column chunk as it is stored.
+type rawPage struct {
+	h    format.PageHeader
+	body []byte
+}
+
+// rawPages reads the input column chunk cm of src and splits it into its
+// pages: its dictionary page, if any, and its data pages. errNotKept
+// says the chunk's pages cannot be kept (another codec, or pages this
+// parser does not follow); parquet-go's reader reports damage.
+func (c *ownChunk) rawPages(src io.ReaderAt, cm *format.ColumnMetaData) (dict *rawPage, data []rawPage, err error) {
+	if cm.Codec != c.meta.Codec || cm.IndexPageOffset > 0 {
+		return nil, nil, errNotKept
+	}
+	n := cm.TotalCompressedSize
+	if n <= 0 || n > 1<<31 {
+		return nil, nil, errNotKept
+	}
+	b := slices.Grow(c.chunkBuf[:0], int(n))[:n]
+	c.chunkBuf = b
+	if err := readFull(src, b, chunkStart(cm)); err != nil {
+		return nil, nil, fmt.Errorf("read column %v: %w", cm.PathInSchema, err)
+	}
+	r := bytes.NewReader(b)
+	dec := thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(r))
+	data = c.raw[:0]
+	for r.Len() > 0 {
+		var h format.PageHeader
+		if err := dec.Decode(&h); err != nil {
+			return nil, nil, errNotKept
+		}
+		at := len(b) - r.Len()
+		size := int(h.CompressedPageSize)
+		if size < 0 || size > r.Len() || h.UncompressedPageSize < 0 {
+			return nil, nil, errNotKept
+		}
+		p := rawPage{h: h, body: b[at : at+size]}
+		r.Seek(int64(size), io.SeekCurrent)
+		switch h.Type {
+		case format.DictionaryPage:
+			if dict != nil || len(data) > 0 {
+				return nil, nil, errNotKept
+			}
+			dict = &p
+		case format.DataPage, format.DataPageV2:
+			data = append(data, p)
+		default:
+			return nil, nil, errNotKept
+		}
+	}
+	c.raw = data
+	return dict, data, nil
+}
+
+// plain reports whether raw data page r holds page p's values
+// PLAIN-encoded, as ownChunk writes them: then it is kept as it is.
+func (c *ownChunk) plain(r *rawPage, p parquet.Page) bool {
+	if p.Dictionary() != nil || p.NumNulls() > 0 && !c.optional {
+		return false
+	}
+	if h, ok := r.h.DataPageHeaderV2.Get(); ok {
+		return r.h.Type == format.DataPageV2 && h.Encoding == format.Plain &&
+			int64(h.NumRows) == p.NumRows() && int64(h.NumValues) == p.NumRows() && int64(h.NumNulls) == p.NumNulls() &&
+			h.RepetitionLevelsByteLength == 0 && h.DefinitionLevelsByteLength >= 0 && int(h.DefinitionLevelsByteLength) <= len(r.body) &&
+			(h.DefinitionLevelsByteLength == 0) == !c.optional
+	}
+	if h, ok := r.h.DataPageHeader.Get(); ok {
+		return r.h.Type == format.DataPage && h.Encoding == format.Plain && int64(h.NumValues) == p.NumRows() &&
+			(!c.optional || h.DefinitionLevelEncoding == format.RLE)
+	}
+	return false
+}
+
+// keepRaw writes raw data page r, whose decoded form is p, as it is: a
+// header of its own (without the writer's statistics, whose order the
+// footer's created_by no longer vouches for) and its body.
+func (c *ownChunk) keepRaw(r *rawPage, p parquet.Page) error {
+	if err := c.flushPage(); err != nil {
+		return err
+	}
+	if err := c.checkCRC(r); err != nil {
+		return err
+	}
+	h := r.h
+	h.CRC = int32(crc32.ChecksumIEEE(r.body))
+	if v, ok := h.DataPageHeader.Get(); ok {
+		v.Statistics = format.Statistics{}
+		h.DataPageHeader = thrift.New(v)
+	}
+	if v, ok := h.DataPageHeaderV2.Get(); ok {
+		v.Statistics = format.Statistics{}
+		h.DataPageHeaderV2 = thrift.New(v)
+	}
+	c.valuesBounds(p.Data(), &c.keptBounds)
+	c.kept++
+	return c.writeHeaded(&h, nil, r.body, int(p.NumRows()), int(p.NumNulls()), &c.keptBounds)
+}
+
+// checkCRC checks a page to be kept against the CRC its writer gave it,
+// if any. parquet-go checked the bytes it decoded; the bytes kept were
+// read apart from them (rawPages), and a kept page's new CRC must not
+// vouch for other bytes than those.
+func (c *ownChunk) checkCRC(r *rawPage) error {
+	if r.h.CRC != 0 && uint32(r.h.CRC) != crc32.ChecksumIEEE(r.body) {
+		return fmt.Errorf("column %v: a page's CRC does not match its bytes: the input is damaged", c.meta.PathInSchema)
+	}
+	return nil
+}
+
+// valuesBounds sets b to the bounds of data's values.
+func (c *ownChunk) valuesBounds(data encoding.Values, b *bounds) {
+	b.reset()
+	switch data.Kind() {
+	case encoding.Int32:
+		v := data.Int32()
+		if len(v) == 0 {
+			return
+		}
+		b.add(binary.LittleEndian.AppendUint32(nil, uint32(slices.Min(v))), c.compare)
+		b.add(binary.LittleEndian.AppendUint32(nil, uint32(slices.Max(v))), c.compare)
+	case encoding.Int64:
+		v := data.Int64()
+		if len(v) == 0 {
+			return
+		}
+		b.add(binary.LittleEndian.AppendUint64(nil, uint64(slices.Min(v))), c.compare)
+		b.add(binary.LittleEndian.AppendUint64(nil, uint64(slices.Max(v))), c.compare)
+	case encoding.ByteArray:
+		v, offsets := data.ByteArray()
+		for i := 1; i < len(offsets); i++ {
+			b.add(v[offsets[i-1]:offsets[i]], c.compare)
+		}
+	}
+}
+
+// minKeptEntries is the fewest distinct values for which a
+// dictionary-encoded column is written by ownChunk (ownColumns): a column
+// whose first input holds fewer may well repeat its values in the next
+// inputs, where a dictionary serves it better.
+const minKeptEntries = 256
+
+// copyInto reads the input column chunk cc, whose metadata is cm in the
+// file src, into c, keeping what it can of its pages as they are:
+//   - its PLAIN data pages (plain);
+//   - its dictionary page, as a data page, when the chunk's values are
+//     the dictionary's entries in order, each once (every data page
+//     dictionary-encoded, its indexes 0, 1, 2, …: a high-cardinality
+//     column of a small file, dictionary-encoded because the file is
+//     small).
+//
+// The values of other pages are encoded. With lh set, the values are
+// hashed into the lane's row sums as column id, as copyChunk does.
+func (c *ownChunk) copyInto(src io.ReaderAt, cc parquet.ColumnChunk, cm *format.ColumnMetaData, values []parquet.Value, lh *laneHash, id int) error {
+	if lh != nil {
+		lh.newChunk()
+	}
+	dictPage, raw, err := c.rawPages(src, cm)
+	if err != nil && !errors.Is(err, errNotKept) {
+		return err
+	}
+	// A dictionary page is kept only when the data pages are the
+	// dictionary's indexes in order, which is checked as they are read;
+	// a chunk that turns out otherwise is read again for its values.
+	keepDict := dictPage != nil && c.keptDictionary(dictPage)
+	broken := false
+	var dict parquet.Dictionary
+	var next int32
+	levels, nulls, row, i := c.keptLevels[:0], 0, 0, 0
+	err = eachPage(cc, func(p parquet.Page) error {
+		if lh != nil {
+			if err := lh.page(id, row, p, values); err != nil {
+				return err
+			}
+			row += int(p.NumRows())
+		}
+		r := (*rawPage)(nil)
+		if i < len(raw) {
+			r = &raw[i]
+		}
+		i++
+		if !keepDict {
+			if r != nil && c.plain(r, p) {
+				return c.keepRaw(r, p)
+			}
+			return pageValues(p, values, c.addValues)
+		}
+		if broken {
+			return nil
+		}
+		d := p.Dictionary()
+		if d == nil || dict != nil && d != dict {
+			broken = true
+			return nil
+		}
+		if dict == nil {
+			// The dictionary lives as long as the chunk's pages.
+			dict = d
+			c.valuesBounds(d.Page().Data(), &c.keptBounds)
+		}
+		ixs := p.Data()
+		for _, ix := range ixs.Int32() {
+			if ix != next {
+				broken = true
+				return nil
+			}
+			next++
+		}
+		if lv := p.DefinitionLevels(); lv != nil {
+			for _, l := range lv {
+				if l == 0 {
+					nulls++
+					levels = append(levels, 0)
+				} else {
+					levels = append(levels, 1)
+				}
+			}
+		} else {
+			for range p.NumRows() {
+				levels = append(levels, 1)
+			}
+		}
+		return nil
+	})
+	c.keptLevels = levels
+	if err != nil || !keepDict {
+		return err
+	}
+	if !broken && dict != nil && int(next) == dict.Len() && int64(len(levels)) == cm.NumValues && (nulls == 0 || c.optional) {
+		if err := c.checkCRC(dictPage); err != nil {
+			return err
+		}
+		return c.keep(levels, nulls, dictPage.body, int(dictPage.h.UncompressedPageSize), &c.keptBounds)
+	}
+	return eachBatch(cc, values, c.addValues)
+}
+
+// keptDictionary reports whether dictionary page d may be kept as a data
+// page (if the chunk's indexes allow: copyInto): PLAIN values.
+func (c *ownChunk) keptDictionary(d *rawPage) bool {
+	h, ok := d.h.DictionaryPageHeader.Get()
+	return ok && (h.Encoding == format.Plain || h.Encoding == format.PlainDictionary) && h.NumValues >= 0
+}
+
+// blockBytes is the largest of blockBuffer's blocks; the first are
+// smaller, so that a few kilobytes take no more.
+const blockBytes = 4 << 20
+
+// blockBuffer holds bytes in blocks that are kept from one row group to
+// the next: a chunk of a hundred megabytes is neither copied to grow, as
+// a bytes.Buffer would, nor allocated and zeroed again.
+type blockBuffer struct {
+	blocks [][]byte
+	free   [][]byte
+	n      int
+}
+
+func (b *blockBuffer) Write(p []byte) (int, error) {
+	written := len(p)
+	b.n += len(p)
+	for len(p) > 0 {
+		if k := len(b.blocks); k == 0 || len(b.blocks[k-1]) == cap(b.blocks[k-1]) {
+			var blk []byte
+			if k := len(b.free); k > 0 {
+				blk, b.free = b.free[k-1][:0], b.free[:k-1]
+			} else {
+				blk = make([]byte, 0, min(blockBytes, max(64<<10, b.n)))
+			}
+			b.blocks = append(b.blocks, blk)
+		}
+		last := &b.blocks[len(b.blocks)-1]
+		k := min(len(p), cap(*last)-len(*last))
+		*last = append(*last, p[:k]...)
+		p = p[k:]
+	}
+	return written, nil
+}
+
+// Len is how many bytes b holds.
+func (b *blockBuffer) Len() int { return b.n }
+
+// Reset empties b, keeping its blocks for what is written next.
+func (b *blockBuffer) Reset() {
+	b.free = append(b.free, b.blocks...)
+	b.blocks, b.n = b.blocks[:0], 0
+}
+
+// pieces are b's bytes as those of a file from offset at on.
+func (b *blockBuffer) pieces(at int64) *pieces {
+	p := &pieces{end: at}
+	for _, blk := range b.blocks {
+		p.add(p.end, blk)
+	}
+	return p
+}

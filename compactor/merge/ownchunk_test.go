@@ -1,0 +1,375 @@
+package merge
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"hash/crc32"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/encoding"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/icekeeper/icekeeper/internal/rowdigest"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
+)
+
+// The columns the merge writes itself keep the pages they can as they
+// were: an input's PLAIN pages (v1 and v2) and the dictionary page of a
+// column whose values are all distinct. Whichever input comes first (it
+// chooses the columns), the output holds the inputs' rows as Arrow reads
+// them, and its page indexes and statistics hold its values. A table
+// that writes v1 pages keeps none.
+func TestOwnColumnsKeepPages(t *testing.T) {
+	// With a payload of 50–200 characters, whose bounds the column index
+	// truncates.
+	sc := iceberg.NewSchema(0, append(tableenv.BaseSchema.Fields(),
+		iceberg.NestedField{ID: 7, Name: "payload", Type: iceberg.PrimitiveTypes.String})...)
+	e, tbl := tableenv.New(t, sc, *iceberg.UnpartitionedSpec, "2")
+	tbl = e.Append(tbl, 600)
+	ctx := context.Background()
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.TrimPrefix(tasks[0].File.FilePath(), "file://")
+	// The same rows as other writers write them.
+	variants := []struct {
+		name string
+		opts []parquet.WriterOption
+		dict bool
+	}{
+		{"plain-v2", []parquet.WriterOption{parquet.DataPageVersion(2)}, false},
+		{"plain-v1", []parquet.WriterOption{parquet.DataPageVersion(1)}, false},
+		{"dictionary-v2", []parquet.WriterOption{parquet.DataPageVersion(2)}, true},
+		{"dictionary-v1", []parquet.WriterOption{parquet.DataPageVersion(1)}, true},
+	}
+	var added []string
+	for _, v := range variants {
+		path := strings.TrimSuffix(src, ".parquet") + "-" + v.name + ".parquet"
+		rewriteParquet(t, src, path, v.dict, &parquet.Zstd, v.opts...)
+		added = append(added, "file://"+path)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.AddFiles(ctx, added, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if tasks, err = tbl.Scan().PlanFiles(ctx); err != nil {
+		t.Fatal(err)
+	}
+	scan := tbl.Scan()
+	proj, _ := scan.Projection()
+	want, err := rowdigest.Tasks(ctx, scan, proj, tasks, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for first := range tasks {
+		order := append([]table.FileScanTask{tasks[first]}, append(tasks[:first:first], tasks[first+1:]...)...)
+		res, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, order, 1<<30)
+		if err != nil {
+			t.Fatalf("%s first: %v", order[0].File.FilePath(), err)
+		}
+		if rep.RowGroups.KeptPages == 0 {
+			t.Errorf("%s first: no page kept", order[0].File.FilePath())
+		}
+		out := res.NewDataFiles[0]
+		got, err := rowdigest.Tasks(ctx, scan, proj, []table.FileScanTask{{File: out, Length: out.FileSizeBytes()}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("%s first: Arrow reads %v from the output, %v from the inputs", order[0].File.FilePath(), got, want)
+		}
+		checkPageIndexes(t, strings.TrimPrefix(out.FilePath(), "file://"))
+	}
+
+	// A table writing v1 pages: ownChunk writes v2, so nothing is kept.
+	tx = tbl.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{"write.parquet.page-version": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
+	if err != nil || rep.RowGroups.KeptPages != 0 {
+		t.Fatalf("page version 1: %d pages kept, %v", rep.RowGroups.KeptPages, err)
+	}
+}
+
+// A page to be kept whose bytes do not match its writer's CRC fails the
+// group, naming its column, though its values would decode (uncompressed,
+// one character of a value changed): a kept page's CRC must not vouch for
+// damaged bytes.
+func TestOwnColumnsRefuseDamagedPage(t *testing.T) {
+	sc := iceberg.NewSchema(0, append(tableenv.BaseSchema.Fields(),
+		iceberg.NestedField{ID: 7, Name: "payload", Type: iceberg.PrimitiveTypes.String})...)
+	e, tbl := tableenv.New(t, sc, *iceberg.UnpartitionedSpec, "2")
+	tbl = e.Append(tbl, 600)
+	ctx := context.Background()
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{"write.parquet.compression-codec": "uncompressed"}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := tx.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.TrimPrefix(tasks[0].File.FilePath(), "file://")
+	path := strings.TrimSuffix(src, ".parquet") + "-uncompressed.parquet"
+	rewriteParquet(t, src, path, false, &parquet.Uncompressed, parquet.DataPageVersion(2))
+	tx = tbl.NewTransaction()
+	if err := tx.AddFiles(ctx, []string{"file://" + path}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if tasks, err = tbl.Scan().PlanFiles(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The rewritten file first: it chooses the columns kept.
+	slices.SortFunc(tasks, func(a, b table.FileScanTask) int {
+		return cmp.Compare(len(b.File.FilePath()), len(a.File.FilePath()))
+	})
+	_, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
+	if err != nil || rep.RowGroups.KeptPages == 0 {
+		t.Fatalf("undamaged: %d pages kept, %v", rep.RowGroups.KeptPages, err)
+	}
+
+	// One character in the middle of a value of the payload column's
+	// third page (its header holds statistics, which are not kept).
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := pf.Metadata().RowGroups[0].Columns[6].MetaData
+	r := bytes.NewReader(b[cm.DataPageOffset : cm.DataPageOffset+cm.TotalCompressedSize])
+	dec := thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(r))
+	var at int
+	for range 3 {
+		var h format.PageHeader
+		if err := dec.Decode(&h); err != nil {
+			t.Fatal(err)
+		}
+		at = int(cm.DataPageOffset+cm.TotalCompressedSize) - r.Len() + int(h.CompressedPageSize)/2
+		r.Seek(int64(h.CompressedPageSize), io.SeekCurrent)
+	}
+	for b[at] < 'a' || b[at] > 'y' || b[at-1] < ' ' || b[at+1] < ' ' {
+		at++
+	}
+	b[at]++
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
+	if !errors.Is(err, parquet.ErrCorrupted) || !strings.Contains(err.Error(), "payload") || len(res.NewDataFiles) != 0 {
+		t.Fatalf("a damaged page: %v, %d outputs", err, len(res.NewDataFiles))
+	}
+
+	// The bytes kept are read apart from those parquet-go decoded (and
+	// checked): they are checked against the CRC again.
+	c := &ownChunk{meta: format.ColumnMetaData{PathInSchema: []string{"payload"}}}
+	page := &rawPage{h: format.PageHeader{CRC: int32(crc32.ChecksumIEEE([]byte("abc")))}, body: []byte("abc")}
+	if err := c.checkCRC(page); err != nil {
+		t.Fatal(err)
+	}
+	page.body = []byte("abd")
+	if err := c.checkCRC(page); err == nil || !strings.Contains(err.Error(), "payload") {
+		t.Fatalf("bytes other than the CRC's: %v", err)
+	}
+}
+
+// rewriteParquet writes the rows of the Parquet file src to dst with
+// parquet-go, codec and opts, every column dictionary-encoded when dict
+// is set (but booleans), else PLAIN.
+func rewriteParquet(t *testing.T, src, dst string, dict bool, codec compress.Codec, opts ...parquet.WriterOption) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields []parquet.Field
+	for _, f := range pf.Schema().Fields() {
+		var enc encoding.Encoding = &parquet.Plain
+		if dict && f.Type().Kind() != parquet.Boolean {
+			enc = &parquet.RLEDictionary
+		}
+		fields = append(fields, outputColumn{Node: parquet.Compressed(parquet.Encoded(f, enc), codec), name: f.Name()})
+	}
+	schema := parquet.NewSchema(pf.Schema().Name(), orderedGroup{fields: fields})
+	var out bytes.Buffer
+	w := parquet.NewWriter(&out, append([]parquet.WriterOption{schema, parquet.PageBufferSize(2 << 10)}, opts...)...)
+	for _, rg := range pf.RowGroups() {
+		rows := rg.Rows()
+		if _, err := parquet.CopyRows(w, rows); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkPageIndexes reads the Parquet file at path and checks, for every
+// column chunk, that its column index bounds each page's values (a
+// truncated byte array bound too), that its offset index points
+// at the pages in order, and that its statistics are its values' least
+// and greatest and its nulls.
+func checkPageIndexes(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := pf.Metadata()
+	for r, rg := range pf.RowGroups() {
+		for c, cc := range rg.ColumnChunks() {
+			cm := md.RowGroups[r].Columns[c].MetaData
+			ci, err := cc.ColumnIndex()
+			if err != nil {
+				t.Fatalf("column %v: column index: %v", cm.PathInSchema, err)
+			}
+			oi, err := cc.OffsetIndex()
+			if err != nil {
+				t.Fatalf("column %v: offset index: %v", cm.PathInSchema, err)
+			}
+			typ := cc.Type()
+			var lo, hi parquet.Value
+			var nulls, rows int64
+			page := 0
+			if err := eachPage(cc, func(p parquet.Page) error {
+				if page >= ci.NumPages() || page >= oi.NumPages() {
+					t.Fatalf("column %v: page %d past the indexes' %d", cm.PathInSchema, page, ci.NumPages())
+				}
+				if oi.FirstRowIndex(page) != rows {
+					t.Fatalf("column %v, page %d: first row %d in the offset index, %d read", cm.PathInSchema, page, oi.FirstRowIndex(page), rows)
+				}
+				if ci.NullCount(page) != p.NumNulls() {
+					t.Fatalf("column %v, page %d: %d nulls in the column index, %d read", cm.PathInSchema, page, ci.NullCount(page), p.NumNulls())
+				}
+				min, max := ci.MinValue(page), ci.MaxValue(page)
+				values := make([]parquet.Value, p.NumValues())
+				n, _ := p.Values().ReadValues(values)
+				for _, v := range values[:n] {
+					if v.IsNull() {
+						continue
+					}
+					if typ.Compare(v, min) < 0 || typ.Compare(v, max) > 0 {
+						t.Fatalf("column %v, page %d: value %v outside the column index's [%v, %v]", cm.PathInSchema, page, v, min, max)
+					}
+					if lo.IsNull() || typ.Compare(v, lo) < 0 {
+						lo = v.Clone()
+					}
+					if hi.IsNull() || typ.Compare(v, hi) > 0 {
+						hi = v.Clone()
+					}
+				}
+				nulls += p.NumNulls()
+				rows += p.NumRows()
+				page++
+				return nil
+			}); err != nil {
+				t.Fatalf("column %v: %v", cm.PathInSchema, err)
+			}
+			if page != ci.NumPages() {
+				t.Fatalf("column %v: %d pages read, %d in the column index", cm.PathInSchema, page, ci.NumPages())
+			}
+			st := cm.Statistics
+			if st.NullCount != nulls {
+				t.Fatalf("column %v: %d nulls in the statistics, %d read", cm.PathInSchema, st.NullCount, nulls)
+			}
+			if !lo.IsNull() && cm.Type != format.Boolean && (!bytes.Equal(st.MinValue, lo.Bytes()) || !bytes.Equal(st.MaxValue, hi.Bytes())) {
+				t.Fatalf("column %v: statistics [%x, %x], values [%v, %v]", cm.PathInSchema, st.MinValue, st.MaxValue, lo, hi)
+			}
+		}
+	}
+}
+
+// A truncated lower bound is a prefix, no greater than the value; a
+// truncated upper bound no less than it, its last byte that can grow
+// grown, or the value whole when none can.
+func TestTruncatedBounds(t *testing.T) {
+	long := bytes.Repeat([]byte("a"), 20)
+	ff := bytes.Repeat([]byte{0xff}, 20)
+	for _, c := range []struct{ v, lo, hi []byte }{
+		{[]byte("abc"), []byte("abc"), []byte("abc")},
+		{long, long[:16], append(bytes.Repeat([]byte("a"), 15), 'b')},
+		{append([]byte("a"), ff...), append([]byte("a"), ff[:15]...), []byte("b")},
+		{ff, ff[:16], ff},
+	} {
+		lo, hi := truncateLower(slices.Clone(c.v)), truncateUpper(slices.Clone(c.v))
+		if !bytes.Equal(lo, c.lo) || !bytes.Equal(hi, c.hi) || bytes.Compare(lo, c.v) > 0 || bytes.Compare(hi, c.v) < 0 {
+			t.Errorf("%x: [%x, %x], want [%x, %x]", c.v, lo, hi, c.lo, c.hi)
+		}
+	}
+}
+
+// A blockBuffer reads back what was written, across its blocks, as a
+// file from any offset; and a read outside it fails.
+func TestBlockBufferPieces(t *testing.T) {
+	var b blockBuffer
+	want := make([]byte, 9<<20)
+	for i := range want {
+		want[i] = byte(i * 7)
+	}
+	for rest := want; len(rest) > 0; {
+		n := min(len(rest), 1+len(rest)%(3<<20))
+		b.Write(rest[:n])
+		rest = rest[n:]
+	}
+	if b.Len() != len(want) || len(b.blocks) < 3 {
+		t.Fatalf("%d bytes in %d blocks", b.Len(), len(b.blocks))
+	}
+	p := b.pieces(100)
+	for _, r := range [][2]int{{0, len(want)}, {1, 5 << 20}, {4<<20 - 3, 10}, {len(want) - 1, 1}} {
+		got := make([]byte, r[1])
+		if _, err := p.ReadAt(got, int64(100+r[0])); err != nil || !bytes.Equal(got, want[r[0]:r[0]+r[1]]) {
+			t.Fatalf("read %v: %v", r, err)
+		}
+	}
+	if _, err := p.ReadAt(make([]byte, 2), int64(100+len(want)-1)); err == nil {
+		t.Fatal("a read past the end succeeded")
+	}
+	if _, err := p.ReadAt(make([]byte, 2), 99); err == nil {
+		t.Fatal("a read before the start succeeded")
+	}
+	b.Reset()
+	b.Write([]byte("x"))
+	if got := b.pieces(0).b[0]; string(got) != "x" || len(b.free) == 0 {
+		t.Fatalf("after Reset: %q, %d blocks free", got, len(b.free))
+	}
+}
