@@ -68,8 +68,9 @@ type mergeOutput struct {
 // itself), or decoded and re-encoded them.
 type RowGroupCounts struct {
 	Copied, Reencoded, ByStorage int
-	// KeptPages are the inputs' dictionary pages written as the output's
-	// data pages without being decompressed (ownChunk).
+	// KeptPages are pages of the re-encoded row groups' inputs written to
+	// the output as they were, compressed (ownChunk): PLAIN data pages,
+	// and dictionaries of distinct values as data pages.
 	KeptPages int
 }
 
@@ -316,7 +317,7 @@ func (o *mergeOutput) ownColumns(pf *parquet.File, md *format.FileMetaData, r in
 	fields := o.schema.Fields()
 	var own []*ownChunk
 	for c, k := range o.kinds {
-		if !ownKinds[k.kind] {
+		if !ownKind(k.kind) {
 			continue
 		}
 		cm := &md.RowGroups[r].Columns[c].MetaData

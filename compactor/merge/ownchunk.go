@@ -18,18 +18,19 @@ import (
 )
 
 // ownChunk is a column chunk of a re-encoded row group that the merge
-// writes itself, not through parquet-go's writer: PLAIN data pages (v2),
-// so that a page whose values are PLAIN-encoded and compressed with the
+// writes itself, not through parquet-go's writer: PLAIN data pages, so
+// that a page whose values are PLAIN-encoded and compressed with the
 // table's codec already goes into the output as it is, neither
-// decompressed nor compressed again. Such a page is the dictionary page of
-// an input column chunk whose values are all distinct: the high-cardinality
-// columns of small files (ids, keys, free text), which their writer
-// dictionary-encodes because the file is small, and which a large output
-// cannot keep a dictionary for. Other inputs' values are encoded into
-// pages of the table's page size.
+// decompressed for re-encoding nor compressed again. Such pages hold most
+// of a small-files table's bytes: its columns of distinct values (ids,
+// keys, free text), which writers leave PLAIN, or, in a small file, put
+// in a dictionary of all its distinct values (whose page is their PLAIN
+// encoding), and which a large output cannot keep a dictionary for.
+// Other inputs' values are encoded into v2 pages of the table's page
+// size.
 //
-// Pages kept as they were keep their writer's compression level, as
-// copied row groups do.
+// Pages kept as they were keep their writer's compression level, page
+// size and page version, as copied row groups do.
 type ownChunk struct {
 	meta      format.ColumnMetaData // type, path and codec
 	kind      parquet.Kind          // Int32, Int64 or ByteArray
@@ -55,17 +56,20 @@ type ownChunk struct {
 	kept        int // pages kept as they were (verbatim)
 	encoded     int // pages encoded here
 	v1          int // pages of version 1 (kept), of all pages
-	// For copyInto: the levels and bounds of a chunk being kept, and the
-	// bytes of its dictionary page.
+	// For copyInto: the levels and bounds of a page being kept, and the
+	// bytes of the input chunk, split into pages.
 	keptLevels []byte
 	keptBounds bounds
 	chunkBuf   []byte
 	raw        []rawPage
 }
 
-// ownKinds are the physical types ownChunk writes: those whose Iceberg
-// types order their values as boundKinds' compare does on the PLAIN bytes.
-var ownKinds = map[parquet.Kind]bool{parquet.Int32: true, parquet.Int64: true, parquet.ByteArray: true}
+// ownKind reports whether ownChunk writes columns of physical type k:
+// those whose Iceberg types (boundKinds) order their values as their
+// compare does on the PLAIN bytes, which the statistics are.
+func ownKind(k parquet.Kind) bool {
+	return k == parquet.Int32 || k == parquet.Int64 || k == parquet.ByteArray
+}
 
 // columnIndexBytes bounds a byte array's column index entry, as
 // parquet-go's default ColumnIndexSizeLimit does.
