@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
@@ -33,6 +34,11 @@ type openedFile struct {
 type copySource struct {
 	r    io.ReaderAt
 	path string
+	// whole is the file when it was read whole; pin keeps that buffer
+	// from being recycled when the file is closed, for pages that refer
+	// to it (ownChunk).
+	whole []byte
+	pin   func()
 }
 
 // tailBytes is how much of the end of a file read in ranges is read at
@@ -212,12 +218,17 @@ func openInput(ctx context.Context, fsys icebergio.IO, location string, df icebe
 			buf = make([]byte, size)
 		}
 		buf = buf[:size]
+		var pinned atomic.Bool // by the lanes of columns at once
 		o.close = func() {
+			if pinned.Load() {
+				return
+			}
 			select {
 			case free <- buf:
 			default:
 			}
 		}
+		o.src.whole, o.src.pin = buf, func() { pinned.Store(true) }
 		_, err = io.ReadFull(f, buf)
 		f.Close()
 		if err != nil {

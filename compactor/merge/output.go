@@ -233,7 +233,8 @@ func (o *mergeOutput) copyFile(pf *parquet.File, src copySource, lin lineageSour
 					}
 					var err error
 					if o.own != nil && o.own[c] != nil {
-						err = o.own[c].copyInto(pf, chunks[c], &md.RowGroups[r].Columns[c].MetaData, o.values[l], lh, id)
+						in := inputBytes{r: pf, whole: src.whole, pin: src.pin}
+						err = o.own[c].copyInto(in, chunks[c], &md.RowGroups[r].Columns[c].MetaData, o.values[l], lh, id)
 					} else {
 						err = copyChunk(writers[o.wcol[c]], chunks[c], o.values[l], lh, id)
 					}
@@ -322,7 +323,7 @@ func (o *mergeOutput) ownColumns(pf *parquet.File, md *format.FileMetaData, r in
 		}
 		cm := &md.RowGroups[r].Columns[c].MetaData
 		oc := newOwnChunk(cm, k, fields[c].Optional(), o.set)
-		dict, raw, err := oc.rawPages(pf, cm)
+		dict, raw, err := oc.rawPages(inputBytes{r: pf}, cm)
 		if err != nil || len(raw) == 0 {
 			continue
 		}

@@ -39,7 +39,7 @@ type ownChunk struct {
 	codec     compress.Codec
 	pageBytes int
 
-	pages blockBuffer // the chunk so far, page headers included
+	pages segments // the chunk so far, page headers included
 	// The open page: its values PLAIN-encoded, a level per row (1 for a
 	// value, 0 for a null), its nulls and bounds.
 	values      []byte
@@ -60,7 +60,6 @@ type ownChunk struct {
 	// bytes of the input chunk, split into pages.
 	keptLevels []byte
 	keptBounds bounds
-	chunkBuf   []byte
 	raw        []rawPage
 }
 
@@ -162,7 +161,7 @@ func (c *ownChunk) flushPage() error {
 	if c.zbuf, err = c.codec.Encode(c.zbuf[:0], c.values); err != nil {
 		return fmt.Errorf("compress a page of column %v: %w", c.meta.PathInSchema, err)
 	}
-	if err := c.writePage(c.levels, c.nulls, c.zbuf, len(c.values), &c.pageBounds); err != nil {
+	if err := c.writePage(c.levels, c.nulls, c.zbuf, false, len(c.values), &c.pageBounds); err != nil {
 		return err
 	}
 	c.encoded++
@@ -179,12 +178,13 @@ func (c *ownChunk) keep(levels []byte, nulls int, body []byte, rawSize int, b *b
 		return err
 	}
 	c.kept++
-	return c.writePage(levels, nulls, body, rawSize, b)
+	return c.writePage(levels, nulls, body, true, rawSize, b)
 }
 
 // writePage writes a data page (v2) of len(levels) rows: its header, its
-// definition levels (RLE, uncompressed, as v2 keeps them) and body.
-func (c *ownChunk) writePage(levels []byte, nulls int, body []byte, rawSize int, b *bounds) error {
+// definition levels (RLE, uncompressed, as v2 keeps them) and body, an
+// input's bytes when input is set.
+func (c *ownChunk) writePage(levels []byte, nulls int, body []byte, input bool, rawSize int, b *bounds) error {
 	var defs []byte
 	if c.optional {
 		var err error
@@ -209,13 +209,13 @@ func (c *ownChunk) writePage(levels []byte, nulls int, body []byte, rawSize int,
 			IsCompressed:               thrift.New(c.meta.Codec != format.Uncompressed),
 		}),
 	}
-	return c.writeHeaded(&h, defs, body, rows, nulls, b)
+	return c.writeHeaded(&h, defs, body, input, rows, nulls, b)
 }
 
 // writeHeaded writes a data page of rows rows, nulls of them null, and
 // bounds b: header h, then defs and body, which are its data; and indexes
-// it.
-func (c *ownChunk) writeHeaded(h *format.PageHeader, defs, body []byte, rows, nulls int, b *bounds) error {
+// it. A body that is an input's bytes (input) is referred to, not copied.
+func (c *ownChunk) writeHeaded(h *format.PageHeader, defs, body []byte, input bool, rows, nulls int, b *bounds) error {
 	hb, err := thrift.Marshal(new(thrift.CompactProtocol), h)
 	if err != nil {
 		return fmt.Errorf("encode a page header of column %v: %w", c.meta.PathInSchema, err)
@@ -238,9 +238,13 @@ func (c *ownChunk) writeHeaded(h *format.PageHeader, defs, body []byte, rows, nu
 	c.colIndex.MinValues = append(c.colIndex.MinValues, lo)
 	c.colIndex.MaxValues = append(c.colIndex.MaxValues, hi)
 	c.colIndex.NullCounts = append(c.colIndex.NullCounts, int64(nulls))
-	c.pages.Write(hb)
-	c.pages.Write(defs)
-	c.pages.Write(body)
+	c.pages.write(hb)
+	c.pages.write(defs)
+	if input {
+		c.pages.ref(body)
+	} else {
+		c.pages.write(body)
+	}
 	c.rows += int64(rows)
 	c.nullCount += int64(nulls)
 	c.rawSize += int64(len(hb)) + int64(h.UncompressedPageSize)
@@ -313,6 +317,7 @@ func (c *ownChunk) reset() {
 	c.chunkBounds = bounds{}
 	c.rows, c.nullCount, c.rawSize, c.kept, c.encoded, c.v1 = 0, 0, 0, 0, 0, 0
 	c.colIndex, c.offIndex = format.ColumnIndex{}, format.OffsetIndex{}
+	clear(c.raw) // inputs' bytes
 }
 
 // errNotKept says an input chunk's pages cannot be kept; its values are
@@ -325,22 +330,36 @@ type rawPage struct {
 	body []byte
 }
 
-// rawPages reads the input column chunk cm of src and splits it into its
-// pages: its dictionary page, if any, and its data pages. errNotKept
+// inputBytes are an input's bytes as ownChunk reads them: from the whole
+// file when it was read whole (kept from being recycled by pin once a
+// page refers to it), else through r.
+type inputBytes struct {
+	r     io.ReaderAt
+	whole []byte
+	pin   func()
+}
+
+// rawPages reads the input column chunk cm and splits it into its pages:
+// its dictionary page, if any, and its data pages. Their bodies are the
+// input's bytes, which a kept page refers to rather than copies. errNotKept
 // says the chunk's pages cannot be kept (another codec, or pages this
 // parser does not follow); parquet-go's reader reports damage.
-func (c *ownChunk) rawPages(src io.ReaderAt, cm *format.ColumnMetaData) (dict *rawPage, data []rawPage, err error) {
+func (c *ownChunk) rawPages(in inputBytes, cm *format.ColumnMetaData) (dict *rawPage, data []rawPage, err error) {
 	if cm.Codec != c.meta.Codec || cm.IndexPageOffset > 0 {
 		return nil, nil, errNotKept
 	}
-	n := cm.TotalCompressedSize
-	if n <= 0 || n > 1<<31 {
+	start, n := chunkStart(cm), cm.TotalCompressedSize
+	if start < 0 || n <= 0 || n > 1<<31 {
 		return nil, nil, errNotKept
 	}
-	b := slices.Grow(c.chunkBuf[:0], int(n))[:n]
-	c.chunkBuf = b
-	if err := readFull(src, b, chunkStart(cm)); err != nil {
-		return nil, nil, fmt.Errorf("read column %v: %w", cm.PathInSchema, err)
+	var b []byte
+	if in.whole != nil && start+n <= int64(len(in.whole)) {
+		b = in.whole[start : start+n : start+n]
+	} else {
+		b = make([]byte, n)
+		if err := readFull(in.r, b, start); err != nil {
+			return nil, nil, fmt.Errorf("read column %v: %w", cm.PathInSchema, err)
+		}
 	}
 	r := bytes.NewReader(b)
 	dec := thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(r))
@@ -355,7 +374,7 @@ func (c *ownChunk) rawPages(src io.ReaderAt, cm *format.ColumnMetaData) (dict *r
 		if size < 0 || size > r.Len() || h.UncompressedPageSize < 0 {
 			return nil, nil, errNotKept
 		}
-		p := rawPage{h: h, body: b[at : at+size]}
+		p := rawPage{h: h, body: b[at : at+size : at+size]}
 		r.Seek(int64(size), io.SeekCurrent)
 		switch h.Type {
 		case format.DictionaryPage:
@@ -414,7 +433,7 @@ func (c *ownChunk) keepRaw(r *rawPage, p parquet.Page) error {
 	}
 	c.valuesBounds(p.Data(), &c.keptBounds)
 	c.kept++
-	return c.writeHeaded(&h, nil, r.body, int(p.NumRows()), int(p.NumNulls()), &c.keptBounds)
+	return c.writeHeaded(&h, nil, r.body, true, int(p.NumRows()), int(p.NumNulls()), &c.keptBounds)
 }
 
 // checkCRC checks a page to be kept against the CRC its writer gave it,
@@ -460,8 +479,8 @@ func (c *ownChunk) valuesBounds(data encoding.Values, b *bounds) {
 // inputs, where a dictionary serves it better.
 const minKeptEntries = 256
 
-// copyInto reads the input column chunk cc, whose metadata is cm in the
-// file src, into c, keeping what it can of its pages as they are:
+// copyInto reads the input column chunk cc, whose metadata is cm, of the
+// input in, into c, keeping what it can of its pages as they are:
 //   - its PLAIN data pages (plain);
 //   - its dictionary page, as a data page, when the chunk's values are
 //     the dictionary's entries in order, each once (every data page
@@ -471,11 +490,11 @@ const minKeptEntries = 256
 //
 // The values of other pages are encoded. With lh set, the values are
 // hashed into the lane's row sums as column id, as copyChunk does.
-func (c *ownChunk) copyInto(src io.ReaderAt, cc parquet.ColumnChunk, cm *format.ColumnMetaData, values []parquet.Value, lh *laneHash, id int) error {
+func (c *ownChunk) copyInto(in inputBytes, cc parquet.ColumnChunk, cm *format.ColumnMetaData, values []parquet.Value, lh *laneHash, id int) error {
 	if lh != nil {
 		lh.newChunk()
 	}
-	dictPage, raw, err := c.rawPages(src, cm)
+	dictPage, raw, err := c.rawPages(in, cm)
 	if err != nil && !errors.Is(err, errNotKept) {
 		return err
 	}
@@ -501,6 +520,9 @@ func (c *ownChunk) copyInto(src io.ReaderAt, cc parquet.ColumnChunk, cm *format.
 		i++
 		if !keepDict {
 			if r != nil && c.plain(r, p) {
+				if in.pin != nil {
+					in.pin()
+				}
 				return c.keepRaw(r, p)
 			}
 			return pageValues(p, values, c.addValues)
@@ -549,6 +571,9 @@ func (c *ownChunk) copyInto(src io.ReaderAt, cc parquet.ColumnChunk, cm *format.
 	if !broken && dict != nil && int(next) == dict.Len() && int64(len(levels)) == cm.NumValues && (nulls == 0 || c.optional) {
 		if err := c.checkCRC(dictPage); err != nil {
 			return err
+		}
+		if in.pin != nil {
+			in.pin()
 		}
 		return c.keep(levels, nulls, dictPage.body, int(dictPage.h.UncompressedPageSize), &c.keptBounds)
 	}
@@ -612,4 +637,62 @@ func (b *blockBuffer) pieces(at int64) *pieces {
 		p.add(p.end, blk)
 	}
 	return p
+}
+
+// segments are a column chunk's bytes in order: bytes written, copied
+// into blocks, and bytes referred to where they are (an input's), which
+// must not change until Reset.
+type segments struct {
+	own  blockBuffer
+	segs [][]byte
+	n    int
+}
+
+// write appends a copy of p.
+func (s *segments) write(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	k := len(s.own.blocks)
+	if k > 0 {
+		k-- // p may begin in the last block
+	}
+	from := 0
+	if k < len(s.own.blocks) {
+		from = len(s.own.blocks[k])
+	}
+	s.own.Write(p)
+	for ; k < len(s.own.blocks); k, from = k+1, 0 {
+		s.add(s.own.blocks[k][from:])
+	}
+}
+
+// ref appends p itself.
+func (s *segments) ref(p []byte) { s.add(p) }
+
+// add appends a segment, joining it to the last one when they are
+// adjacent in one block (a page's header and levels).
+func (s *segments) add(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	s.n += len(p)
+	if k := len(s.segs) - 1; k >= 0 {
+		last := s.segs[k]
+		if cap(last) > len(last) && &last[:len(last)+1][len(last)] == &p[0] {
+			s.segs[k] = last[:len(last)+len(p)]
+			return
+		}
+	}
+	s.segs = append(s.segs, p)
+}
+
+// Len is how many bytes the chunk has.
+func (s *segments) Len() int { return s.n }
+
+// Reset empties the chunk.
+func (s *segments) Reset() {
+	s.own.Reset()
+	clear(s.segs)
+	s.segs, s.n = s.segs[:0], 0
 }

@@ -373,3 +373,29 @@ func TestBlockBufferPieces(t *testing.T) {
 		t.Fatalf("after Reset: %q, %d blocks free", got, len(b.free))
 	}
 }
+
+// segments hold a chunk's bytes in order, written and referred to; bytes
+// written one after another in a block make one segment.
+func TestSegments(t *testing.T) {
+	var s segments
+	input := []byte("input page")
+	s.write([]byte("header "))
+	s.write([]byte("levels "))
+	s.ref(input)
+	s.write(bytes.Repeat([]byte("x"), 5<<20)) // past a block
+	var got []byte
+	for _, b := range s.segs {
+		got = append(got, b...)
+	}
+	want := "header levels input page" + strings.Repeat("x", 5<<20)
+	if string(got) != want || s.Len() != len(want) {
+		t.Fatalf("%d bytes, want %d", len(got), len(want))
+	}
+	if len(s.segs) < 3 || string(s.segs[0]) != "header levels " || &s.segs[1][0] != &input[0] {
+		t.Fatalf("%d segments, the first %q", len(s.segs), s.segs[0])
+	}
+	s.Reset()
+	if s.Len() != 0 || len(s.segs) != 0 {
+		t.Fatal("not empty after Reset")
+	}
+}

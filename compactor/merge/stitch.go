@@ -277,7 +277,7 @@ func (s *stitcher) adoptWithOwn(sink *reencodeSink, own []*ownChunk) error {
 		if c.MetaData.NumValues != in.NumRows {
 			return fmt.Errorf("column %d has %d values for %d rows", i, c.MetaData.NumValues, in.NumRows)
 		}
-		for _, b := range oc.pages.blocks {
+		for _, b := range oc.pages.segs {
 			src.add(src.end, b)
 		}
 		oib, err := thrift.Marshal(proto, oi)
