@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"hash/crc32"
 	"io"
@@ -28,7 +29,8 @@ import (
 // were: an input's PLAIN pages (v1 and v2) and the dictionary page of a
 // column whose values are all distinct. Whichever input comes first (it
 // chooses the columns), the output holds the inputs' rows as Arrow reads
-// them, and its page indexes and statistics hold its values. A table
+// them, and its page indexes and statistics hold its values; an old
+// writer's footer without null counts changes nothing of that. A table
 // that writes v1 pages keeps none.
 func TestOwnColumnsKeepPages(t *testing.T) {
 	// With a payload of 50–200 characters, whose bounds the column index
@@ -60,6 +62,18 @@ func TestOwnColumnsKeepPages(t *testing.T) {
 		rewriteParquet(t, src, path, v.dict, &parquet.Zstd, v.opts...)
 		added = append(added, "file://"+path)
 	}
+	// An old writer's footer: no null counts, though the columns hold
+	// nulls (which the dictionaries' entries do not count).
+	noNulls := strings.TrimSuffix(src, ".parquet") + "-no-null-counts.parquet"
+	rewriteParquet(t, src, noNulls, true, &parquet.Zstd)
+	rewriteFooter(t, noNulls, func(md *format.FileMetaData) {
+		for r := range md.RowGroups {
+			for c := range md.RowGroups[r].Columns {
+				md.RowGroups[r].Columns[c].MetaData.Statistics.NullCount = 0
+			}
+		}
+	})
+	added = append(added, "file://"+noNulls)
 	tx := tbl.NewTransaction()
 	if err := tx.AddFiles(ctx, added, nil, false); err != nil {
 		t.Fatal(err)
@@ -236,6 +250,31 @@ func rewriteParquet(t *testing.T, src, dst string, dict bool, codec compress.Cod
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(dst, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rewriteFooter changes the footer of the Parquet file at path with edit.
+func rewriteFooter(t *testing.T, path string, edit func(*format.FileMetaData)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := readFooter(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(md)
+	footer, err := thrift.Marshal(new(thrift.CompactProtocol), md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int(binary.LittleEndian.Uint32(b[len(b)-8:]))
+	b = append(b[:len(b)-8-size], footer...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(footer)))
+	b = append(b, parquetMagic...)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
