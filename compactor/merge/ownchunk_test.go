@@ -33,18 +33,8 @@ import (
 // writer's footer without null counts changes nothing of that. A table
 // that writes v1 pages keeps none.
 func TestOwnColumnsKeepPages(t *testing.T) {
-	// With a payload of 50–200 characters, whose bounds the column index
-	// truncates.
-	sc := iceberg.NewSchema(0, append(tableenv.BaseSchema.Fields(),
-		iceberg.NestedField{ID: 7, Name: "payload", Type: iceberg.PrimitiveTypes.String})...)
-	e, tbl := tableenv.New(t, sc, *iceberg.UnpartitionedSpec, "2")
-	tbl = e.Append(tbl, 600)
 	ctx := context.Background()
-	tasks, err := tbl.Scan().PlanFiles(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := strings.TrimPrefix(tasks[0].File.FilePath(), "file://")
+	tbl, src := payloadTable(t, nil)
 	// The same rows as other writers write them.
 	variants := []struct {
 		name string
@@ -74,16 +64,7 @@ func TestOwnColumnsKeepPages(t *testing.T) {
 		}
 	})
 	added = append(added, "file://"+noNulls)
-	tx := tbl.NewTransaction()
-	if err := tx.AddFiles(ctx, added, nil, false); err != nil {
-		t.Fatal(err)
-	}
-	if tbl, err = tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if tasks, err = tbl.Scan().PlanFiles(ctx); err != nil {
-		t.Fatal(err)
-	}
+	tbl, tasks := addFiles(t, tbl, added...)
 	scan := tbl.Scan()
 	proj, _ := scan.Projection()
 	want, err := rowdigest.Tasks(ctx, scan, proj, tasks, nil)
@@ -111,11 +92,12 @@ func TestOwnColumnsKeepPages(t *testing.T) {
 	}
 
 	// A table writing v1 pages: ownChunk writes v2, so nothing is kept.
-	tx = tbl.NewTransaction()
+	tx := tbl.NewTransaction()
 	if err := tx.SetProperties(iceberg.Properties{"write.parquet.page-version": "1"}); err != nil {
 		t.Fatal(err)
 	}
-	if tbl, err = tx.Commit(ctx); err != nil {
+	tbl, err = tx.Commit(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	_, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
@@ -129,36 +111,11 @@ func TestOwnColumnsKeepPages(t *testing.T) {
 // one character of a value changed): a kept page's CRC must not vouch for
 // damaged bytes.
 func TestOwnColumnsRefuseDamagedPage(t *testing.T) {
-	sc := iceberg.NewSchema(0, append(tableenv.BaseSchema.Fields(),
-		iceberg.NestedField{ID: 7, Name: "payload", Type: iceberg.PrimitiveTypes.String})...)
-	e, tbl := tableenv.New(t, sc, *iceberg.UnpartitionedSpec, "2")
-	tbl = e.Append(tbl, 600)
 	ctx := context.Background()
-	tx := tbl.NewTransaction()
-	if err := tx.SetProperties(iceberg.Properties{"write.parquet.compression-codec": "uncompressed"}); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := tx.Commit(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tasks, err := tbl.Scan().PlanFiles(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := strings.TrimPrefix(tasks[0].File.FilePath(), "file://")
+	tbl, src := payloadTable(t, iceberg.Properties{"write.parquet.compression-codec": "uncompressed"})
 	path := strings.TrimSuffix(src, ".parquet") + "-uncompressed.parquet"
 	rewriteParquet(t, src, path, false, &parquet.Uncompressed, parquet.DataPageVersion(2))
-	tx = tbl.NewTransaction()
-	if err := tx.AddFiles(ctx, []string{"file://" + path}, nil, false); err != nil {
-		t.Fatal(err)
-	}
-	if tbl, err = tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if tasks, err = tbl.Scan().PlanFiles(ctx); err != nil {
-		t.Fatal(err)
-	}
+	tbl, tasks := addFiles(t, tbl, "file://"+path)
 	// The rewritten file first: it chooses the columns kept.
 	slices.SortFunc(tasks, func(a, b table.FileScanTask) int {
 		return cmp.Compare(len(b.File.FilePath()), len(a.File.FilePath()))
@@ -213,6 +170,51 @@ func TestOwnColumnsRefuseDamagedPage(t *testing.T) {
 	if err := c.checkCRC(page); err == nil || !strings.Contains(err.Error(), "payload") {
 		t.Fatalf("bytes other than the CRC's: %v", err)
 	}
+}
+
+// payloadTable is a table of tableenv's schema and a payload of 50–200
+// characters (whose bounds a column index truncates), with props, holding
+// one file of 600 rows from iceberg-go's writer, whose path it returns.
+func payloadTable(t *testing.T, props iceberg.Properties) (*table.Table, string) {
+	t.Helper()
+	sc := iceberg.NewSchema(0, append(tableenv.BaseSchema.Fields(),
+		iceberg.NestedField{ID: 7, Name: "payload", Type: iceberg.PrimitiveTypes.String})...)
+	e, tbl := tableenv.New(t, sc, *iceberg.UnpartitionedSpec, "2")
+	tbl = e.Append(tbl, 600)
+	if props != nil {
+		tx := tbl.NewTransaction()
+		if err := tx.SetProperties(props); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if tbl, err = tx.Commit(e.Ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tasks, err := tbl.Scan().PlanFiles(e.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl, strings.TrimPrefix(tasks[0].File.FilePath(), "file://")
+}
+
+// addFiles adds Parquet files to tbl and plans its files.
+func addFiles(t *testing.T, tbl *table.Table, paths ...string) (*table.Table, []table.FileScanTask) {
+	t.Helper()
+	ctx := context.Background()
+	tx := tbl.NewTransaction()
+	if err := tx.AddFiles(ctx, paths, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := tx.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl, tasks
 }
 
 // rewriteParquet writes the rows of the Parquet file src to dst with
