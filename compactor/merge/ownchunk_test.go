@@ -127,14 +127,7 @@ func TestOwnColumnsRefuseDamagedPage(t *testing.T) {
 
 	// One character in the middle of a value of the payload column's
 	// third page (its header holds statistics, which are not kept).
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, pf := readParquet(t, path)
 	cm := pf.Metadata().RowGroups[0].Columns[6].MetaData
 	r := bytes.NewReader(b[cm.DataPageOffset : cm.DataPageOffset+cm.TotalCompressedSize])
 	dec := thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(r))
@@ -222,14 +215,7 @@ func addFiles(t *testing.T, tbl *table.Table, paths ...string) (*table.Table, []
 // is set (but booleans), else PLAIN.
 func rewriteParquet(t *testing.T, src, dst string, dict bool, codec compress.Codec, opts ...parquet.WriterOption) {
 	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, pf := readParquet(t, src)
 	var fields []parquet.Field
 	for _, f := range pf.Schema().Fields() {
 		var enc encoding.Encoding = &parquet.Plain
@@ -254,6 +240,20 @@ func rewriteParquet(t *testing.T, src, dst string, dict bool, codec compress.Cod
 	if err := os.WriteFile(dst, out.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// readParquet reads the Parquet file at path.
+func readParquet(t *testing.T, path string) ([]byte, *parquet.File) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, pf
 }
 
 // rewriteFooter changes the footer of the Parquet file at path with edit.
@@ -288,14 +288,7 @@ func rewriteFooter(t *testing.T, path string, edit func(*format.FileMetaData)) {
 // and greatest and its nulls.
 func checkPageIndexes(t *testing.T, path string) {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, pf := readParquet(t, path)
 	md := pf.Metadata()
 	for r, rg := range pf.RowGroups() {
 		for c, cc := range rg.ColumnChunks() {
