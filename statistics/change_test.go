@@ -11,8 +11,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/testkit"
-	"github.com/icekeeper/icekeeper/internal/testkit/servers"
-	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
 	"github.com/icekeeper/icekeeper/orphan"
@@ -195,15 +193,7 @@ func TestRemovalKeepsListedStatistics(t *testing.T) {
 // gets none of the old table's statistics: the run fails, naming what
 // happened, and the new table's metadata lists no statistics file.
 func TestTableCreatedAgainDuringTheRun(t *testing.T) {
-	t.Run("local", func(t *testing.T) {
-		e, tbl := newEnv(t)
-		createdAgainDuringTheRun(t, e, tbl)
-	})
-	t.Run("s3", func(t *testing.T) {
-		home := t.TempDir()
-		e, tbl := newEnvWith(t, tableenv.SQLOnS3(home, servers.S3(t)), home)
-		createdAgainDuringTheRun(t, e, tbl)
-	})
+	onLocalAndS3(t, createdAgainDuringTheRun)
 }
 
 func createdAgainDuringTheRun(t *testing.T, e *env, tbl *table.Table) {

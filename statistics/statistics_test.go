@@ -135,6 +135,20 @@ func newEnv(t testing.TB) (*env, *table.Table) {
 }
 
 // newEnvWith is newEnv on cfg's first bucket.
+// onLocalAndS3 runs fn on a table on local disk, and on one on the S3
+// server (catalog in SQLite) where it is configured.
+func onLocalAndS3(t *testing.T, fn func(*testing.T, *env, *table.Table)) {
+	t.Run("local", func(t *testing.T) {
+		e, tbl := newEnv(t)
+		fn(t, e, tbl)
+	})
+	t.Run("s3", func(t *testing.T) {
+		home := t.TempDir()
+		e, tbl := newEnvWith(t, tableenv.SQLOnS3(home, servers.S3(t)), home)
+		fn(t, e, tbl)
+	})
+}
+
 func newEnvWith(t testing.TB, cfg *configs.Config, home string) (*env, *table.Table) {
 	e, tbl := tableenv.NewWith(t, cfg, home, schema, *iceberg.UnpartitionedSpec, "2")
 	return wrapEnv(e), tbl
@@ -240,15 +254,7 @@ func (e *env) checkTable(t *testing.T) {
 // disk, on the S3 server (catalog in SQLite), and on the Iceberg REST
 // catalog with S3 (SeaweedFS), where they are configured.
 func TestStatistics(t *testing.T) {
-	t.Run("local", func(t *testing.T) {
-		e, tbl := newEnv(t)
-		acceptance(t, e, tbl)
-	})
-	t.Run("s3", func(t *testing.T) {
-		home := t.TempDir()
-		e, tbl := newEnvWith(t, tableenv.SQLOnS3(home, servers.S3(t)), home)
-		acceptance(t, e, tbl)
-	})
+	onLocalAndS3(t, acceptance)
 	t.Run("rest", func(t *testing.T) {
 		te, tbl := tableenv.NewREST(t, schema, *iceberg.UnpartitionedSpec, "2")
 		acceptance(t, wrapEnv(te), tbl)

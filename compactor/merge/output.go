@@ -210,7 +210,7 @@ func (o *mergeOutput) copyFile(pf *parquet.File, src copySource, lin lineageSour
 			}
 		}
 		if o.w == nil {
-			if err := o.newWriter(pf, md, r); err != nil {
+			if err := o.newWriter(inputBytes{r: pf, whole: src.whole}, md, r); err != nil {
 				return err
 			}
 		}
@@ -262,14 +262,14 @@ func (o *mergeOutput) copyFile(pf *parquet.File, src copySource, lin lineageSour
 }
 
 // newWriter makes the writer of re-encoded row groups, on the first
-// input row group to be re-encoded (row group r of pf, whose footer is
-// md), with the columns ownColumns chooses left to ownChunk. Its row
+// input row group to be re-encoded (row group r of the input in, whose
+// footer is md), with the columns ownColumns chooses left to ownChunk. Its row
 // groups are then held whole until they are flushed, so that the own
 // chunks go in between (stitcher.adoptWithOwn).
-func (o *mergeOutput) newWriter(pf *parquet.File, md *format.FileMetaData, r int) error {
+func (o *mergeOutput) newWriter(in inputBytes, md *format.FileMetaData, r int) error {
 	o.sink.out = o.counter
 	fields := o.schema.Fields()
-	o.own = o.ownColumns(pf, md, r)
+	o.own = o.ownColumns(in, md, r)
 	o.wcol = make([]int, len(fields))
 	schema := o.schema
 	if o.own != nil {
@@ -311,7 +311,7 @@ func (o *mergeOutput) newWriter(pf *parquet.File, md *format.FileMetaData, r int
 // holds at least minKeptEntries values, all distinct, in a PLAIN
 // dictionary. Nil when there are none, or when the table's pages are not
 // v2 (ownChunk writes v2 pages).
-func (o *mergeOutput) ownColumns(pf *parquet.File, md *format.FileMetaData, r int) []*ownChunk {
+func (o *mergeOutput) ownColumns(in inputBytes, md *format.FileMetaData, r int) []*ownChunk {
 	if o.set.pageVersion != 2 {
 		return nil
 	}
@@ -323,7 +323,7 @@ func (o *mergeOutput) ownColumns(pf *parquet.File, md *format.FileMetaData, r in
 		}
 		cm := &md.RowGroups[r].Columns[c].MetaData
 		oc := newOwnChunk(cm, k, fields[c].Optional(), o.set)
-		dict, raw, err := oc.rawPages(inputBytes{r: pf}, cm)
+		dict, raw, err := oc.rawPages(in, cm)
 		if err != nil || len(raw) == 0 {
 			continue
 		}

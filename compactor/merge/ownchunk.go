@@ -418,11 +418,12 @@ func (c *ownChunk) keepRaw(r *rawPage, p parquet.Page) error {
 	if err := c.flushPage(); err != nil {
 		return err
 	}
-	if err := c.checkCRC(r); err != nil {
+	sum, err := c.checkCRC(r)
+	if err != nil {
 		return err
 	}
 	h := r.h
-	h.CRC = int32(crc32.ChecksumIEEE(r.body))
+	h.CRC = int32(sum)
 	if v, ok := h.DataPageHeader.Get(); ok {
 		v.Statistics = format.Statistics{}
 		h.DataPageHeader = thrift.New(v)
@@ -437,14 +438,15 @@ func (c *ownChunk) keepRaw(r *rawPage, p parquet.Page) error {
 }
 
 // checkCRC checks a page to be kept against the CRC its writer gave it,
-// if any. parquet-go checked the bytes it decoded; the bytes kept were
+// if any, and returns the page's CRC. parquet-go checked the bytes it decoded; the bytes kept were
 // read apart from them (rawPages), and a kept page's new CRC must not
 // vouch for other bytes than those.
-func (c *ownChunk) checkCRC(r *rawPage) error {
-	if r.h.CRC != 0 && uint32(r.h.CRC) != crc32.ChecksumIEEE(r.body) {
-		return fmt.Errorf("column %v: a page's CRC does not match its bytes: the input is damaged", c.meta.PathInSchema)
+func (c *ownChunk) checkCRC(r *rawPage) (uint32, error) {
+	sum := crc32.ChecksumIEEE(r.body)
+	if r.h.CRC != 0 && uint32(r.h.CRC) != sum {
+		return 0, fmt.Errorf("column %v: a page's CRC does not match its bytes: the input is damaged", c.meta.PathInSchema)
 	}
-	return nil
+	return sum, nil
 }
 
 // valuesBounds sets b to the bounds of data's values.
@@ -569,7 +571,7 @@ func (c *ownChunk) copyInto(in inputBytes, cc parquet.ColumnChunk, cm *format.Co
 		return err
 	}
 	if !broken && dict != nil && int(next) == dict.Len() && int64(len(levels)) == cm.NumValues && (nulls == 0 || c.optional) {
-		if err := c.checkCRC(dictPage); err != nil {
+		if _, err := c.checkCRC(dictPage); err != nil {
 			return err
 		}
 		if in.pin != nil {

@@ -156,11 +156,11 @@ func TestOwnColumnsRefuseDamagedPage(t *testing.T) {
 	// checked): they are checked against the CRC again.
 	c := &ownChunk{meta: format.ColumnMetaData{PathInSchema: []string{"payload"}}}
 	page := &rawPage{h: format.PageHeader{CRC: int32(crc32.ChecksumIEEE([]byte("abc")))}, body: []byte("abc")}
-	if err := c.checkCRC(page); err != nil {
-		t.Fatal(err)
+	if sum, err := c.checkCRC(page); err != nil || int32(sum) != page.h.CRC {
+		t.Fatal(sum, err)
 	}
 	page.body = []byte("abd")
-	if err := c.checkCRC(page); err == nil || !strings.Contains(err.Error(), "payload") {
+	if _, err := c.checkCRC(page); err == nil || !strings.Contains(err.Error(), "payload") {
 		t.Fatalf("bytes other than the CRC's: %v", err)
 	}
 }
