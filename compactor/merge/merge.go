@@ -235,6 +235,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 		counts.Reencoded += out.counts.Reencoded
 		counts.ByStorage += out.counts.ByStorage
 		counts.KeptPages += out.counts.KeptPages
+		counts.OwnPages += out.counts.OwnPages
 		proof := out.proof
 		out, inputs = nil, nil
 		if err != nil {

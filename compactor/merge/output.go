@@ -72,6 +72,9 @@ type RowGroupCounts struct {
 	// the output as they were, compressed (ownChunk): PLAIN data pages,
 	// and dictionaries of distinct values as data pages.
 	KeptPages int
+	// OwnPages are the pages the merge encoded itself (ownChunk), from
+	// the values of input pages it did not keep.
+	OwnPages int
 }
 
 func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Schema, set mergeSettings, kinds []boundKind, lineage bool) (*mergeOutput, error) {
@@ -379,6 +382,7 @@ func (o *mergeOutput) flushReencoded() error {
 		for _, oc := range o.own {
 			if oc != nil {
 				o.counts.KeptPages += oc.kept
+				o.counts.OwnPages += oc.encoded
 				oc.reset()
 			}
 		}

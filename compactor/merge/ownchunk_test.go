@@ -30,11 +30,15 @@ import (
 // column whose values are all distinct. Whichever input comes first (it
 // chooses the columns), the output holds the inputs' rows as Arrow reads
 // them, and its page indexes and statistics hold its values; an old
-// writer's footer without null counts changes nothing of that. A table
-// that writes v1 pages keeps none.
+// writer's footer without null counts changes nothing of that. Pages
+// under a sixteenth of the table's page size are not kept, but their
+// values encoded, to the same rows. A table that writes v1 pages keeps
+// none.
 func TestOwnColumnsKeepPages(t *testing.T) {
 	ctx := context.Background()
-	tbl, src := payloadTable(t, nil)
+	// The inputs' pages are of 2 KiB: at least a sixteenth of the
+	// table's page size.
+	tbl, src := payloadTable(t, iceberg.Properties{"write.parquet.page-size-bytes": "16384"})
 	// The same rows as other writers write them.
 	variants := []struct {
 		name string
@@ -91,18 +95,39 @@ func TestOwnColumnsKeepPages(t *testing.T) {
 		checkPageIndexes(t, strings.TrimPrefix(out.FilePath(), "file://"))
 	}
 
-	// A table writing v1 pages: ownChunk writes v2, so nothing is kept.
-	tx := tbl.NewTransaction()
-	if err := tx.SetProperties(iceberg.Properties{"write.parquet.page-version": "1"}); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err = tx.Commit(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
-	if err != nil || rep.RowGroups.KeptPages != 0 {
-		t.Fatalf("page version 1: %d pages kept, %v", rep.RowGroups.KeptPages, err)
+	for _, c := range []struct {
+		name  string
+		props iceberg.Properties
+		own   bool
+	}{
+		// At a page size of 64 MiB, no input page is large enough to
+		// keep, not even a dictionary of all a file's values: every
+		// variant's values are encoded by ownChunk.
+		{"64 MiB pages", iceberg.Properties{"write.parquet.page-size-bytes": "67108864"}, true},
+		// ownChunk writes v2 pages, so nothing is kept.
+		{"page version 1", iceberg.Properties{"write.parquet.page-version": "1"}, false},
+	} {
+		tx := tbl.NewTransaction()
+		if err := tx.SetProperties(c.props); err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := tx.Commit(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
+		if err != nil || rep.RowGroups.KeptPages != 0 || (rep.RowGroups.OwnPages > 0) != c.own {
+			t.Fatalf("%s: %d pages kept, %d encoded by the merge, %v", c.name, rep.RowGroups.KeptPages, rep.RowGroups.OwnPages, err)
+		}
+		out := res.NewDataFiles[0]
+		got, err := rowdigest.Tasks(ctx, scan, proj, []table.FileScanTask{{File: out, Length: out.FileSizeBytes()}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("%s: Arrow reads %v from the output, %v from the inputs", c.name, got, want)
+		}
+		checkPageIndexes(t, strings.TrimPrefix(out.FilePath(), "file://"))
 	}
 }
 
@@ -112,7 +137,7 @@ func TestOwnColumnsKeepPages(t *testing.T) {
 // damaged bytes.
 func TestOwnColumnsRefuseDamagedPage(t *testing.T) {
 	ctx := context.Background()
-	tbl, src := payloadTable(t, iceberg.Properties{"write.parquet.compression-codec": "uncompressed"})
+	tbl, src := payloadTable(t, iceberg.Properties{"write.parquet.compression-codec": "uncompressed", "write.parquet.page-size-bytes": "16384"})
 	path := strings.TrimSuffix(src, ".parquet") + "-uncompressed.parquet"
 	rewriteParquet(t, src, path, false, &parquet.Uncompressed, parquet.DataPageVersion(2))
 	tbl, tasks := addFiles(t, tbl, "file://"+path)
@@ -171,7 +196,8 @@ func TestOwnColumnsRefuseDamagedPage(t *testing.T) {
 func payloadTable(t *testing.T, props iceberg.Properties) (*table.Table, string) {
 	t.Helper()
 	sc := iceberg.NewSchema(0, append(tableenv.BaseSchema.Fields(),
-		iceberg.NestedField{ID: 7, Name: "payload", Type: iceberg.PrimitiveTypes.String})...)
+		iceberg.NestedField{ID: 7, Name: "payload", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 8, Name: "qty", Type: iceberg.PrimitiveTypes.Int32})...)
 	e, tbl := tableenv.New(t, sc, *iceberg.UnpartitionedSpec, "2")
 	tbl = e.Append(tbl, 600)
 	if props != nil {
