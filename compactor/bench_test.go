@@ -133,6 +133,11 @@ func BenchmarkCompaction(b *testing.B) {
 			b.ReportMetric(float64(ig.Bytes)/N/(1<<20), "iceberg-go-out-MiB")
 			b.ReportMetric(float64(ik.Count)/N, "icekeeper-out-files")
 			b.ReportMetric(float64(ig.Count)/N, "iceberg-go-out-files")
+			if os.Getenv("ICEKEEPER_BENCH_VERBOSE") != "" {
+				// The MiB above round away the differences in output size
+				// that matter.
+				b.Logf("output bytes, all iterations: icekeeper %d, iceberg-go %d", ik.Bytes, ig.Bytes)
+			}
 			if ik.Requests > 0 {
 				b.ReportMetric(float64(ik.Requests)/N, "icekeeper-requests")
 				b.ReportMetric(float64(ig.Requests)/N, "iceberg-go-requests")
