@@ -109,6 +109,13 @@ func (j *Job) convertStage(ctx context.Context, t jobs.Target, s Settings, opts 
 	}
 	tbl, sc, taken, eqs, listed := ds.tbl, ds.sc, ds.taken, ds.eqs, ds.eqsListed
 	if ds.committed && !opts.DryRun {
+		// A rewrite adds no equality deletes: when no file had any at the
+		// start, the table has none to convert now but a concurrent
+		// writer's, which the next run finds; loading and scanning it
+		// again would cost a metadata read and the manifests.
+		if !anyEqualityDeletes(ds.sc.tasks) {
+			return nil
+		}
 		listed = false
 		var err error
 		if tbl, err = t.Bucket.LoadTable(ctx, t.Table); err != nil {

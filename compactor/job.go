@@ -364,6 +364,12 @@ type dataStage struct {
 	eqsListed bool
 }
 
+// anyEqualityDeletes reports whether an equality delete applies to any of
+// the tasks' files.
+func anyEqualityDeletes(tasks []table.FileScanTask) bool {
+	return slices.ContainsFunc(tasks, func(t table.FileScanTask) bool { return len(t.EqualityDeleteFiles) > 0 })
+}
+
 // deleteStage plans delete-file compaction on what the data rewrite left,
 // and runs it unless this is a dry run. When the data rewrite committed,
 // the plan is made again on the table as it is now.
@@ -408,7 +414,7 @@ func (j *Job) compactData(ctx context.Context, t jobs.Target, tbl *table.Table, 
 		}
 		// Conversion needs the table's equality deletes, listed only when
 		// it is on and some file has any.
-		if convertOptions(s).MinFiles > 0 && slices.ContainsFunc(sc.tasks, func(t table.FileScanTask) bool { return len(t.EqualityDeleteFiles) > 0 }) {
+		if convertOptions(s).MinFiles > 0 && anyEqualityDeletes(sc.tasks) {
 			if eqs, err = equalityDeletes(ctx, tbl); err != nil {
 				return ds, fmt.Errorf("list equality deletes of %s: %w", t.Table, err)
 			}
