@@ -6,9 +6,9 @@
 # missing) runs with its admin server and maintenance worker inside a
 # private network namespace (`unshare -n`, loopback only), so no port it
 # opens is reachable from outside; every client enters the namespace with
-# nsenter. (It still makes its local gRPC Unix sockets in the system's
-# temporary directory, files that a network namespace does not cover; it
-# removes them when it stops.) For each input, two identical tables are
+# nsenter. (It still makes its local gRPC Unix sockets in /tmp, files
+# that a network namespace does not cover; it removes them when it stops.
+# Its logs go to a temporary directory of the script's own.) For each input, two identical tables are
 # built in a fresh table bucket through the REST catalog (the same seed;
 # compactor's TestSeaweedWorkerBenchChild):
 #
@@ -71,9 +71,10 @@ go build -o "$WORK/bin/icekeeper" ./cmd/icekeeper
 go test -c -o "$WORK/bin/compactor.test" ./compactor
 
 log "starting weed mini (SeaweedFS $SEAWEEDFS_VERSION) in a private network namespace"
-mkdir -p "$WORK/weed"
-# The S3 identity comes from the AWS variables, as in scripts/servers.sh.
-AWS_ACCESS_KEY_ID=icekeeper AWS_SECRET_ACCESS_KEY=icekeeper-secret \
+mkdir -p "$WORK/weed" "$WORK/tmp"
+# The S3 identity comes from the AWS variables, as in scripts/servers.sh;
+# weed's logs go to $WORK, not /tmp.
+TMPDIR="$WORK/tmp" AWS_ACCESS_KEY_ID=icekeeper AWS_SECRET_ACCESS_KEY=icekeeper-secret \
 	unshare -n sh -c 'ip link set lo up && exec "$0" "$@"' \
 	"$WEED" mini -dir="$WORK/weed" -ip=127.0.0.1 -ip.bind=127.0.0.1 -master.telemetry=false \
 	-webdav=false -s3.port.lance=0 >"$WORK/weed.log" 2>&1 &

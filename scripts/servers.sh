@@ -237,7 +237,14 @@ cleanup() {
 	stop_jobs
 	[ -n "$TP_PID" ] && stop_pid "$TP_PID"
 	[ -n "$GW_PID" ] && stop_pid "$GW_PID"
-	[ -n "$SW_PID" ] && stop_pid "$SW_PID"
+	if [ -n "$SW_PID" ]; then
+		stop_pid "$SW_PID"
+		# weed server makes its services' gRPC Unix sockets in /tmp,
+		# whatever TMPDIR says, and leaves them behind.
+		for p in ${SW_MASTER:-} ${SW_VOLUME:-} ${SW_FILER:-} ${SW_S3:-}; do
+			rm -f /tmp/seaweedfs-*-grpc-$((p + 10000)).sock
+		done
+	fi
 	[ -f "$PG_DATA/postmaster.pid" ] && as_postgres "$(pg_bin)/pg_ctl" -D "$PG_DATA" -m immediate stop >/dev/null 2>&1
 	rm -rf "$WORK"
 }
@@ -293,8 +300,9 @@ start_servers() {
 	log "starting SeaweedFS"
 	SW_BASE="$(seaweedfs_ports)"
 	SW_MASTER=$SW_BASE SW_VOLUME=$((SW_BASE + 1)) SW_FILER=$((SW_BASE + 2)) SW_S3=$((SW_BASE + 3)) SW_REST=$((SW_BASE + 4))
-	mkdir -p "$WORK/seaweedfs"
-	AWS_ACCESS_KEY_ID=icekeeper AWS_SECRET_ACCESS_KEY=icekeeper-secret \
+	mkdir -p "$WORK/seaweedfs" "$WORK/tmp"
+	# weed writes its logs to the temporary directory: $WORK's.
+	TMPDIR="$WORK/tmp" AWS_ACCESS_KEY_ID=icekeeper AWS_SECRET_ACCESS_KEY=icekeeper-secret \
 		"$WEED" server -dir="$WORK/seaweedfs" -ip=127.0.0.1 -ip.bind=127.0.0.1 -master.telemetry=false \
 		-master.volumeSizeLimitMB=64 -volume.max=1000 \
 		-master.port="$SW_MASTER" -volume.port="$SW_VOLUME" -filer -filer.port="$SW_FILER" \
