@@ -163,11 +163,11 @@ func (c *ownChunk) addPage(p parquet.Page, values []parquet.Value) error {
 		ixs, data = data.Int32(), d.Page().Data()
 	}
 	n, ok, err := c.appendPlain(data, ixs)
-	if err != nil || !ok {
-		if err == nil {
-			err = pageValues(p, values, c.addValues)
-		}
+	if err != nil {
 		return err
+	}
+	if !ok {
+		return pageValues(p, values, c.addValues)
 	}
 	levels := p.DefinitionLevels()
 	if levels == nil {
@@ -236,25 +236,17 @@ func (c *ownChunk) appendPlain(data encoding.Values, ixs []int32) (int, bool, er
 	}
 	switch c.kind {
 	case parquet.Int32:
-		v := data.Int32()
-		lo, hi := v[at(0)], v[at(0)]
-		for i := range n {
-			x := v[at(i)]
-			lo, hi = min(lo, x), max(hi, x)
-			c.values = binary.LittleEndian.AppendUint32(c.values, uint32(x))
-		}
-		c.pageBounds.add(binary.LittleEndian.AppendUint32(nil, uint32(lo)), c.compare)
-		c.pageBounds.add(binary.LittleEndian.AppendUint32(nil, uint32(hi)), c.compare)
+		put := func(b []byte, x int32) []byte { return binary.LittleEndian.AppendUint32(b, uint32(x)) }
+		var lo, hi int32
+		c.values, lo, hi = appendFixed(c.values, data.Int32(), n, at, put)
+		c.pageBounds.add(put(nil, lo), c.compare)
+		c.pageBounds.add(put(nil, hi), c.compare)
 	case parquet.Int64:
-		v := data.Int64()
-		lo, hi := v[at(0)], v[at(0)]
-		for i := range n {
-			x := v[at(i)]
-			lo, hi = min(lo, x), max(hi, x)
-			c.values = binary.LittleEndian.AppendUint64(c.values, uint64(x))
-		}
-		c.pageBounds.add(binary.LittleEndian.AppendUint64(nil, uint64(lo)), c.compare)
-		c.pageBounds.add(binary.LittleEndian.AppendUint64(nil, uint64(hi)), c.compare)
+		put := func(b []byte, x int64) []byte { return binary.LittleEndian.AppendUint64(b, uint64(x)) }
+		var lo, hi int64
+		c.values, lo, hi = appendFixed(c.values, data.Int64(), n, at, put)
+		c.pageBounds.add(put(nil, lo), c.compare)
+		c.pageBounds.add(put(nil, hi), c.compare)
 	default:
 		b, offsets := data.ByteArray()
 		for i := range n {
@@ -266,6 +258,18 @@ func (c *ownChunk) appendPlain(data encoding.Values, ixs []int32) (int, bool, er
 		}
 	}
 	return n, true, nil
+}
+
+// appendFixed appends n of v's values, the i-th being v[at(i)], to dst
+// with put, and returns them with the least and the greatest.
+func appendFixed[T int32 | int64](dst []byte, v []T, n int, at func(int) int, put func([]byte, T) []byte) ([]byte, T, T) {
+	lo, hi := v[at(0)], v[at(0)]
+	for i := range n {
+		x := v[at(i)]
+		lo, hi = min(lo, x), max(hi, x)
+		dst = put(dst, x)
+	}
+	return dst, lo, hi
 }
 
 // flushPage compresses and writes the open page.
@@ -606,7 +610,7 @@ const minKeptEntries = 256
 //     column of a small file, dictionary-encoded because the file is
 //     small).
 //
-// Either only when at least a sixteenth of the table's page size
+// Each only when it holds at least a sixteenth of the table's page size
 // (worthKeeping). The values of other pages are encoded (addPage). With
 // lh set, the values are hashed into the lane's row sums as column id,
 // as copyChunk does.
