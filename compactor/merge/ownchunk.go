@@ -236,17 +236,11 @@ func (c *ownChunk) appendPlain(data encoding.Values, ixs []int32) (int, bool, er
 	}
 	switch c.kind {
 	case parquet.Int32:
-		put := func(b []byte, x int32) []byte { return binary.LittleEndian.AppendUint32(b, uint32(x)) }
-		var lo, hi int32
-		c.values, lo, hi = appendFixed(c.values, data.Int32(), n, at, put)
-		c.pageBounds.add(put(nil, lo), c.compare)
-		c.pageBounds.add(put(nil, hi), c.compare)
+		c.values = appendFixed(c.values, data.Int32(), n, at, &c.pageBounds, c.compare,
+			func(b []byte, x int32) []byte { return binary.LittleEndian.AppendUint32(b, uint32(x)) })
 	case parquet.Int64:
-		put := func(b []byte, x int64) []byte { return binary.LittleEndian.AppendUint64(b, uint64(x)) }
-		var lo, hi int64
-		c.values, lo, hi = appendFixed(c.values, data.Int64(), n, at, put)
-		c.pageBounds.add(put(nil, lo), c.compare)
-		c.pageBounds.add(put(nil, hi), c.compare)
+		c.values = appendFixed(c.values, data.Int64(), n, at, &c.pageBounds, c.compare,
+			func(b []byte, x int64) []byte { return binary.LittleEndian.AppendUint64(b, uint64(x)) })
 	default:
 		b, offsets := data.ByteArray()
 		for i := range n {
@@ -261,15 +255,17 @@ func (c *ownChunk) appendPlain(data encoding.Values, ixs []int32) (int, bool, er
 }
 
 // appendFixed appends n of v's values, the i-th being v[at(i)], to dst
-// with put, and returns them with the least and the greatest.
-func appendFixed[T int32 | int64](dst []byte, v []T, n int, at func(int) int, put func([]byte, T) []byte) ([]byte, T, T) {
+// with put, and adds the least and the greatest to b.
+func appendFixed[T int32 | int64](dst []byte, v []T, n int, at func(int) int, b *bounds, cmp func(a, b []byte) int, put func([]byte, T) []byte) []byte {
 	lo, hi := v[at(0)], v[at(0)]
 	for i := range n {
 		x := v[at(i)]
 		lo, hi = min(lo, x), max(hi, x)
 		dst = put(dst, x)
 	}
-	return dst, lo, hi
+	b.add(put(nil, lo), cmp)
+	b.add(put(nil, hi), cmp)
+	return dst
 }
 
 // flushPage compresses and writes the open page.
