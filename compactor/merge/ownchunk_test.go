@@ -379,6 +379,29 @@ func checkPageIndexes(t *testing.T, path string) {
 	}
 }
 
+// A dictionary-encoded page whose index points past its dictionary
+// fails, naming the column, and adds nothing to the page being encoded;
+// a page of another kind than the column's is left to addValues.
+func TestAppendPlainRefusesBadIndex(t *testing.T) {
+	c := &ownChunk{kind: parquet.Int64, meta: format.ColumnMetaData{PathInSchema: []string{"l"}}, compare: func(a, b []byte) int { return bytes.Compare(a, b) }}
+	dict := encoding.Int64Values([]int64{7, 8, 9})
+	if n, ok, err := c.appendPlain(dict, []int32{2, 0, 1}); err != nil || !ok || n != 3 || len(c.values) != 24 {
+		t.Fatalf("good indexes: %d values, %v, %v, %d bytes", n, ok, err, len(c.values))
+	}
+	if binary.LittleEndian.Uint64(c.values) != 9 || !bytes.Equal(c.pageBounds.lo, binary.LittleEndian.AppendUint64(nil, 7)) {
+		t.Fatalf("values %x, bounds [%x, %x]", c.values, c.pageBounds.lo, c.pageBounds.hi)
+	}
+	for _, ix := range []int32{3, -1} {
+		_, _, err := c.appendPlain(dict, []int32{0, ix})
+		if err == nil || !strings.Contains(err.Error(), "column [l]") || len(c.values) != 24 {
+			t.Errorf("index %d: %v, %d bytes", ix, err, len(c.values))
+		}
+	}
+	if _, ok, err := c.appendPlain(encoding.Int32Values([]int32{1}), nil); ok || err != nil {
+		t.Errorf("an int32 page in an int64 column: %v, %v", ok, err)
+	}
+}
+
 // A truncated lower bound is a prefix, no greater than the value; a
 // truncated upper bound no less than it, its last byte that can grow
 // grown, or the value whole when none can.
