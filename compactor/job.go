@@ -242,16 +242,15 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 	start := tbl
 	begin := time.Now()
 	m := &fig.manifestFigures
-	if err := j.rewriteManifests(ctx, r.Target, tbl, s, r.Options, m); err != nil {
+	after, err := j.rewriteManifests(ctx, r.Target, tbl, s, r.Options, m)
+	if err != nil {
 		return err
 	}
 	m.ManifestMs = time.Since(begin).Milliseconds()
-	if m.ManifestsRewritten > 0 {
+	if after != nil {
 		// The manifest rewrite committed: the data stage plans on the
-		// table as that commit left it.
-		if tbl, err = r.Bucket.LoadTable(ctx, r.Table); err != nil {
-			return err
-		}
+		// table as that commit left it, as the catalog answered.
+		tbl = after
 	}
 	ds, err := j.compactData(ctx, r.Target, tbl, s, r.Options, fig)
 	fig.MetadataFilesRemoved += m.metadataRemoved
@@ -320,7 +319,7 @@ func (j *Job) settledAfter(ctx context.Context, r *jobs.Run[Settings], ds dataSt
 	var m manifestFigures
 	dry := r.Options
 	dry.DryRun = true
-	if err := j.rewriteManifests(ctx, r.Target, after, s, dry, &m); err != nil {
+	if _, err := j.rewriteManifests(ctx, r.Target, after, s, dry, &m); err != nil {
 		return nil, time.Time{}, false, err
 	}
 	if m.ManifestsMinimum > 0 && m.ManifestsSmall >= m.ManifestsMinimum {

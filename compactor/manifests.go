@@ -16,22 +16,23 @@ import (
 // least s.MinManifests of them (rebase's ManifestRewrite): a streaming
 // writer leaves a manifest per commit, and every planning pass reads them
 // all. A rewrite left for the next run does not fail the run. It reads
-// tbl as the run loaded it; ManifestsRewritten > 0 says it committed.
-func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, tbl *table.Table, s Settings, opts jobs.Options, fig *manifestFigures) error {
+// tbl as the run loaded it, and returns the table its commit left (nil
+// when it did not commit).
+func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, tbl *table.Table, s Settings, opts jobs.Options, fig *manifestFigures) (*table.Table, error) {
 	if s.MinManifests <= 0 {
-		return nil
+		return nil, nil
 	}
 	fig.ManifestsMinimum = s.MinManifests
 	if tbl.CurrentSnapshot() == nil {
-		return nil
+		return nil, nil
 	}
 	policy, err := j.policy(tbl)
 	if err != nil {
-		return fmt.Errorf("manifest rewrite of %s: %w", t.Table, err)
+		return nil, fmt.Errorf("manifest rewrite of %s: %w", t.Table, err)
 	}
 	wfs, cat, err := rebase.OpenWriting(ctx, t.Bucket, tbl)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	env := rebase.Env{Bucket: t.Bucket, Table: t.Table, Catalog: cat, FS: wfs, Policy: policy, BeforeCommit: j.beforeManifestCommit, Logger: j.Logger}
 	op := rebase.ManifestRewrite{Caller: rebase.Caller{Job: string(maintenance.Compaction), Name: "manifest rewrite"},
@@ -44,5 +45,5 @@ func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, tbl *table.Ta
 	fig.metadataRemoved = out.MetadataRemoved
 	j.log().Debug("manifests checked", "table", t.Table.String(), "small", out.Small, "minimum", s.MinManifests,
 		"rewritten", out.Rewritten, "written", out.Written, "deferred", out.Deferred, "error", err)
-	return err
+	return out.After, err
 }

@@ -36,6 +36,10 @@ type ManifestOutcome struct {
 	// MetadataRemoved counts the old metadata files deleted after the
 	// commit.
 	MetadataRemoved int
+	// After is the table as the rewrite's commit left it, when it
+	// committed: what the catalog answered, so that a caller planning on
+	// it need not load it again.
+	After *table.Table
 }
 
 // RewriteManifests merges the current snapshot of tbl's small data
@@ -77,7 +81,7 @@ func (e *Env) RewriteManifests(ctx context.Context, tbl *table.Table, op Manifes
 	l, err := e.commit(ctx, op, m, tbl)
 	out.Conflicts, out.Rebases, out.MetadataRemoved = l.stats.Conflicts, m.rebases, l.metadataRemoved
 	if l.attempt != nil {
-		out.Rewritten, out.Written = len(m.small), len(m.merged)
+		out.Rewritten, out.Written, out.After = len(m.small), len(m.merged), l.after
 	}
 	if errors.Is(err, commit.ErrStaleMetadata) || errors.Is(err, errManifestsReplaced) {
 		out.Deferred = true
