@@ -147,7 +147,7 @@ func (m *manifestRewrite) rebase(ctx context.Context, meta table.Metadata) (*att
 // find picks the head's data manifests under half the target size.
 func (m *manifestRewrite) find(meta table.Metadata) error {
 	head := meta.CurrentSnapshot()
-	all, err := verified.Manifests(m.fs, head)
+	all, err := m.headManifests(head)
 	if err != nil {
 		return err
 	}
@@ -219,7 +219,7 @@ func (m *manifestRewrite) attempt(meta table.Metadata) (*attempt, error) {
 	if head.SnapshotID != m.head {
 		m.rebases++
 	}
-	all, err := verified.Manifests(m.fs, head)
+	all, err := m.headManifests(head)
 	if err != nil {
 		return nil, err
 	}

@@ -179,7 +179,7 @@ func (r *replace) rebase(ctx context.Context, meta table.Metadata) (*attempt, er
 		return nil, nil
 	}
 	r.head = head.SnapshotID
-	manifests, err := verified.Manifests(r.fs, head)
+	manifests, err := r.headManifests(head)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/s3write"
+	"github.com/icekeeper/icekeeper/internal/verified"
 )
 
 // staged is what a commit writes before it is attempted — manifests, a
@@ -26,6 +27,25 @@ type staged struct {
 	id       int64 // the snapshot's ID, the same on every attempt
 	commitID uuid.UUID
 	written  []string // every file written, in order
+	// list is the manifest list of snapshot listOf, the last head read
+	// (headManifests).
+	list   []iceberg.ManifestFile
+	listOf int64
+}
+
+// headManifests is verified.Manifests of head, read once per head: a
+// snapshot's manifest list never changes, and a stage reads its head's
+// list when it plans and again at its first commit attempt.
+func (s *staged) headManifests(head *table.Snapshot) ([]iceberg.ManifestFile, error) {
+	if s.list != nil && s.listOf == head.SnapshotID {
+		return s.list, nil
+	}
+	list, err := verified.Manifests(s.fs, head)
+	if err != nil {
+		return nil, err
+	}
+	s.list, s.listOf = list, head.SnapshotID
+	return list, nil
 }
 
 func newStaged(fs icebergio.WriteFileIO, locs table.LocationProvider) staged {
