@@ -232,7 +232,8 @@ func check(tbl *table.Table, s Settings) error {
 // run is the manifests, then the data files, whose planning then reads
 // the fewer manifests, then the equality deletes and the position deletes
 // of the data files left alone. The stages plan on the table as the run
-// loaded it; only a stage's own commit makes the next load it again.
+// loaded it; only a stage's own commit makes the next plan on a newer
+// one: the table the commit returned, or loaded again.
 func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) error {
 	s := r.Settings
 	tbl, err := r.Load(ctx)
