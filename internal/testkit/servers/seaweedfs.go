@@ -62,7 +62,7 @@ func SeaweedFSWebhook(t testing.TB, endpoint, token string) S3Server {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
 		"HOME="+dir,
-		"TMPDIR="+dir, // weed writes its logs there
+		"TMPDIR="+dir,                                             // weed writes its logs there
 		"AWS_ACCESS_KEY_ID="+key, "AWS_SECRET_ACCESS_KEY="+secret, // the S3 gateway's admin
 		"WEED_NOTIFICATION_WEBHOOK_ENABLED=true",
 		"WEED_NOTIFICATION_WEBHOOK_ENDPOINT="+endpoint,
