@@ -134,7 +134,6 @@ func newEnv(t testing.TB) (*env, *table.Table) {
 	return newEnvWith(t, configs.Embedded(home), home)
 }
 
-// newEnvWith is newEnv on cfg's first bucket.
 // onLocalAndS3 runs fn on a table on local disk, and on one on the S3
 // server (catalog in SQLite) where it is configured.
 func onLocalAndS3(t *testing.T, fn func(*testing.T, *env, *table.Table)) {
@@ -149,6 +148,7 @@ func onLocalAndS3(t *testing.T, fn func(*testing.T, *env, *table.Table)) {
 	})
 }
 
+// newEnvWith is newEnv on cfg's first bucket.
 func newEnvWith(t testing.TB, cfg *configs.Config, home string) (*env, *table.Table) {
 	e, tbl := tableenv.NewWith(t, cfg, home, schema, *iceberg.UnpartitionedSpec, "2")
 	return wrapEnv(e), tbl

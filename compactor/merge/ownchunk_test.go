@@ -75,6 +75,19 @@ func TestOwnColumnsKeepPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The output holds the inputs' rows as Arrow reads them, and page
+	// indexes and statistics that hold its values.
+	checkOutput := func(what string, out iceberg.DataFile) {
+		t.Helper()
+		got, err := rowdigest.Tasks(ctx, scan, proj, []table.FileScanTask{{File: out, Length: out.FileSizeBytes()}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("%s: Arrow reads %v from the output, %v from the inputs", what, got, want)
+		}
+		checkPageIndexes(t, strings.TrimPrefix(out.FilePath(), "file://"))
+	}
 	for first := range tasks {
 		order := append([]table.FileScanTask{tasks[first]}, append(tasks[:first:first], tasks[first+1:]...)...)
 		res, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, order, 1<<30)
@@ -84,15 +97,7 @@ func TestOwnColumnsKeepPages(t *testing.T) {
 		if rep.RowGroups.KeptPages == 0 {
 			t.Errorf("%s first: no page kept", order[0].File.FilePath())
 		}
-		out := res.NewDataFiles[0]
-		got, err := rowdigest.Tasks(ctx, scan, proj, []table.FileScanTask{{File: out, Length: out.FileSizeBytes()}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Fatalf("%s first: Arrow reads %v from the output, %v from the inputs", order[0].File.FilePath(), got, want)
-		}
-		checkPageIndexes(t, strings.TrimPrefix(out.FilePath(), "file://"))
+		checkOutput(order[0].File.FilePath()+" first", res.NewDataFiles[0])
 	}
 
 	for _, c := range []struct {
@@ -119,15 +124,7 @@ func TestOwnColumnsKeepPages(t *testing.T) {
 		if err != nil || rep.RowGroups.KeptPages != 0 || (rep.RowGroups.OwnPages > 0) != c.own {
 			t.Fatalf("%s: %d pages kept, %d encoded by the merge, %v", c.name, rep.RowGroups.KeptPages, rep.RowGroups.OwnPages, err)
 		}
-		out := res.NewDataFiles[0]
-		got, err := rowdigest.Tasks(ctx, scan, proj, []table.FileScanTask{{File: out, Length: out.FileSizeBytes()}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Fatalf("%s: Arrow reads %v from the output, %v from the inputs", c.name, got, want)
-		}
-		checkPageIndexes(t, strings.TrimPrefix(out.FilePath(), "file://"))
+		checkOutput(c.name, res.NewDataFiles[0])
 	}
 }
 
