@@ -306,3 +306,59 @@ func TestLostCommitAnswerKeepsOutputs(t *testing.T) {
 func quickRetry(n int) *commit.Policy {
 	return &commit.Policy{Retries: n, MinWait: time.Millisecond, MaxWait: time.Millisecond, Timeout: time.Minute}
 }
+
+// A table dropped and created again under its name after the manifest
+// rewrite committed, while the data rewrite runs (the data stage planned
+// on the table the manifest commit returned): nothing the run wrote for
+// the old table reaches the new one, whose rows and files stay as its
+// own append left them; on local disk and on S3.
+func TestTableCreatedAgainBeforeTheDataCommit(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  func(*testing.T, *iceberg.Schema, iceberg.PartitionSpec, string) (*env, *table.Table)
+	}{{"local", newEnv}, {"s3", newS3Env}} {
+		t.Run(c.name, func(t *testing.T) {
+			e, tbl := c.env(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+			for i := 0; i < 20; i++ {
+				tbl = e.Append(tbl, 100)
+			}
+			old := tbl.Metadata().TableUUID()
+			var fresh *table.Table
+			job := &Job{MinInputFiles: 2, Retry: quickRetry(8)}
+			job.beforeCommit = func(attempt int) {
+				if attempt != 1 {
+					return
+				}
+				cat, err := e.B.Catalog(e.Ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := cat.DropTable(e.Ctx, e.ID.Identifier()); err != nil {
+					t.Fatal(err)
+				}
+				fresh = testkit.NewTable(t, e.B, e.ID.Namespace[0], e.ID.Name, tableenv.BaseSchema)
+				fresh = e.Append(fresh, 50)
+			}
+			out, fig := e.compact(job)
+			if fig == nil || fig.ManifestsRewritten == 0 || fresh == nil {
+				t.Fatalf("the manifest rewrite did not commit before the data commit: %s %s %+v", out.Status, out.FailureMessage, fig)
+			}
+			if fig.GroupsCommitted != 0 {
+				t.Fatalf("%d groups committed across a drop and create: %s %s", fig.GroupsCommitted, out.Status, out.FailureMessage)
+			}
+			now := e.Load()
+			if now.Metadata().TableUUID() == old || len(now.Metadata().Snapshots()) != 1 ||
+				now.CurrentSnapshot().SnapshotID != fresh.CurrentSnapshot().SnapshotID {
+				t.Fatalf("the new table changed: %d snapshots, head %d, want its append's %d",
+					len(now.Metadata().Snapshots()), now.CurrentSnapshot().SnapshotID, fresh.CurrentSnapshot().SnapshotID)
+			}
+			if got := ids(t, e.Ctx, now); len(got) != 50 {
+				t.Fatalf("the new table holds %d rows, want its 50", len(got))
+			}
+			if missing, err := tablecheck.MissingFiles(e.Ctx, now); err != nil || len(missing) > 0 {
+				t.Fatalf("the new table misses %v (%v)", missing, err)
+			}
+			t.Logf("%s (%s): %d groups dropped", out.Status, out.FailureMessage, fig.GroupsDropped)
+		})
+	}
+}
