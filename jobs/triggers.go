@@ -191,6 +191,7 @@ func (s *Scheduler) Check(ctx context.Context, t Target, trigger string) []maint
 			s.Logger.Debug("queued for freshness", "table", t.Key().String(), "job", typ, "at", at, "trigger", trigger)
 		}
 	}
+	s.Logger.Debug("freshness checked", "table", t.Key().String(), "trigger", trigger, "queued", queued)
 	return queued
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,9 +66,9 @@ schedules: {icebergCompaction: %s, icebergSnapshotManagement: %s, icebergUnrefer
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
-	var logs bytes.Buffer
+	var logs lockedBuffer
 	go func() {
-		done <- Main(ctx, []string{"serve", "--config", cfgFile, "--shutdown-grace", "10s"}, io.Discard, &logs)
+		done <- Main(ctx, []string{"serve", "--config", cfgFile, "--shutdown-grace", "10s", "--log-level", "debug"}, io.Discard, &logs)
 	}()
 	defer func() {
 		cancel()
@@ -100,6 +101,17 @@ schedules: {icebergCompaction: %s, icebergSnapshotManagement: %s, icebergUnrefer
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the daemon never showed the compaction run: %v\nlogs:\n%s", before, logs.String())
+		}
+	}
+	// The daemon's first freshness check of the table must have ended
+	// before the reset: one that loaded the new table half made (before
+	// the demo backdates its history) would queue its compaction a
+	// minute out, as for fresh work, and hold the event's check off
+	// until then.
+	checked := fmt.Sprintf(`"msg":"freshness checked","table":%q`, configs.LocalBucketARN+"/demo/events")
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logs.String(), checked); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon never checked the table's freshness\nlogs:\n%s", logs.String())
 		}
 	}
 	arn, ns, name := table()
@@ -175,4 +187,23 @@ schedules: {icebergCompaction: %s, icebergSnapshotManagement: %s, icebergUnrefer
 		!strings.Contains(string(dropped.Tables[0].Config[string(types.TableMaintenanceTypeIcebergSnapshotManagement)]), `"minSnapshotsToKeep":7`) {
 		t.Fatalf("dropped tables: %+v, want the old demo table with its two runs and its setting", dropped)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer that a daemon writes its log to while
+// the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
