@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -195,31 +196,86 @@ type Placement struct {
 }
 
 // EnqueueMany queues typ on every table, each placed by place, and
-// returns how many were not pending already. A table whose run is
-// pending keeps that run, its due time and its reason.
+// returns how many were not pending already or are now due sooner. A
+// table whose run is pending keeps that run, its due time and its reason,
+// unless the run waits for a later time than this placement's (a
+// freshness target lowered and the daemon restarted, a schedule's fire
+// before a freshness run queued for later): then the run is queued again
+// at the sooner time, for this placement's reason. A run that has started
+// is left alone.
 func (e *Engine) EnqueueMany(ctx context.Context, keys []state.TableKey, typ maintenance.JobType, trigger string, place func(state.TableKey) Placement) (int, error) {
 	const batch = 500
 	queued := 0
 	for len(keys) > 0 {
 		n := min(len(keys), batch)
 		params := make([]river.InsertManyParams, 0, n)
+		at := make(map[state.TableKey]int, n)
 		for _, k := range keys[:n] {
 			p := place(k)
 			args := RunArgs{Bucket: k.Bucket, Namespace: k.Namespace, Name: k.Name, Type: typ, Trigger: trigger, Reason: p.Reason, Estimate: p.Estimate}
+			at[k] = len(params)
 			params = append(params, river.InsertManyParams{Args: args, InsertOpts: &river.InsertOpts{ScheduledAt: p.At}})
 		}
 		res, err := e.client.InsertMany(ctx, params)
 		if err != nil {
 			return queued, fmt.Errorf("queue %s on %d tables: %w", typ, n, err)
 		}
+		var sooner []river.InsertManyParams
 		for _, r := range res {
 			if !r.UniqueSkippedAsDuplicate {
 				queued++
+				continue
+			}
+			if p, ok := e.later(ctx, r.Job, params, at); ok {
+				sooner = append(sooner, p)
+			}
+		}
+		if len(sooner) > 0 {
+			res, err := e.client.InsertMany(ctx, sooner)
+			if err != nil {
+				return queued, fmt.Errorf("queue %s sooner on %d tables: %w", typ, len(sooner), err)
+			}
+			for _, r := range res {
+				if !r.UniqueSkippedAsDuplicate {
+					queued++
+				}
 			}
 		}
 		keys = keys[n:]
 	}
 	return queued, nil
+}
+
+// soonerBy is how much sooner a placement must be than a pending run's
+// due time to queue that run again: jitter and clocks move placements by
+// less, and each move costs the queue a delete and an insert.
+const soonerBy = time.Second
+
+// later reports whether the pending run j waits for a later time than
+// its table's placement in params (found by at) and has been taken out
+// of the queue, so that the placement can be inserted in its stead.
+func (e *Engine) later(ctx context.Context, j *rivertype.JobRow, params []river.InsertManyParams, at map[state.TableKey]int) (river.InsertManyParams, bool) {
+	if j == nil || j.State != rivertype.JobStateScheduled {
+		return river.InsertManyParams{}, false
+	}
+	var a RunArgs
+	if json.Unmarshal(j.EncodedArgs, &a) != nil {
+		return river.InsertManyParams{}, false
+	}
+	i, ok := at[a.Key()]
+	if !ok || !j.ScheduledAt.After(params[i].InsertOpts.ScheduledAt.Add(soonerBy)) {
+		return river.InsertManyParams{}, false
+	}
+	// Gone already (started, finished or moved by another replica): the
+	// insert finds out which.
+	if _, err := e.client.JobDelete(ctx, j.ID); err != nil && !errors.Is(err, rivertype.ErrNotFound) {
+		if !errors.Is(err, rivertype.ErrJobRunning) {
+			e.Logger.Warn("a pending run not queued sooner", "table", a.Key().String(), "job", a.Type, "err", err)
+		}
+		return river.InsertManyParams{}, false
+	}
+	e.Logger.Debug("pending run queued sooner", "table", a.Key().String(), "job", a.Type, "from", j.ScheduledAt, "to", params[i].InsertOpts.ScheduledAt)
+	return params[i], true
 }
 
 // runDropped runs removal on the leftovers of the dropped table uuid,

@@ -116,6 +116,70 @@ func TestFreshnessCheckQueuesByDeadline(t *testing.T) {
 	}
 }
 
+// A freshness target lowered while a run waits for the old one's deadline
+// (the configuration changed and the daemon started again, with the run
+// still in the queue) brings that run forward to the new deadline; a
+// check or a fire that finds a later deadline, or the same one, leaves
+// it where it is.
+func TestLoweredTargetBringsThePendingRunForward(t *testing.T) {
+	f := newFleet(t, 1)
+	e := f.engine(t)
+	clock := time.Now()
+	sc, _ := f.freshScheduler(t, e, &clock)
+	f.setProperty(t, 0, planner.FreshnessProperty, "2h")
+	if err := testkit.AppendRows(f.ctx, f.b, f.ids[0], 10); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := f.b.LoadTable(f.ctx, f.ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := time.UnixMilli(tbl.CurrentSnapshot().TimestampMs)
+	clock = committed.Add(10 * time.Second)
+	due := func(want time.Time, why string) {
+		t.Helper()
+		queued, err := e.Queued(f.ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(queued) != 1 || queued[0].Due.Sub(want).Abs() > time.Millisecond {
+			t.Fatalf("%s: queue %+v, want one run due at %v", why, queued, want)
+		}
+	}
+	if got := sc.Check(f.ctx, f.target(0), "event"); len(got) != 1 {
+		t.Fatalf("first check queued %v", got)
+	}
+	due(committed.Add(time.Hour), "a 2h target")
+
+	// A fire that places the run later leaves it.
+	if n, err := e.EnqueueMany(f.ctx, []state.TableKey{f.target(0).Key()}, maintenance.Compaction, "schedule",
+		func(state.TableKey) jobs.Placement { return jobs.Placement{At: committed.Add(2 * time.Hour)} }); err != nil || n != 0 {
+		t.Fatalf("a later fire: %d queued, %v", n, err)
+	}
+	due(committed.Add(time.Hour), "after a later fire")
+
+	// The target lowered to 2m; a new scheduler, as after a restart,
+	// whose checks have not queued anything yet.
+	f.setProperty(t, 0, planner.FreshnessProperty, "2m")
+	sc, _ = f.freshScheduler(t, e, &clock)
+	if got := sc.Check(f.ctx, f.target(0), "freshness"); len(got) != 1 || got[0] != maintenance.Compaction {
+		t.Fatalf("check after the target was lowered queued %v, want compaction sooner", got)
+	}
+	due(committed.Add(time.Minute), "a 2m target")
+	queued, err := e.Queued(f.ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if queued[0].Trigger != "freshness" {
+		t.Errorf("the run queued sooner carries trigger %q, want the check's", queued[0].Trigger)
+	}
+	// The same deadline again moves nothing.
+	if got := sc.Check(f.ctx, f.target(0), "freshness"); len(got) != 0 {
+		t.Fatalf("a check at the same deadline queued %v", got)
+	}
+	due(committed.Add(time.Minute), "a second check")
+}
+
 // Runs that lost every commit to concurrent ones back the table off:
 // after two in a row, Need skips it until five minutes after the last,
 // and says why; the back-off doubles with each further one.
