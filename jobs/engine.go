@@ -209,11 +209,11 @@ func (e *Engine) EnqueueMany(ctx context.Context, keys []state.TableKey, typ mai
 	for len(keys) > 0 {
 		n := min(len(keys), batch)
 		params := make([]river.InsertManyParams, 0, n)
-		at := make(map[state.TableKey]int, n)
+		slot := make(map[state.TableKey]int, n) // a table's index in params
 		for _, k := range keys[:n] {
 			p := place(k)
 			args := RunArgs{Bucket: k.Bucket, Namespace: k.Namespace, Name: k.Name, Type: typ, Trigger: trigger, Reason: p.Reason, Estimate: p.Estimate}
-			at[k] = len(params)
+			slot[k] = len(params)
 			params = append(params, river.InsertManyParams{Args: args, InsertOpts: &river.InsertOpts{ScheduledAt: p.At}})
 		}
 		res, err := e.client.InsertMany(ctx, params)
@@ -226,7 +226,7 @@ func (e *Engine) EnqueueMany(ctx context.Context, keys []state.TableKey, typ mai
 				queued++
 				continue
 			}
-			if p, ok := e.later(ctx, r.Job, params, at); ok {
+			if p, ok := e.later(ctx, r.Job, params, slot); ok {
 				sooner = append(sooner, p)
 			}
 		}
@@ -252,9 +252,9 @@ func (e *Engine) EnqueueMany(ctx context.Context, keys []state.TableKey, typ mai
 const soonerBy = time.Second
 
 // later reports whether the pending run j waits for a later time than
-// its table's placement in params (found by at) and has been taken out
+// its table's placement in params (at index slot[table]) and has been taken out
 // of the queue, so that the placement can be inserted in its stead.
-func (e *Engine) later(ctx context.Context, j *rivertype.JobRow, params []river.InsertManyParams, at map[state.TableKey]int) (river.InsertManyParams, bool) {
+func (e *Engine) later(ctx context.Context, j *rivertype.JobRow, params []river.InsertManyParams, slot map[state.TableKey]int) (river.InsertManyParams, bool) {
 	if j == nil || j.State != rivertype.JobStateScheduled {
 		return river.InsertManyParams{}, false
 	}
@@ -262,7 +262,7 @@ func (e *Engine) later(ctx context.Context, j *rivertype.JobRow, params []river.
 	if json.Unmarshal(j.EncodedArgs, &a) != nil {
 		return river.InsertManyParams{}, false
 	}
-	i, ok := at[a.Key()]
+	i, ok := slot[a.Key()]
 	if !ok || !j.ScheduledAt.After(params[i].InsertOpts.ScheduledAt.Add(soonerBy)) {
 		return river.InsertManyParams{}, false
 	}
