@@ -234,6 +234,18 @@ func (c *ownChunk) appendPlain(data encoding.Values, ixs []int32) (int, bool, er
 	if n == 0 {
 		return 0, true, nil
 	}
+	need := 0 // a dictionary's entries: unknown until appended
+	switch c.kind {
+	case parquet.Int32:
+		need = 4 * n
+	case parquet.Int64:
+		need = 8 * n
+	default:
+		if b, _ := data.ByteArray(); ixs == nil {
+			need = 4*n + len(b)
+		}
+	}
+	c.reserve(need)
 	switch c.kind {
 	case parquet.Int32:
 		c.values = appendFixed(c.values, data.Int32(), n, at, &c.pageBounds, c.compare,
@@ -252,6 +264,21 @@ func (c *ownChunk) appendPlain(data encoding.Values, ixs []int32) (int, bool, er
 		}
 	}
 	return n, true, nil
+}
+
+// maxPageReserve bounds what reserve sets aside for an open page at
+// once: a table's page size may be far larger than its pages come out.
+const maxPageReserve = 4 << 20
+
+// reserve makes room for n more bytes in the open page, and for the
+// table's page size (up to maxPageReserve) at the first page: appending
+// page after small page to a buffer that grows by a quarter at a time
+// copied a page's bytes several times over.
+func (c *ownChunk) reserve(n int) {
+	if cap(c.values) == 0 {
+		n = max(n, min(c.pageBytes, maxPageReserve))
+	}
+	c.values = slices.Grow(c.values, n)
 }
 
 // appendFixed appends n of v's values, the i-th being v[at(i)], to dst
