@@ -81,15 +81,19 @@ func (s *Scheduler) dueChecks(now time.Time) []Target {
 	s.fresh.mu.Lock()
 	defer s.fresh.mu.Unlock()
 	var out []Target
-	// take takes k for a check, unless one runs or a queued run has not
-	// started yet: that run takes what the check would find, and the
-	// check waits for it.
-	take := func(k state.TableKey) (waits bool) {
+	// take takes k for a check, unless one runs or, for an event, a
+	// queued run has not started yet: that run takes what the check
+	// would find, and the check waits for it. The backstop does not wait
+	// for the run: what placed it (the table's target, the table under
+	// the name) is looked at again once a backstop, so that a target
+	// lowered since brings the run forward (Engine.EnqueueMany) rather
+	// than waiting for the old target's deadline.
+	take := func(k state.TableKey, backstop bool) (waits bool) {
 		t, ok := byKey[k]
 		if !ok {
 			return false
 		}
-		if until, queued := s.fresh.queued[k]; s.fresh.checking[k] || queued && now.Before(until) {
+		if until, queued := s.fresh.queued[k]; s.fresh.checking[k] || queued && now.Before(until) && !backstop {
 			return true
 		}
 		delete(byKey, k)
@@ -101,7 +105,7 @@ func (s *Scheduler) dueChecks(now time.Time) []Target {
 		debounce = DefaultDebounce
 	}
 	for k, first := range s.fresh.notified {
-		if now.Sub(first) >= debounce && !take(k) {
+		if now.Sub(first) >= debounce && !take(k, false) {
 			delete(s.fresh.notified, k)
 		}
 	}
@@ -109,7 +113,9 @@ func (s *Scheduler) dueChecks(now time.Time) []Target {
 		return out
 	}
 	for _, k := range s.Freshness.stale(slices.Collect(maps.Keys(byKey)), s.FreshTypes, now, s.backstop) {
-		take(k)
+		if !take(k, true) {
+			delete(s.fresh.notified, k) // the check covers its events
+		}
 	}
 	return out
 }

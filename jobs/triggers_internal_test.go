@@ -12,15 +12,16 @@ import (
 )
 
 // dueChecks takes a table for a check once its first event is a debounce
-// old, once its last check with a target is a backstop old, and when it
-// was never checked; it leaves one whose queued run has not started
-// waiting (its event kept for after the run), and a table without a
-// target to its schedule.
+// old, once its last check with a target is a backstop old (whether or
+// not a run is queued for it: the backstop looks at what placed the run
+// again), and when it was never checked; it leaves one whose queued run
+// has not started waiting for its event (kept for after the run), and a
+// table without a target to its schedule.
 func TestDueChecks(t *testing.T) {
 	reg := configs.Embedded(t.TempDir()).Registry()
 	t.Cleanup(reg.Close)
 	b, _ := reg.Bucket("local")
-	names := []string{"polled", "fresh", "never", "untargeted", "evented", "early", "waiting"}
+	names := []string{"polled", "fresh", "never", "untargeted", "evented", "early", "waiting", "overdue"}
 	d := &Discovery{Registry: reg}
 	d.init()
 	var ids []bucket.TableID
@@ -43,24 +44,28 @@ func TestDueChecks(t *testing.T) {
 	for _, n := range []string{"evented", "early", "waiting"} {
 		f.Set(key(n), "", maintenance.Compaction, lag(20*time.Second, time.Second))
 	}
+	f.Set(key("overdue"), "", maintenance.Compaction, lag(20*time.Second, 10*time.Second)) // a backstop old, its run queued
 	s := &Scheduler{Tables: d, Freshness: f, FreshTypes: []maintenance.JobType{maintenance.Compaction}, Debounce: 5 * time.Second}
 	s.fresh.notified = map[state.TableKey]time.Time{
-		key("evented"): now.Add(-6 * time.Second), key("early"): now.Add(-time.Second), key("waiting"): now.Add(-6 * time.Second)}
-	s.fresh.queued = map[state.TableKey]time.Time{key("waiting"): now.Add(10 * time.Second)}
+		key("evented"): now.Add(-6 * time.Second), key("early"): now.Add(-time.Second), key("waiting"): now.Add(-6 * time.Second),
+		key("overdue"): now.Add(-6 * time.Second)}
+	s.fresh.queued = map[state.TableKey]time.Time{key("waiting"): now.Add(10 * time.Second), key("overdue"): now.Add(10 * time.Second)}
 
 	var got []string
 	for _, tt := range s.dueChecks(now) {
 		got = append(got, tt.Table.Name)
 	}
 	slices.Sort(got)
-	if want := []string{"evented", "never", "polled"}; !slices.Equal(got, want) {
+	if want := []string{"evented", "never", "overdue", "polled"}; !slices.Equal(got, want) {
 		t.Fatalf("due %v, want %v", got, want)
 	}
 	if _, ok := s.fresh.notified[key("waiting")]; !ok {
 		t.Error("the event of the table whose run waits was dropped; it must be checked after the run")
 	}
-	if _, ok := s.fresh.notified[key("evented")]; ok {
-		t.Error("the event taken for a check is still pending")
+	for _, n := range []string{"evented", "overdue"} {
+		if _, ok := s.fresh.notified[key(n)]; ok {
+			t.Errorf("the event of %s, taken for a check, is still pending", n)
+		}
 	}
 	// Past the queued run's start, the kept event is checked.
 	got = got[:0]
