@@ -33,6 +33,19 @@ func (f *fleet) setProperty(t testing.TB, i int, key, value string) {
 	}
 }
 
+// appendRows commits 10 rows to f's i-th table and returns when.
+func (f *fleet) appendRows(t testing.TB, i int) time.Time {
+	t.Helper()
+	if err := testkit.AppendRows(f.ctx, f.b, f.ids[i], 10); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := f.b.LoadTable(f.ctx, f.ids[i])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.UnixMilli(tbl.CurrentSnapshot().TimestampMs)
+}
+
 // freshScheduler is f's scheduler with freshness scheduling of
 // compaction on, and the lags it reads.
 func (f *fleet) freshScheduler(t testing.TB, e *jobs.Engine, clock *time.Time) (*jobs.Scheduler, *jobs.Freshness) {
@@ -55,16 +68,8 @@ func TestFreshnessCheckQueuesByDeadline(t *testing.T) {
 	sc, fresh := f.freshScheduler(t, e, &clock)
 	f.setProperty(t, 0, planner.FreshnessProperty, "2m")
 
-	for i := range 2 {
-		if err := testkit.AppendRows(f.ctx, f.b, f.ids[i], 10); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tbl, err := f.b.LoadTable(f.ctx, f.ids[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	committed := time.UnixMilli(tbl.CurrentSnapshot().TimestampMs)
+	committed := f.appendRows(t, 0)
+	f.appendRows(t, 1)
 	clock = committed.Add(10 * time.Second)
 	if got := sc.Check(f.ctx, f.target(0), "event"); len(got) != 1 || got[0] != maintenance.Compaction {
 		t.Fatalf("check of the table with a target queued %v, want compaction", got)
@@ -127,14 +132,7 @@ func TestLoweredTargetBringsThePendingRunForward(t *testing.T) {
 	clock := time.Now()
 	sc, _ := f.freshScheduler(t, e, &clock)
 	f.setProperty(t, 0, planner.FreshnessProperty, "2h")
-	if err := testkit.AppendRows(f.ctx, f.b, f.ids[0], 10); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := f.b.LoadTable(f.ctx, f.ids[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	committed := time.UnixMilli(tbl.CurrentSnapshot().TimestampMs)
+	committed := f.appendRows(t, 0)
 	clock = committed.Add(10 * time.Second)
 	due := func(want time.Time, why string) {
 		t.Helper()

@@ -210,23 +210,6 @@ func TestSecurityHeaders(t *testing.T) {
 	}
 }
 
-// logLines collects what a slog logger writes.
-type logLines struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *logLines) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Split(strings.TrimSpace(l.b.String()), "\n")
-}
-
 // Failed authentication is logged with key, address and reason; after
 // MaxFailures failures an address gets 429 with Retry-After, even with
 // good credentials, until BackOff passes.
@@ -234,7 +217,7 @@ func TestAuthFailureBackOff(t *testing.T) {
 	d := testkit.NewDemoTable(t, demo.Options{Appends: 1})
 	reg := configs.Embedded(d.Home).Registry()
 	t.Cleanup(reg.Close)
-	var log logLines
+	var log testkit.LogBuffer
 	auth := NewAuth(configs.API{SigningName: "s3tables", Keys: []configs.APIKey{{AccessKeyID: "AKADMIN", SecretAccessKey: adminSecret}}})
 	now := time.Now()
 	var mu sync.Mutex
@@ -264,9 +247,9 @@ func TestAuthFailureBackOff(t *testing.T) {
 			t.Fatalf("%s after %d failures: %d %s Retry-After %q", path, MaxFailures, resp.StatusCode, resp.Header.Get("X-Amzn-ErrorType"), resp.Header.Get("Retry-After"))
 		}
 	}
-	lines := log.lines()
+	lines := log.Lines()
 	if len(lines) != MaxFailures || !strings.Contains(lines[0], "key=AKADMIN") || !strings.Contains(lines[0], "remote=127.0.0.1") ||
-		!strings.Contains(lines[0], "reason=") || !strings.Contains(lines[MaxFailures-1], "blockedFor=1m0s") || strings.Contains(log.b.String(), "guess-") {
+		!strings.Contains(lines[0], "reason=") || !strings.Contains(lines[MaxFailures-1], "blockedFor=1m0s") || strings.Contains(log.String(), "guess-") {
 		t.Fatalf("log:\n%s", strings.Join(lines, "\n"))
 	}
 	mu.Lock()
@@ -288,14 +271,14 @@ func TestAuthFailureBackOff(t *testing.T) {
 	if tracked > maxTracked {
 		t.Fatalf("%d addresses tracked, bound %d", tracked, maxTracked)
 	}
-	if n := len(log.lines()); n > MaxFailures+logPerWindow {
+	if n := len(log.Lines()); n > MaxFailures+logPerWindow {
 		t.Fatalf("%d log lines for a flood, bound %d", n, MaxFailures+logPerWindow)
 	}
 	mu.Lock()
 	now = now.Add(FailureWindow + time.Second)
 	mu.Unlock()
 	auth.fail(httptest.NewRequest("GET", "/", nil), "AKX", "test")
-	if last := log.lines()[len(log.lines())-1]; !strings.Contains(last, "notLogged=") {
+	if last := log.Lines()[len(log.Lines())-1]; !strings.Contains(last, "notLogged=") {
 		t.Fatalf("the next window's line does not count what was not logged: %s", last)
 	}
 }

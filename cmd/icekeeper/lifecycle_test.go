@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3tables/types"
 
 	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/status"
 )
@@ -66,7 +65,7 @@ schedules: {icebergCompaction: %s, icebergSnapshotManagement: %s, icebergUnrefer
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
-	var logs lockedBuffer
+	var logs testkit.LogBuffer
 	go func() {
 		done <- Main(ctx, []string{"serve", "--config", cfgFile, "--shutdown-grace", "10s", "--log-level", "debug"}, io.Discard, &logs)
 	}()
@@ -187,23 +186,4 @@ schedules: {icebergCompaction: %s, icebergSnapshotManagement: %s, icebergUnrefer
 		!strings.Contains(string(dropped.Tables[0].Config[string(types.TableMaintenanceTypeIcebergSnapshotManagement)]), `"minSnapshotsToKeep":7`) {
 		t.Fatalf("dropped tables: %+v, want the old demo table with its two runs and its setting", dropped)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer that a daemon writes its log to while
-// the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
