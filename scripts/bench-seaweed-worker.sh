@@ -189,10 +189,10 @@ run_icekeeper() { # run_icekeeper INPUT RUN BUCKET DIR
 	local c0 c1 tf=$4/time.txt
 	settle
 	c0=$(weed_cpu)
-	in_ns /usr/bin/time -f '%e %U %S %M' -o "$tf" "$WORK/bin/icekeeper" run --config "$4/icekeeper.yaml" \
+	in_ns /usr/bin/time -f '%e %U %S %M %R %w %c' -o "$tf" "$WORK/bin/icekeeper" run --config "$4/icekeeper.yaml" \
 		--table "$3/bench/icekeeper" --job compaction --json >"$4/run.json" 2>"$4/run.log"
 	c1=$(weed_cpu)
-	read -r wall user sys rss <"$tf"
+	read -r wall user sys rss minflt vcsw ivcsw <"$tf"
 	if [ "$(jq -r '.icebergCompaction.status' "$4/run.json")" != Successful ]; then
 		echo "icekeeper's run did not succeed: $(cat "$4/run.json")" >&2
 		exit 1
@@ -200,8 +200,11 @@ run_icekeeper() { # run_icekeeper INPUT RUN BUCKET DIR
 	local cpu weed
 	cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')
 	weed=$(sub "$c1" "$c0")
-	printf '%s run %d icekeeper: wall %6.2f s  CPU %6.2f s  peak RSS %d MiB  weed CPU %6.2f s  total CPU %6.2f s\n' "$1" "$2" "$wall" \
-		"$cpu" "$((rss / 1024))" "$weed" "$(awk -v a="$cpu" -v b="$weed" 'BEGIN { print a + b }')"
+	printf '%s run %d icekeeper: wall %6.2f s  CPU %6.2f s (user %s, system %s)  peak RSS %d MiB  weed CPU %6.2f s  total CPU %6.2f s\n' "$1" "$2" "$wall" \
+		"$cpu" "$user" "$sys" "$((rss / 1024))" "$weed" "$(awk -v a="$cpu" -v b="$weed" 'BEGIN { print a + b }')"
+	# Where system time goes: page faults, and context switches the
+	# process asked for (waiting on the network) and was made to take.
+	printf '%s run %d icekeeper: %s minor page faults, %s voluntary and %s involuntary context switches\n' "$1" "$2" "$minflt" "$vcsw" "$ivcsw"
 	jq -c '.icebergCompaction.figures | {durationMs, manifestMs, rewriteMs, commitMs, groupsPlanned, groupsMerged, outputFiles}' "$4/run.json"
 }
 
