@@ -48,7 +48,8 @@
 #
 # REPEAT=N runs each input N times on freshly built tables, alternating
 # which side goes first (worker first on odd runs). ICEKEEPER_BENCH_COMPACT_FILES
-# changes the number of appends. One line per side and run, then the
+# changes the number of appends. A line per side and run (icekeeper's with a
+# second: its page faults and context switches), then the
 # check's JSON. OUT=DIR keeps each run's `icekeeper run --json` output and
 # its log there (ICEKEEPER_LOG_LEVEL=debug gives the log its timings).
 # Needs root (unshare, nsenter).
