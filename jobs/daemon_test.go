@@ -460,3 +460,57 @@ func TestSchedulerCatchesUpOnce(t *testing.T) {
 		t.Fatalf("the next fires queued %d, want compaction and snapshot management", n)
 	}
 }
+
+// A run queued for later is moved to a sooner time another replica's
+// placement asks for, on the shared store (PostgreSQL in CI), for that
+// placement's trigger; a later or equal placement leaves it; many tables
+// at once move together (EnqueueMany's batch).
+func TestQueuedRunMovedSooner(t *testing.T) {
+	s1, s2 := shared(t)
+	reg := registry(t)
+	a := newEngine(t, s1, reg, "a", nil, nil)
+	b := newEngine(t, s2, reg, "b", nil, nil)
+	ctx := context.Background()
+	now := time.Now().Truncate(time.Millisecond)
+	keys := []state.TableKey{key(0), key(1), key(2)}
+	place := func(at time.Time) func(state.TableKey) Placement {
+		return func(state.TableKey) Placement { return Placement{At: at} }
+	}
+	queue := func(e *Engine, trigger string, at time.Time) int {
+		t.Helper()
+		n, err := e.EnqueueMany(ctx, keys, maintenance.Compaction, trigger, place(at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	check := func(trigger string, due time.Time, why string) {
+		t.Helper()
+		q, err := b.Queued(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(q) != len(keys) {
+			t.Fatalf("%s: %d runs queued, want %d", why, len(q), len(keys))
+		}
+		for _, r := range q {
+			if r.Trigger != trigger || r.Due.Sub(due).Abs() > time.Millisecond {
+				t.Fatalf("%s: %+v, want %q due at %v", why, r, trigger, due)
+			}
+		}
+	}
+	if n := queue(a, "freshness", now.Add(time.Hour)); n != 3 {
+		t.Fatalf("first placement queued %d", n)
+	}
+	if n := queue(b, "schedule", now.Add(2*time.Hour)); n != 0 {
+		t.Fatalf("a later placement queued %d", n)
+	}
+	if n := queue(b, "schedule", now.Add(time.Hour)); n != 0 {
+		t.Fatalf("the same placement queued %d", n)
+	}
+	check("freshness", now.Add(time.Hour), "after a later and an equal placement")
+	if n := queue(b, "schedule", now.Add(time.Minute)); n != 3 {
+		t.Fatalf("a sooner placement moved %d runs, want 3", n)
+	}
+	check("schedule", now.Add(time.Minute), "after a sooner placement")
+}
