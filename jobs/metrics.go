@@ -293,14 +293,16 @@ func (m *Metrics) RefreshHealth(ctx context.Context, reg *bucket.Registry, resol
 			fresh[t.Key()] = h
 		}
 	}
+	// fresh is read here, before it is published: from then on polls
+	// (Polled) write into it, under the lock only.
+	seen := make(map[string]bool, len(fresh))
+	for k := range fresh {
+		seen[k.String()] = true
+	}
 	m.tables.mu.Lock()
 	m.tables.health = fresh
 	m.tables.mu.Unlock()
 	if firstErr == nil { // a table that failed to list keeps its entry
-		seen := make(map[string]bool, len(fresh))
-		for k := range fresh {
-			seen[k.String()] = true
-		}
 		m.healthCache.Retain(func(key string) bool { return seen[key] })
 	}
 	return firstErr
@@ -351,8 +353,10 @@ func (c *tableCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *tableCollector) Collect(ch chan<- prometheus.Metric) {
+	// A copy: polls (Metrics.Polled) write into the map as a scrape
+	// reads it, and a map read and written at once stops the process.
 	c.mu.Lock()
-	hs := c.health
+	hs := maps.Clone(c.health)
 	c.mu.Unlock()
 	for k, h := range hs {
 		l := []string{k.Bucket, k.Namespace, k.Name}

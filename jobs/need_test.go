@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -275,6 +276,76 @@ func TestSchedulerQueuesByNeed(t *testing.T) {
 	if len(got) != 12 || got[0] != "t007" || got[11] != "t005" {
 		t.Fatalf("past the backstop the fire queued %v, want all 12, t007 first and t005 last", got)
 	}
+}
+
+// The health refresh, the polls that feed it and /metrics scrapes run
+// side by side in the daemon (the refresh's timer, the freshness checks,
+// Prometheus): under the race detector, none touches the tables' health
+// unlocked. A scrape once read the map the polls write into (which stops
+// the process when the two meet); the refresh once read its new map after
+// handing it to the polls, a window a few instructions wide that this
+// test caught in about one run of five (and TestServeDropAndCreate under
+// -race in CI once).
+func TestRefreshBesidePolls(t *testing.T) {
+	if !testkit.Race {
+		t.Skip("only the race detector can fail this test: the -race tier runs it")
+	}
+	f := newFleet(t, 2)
+	reg := prometheus.NewRegistry()
+	m := jobs.NewMetrics(reg, f.store)
+	resolver := &jobs.Resolver{Store: f.store}
+	now := time.Now()
+	if err := m.RefreshHealth(f.ctx, f.reg, resolver, now); err != nil {
+		t.Fatal(err)
+	}
+	settings, err := resolver.Table(f.ctx, f.target(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbls := make([]*table.Table, len(f.ids))
+	for i := range f.ids {
+		if tbls[i], err = f.b.LoadTable(f.ctx, f.ids[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(done)
+		for i := range 100 {
+			if err := m.RefreshHealth(f.ctx, f.reg, resolver, now.Add(time.Duration(i+1)*time.Minute)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if _, err := reg.Gather(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			// Polled after every refresh's start, so that each refresh
+			// takes the polls' health and reads no table: the refreshes
+			// come quickly, each a chance for the two to meet.
+			m.Polled(f.target(i%2), tbls[i%2], settings, now.Add(24*time.Hour+time.Duration(i)*time.Millisecond))
+		}
+	})
+	wg.Wait()
 }
 
 // An unchanged table needs a run once its last success is half the
