@@ -102,15 +102,36 @@ schedules: {icebergCompaction: %s, icebergSnapshotManagement: %s, icebergUnrefer
 			t.Fatalf("the daemon never showed the compaction run: %v\nlogs:\n%s", before, logs.String())
 		}
 	}
-	// The daemon's first freshness check of the table must have ended
-	// before the reset: one that loaded the new table half made (before
-	// the demo backdates its history) would queue its compaction a
-	// minute out, as for fresh work, and hold the event's check off
-	// until then.
+	// The daemon must be quiet before the reset: a check that loaded the
+	// new table half made (before the demo backdates its history) would
+	// queue its compaction a minute out, as for fresh work, and hold the
+	// event's check off until then. Its first check of the table queues
+	// what the old table needs (snapshot management, at once), and that
+	// run's end checks the table again; quiet is nothing queued or
+	// running and no check for a second, after the first.
 	checked := fmt.Sprintf(`"msg":"freshness checked","table":%q`, configs.LocalBucketARN+"/demo/events")
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logs.String(), checked); time.Sleep(50 * time.Millisecond) {
+	queueEmpty := func() bool {
+		resp, err := http.Get("http://" + addr + "/icekeeper/v1/queue")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var q struct {
+			Queue []json.RawMessage `json:"queue"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&q); err != nil {
+			t.Fatal(err)
+		}
+		return len(q.Queue) == 0
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		n := strings.Count(logs.String(), checked)
+		time.Sleep(time.Second)
+		if n > 0 && strings.Count(logs.String(), checked) == n && queueEmpty() {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the daemon never checked the table's freshness\nlogs:\n%s", logs.String())
+			t.Fatalf("the daemon never went quiet\nlogs:\n%s", logs.String())
 		}
 	}
 	arn, ns, name := table()
@@ -182,8 +203,12 @@ schedules: {icebergCompaction: %s, icebergSnapshotManagement: %s, icebergUnrefer
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(dropped.Tables) != 1 || dropped.Tables[0].Name != "events" || len(dropped.Tables[0].Runs) != 2 || dropped.Tables[0].DroppedAt.Before(reset) ||
+	// Its runs: the two one-shot runs, and the snapshot management the
+	// daemon's first check queued for it.
+	if len(dropped.Tables) != 1 || dropped.Tables[0].Name != "events" || len(dropped.Tables[0].Runs) != 3 || dropped.Tables[0].DroppedAt.Before(reset) ||
+		dropped.Tables[0].Runs[compaction] == nil || dropped.Tables[0].Runs[string(types.TableMaintenanceJobTypeIcebergUnreferencedFileRemoval)] == nil ||
+		dropped.Tables[0].Runs[string(types.TableMaintenanceJobTypeIcebergSnapshotManagement)] == nil ||
 		!strings.Contains(string(dropped.Tables[0].Config[string(types.TableMaintenanceTypeIcebergSnapshotManagement)]), `"minSnapshotsToKeep":7`) {
-		t.Fatalf("dropped tables: %+v, want the old demo table with its two runs and its setting", dropped)
+		t.Fatalf("dropped tables: %+v, want the old demo table with its three runs and its setting", dropped)
 	}
 }
