@@ -107,8 +107,9 @@ schedules: {icebergCompaction: %s, icebergSnapshotManagement: %s, icebergUnrefer
 	// queue its compaction a minute out, as for fresh work, and hold the
 	// event's check off until then. Its first check of the table queues
 	// what the old table needs (snapshot management, at once), and that
-	// run's end checks the table again; quiet is nothing queued or
-	// running and no check for a second, after the first.
+	// run's end checks the table again, at the scheduler's next tick (a
+	// second) after the debounce; quiet is nothing queued or running and
+	// no check for 2.5 s, after the first.
 	checked := fmt.Sprintf(`"msg":"freshness checked","table":%q`, configs.LocalBucketARN+"/demo/events")
 	queueEmpty := func() bool {
 		resp, err := http.Get("http://" + addr + "/icekeeper/v1/queue")
@@ -126,7 +127,7 @@ schedules: {icebergCompaction: %s, icebergSnapshotManagement: %s, icebergUnrefer
 	}
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		n := strings.Count(logs.String(), checked)
-		time.Sleep(time.Second)
+		time.Sleep(2500 * time.Millisecond)
 		if n > 0 && strings.Count(logs.String(), checked) == n && queueEmpty() {
 			break
 		}
