@@ -329,15 +329,7 @@ func TestTableCreatedAgainBeforeTheDataCommit(t *testing.T) {
 				if attempt != 1 {
 					return
 				}
-				cat, err := e.B.Catalog(e.Ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := cat.DropTable(e.Ctx, e.ID.Identifier()); err != nil {
-					t.Fatal(err)
-				}
-				fresh = testkit.NewTable(t, e.B, e.ID.Namespace[0], e.ID.Name, tableenv.BaseSchema)
-				fresh = e.Append(fresh, 50)
+				fresh = e.Append(e.Recreate(tableenv.BaseSchema), 50)
 			}
 			out, fig := e.compact(job)
 			if fig == nil || fig.ManifestsRewritten == 0 || fresh == nil {

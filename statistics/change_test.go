@@ -203,15 +203,7 @@ func createdAgainDuringTheRun(t *testing.T, e *env, tbl *table.Table) {
 		if attempt != 1 {
 			return
 		}
-		cat, err := e.B.Catalog(e.Ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cat.DropTable(e.Ctx, e.ID.Identifier()); err != nil {
-			t.Fatal(err)
-		}
-		fresh := testkit.NewTable(t, e.B, "t", "x", schema, catalog.WithProperties(tbl.Properties()))
-		e.gen.append(t, e.Ctx, fresh, 20)
+		e.gen.append(t, e.Ctx, e.Recreate(schema, catalog.WithProperties(tbl.Properties())), 20)
 	}
 	out, err := e.runner.Run(e.Ctx, e.Target(), maintenance.Statistics, "test", jobsNow())
 	e.job.beforeCommit = nil

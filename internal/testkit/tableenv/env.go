@@ -223,6 +223,20 @@ func (e *Env) Fill(tbl *table.Table, appends, rows int) *table.Table {
 	return e.EqDelete(tbl, 5, 99, 400, int64(rows*appends/2))
 }
 
+// Recreate drops the table and creates an empty one of schema sc under
+// its name, as a full refresh does: a table of its own, another UUID.
+func (e *Env) Recreate(sc *iceberg.Schema, opts ...catalog.CreateTableOpt) *table.Table {
+	e.T.Helper()
+	cat, err := e.B.Catalog(e.Ctx)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if err := cat.DropTable(e.Ctx, e.ID.Identifier()); err != nil {
+		e.T.Fatal(err)
+	}
+	return testkit.NewTable(e.T, e.B, e.ID.Namespace[0], e.ID.Name, sc, opts...)
+}
+
 // Load loads the table.
 func (e *Env) Load() *table.Table {
 	e.T.Helper()
