@@ -378,7 +378,11 @@ func (o *mergeOutput) flushReencoded() error {
 	}
 	var err error
 	if o.own != nil {
+		ordinal := len(o.st.groups)
 		err = o.st.adoptWithOwn(&o.sink, o.own)
+		if o.proof != nil {
+			o.proof.reencoded(ordinal, o.own, o.rgRows)
+		}
 		for _, oc := range o.own {
 			if oc != nil {
 				o.counts.KeptPages += oc.kept

@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/encoding"
@@ -61,6 +62,8 @@ type ownChunk struct {
 	keptLevels []byte
 	keptBounds bounds
 	raw        []rawPage
+	// proven are the pages kept that the row check proves by their bytes.
+	proven []provenPage
 }
 
 // ownKind reports whether ownChunk writes columns of physical type k:
@@ -352,16 +355,18 @@ func (c *ownChunk) writePage(levels []byte, nulls int, body []byte, input bool, 
 			IsCompressed:               thrift.New(c.meta.Codec != format.Uncompressed),
 		}),
 	}
-	return c.writeHeaded(&h, defs, body, input, rows, nulls, b)
+	_, err := c.writeHeaded(&h, defs, body, input, rows, nulls, b)
+	return err
 }
 
 // writeHeaded writes a data page of rows rows, nulls of them null, and
 // bounds b: header h, then defs and body, which are its data; and indexes
 // it. A body that is an input's bytes (input) is referred to, not copied.
-func (c *ownChunk) writeHeaded(h *format.PageHeader, defs, body []byte, input bool, rows, nulls int, b *bounds) error {
+// It returns the header's bytes.
+func (c *ownChunk) writeHeaded(h *format.PageHeader, defs, body []byte, input bool, rows, nulls int, b *bounds) ([]byte, error) {
 	hb, err := thrift.Marshal(new(thrift.CompactProtocol), h)
 	if err != nil {
-		return fmt.Errorf("encode a page header of column %v: %w", c.meta.PathInSchema, err)
+		return nil, fmt.Errorf("encode a page header of column %v: %w", c.meta.PathInSchema, err)
 	}
 	c.offIndex.PageLocations = append(c.offIndex.PageLocations, format.PageLocation{
 		Offset:             int64(c.pages.Len()),
@@ -394,7 +399,7 @@ func (c *ownChunk) writeHeaded(h *format.PageHeader, defs, body []byte, input bo
 	if h.Type == format.DataPage {
 		c.v1++
 	}
-	return nil
+	return hb, nil
 }
 
 // truncateLower is a prefix of v no greater than v, at most
@@ -461,6 +466,7 @@ func (c *ownChunk) reset() {
 	c.rows, c.nullCount, c.rawSize, c.kept, c.encoded, c.v1 = 0, 0, 0, 0, 0, 0
 	c.colIndex, c.offIndex = format.ColumnIndex{}, format.OffsetIndex{}
 	clear(c.raw) // inputs' bytes
+	c.proven = c.proven[:0]
 }
 
 // errNotKept says an input chunk's pages cannot be kept; its values are
@@ -556,14 +562,15 @@ func (c *ownChunk) plain(r *rawPage, p parquet.Page) bool {
 
 // keepRaw writes raw data page r, whose decoded form is p, as it is: a
 // header of its own (without the writer's statistics, whose order the
-// footer's created_by no longer vouches for) and its body.
-func (c *ownChunk) keepRaw(r *rawPage, p parquet.Page) error {
+// footer's created_by no longer vouches for), which it returns, and its
+// body.
+func (c *ownChunk) keepRaw(r *rawPage, p parquet.Page) ([]byte, error) {
 	if err := c.flushPage(); err != nil {
-		return err
+		return nil, err
 	}
 	sum, err := c.checkCRC(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	h := r.h
 	h.CRC = int32(sum)
@@ -670,7 +677,20 @@ func (c *ownChunk) copyInto(in inputBytes, cc parquet.ColumnChunk, cm *format.Co
 				if in.pin != nil {
 					in.pin()
 				}
-				return c.keepRaw(r, p)
+				header, err := c.keepRaw(r, p)
+				if err != nil {
+					return err
+				}
+				loc := c.offIndex.PageLocations[len(c.offIndex.PageLocations)-1]
+				// Read whole, the page's bytes are those parquet-go
+				// decoded p from (provenPage).
+				if lh != nil && in.whole != nil && lh.keep(loc.FirstRowIndex, p) {
+					xx := xxhash.New()
+					xx.Write(header)
+					xx.Write(r.body)
+					c.proven = append(c.proven, provenPage{page: len(c.offIndex.PageLocations) - 1, first: loc.FirstRowIndex, rows: p.NumRows(), hash: xx.Sum64()})
+				}
+				return nil
 			}
 			return c.addPage(p, values)
 		}

@@ -187,6 +187,58 @@ func TestOwnColumnsRefuseDamagedPage(t *testing.T) {
 	}
 }
 
+// A page kept as it was is proved by its bytes, not decoded again: a byte
+// of one changed in the output between its writing and its proof (a v1
+// page, which only an input's kept page is) is refused as rows that
+// differ, naming the kept page, and nothing is output.
+func TestKeptPageProvedByItsBytes(t *testing.T) {
+	ctx := context.Background()
+	tbl, src := payloadTable(t, iceberg.Properties{"write.parquet.page-size-bytes": "16384"})
+	path := strings.TrimSuffix(src, ".parquet") + "-plain-v1.parquet"
+	rewriteParquet(t, src, path, false, &parquet.Zstd, parquet.DataPageVersion(1))
+	tbl, tasks := addFiles(t, tbl, "file://"+path)
+	// The rewritten file first: it chooses the columns kept.
+	slices.SortFunc(tasks, func(a, b table.FileScanTask) int {
+		return cmp.Compare(len(b.File.FilePath()), len(a.File.FilePath()))
+	})
+	_, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
+	if err != nil || rep.RowGroups.KeptPages == 0 {
+		t.Fatalf("untouched: %d pages kept, %v", rep.RowGroups.KeptPages, err)
+	}
+
+	tampered := false
+	m := &Merger{CheckRows: true, beforeProve: func(out string) error {
+		out = strings.TrimPrefix(out, "file://")
+		b, pf := readParquet(t, out)
+		cc := pf.RowGroups()[0].ColumnChunks()[6] // payload
+		oi, err := cc.OffsetIndex()
+		if err != nil {
+			return err
+		}
+		for i := range oi.NumPages() {
+			off := oi.Offset(i)
+			r := bytes.NewReader(b[off : off+oi.CompressedPageSize(i)])
+			var h format.PageHeader
+			if err := thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(r)).Decode(&h); err != nil {
+				return err
+			}
+			if h.Type == format.DataPage {
+				b[off+oi.CompressedPageSize(i)-int64(r.Len()/2)]++
+				tampered = true
+				return os.WriteFile(out, b, 0o644)
+			}
+		}
+		return nil
+	}}
+	res, _, err := m.Group(ctx, tbl, tasks, 1<<30)
+	if !tampered {
+		t.Fatal("the output holds no kept v1 page")
+	}
+	if !errors.Is(err, rowdigest.ErrRowsDiffer) || !strings.Contains(err.Error(), "kept as it was read") || len(res.NewDataFiles) != 0 {
+		t.Fatalf("a kept page changed before its proof: %v, %d outputs", err, len(res.NewDataFiles))
+	}
+}
+
 // payloadTable is a table of tableenv's schema and a payload of 50–200
 // characters (whose bounds a column index truncates), with props, holding
 // one file of 600 rows from iceberg-go's writer, whose path it returns.

@@ -1,18 +1,21 @@
 package merge
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/cespare/xxhash/v2"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/icekeeper/icekeeper/internal/rowdigest"
@@ -25,14 +28,39 @@ import (
 //
 // The inputs' rows are hashed where the merge decodes them anyway, so the
 // read side costs hashing alone; the written side decodes the re-encoded
-// row groups of the output once more. Copied row groups are never
-// decoded: their column chunks' bytes are hashed on both sides.
+// row groups of the output once more, but for the pages they kept as they
+// were from inputs read whole, whose bytes are compared instead
+// (provenPage). Copied row groups are never decoded: their column chunks'
+// bytes are hashed on both sides.
 type rowProof struct {
 	ids    []int // field ID of each table column
 	read   rowdigest.Digest
 	copied []copiedGroup
 	in     rowdigest.Digest // of the copied row groups' bytes, as read
+	proven []provenGroup
 	lanes  [2]laneHash
+}
+
+// provenPage is an input's page that a re-encoded row group kept as it
+// was (ownChunk.keepRaw) and that prove checks by its bytes instead of
+// decoding it again. Only a page of an input read whole is: parquet-go
+// decoded it, and the merge hashed its values, from the very buffer whose
+// bytes were written, and the same bytes decode to the same values. Its
+// values' hashes go into the row group's sums as they are hashed on the
+// read side, at the rows the page holds in the output.
+type provenPage struct {
+	page        int    // of its column chunk
+	first, rows int64  // in the row group
+	hash        uint64 // of its header and body as written
+}
+
+// provenGroup is a re-encoded row group with pages proven by their bytes:
+// its ordinal in the output, those pages by column, and per row the sum
+// of their values' hashes.
+type provenGroup struct {
+	ordinal int
+	pages   [][]provenPage
+	sums    []uint64
 }
 
 // copiedGroup is a row group copied byte for byte: where it is in the
@@ -90,6 +118,11 @@ func sampleRange(h io.Writer, src io.ReaderAt, off, n int64) error {
 // columns. Lanes sum into the row hash once both are done.
 type laneHash struct {
 	acc []uint64
+	// kept sums, per row of the open re-encoded row group of the output,
+	// the hashes of the values of the lane's pages proven by their bytes
+	// (provenPage); last is the page whose hashes values holds.
+	kept []uint64
+	last parquet.Page
 	// values holds a page's value hashes before they are added to their
 	// rows; dict the hashes of the entries of the dictionary of the
 	// column chunk being hashed (see page).
@@ -167,6 +200,7 @@ func (l *laneHash) newChunk() { l.dict.of, l.dict.hashes = nil, l.dict.hashes[:0
 // typedHashes leaves out are read through values and hashed by add.
 // Columns are flat: each level is a row, 0 for a null.
 func (l *laneHash) page(id, row int, p parquet.Page, values []parquet.Value) error {
+	l.last = nil
 	seed := rowdigest.Seed(id)
 	vh, ok := l.values[:0], true
 	if d := p.Dictionary(); d != nil {
@@ -193,15 +227,37 @@ func (l *laneHash) page(id, row int, p parquet.Page, values []parquet.Value) err
 		})
 	}
 	l.values = vh
-	levels := p.DefinitionLevels()
+	if err := spread(l.acc, row, vh, p.DefinitionLevels()); err != nil {
+		return fmt.Errorf("column %d: %w", id, err)
+	}
+	l.last = p
+	return nil
+}
+
+// keep adds the value hashes of page p, which page has just hashed, to
+// the kept sums from row at of the output's row group on, and reports
+// whether it could (page hashed p from its typed data).
+func (l *laneHash) keep(at int64, p parquet.Page) bool {
+	if l.last != p || p == nil {
+		return false
+	}
+	if need := int(at + p.NumRows()); len(l.kept) < need {
+		l.kept = append(l.kept, make([]uint64, need-len(l.kept))...)
+	}
+	return spread(l.kept, int(at), l.values, p.DefinitionLevels()) == nil
+}
+
+// spread adds value hashes vh to acc from row on, one per row that
+// levels mark present (every row when levels is nil).
+func spread(acc []uint64, row int, vh []uint64, levels []byte) error {
 	n := len(levels)
 	if levels == nil {
 		n = len(vh)
 	}
-	if row+n > len(l.acc) {
-		return fmt.Errorf("column %d: %d rows past the row group's %d", id, row+n-len(l.acc), len(l.acc))
+	if row+n > len(acc) {
+		return fmt.Errorf("%d rows past the row group's %d", row+n-len(acc), len(acc))
 	}
-	acc := l.acc[row : row+n]
+	acc = acc[row : row+n]
 	if levels == nil {
 		for i, h := range vh {
 			acc[i] += h
@@ -212,14 +268,14 @@ func (l *laneHash) page(id, row int, p parquet.Page, values []parquet.Value) err
 	for i, lv := range levels {
 		if lv != 0 {
 			if j == len(vh) {
-				return fmt.Errorf("column %d: a page's levels hold more values than its %d", id, len(vh))
+				return fmt.Errorf("a page's levels hold more values than its %d", len(vh))
 			}
 			acc[i] += vh[j]
 			j++
 		}
 	}
 	if j != len(vh) {
-		return fmt.Errorf("column %d: a page holds %d values for %d levels present", id, len(vh), j)
+		return fmt.Errorf("a page holds %d values for %d levels present", len(vh), j)
 	}
 	return nil
 }
@@ -267,9 +323,9 @@ func typedHashes(dst []uint64, seed uint64, data encoding.Values) ([]uint64, boo
 
 // prove reads the output df back from storage, as the merge reads its
 // inputs (whole up to wholeFileBytes, else in large ranges: on S3 a few
-// GETs, not one per page, copyAhead of them in flight), and checks that its re-encoded row groups hold
-// the rows the inputs' did and its copied row groups the bytes that were
-// read. It returns the output's claim.
+// GETs, not one per page, copyAhead of them in flight), and checks that
+// its re-encoded row groups hold the rows the inputs' did and its copied
+// row groups the bytes that were read. It returns the output's claim.
 func (p *rowProof) prove(ctx context.Context, fs icebergio.IO, location string, df iceberg.DataFile, wholeFileBytes int64) (rowdigest.Claim, error) {
 	claim := rowdigest.Claim{Read: p.read}
 	path := df.FilePath()
@@ -285,6 +341,10 @@ func (p *rowProof) prove(ctx context.Context, fs icebergio.IO, location string, 
 	copiedAt := make(map[int]copiedGroup, len(p.copied))
 	for _, g := range p.copied {
 		copiedAt[g.ordinal] = g
+	}
+	provenAt := make(map[int]*provenGroup, len(p.proven))
+	for i := range p.proven {
+		provenAt[p.proven[i].ordinal] = &p.proven[i]
 	}
 	md := pf.Metadata()
 	values := make([]parquet.Value, writeBatch)
@@ -304,16 +364,29 @@ func (p *rowProof) prove(ctx context.Context, fs icebergio.IO, location string, 
 			continue
 		}
 		p.begin(rg.NumRows())
+		l := &p.lanes[0]
+		g := provenAt[r]
+		if g != nil {
+			if int64(len(g.sums)) > rg.NumRows() {
+				return claim, fmt.Errorf("%w: %s: row group %d holds %d rows, fewer than its kept pages' %d", rowdigest.ErrRowsDiffer, path, r, rg.NumRows(), len(g.sums))
+			}
+			copy(l.acc, g.sums)
+		}
 		chunks := rg.ColumnChunks()
 		for c, id := range p.ids {
 			row := 0
-			l := &p.lanes[0]
 			l.newChunk()
-			if err := eachPage(chunks[c], func(pg parquet.Page) error {
-				err := l.page(id, row, pg, values)
-				row += int(pg.NumRows())
-				return err
-			}); err != nil {
+			var err error
+			if g != nil && c < len(g.pages) && len(g.pages[c]) > 0 {
+				err = l.proveKept(xx, in.pf, id, chunks[c], &md.RowGroups[r].Columns[c].MetaData, g.pages[c], values, buf)
+			} else {
+				err = eachPage(chunks[c], func(pg parquet.Page) error {
+					err := l.page(id, row, pg, values)
+					row += int(pg.NumRows())
+					return err
+				})
+			}
+			if err != nil {
 				return claim, fmt.Errorf("read back %s: row group %d: %w", path, r, err)
 			}
 		}
@@ -323,6 +396,130 @@ func (p *rowProof) prove(ctx context.Context, fs icebergio.IO, location string, 
 		return claim, fmt.Errorf("%w: %s: read %s, wrote %s", rowdigest.ErrRowsDiffer, path, claim.Read, claim.Written)
 	}
 	return claim, nil
+}
+
+// proveKept hashes the column chunk cc (metadata cm) of the output, a
+// column of id with pages proven by their bytes (kept, in page order),
+// into the lane's sums: it walks the chunk's pages as its offset index
+// lists them, checking the index against the pages' headers (a reader
+// that ignores the index reads the same pages), compares each kept
+// page's bytes with those written, and decodes the others, through the
+// index, to hash their values.
+func (l *laneHash) proveKept(xx *xxhash.Digest, src io.ReaderAt, id int, cc parquet.ColumnChunk, cm *format.ColumnMetaData, kept []provenPage, values []parquet.Value, buf []byte) error {
+	index, err := cc.OffsetIndex()
+	if err != nil {
+		return fmt.Errorf("column %d: the offset index: %w", id, err)
+	}
+	pages := cc.Pages()
+	defer pages.Close()
+	at, end := chunkStart(cm), chunkStart(cm)+cm.TotalCompressedSize
+	var row int64
+	for i := range index.NumPages() {
+		off, size := index.Offset(i), index.CompressedPageSize(i)
+		if off != at || index.FirstRowIndex(i) != row || size <= 0 || off+size > end {
+			return fmt.Errorf("%w: column %d: the offset index's page %d (offset %d, %d bytes, row %d) is not the chunk's next page (offset %d, row %d)", rowdigest.ErrRowsDiffer, id, i, off, size, index.FirstRowIndex(i), at, row)
+		}
+		h, headerLen, err := readPageHeader(src, off, size, buf)
+		if err != nil {
+			return fmt.Errorf("column %d: page %d: %w", id, i, err)
+		}
+		rows, ok := flatPageRows(&h)
+		if !ok || int64(headerLen)+int64(h.CompressedPageSize) != size {
+			return fmt.Errorf("%w: column %d: page %d's header (%d bytes, a body of %d) is not the offset index's %d bytes", rowdigest.ErrRowsDiffer, id, i, headerLen, h.CompressedPageSize, size)
+		}
+		if len(kept) > 0 && kept[0].page == i {
+			k := kept[0]
+			kept = kept[1:]
+			xx.Reset()
+			if err := hashRange(xx, src, off, size, buf); err != nil {
+				return err
+			}
+			if k.first != row || k.rows != rows || xx.Sum64() != k.hash {
+				return fmt.Errorf("%w: column %d: page %d, kept as it was read, reads back other bytes or rows than were written", rowdigest.ErrRowsDiffer, id, i)
+			}
+		} else {
+			if err := pages.SeekToRow(row); err != nil {
+				return fmt.Errorf("column %d: page %d: %w", id, i, err)
+			}
+			pg, err := pages.ReadPage()
+			if err != nil {
+				return fmt.Errorf("column %d: page %d: %w", id, i, err)
+			}
+			if pg.NumRows() != rows {
+				parquet.Release(pg)
+				return fmt.Errorf("%w: column %d: page %d reads %d rows, its header says %d", rowdigest.ErrRowsDiffer, id, i, pg.NumRows(), rows)
+			}
+			err = l.page(id, int(row), pg, values)
+			parquet.Release(pg)
+			if err != nil {
+				return err
+			}
+		}
+		at += size
+		row += rows
+	}
+	if len(kept) > 0 || at != end || row != int64(len(l.acc)) {
+		return fmt.Errorf("%w: column %d: the pages end at offset %d, row %d, the chunk at %d, row %d, %d kept pages not found", rowdigest.ErrRowsDiffer, id, at, row, end, len(l.acc), len(kept))
+	}
+	return nil
+}
+
+// readPageHeader reads the header of the page of size bytes at off of
+// src, through buf, and returns it with its length.
+func readPageHeader(src io.ReaderAt, off, size int64, buf []byte) (format.PageHeader, int, error) {
+	var h format.PageHeader
+	b := buf[:min(int64(len(buf)), size, pageHeaderBytes)]
+	if err := readFull(src, b, off); err != nil {
+		return h, 0, err
+	}
+	r := bytes.NewReader(b)
+	if err := thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(r)).Decode(&h); err != nil {
+		return h, 0, fmt.Errorf("%w: a page header: %v", rowdigest.ErrRowsDiffer, err)
+	}
+	return h, len(b) - r.Len(), nil
+}
+
+// pageHeaderBytes bounds a page header of the output: without statistics
+// (ownChunk writes none, and drops a kept page's) it is a few dozen bytes.
+const pageHeaderBytes = 4 << 10
+
+// flatPageRows is how many rows data page h holds of a flat column.
+func flatPageRows(h *format.PageHeader) (int64, bool) {
+	if v, ok := h.DataPageHeaderV2.Get(); ok && h.Type == format.DataPageV2 {
+		return int64(v.NumRows), v.NumRows >= 0
+	}
+	if v, ok := h.DataPageHeader.Get(); ok && h.Type == format.DataPage {
+		return int64(v.NumValues), v.NumValues >= 0
+	}
+	return 0, false
+}
+
+// reencoded records the proven pages of the re-encoded row group just
+// written as the output's ordinal-th, from its columns own, and readies
+// the lanes for the next.
+func (p *rowProof) reencoded(ordinal int, own []*ownChunk, rows int64) {
+	g := provenGroup{ordinal: ordinal, pages: make([][]provenPage, len(own))}
+	found := false
+	for c, oc := range own {
+		if oc != nil && len(oc.proven) > 0 {
+			g.pages[c] = slices.Clone(oc.proven)
+			found = true
+		}
+	}
+	if found {
+		// Longer than the row group only if a page was kept past it,
+		// which prove then reports.
+		g.sums = make([]uint64, max(int(rows), len(p.lanes[0].kept), len(p.lanes[1].kept)))
+		for i := range p.lanes {
+			for r, h := range p.lanes[i].kept {
+				g.sums[r] += h
+			}
+		}
+		p.proven = append(p.proven, g)
+	}
+	for i := range p.lanes {
+		p.lanes[i].kept = p.lanes[i].kept[:0]
+	}
 }
 
 // hashCopied hashes copied row group r of the output as the merge hashed

@@ -12,7 +12,9 @@ import (
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/cespare/xxhash/v2"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/icekeeper/icekeeper/internal/rowdigest"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
@@ -40,7 +42,7 @@ func TestMergeProvesRows(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Read whole, and in ranges read ahead (WholeFileBytes 1).
+	// Read whole, and in ranges (WholeFileBytes 1).
 	for _, whole := range []int64{0, 1} {
 		res, rep, err := (&Merger{CheckRows: true, WholeFileBytes: whole}).Group(ctx, tbl, tasks, 1<<30)
 		if err != nil {
@@ -172,5 +174,107 @@ func TestPageHashesAsValues(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "dictionary index") {
 		t.Fatalf("indexes past the dictionary: %v", err)
+	}
+}
+
+// proveKept hashes the pages it is not told were kept as laneHash.page
+// does and adds nothing for a kept page whose offset, rows and bytes are
+// those written; a kept page at another row, of other rows or bytes, or
+// past the chunk's pages, and an offset index that does not walk the
+// chunk's pages from its start to its end, are refused as rows that
+// differ.
+func TestProveKeptPages(t *testing.T) {
+	type record struct {
+		S *string `parquet:"s,optional,plain"`
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n = 3000
+	rows := make([]record, n)
+	for i := range rows {
+		if rng.IntN(6) > 0 {
+			s := strings.Repeat("y", rng.IntN(30)) + strconv.Itoa(i)
+			rows[i].S = &s
+		}
+	}
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[record](&buf, parquet.PageBufferSize(4<<10), parquet.Compression(&parquet.Zstd), parquet.DataPageVersion(2))
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	file := buf.Bytes()
+	open := func() (parquet.ColumnChunk, format.ColumnMetaData) {
+		// As the proof opens its output: without the page index, which
+		// proveKept loads.
+		pf, err := parquet.OpenFile(bytes.NewReader(file), int64(len(file)), parquet.SkipPageIndex(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pf.RowGroups()[0].ColumnChunks()[0], pf.Metadata().RowGroups[0].Columns[0].MetaData
+	}
+	cc, cm := open()
+	values := make([]parquet.Value, 100)
+	var whole laneHash
+	whole.acc = make([]uint64, n)
+	whole.newChunk()
+	row := 0
+	if err := eachPage(cc, func(p parquet.Page) error {
+		err := whole.page(1, row, p, values)
+		row += int(p.NumRows())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	oi, err := cc.OffsetIndex()
+	if err != nil || oi.NumPages() < 4 {
+		t.Fatalf("%v, want several pages", err)
+	}
+	keptPage := func(i int) provenPage {
+		off, size := oi.Offset(i), oi.CompressedPageSize(i)
+		h := xxhash.Sum64(file[off : off+size])
+		return provenPage{page: i, first: oi.FirstRowIndex(i), rows: oi.FirstRowIndex(i+1) - oi.FirstRowIndex(i), hash: h}
+	}
+	prove := func(kept []provenPage, cm format.ColumnMetaData) (*laneHash, error) {
+		cc, _ := open()
+		l := &laneHash{acc: make([]uint64, n)}
+		l.newChunk()
+		return l, l.proveKept(xxhash.New(), bytes.NewReader(file), 1, cc, &cm, kept, values, make([]byte, 1<<20))
+	}
+
+	kept := []provenPage{keptPage(1), keptPage(3)}
+	l, err := prove(kept, cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range l.acc {
+		want := whole.acc[i]
+		for _, k := range kept {
+			if int64(i) >= k.first && int64(i) < k.first+k.rows {
+				want = 0
+			}
+		}
+		if l.acc[i] != want {
+			t.Fatalf("row %d: %x, want %x", i, l.acc[i], want)
+		}
+	}
+
+	for _, c := range []struct {
+		name string
+		edit func(k *provenPage, cm *format.ColumnMetaData)
+	}{
+		{"other bytes", func(k *provenPage, _ *format.ColumnMetaData) { k.hash++ }},
+		{"another first row", func(k *provenPage, _ *format.ColumnMetaData) { k.first++ }},
+		{"other rows", func(k *provenPage, _ *format.ColumnMetaData) { k.rows-- }},
+		{"past the chunk's pages", func(k *provenPage, _ *format.ColumnMetaData) { k.page = 1000 }},
+		{"an index that starts elsewhere", func(_ *provenPage, cm *format.ColumnMetaData) { cm.DataPageOffset++ }},
+		{"an index that ends early", func(_ *provenPage, cm *format.ColumnMetaData) { cm.TotalCompressedSize++ }},
+	} {
+		k, cm := keptPage(2), cm
+		c.edit(&k, &cm)
+		if _, err := prove([]provenPage{k}, cm); !errors.Is(err, rowdigest.ErrRowsDiffer) {
+			t.Errorf("%s: %v", c.name, err)
+		}
 	}
 }

@@ -15,6 +15,7 @@ type readAhead struct {
 	size, piece int64
 	ahead       int
 	pieces      map[int64]*fetch // by index
+	free        [][]byte         // buffers of pieces done with
 }
 
 // fetch is one piece being read, or read.
@@ -33,7 +34,14 @@ func (r *readAhead) start(i int64) {
 	if _, ok := r.pieces[i]; ok || i*r.piece >= r.size {
 		return
 	}
-	f := &fetch{done: make(chan struct{}), buf: make([]byte, min(r.piece, r.size-i*r.piece))}
+	n := min(r.piece, r.size-i*r.piece)
+	var buf []byte
+	if k := len(r.free); k > 0 {
+		buf, r.free = r.free[k-1], r.free[:k-1]
+	} else {
+		buf = make([]byte, min(r.piece, r.size))
+	}
+	f := &fetch{done: make(chan struct{}), buf: buf[:n]}
 	r.pieces[i] = f
 	go func() {
 		defer close(f.done)
@@ -54,6 +62,7 @@ func (r *readAhead) ReadAt(p []byte, off int64) (int, error) {
 			if j < i || j >= i+int64(r.ahead) {
 				<-f.done
 				delete(r.pieces, j)
+				r.free = append(r.free, f.buf[:cap(f.buf)])
 			}
 		}
 		for j := i; j < i+int64(r.ahead); j++ {
