@@ -20,10 +20,13 @@ import (
 
 // openedFile is one input, read ahead.
 type openedFile struct {
-	task  table.FileScanTask // lineage needs its first_row_id and sequence number
-	df    iceberg.DataFile
-	pf    *parquet.File
-	src   copySource
+	task table.FileScanTask // lineage needs its first_row_id and sequence number
+	df   iceberg.DataFile
+	pf   *parquet.File
+	src  copySource
+	// body reads the file as parquet-go's page reads do: through the
+	// read-ahead when there is one, whatever the size of the read.
+	body  io.ReaderAt
 	close func()
 	err   error
 }
@@ -252,6 +255,7 @@ func openInput(ctx context.Context, fsys icebergio.IO, location string, df icebe
 	} else {
 		o.close = func() { f.Close() }
 	}
+	o.body = r
 	return o.parse(r, size, wholeFileBytes)
 }
 
@@ -259,10 +263,10 @@ func openInput(ctx context.Context, fsys icebergio.IO, location string, df icebe
 // one, then the ranges parquet-go asks for (ahead of it with ahead > 0).
 func openRanged(df iceberg.DataFile, rr *objects.RangeReader, size int64, ahead int) openedFile {
 	o := openedFile{df: df, close: func() {}, src: copySource{r: rr, path: df.FilePath()}}
-	var body io.ReaderAt = rr
+	o.body = rr
 	if ahead > 0 {
 		ra := newReadAhead(rr, size, readBufferBytes, ahead)
-		body = ra
+		o.body = ra
 		o.close = ra.wait
 	}
 	n := min(size, tailBytes)
@@ -271,12 +275,13 @@ func openRanged(df iceberg.DataFile, rr *objects.RangeReader, size int64, ahead 
 		o.err = fmt.Errorf("read %s: %w", df.FilePath(), err)
 		return o
 	}
-	return o.parse(&withTail{ReaderAt: body, direct: rr, tail: tail, at: size - n}, size, 0)
+	return o.parse(&withTail{ReaderAt: o.body, direct: rr, tail: tail, at: size - n}, size, 0)
 }
 
 // withTail serves reads that fall in the file's end from tail, which was
 // read at at; other small reads (the magic at the file's start) from
-// direct, so that they set no read-ahead going; the rest from the
+// direct, so that they set no read-ahead going, unless the read-ahead
+// holds their bytes already (a small column chunk); the rest from the
 // ReaderAt.
 type withTail struct {
 	io.ReaderAt
@@ -293,7 +298,9 @@ func (w *withTail) ReadAt(p []byte, off int64) (int, error) {
 		return copy(p, w.tail[off-w.at:]), nil
 	}
 	if len(p) <= smallRead {
-		return w.direct.ReadAt(p, off)
+		if ra, ok := w.ReaderAt.(*readAhead); !ok || !ra.holds(off, int64(len(p))) {
+			return w.direct.ReadAt(p, off)
+		}
 	}
 	return w.ReaderAt.ReadAt(p, off)
 }

@@ -378,7 +378,7 @@ func (p *rowProof) prove(ctx context.Context, fs icebergio.IO, location string, 
 			l.newChunk()
 			var err error
 			if g != nil && c < len(g.pages) && len(g.pages[c]) > 0 {
-				err = l.proveKept(xx, in.pf, id, chunks[c], &md.RowGroups[r].Columns[c].MetaData, g.pages[c], values, buf)
+				err = l.proveKept(xx, in.body, id, chunks[c], &md.RowGroups[r].Columns[c].MetaData, g.pages[c], values, buf)
 			} else {
 				err = eachPage(chunks[c], func(pg parquet.Page) error {
 					err := l.page(id, row, pg, values)

@@ -78,6 +78,17 @@ func (r *readAhead) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// holds reports whether the n bytes at off are in pieces fetched or being
+// fetched.
+func (r *readAhead) holds(off, n int64) bool {
+	for i := off / r.piece; i*r.piece < off+n; i++ {
+		if _, ok := r.pieces[i]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // wait lets every fetch in flight finish, so that src may be closed.
 func (r *readAhead) wait() {
 	for _, f := range r.pieces {

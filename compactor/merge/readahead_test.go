@@ -41,6 +41,9 @@ func TestReadAhead(t *testing.T) {
 	if got := src.reads.Load(); got != 11 {
 		t.Fatalf("a forward pass read %d pieces of 11", got)
 	}
+	if !ra.holds(10_100, 300) || ra.holds(8_900, 200) || ra.holds(0, 4) {
+		t.Fatal("holds: the last piece is held, those behind it not")
+	}
 	for _, off := range []int64{10_200, 0, 9_500, 4_321, 999, 10_000} {
 		n, err := ra.ReadAt(buf, off)
 		want := min(int64(len(buf)), int64(len(data))-off)
