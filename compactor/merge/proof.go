@@ -242,7 +242,16 @@ func (l *laneHash) keep(at int64, p parquet.Page) bool {
 		return false
 	}
 	if need := int(at + p.NumRows()); len(l.kept) < need {
-		l.kept = append(l.kept, make([]uint64, need-len(l.kept))...)
+		// Doubled, not grown by the quarter append grows a large slice
+		// by: a row group's sums grow a page at a time to millions.
+		if need > cap(l.kept) {
+			grown := make([]uint64, len(l.kept), max(need, 2*cap(l.kept)))
+			copy(grown, l.kept)
+			l.kept = grown
+		}
+		n := len(l.kept)
+		l.kept = l.kept[:need]
+		clear(l.kept[n:])
 	}
 	return spread(l.kept, int(at), l.values, p.DefinitionLevels()) == nil
 }
@@ -507,14 +516,16 @@ func (p *rowProof) reencoded(ordinal int, own []*ownChunk, rows int64) {
 		}
 	}
 	if found {
-		// Longer than the row group only if a page was kept past it,
-		// which prove then reports.
-		g.sums = make([]uint64, max(int(rows), len(p.lanes[0].kept), len(p.lanes[1].kept)))
-		for i := range p.lanes {
-			for r, h := range p.lanes[i].kept {
-				g.sums[r] += h
-			}
+		// The sums end at the last row of a kept page: prove reports
+		// them longer than the row group.
+		long, short := &p.lanes[0].kept, &p.lanes[1].kept
+		if len(*long) < len(*short) {
+			long, short = short, long
 		}
+		for r, h := range *short {
+			(*long)[r] += h
+		}
+		g.sums, *long = *long, nil
 		p.proven = append(p.proven, g)
 	}
 	for i := range p.lanes {
