@@ -380,7 +380,7 @@ func (o *mergeOutput) flushReencoded() error {
 	if o.own != nil {
 		ordinal := len(o.st.groups)
 		err = o.st.adoptWithOwn(&o.sink, o.own)
-		if o.proof != nil {
+		if err == nil && o.proof != nil {
 			o.proof.reencoded(ordinal, o.own, o.rgRows)
 		}
 		for _, oc := range o.own {

@@ -120,9 +120,10 @@ type laneHash struct {
 	acc []uint64
 	// kept sums, per row of the open re-encoded row group of the output,
 	// the hashes of the values of the lane's pages proven by their bytes
-	// (provenPage); last is the page whose hashes values holds.
-	kept []uint64
-	last parquet.Page
+	// (provenPage); typed says values holds the hashes of the page hashed
+	// last (page hashed it from its typed data).
+	kept  []uint64
+	typed bool
 	// values holds a page's value hashes before they are added to their
 	// rows; dict the hashes of the entries of the dictionary of the
 	// column chunk being hashed (see page).
@@ -200,7 +201,7 @@ func (l *laneHash) newChunk() { l.dict.of, l.dict.hashes = nil, l.dict.hashes[:0
 // typedHashes leaves out are read through values and hashed by add.
 // Columns are flat: each level is a row, 0 for a null.
 func (l *laneHash) page(id, row int, p parquet.Page, values []parquet.Value) error {
-	l.last = nil
+	l.typed = false
 	seed := rowdigest.Seed(id)
 	vh, ok := l.values[:0], true
 	if d := p.Dictionary(); d != nil {
@@ -230,15 +231,15 @@ func (l *laneHash) page(id, row int, p parquet.Page, values []parquet.Value) err
 	if err := spread(l.acc, row, vh, p.DefinitionLevels()); err != nil {
 		return fmt.Errorf("column %d: %w", id, err)
 	}
-	l.last = p
+	l.typed = true
 	return nil
 }
 
-// keep adds the value hashes of page p, which page has just hashed, to
+// keep adds the value hashes of page p, the page the lane hashed last, to
 // the kept sums from row at of the output's row group on, and reports
 // whether it could (page hashed p from its typed data).
 func (l *laneHash) keep(at int64, p parquet.Page) bool {
-	if l.last != p || p == nil {
+	if !l.typed {
 		return false
 	}
 	if need := int(at + p.NumRows()); len(l.kept) < need {
