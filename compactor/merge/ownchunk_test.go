@@ -134,18 +134,8 @@ func TestOwnColumnsKeepPages(t *testing.T) {
 // damaged bytes.
 func TestOwnColumnsRefuseDamagedPage(t *testing.T) {
 	ctx := context.Background()
-	tbl, src := payloadTable(t, iceberg.Properties{"write.parquet.compression-codec": "uncompressed", "write.parquet.page-size-bytes": "16384"})
-	path := strings.TrimSuffix(src, ".parquet") + "-uncompressed.parquet"
-	rewriteParquet(t, src, path, false, &parquet.Uncompressed, parquet.DataPageVersion(2))
-	tbl, tasks := addFiles(t, tbl, "file://"+path)
-	// The rewritten file first: it chooses the columns kept.
-	slices.SortFunc(tasks, func(a, b table.FileScanTask) int {
-		return cmp.Compare(len(b.File.FilePath()), len(a.File.FilePath()))
-	})
-	_, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
-	if err != nil || rep.RowGroups.KeptPages == 0 {
-		t.Fatalf("undamaged: %d pages kept, %v", rep.RowGroups.KeptPages, err)
-	}
+	tbl, tasks, path := plainFirst(t, iceberg.Properties{"write.parquet.compression-codec": "uncompressed", "write.parquet.page-size-bytes": "16384"},
+		"uncompressed", &parquet.Uncompressed, parquet.DataPageVersion(2))
 
 	// One character in the middle of a value of the payload column's
 	// third page (its header holds statistics, which are not kept).
@@ -193,18 +183,7 @@ func TestOwnColumnsRefuseDamagedPage(t *testing.T) {
 // differ, naming the kept page, and nothing is output.
 func TestKeptPageProvedByItsBytes(t *testing.T) {
 	ctx := context.Background()
-	tbl, src := payloadTable(t, iceberg.Properties{"write.parquet.page-size-bytes": "16384"})
-	path := strings.TrimSuffix(src, ".parquet") + "-plain-v1.parquet"
-	rewriteParquet(t, src, path, false, &parquet.Zstd, parquet.DataPageVersion(1))
-	tbl, tasks := addFiles(t, tbl, "file://"+path)
-	// The rewritten file first: it chooses the columns kept.
-	slices.SortFunc(tasks, func(a, b table.FileScanTask) int {
-		return cmp.Compare(len(b.File.FilePath()), len(a.File.FilePath()))
-	})
-	_, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
-	if err != nil || rep.RowGroups.KeptPages == 0 {
-		t.Fatalf("untouched: %d pages kept, %v", rep.RowGroups.KeptPages, err)
-	}
+	tbl, tasks, _ := plainFirst(t, iceberg.Properties{"write.parquet.page-size-bytes": "16384"}, "plain-v1", &parquet.Zstd, parquet.DataPageVersion(1))
 
 	tampered := false
 	m := &Merger{CheckRows: true, beforeProve: func(out string) error {
@@ -237,6 +216,26 @@ func TestKeptPageProvedByItsBytes(t *testing.T) {
 	if !errors.Is(err, rowdigest.ErrRowsDiffer) || !strings.Contains(err.Error(), "kept as it was read") || len(res.NewDataFiles) != 0 {
 		t.Fatalf("a kept page changed before its proof: %v, %d outputs", err, len(res.NewDataFiles))
 	}
+}
+
+// plainFirst is payloadTable's table with props, and its file's rows
+// rewritten PLAIN (codec, opts) beside it as the file named name, which
+// it returns and plans first: that file chooses the columns kept. A merge
+// of the two keeps pages and proves its rows.
+func plainFirst(t *testing.T, props iceberg.Properties, name string, codec compress.Codec, opts ...parquet.WriterOption) (*table.Table, []table.FileScanTask, string) {
+	t.Helper()
+	tbl, src := payloadTable(t, props)
+	path := strings.TrimSuffix(src, ".parquet") + "-" + name + ".parquet"
+	rewriteParquet(t, src, path, false, codec, opts...)
+	tbl, tasks := addFiles(t, tbl, "file://"+path)
+	slices.SortFunc(tasks, func(a, b table.FileScanTask) int {
+		return cmp.Compare(len(b.File.FilePath()), len(a.File.FilePath()))
+	})
+	_, rep, err := (&Merger{CheckRows: true}).Group(context.Background(), tbl, tasks, 1<<30)
+	if err != nil || rep.RowGroups.KeptPages == 0 {
+		t.Fatalf("%s first: %d pages kept, %v", name, rep.RowGroups.KeptPages, err)
+	}
+	return tbl, tasks, path
 }
 
 // payloadTable is a table of tableenv's schema and a payload of 50–200
