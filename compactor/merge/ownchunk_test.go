@@ -180,41 +180,54 @@ func TestOwnColumnsRefuseDamagedPage(t *testing.T) {
 // A page kept as it was is proved by its bytes, not decoded again: a byte
 // of one changed in the output between its writing and its proof (a v1
 // page, which only an input's kept page is) is refused as rows that
-// differ, naming the kept page, and nothing is output.
+// differ, naming the kept page, and nothing is output; whether the output
+// is read back whole or in ranges (its inputs still read whole), and
+// untouched it proves its rows either way.
 func TestKeptPageProvedByItsBytes(t *testing.T) {
 	ctx := context.Background()
 	tbl, tasks, _ := plainFirst(t, iceberg.Properties{"write.parquet.page-size-bytes": "16384"}, "plain-v1", &parquet.Zstd, parquet.DataPageVersion(1))
-
-	tampered := false
-	m := &Merger{CheckRows: true, beforeProve: func(out string) error {
-		out = strings.TrimPrefix(out, "file://")
-		b, pf := readParquet(t, out)
-		cc := pf.RowGroups()[0].ColumnChunks()[6] // payload
-		oi, err := cc.OffsetIndex()
-		if err != nil {
-			return err
+	var largest int64
+	for _, task := range tasks {
+		largest = max(largest, task.File.FileSizeBytes())
+	}
+	for _, whole := range []int64{0, largest} {
+		if _, rep, err := (&Merger{CheckRows: true, WholeFileBytes: whole}).Group(ctx, tbl, tasks, 1<<30); err != nil || rep.RowGroups.KeptPages == 0 {
+			t.Fatalf("whole-file bytes %d: %d pages kept, %v", whole, rep.RowGroups.KeptPages, err)
 		}
-		for i := range oi.NumPages() {
-			off := oi.Offset(i)
-			r := bytes.NewReader(b[off : off+oi.CompressedPageSize(i)])
-			var h format.PageHeader
-			if err := thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(r)).Decode(&h); err != nil {
+		tampered := false
+		m := &Merger{CheckRows: true, WholeFileBytes: whole, beforeProve: func(out string) error {
+			out = strings.TrimPrefix(out, "file://")
+			b, pf := readParquet(t, out)
+			if int64(len(b)) <= whole {
+				t.Fatalf("an output of %d bytes is read back whole", len(b))
+			}
+			cc := pf.RowGroups()[0].ColumnChunks()[6] // payload
+			oi, err := cc.OffsetIndex()
+			if err != nil {
 				return err
 			}
-			if h.Type == format.DataPage {
-				b[off+oi.CompressedPageSize(i)-int64(r.Len()/2)]++
-				tampered = true
-				return os.WriteFile(out, b, 0o644)
+			for i := range oi.NumPages() {
+				off := oi.Offset(i)
+				r := bytes.NewReader(b[off : off+oi.CompressedPageSize(i)])
+				var h format.PageHeader
+				if err := thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(r)).Decode(&h); err != nil {
+					return err
+				}
+				if h.Type == format.DataPage {
+					b[off+oi.CompressedPageSize(i)-int64(r.Len()/2)]++
+					tampered = true
+					return os.WriteFile(out, b, 0o644)
+				}
 			}
+			return nil
+		}}
+		res, _, err := m.Group(ctx, tbl, tasks, 1<<30)
+		if !tampered {
+			t.Fatal("the output holds no kept v1 page")
 		}
-		return nil
-	}}
-	res, _, err := m.Group(ctx, tbl, tasks, 1<<30)
-	if !tampered {
-		t.Fatal("the output holds no kept v1 page")
-	}
-	if !errors.Is(err, rowdigest.ErrRowsDiffer) || !strings.Contains(err.Error(), "kept as it was read") || len(res.NewDataFiles) != 0 {
-		t.Fatalf("a kept page changed before its proof: %v, %d outputs", err, len(res.NewDataFiles))
+		if !errors.Is(err, rowdigest.ErrRowsDiffer) || !strings.Contains(err.Error(), "kept as it was read") || len(res.NewDataFiles) != 0 {
+			t.Fatalf("whole-file bytes %d: a kept page changed before its proof: %v, %d outputs", whole, err, len(res.NewDataFiles))
+		}
 	}
 }
 
