@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -227,6 +228,67 @@ func TestKeptPageProvedByItsBytes(t *testing.T) {
 		}
 		if !errors.Is(err, rowdigest.ErrRowsDiffer) || !strings.Contains(err.Error(), "kept as it was read") || len(res.NewDataFiles) != 0 {
 			t.Fatalf("whole-file bytes %d: a kept page changed before its proof: %v, %d outputs", whole, err, len(res.NewDataFiles))
+		}
+	}
+}
+
+// Pages proved by their bytes are found in the row group they were
+// written to: an output of several re-encoded row groups, or of row groups
+// copied byte for byte ahead of the one re-encoded, proves its rows, which
+// are the inputs' as Arrow reads them.
+func TestKeptPagesAcrossRowGroups(t *testing.T) {
+	ctx := context.Background()
+	tbl, src := payloadTable(t, iceberg.Properties{"write.parquet.page-size-bytes": "16384"})
+	var added []string
+	for i := range 6 {
+		path := strings.TrimSuffix(src, ".parquet") + "-copy" + strconv.Itoa(i) + ".parquet"
+		rewriteParquet(t, src, path, false, &parquet.Zstd, parquet.DataPageVersion(1+i%2))
+		added = append(added, "file://"+path)
+	}
+	tbl, tasks := addFiles(t, tbl, added...)
+	// The rewritten files first, in order: they choose the columns kept.
+	slices.SortFunc(tasks, func(a, b table.FileScanTask) int {
+		return cmp.Or(cmp.Compare(len(b.File.FilePath()), len(a.File.FilePath())), strings.Compare(a.File.FilePath(), b.File.FilePath()))
+	})
+	scan := tbl.Scan()
+	proj, _ := scan.Projection()
+	want, err := rowdigest.Tasks(ctx, scan, proj, tasks, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		rowGroupBytes                string
+		outGroups, copied, reencoded int
+	}{
+		// Each rewritten file (95 KB) is a full row group, copied; the
+		// iceberg-go file is re-encoded after them.
+		{"180000", 7, 6, 1},
+		// None is full: the seven are re-encoded into four.
+		{"190000", 4, 0, 7},
+	} {
+		tx := tbl.NewTransaction()
+		if err := tx.SetProperties(iceberg.Properties{"write.parquet.row-group-size-bytes": c.rowGroupBytes}); err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := tx.Commit(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
+		if err != nil {
+			t.Fatalf("row groups of %s bytes: %v", c.rowGroupBytes, err)
+		}
+		out := res.NewDataFiles[0]
+		_, pf := readParquet(t, strings.TrimPrefix(out.FilePath(), "file://"))
+		if got := rep.RowGroups; len(pf.RowGroups()) != c.outGroups || got.Copied != c.copied || got.Reencoded != c.reencoded || got.KeptPages == 0 {
+			t.Fatalf("row groups of %s bytes: %d row groups out, %+v", c.rowGroupBytes, len(pf.RowGroups()), got)
+		}
+		got, err := rowdigest.Tasks(ctx, scan, proj, []table.FileScanTask{{File: out, Length: out.FileSizeBytes()}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("row groups of %s bytes: Arrow reads %v from the output, %v from the inputs", c.rowGroupBytes, got, want)
 		}
 	}
 }
