@@ -307,7 +307,7 @@ func (c *ownChunk) flushPage() error {
 	if c.zbuf, err = c.codec.Encode(c.zbuf[:0], c.values); err != nil {
 		return fmt.Errorf("compress a page of column %v: %w", c.meta.PathInSchema, err)
 	}
-	if err := c.writePage(c.levels, c.nulls, c.zbuf, false, len(c.values), &c.pageBounds); err != nil {
+	if _, _, err := c.writePage(c.levels, c.nulls, c.zbuf, false, len(c.values), &c.pageBounds); err != nil {
 		return err
 	}
 	c.encoded++
@@ -319,23 +319,38 @@ func (c *ownChunk) flushPage() error {
 // keep writes body, PLAIN values compressed with the chunk's codec
 // (rawSize bytes before), as a page of its own with levels, after the
 // open page.
-func (c *ownChunk) keep(levels []byte, nulls int, body []byte, rawSize int, b *bounds) error {
+func (c *ownChunk) keep(levels []byte, nulls int, body []byte, rawSize int, b *bounds) (header, defs []byte, err error) {
 	if err := c.flushPage(); err != nil {
-		return err
+		return nil, nil, err
 	}
 	c.kept++
 	return c.writePage(levels, nulls, body, true, rawSize, b)
 }
 
+// lastPageRow is the row of the chunk at which the page written last
+// begins.
+func (c *ownChunk) lastPageRow() int64 {
+	return c.offIndex.PageLocations[len(c.offIndex.PageLocations)-1].FirstRowIndex
+}
+
+// lastPage is the page written last, of rows rows, whose bytes are parts,
+// as a page proven by its bytes.
+func (c *ownChunk) lastPage(rows int64, parts ...[]byte) provenPage {
+	xx := xxhash.New()
+	for _, b := range parts {
+		xx.Write(b)
+	}
+	return provenPage{page: len(c.offIndex.PageLocations) - 1, first: c.lastPageRow(), rows: rows, hash: xx.Sum64()}
+}
+
 // writePage writes a data page (v2) of len(levels) rows: its header, its
 // definition levels (RLE, uncompressed, as v2 keeps them) and body, an
-// input's bytes when input is set.
-func (c *ownChunk) writePage(levels []byte, nulls int, body []byte, input bool, rawSize int, b *bounds) error {
-	var defs []byte
+// input's bytes when input is set. It returns the header's bytes and the
+// levels', which stay valid until the next page.
+func (c *ownChunk) writePage(levels []byte, nulls int, body []byte, input bool, rawSize int, b *bounds) (header, defs []byte, err error) {
 	if c.optional {
-		var err error
 		if c.lbuf, err = (&rle.Encoding{BitWidth: 1}).EncodeLevels(c.lbuf[:0], levels); err != nil {
-			return fmt.Errorf("encode the levels of column %v: %w", c.meta.PathInSchema, err)
+			return nil, nil, fmt.Errorf("encode the levels of column %v: %w", c.meta.PathInSchema, err)
 		}
 		defs = c.lbuf
 	}
@@ -355,8 +370,8 @@ func (c *ownChunk) writePage(levels []byte, nulls int, body []byte, input bool, 
 			IsCompressed:               thrift.New(c.meta.Codec != format.Uncompressed),
 		}),
 	}
-	_, err := c.writeHeaded(&h, defs, body, input, rows, nulls, b)
-	return err
+	header, err = c.writeHeaded(&h, defs, body, input, rows, nulls, b)
+	return header, defs, err
 }
 
 // writeHeaded writes a data page of rows rows, nulls of them null, and
@@ -681,14 +696,10 @@ func (c *ownChunk) copyInto(in inputBytes, cc parquet.ColumnChunk, cm *format.Co
 				if err != nil {
 					return err
 				}
-				loc := c.offIndex.PageLocations[len(c.offIndex.PageLocations)-1]
 				// Read whole, the page's bytes are those parquet-go
 				// decoded p from (provenPage).
-				if lh != nil && in.whole != nil && lh.keep(loc.FirstRowIndex, p) {
-					xx := xxhash.New()
-					xx.Write(header)
-					xx.Write(r.body)
-					c.proven = append(c.proven, provenPage{page: len(c.offIndex.PageLocations) - 1, first: loc.FirstRowIndex, rows: p.NumRows(), hash: xx.Sum64()})
+				if lh != nil && in.whole != nil && lh.keep(c.lastPageRow(), p) {
+					c.proven = append(c.proven, c.lastPage(p.NumRows(), header, r.body))
 				}
 				return nil
 			}
@@ -742,7 +753,17 @@ func (c *ownChunk) copyInto(in inputBytes, cc parquet.ColumnChunk, cm *format.Co
 		if in.pin != nil {
 			in.pin()
 		}
-		return c.keep(levels, nulls, dictPage.body, int(dictPage.h.UncompressedPageSize), &c.keptBounds)
+		header, defs, err := c.keep(levels, nulls, dictPage.body, int(dictPage.h.UncompressedPageSize), &c.keptBounds)
+		if err != nil {
+			return err
+		}
+		// The page's values are the dictionary's entries in order, which
+		// parquet-go decoded from the bytes kept when the input was read
+		// whole (provenPage).
+		if lh != nil && in.whole != nil && lh.keepDictionary(c.lastPageRow(), levels, dict.Len()) {
+			c.proven = append(c.proven, c.lastPage(int64(len(levels)), header, defs, dictPage.body))
+		}
+		return nil
 	}
 	return eachBatch(cc, values, c.addValues)
 }

@@ -135,8 +135,8 @@ func TestOwnColumnsKeepPages(t *testing.T) {
 // damaged bytes.
 func TestOwnColumnsRefuseDamagedPage(t *testing.T) {
 	ctx := context.Background()
-	tbl, tasks, path := plainFirst(t, iceberg.Properties{"write.parquet.compression-codec": "uncompressed", "write.parquet.page-size-bytes": "16384"},
-		"uncompressed", &parquet.Uncompressed, parquet.DataPageVersion(2))
+	tbl, tasks, path := rewrittenFirst(t, iceberg.Properties{"write.parquet.compression-codec": "uncompressed", "write.parquet.page-size-bytes": "16384"},
+		"uncompressed", false, &parquet.Uncompressed, parquet.DataPageVersion(2))
 
 	// One character in the middle of a value of the payload column's
 	// third page (its header holds statistics, which are not kept).
@@ -179,70 +179,87 @@ func TestOwnColumnsRefuseDamagedPage(t *testing.T) {
 }
 
 // A page kept as it was is proved by its bytes, not decoded again: a byte
-// of one changed in the output between its writing and its proof (a v1
-// page, which only an input's kept page is) is refused as rows that
-// differ, naming the kept page, and nothing is output; whether the output
-// is read back whole or in ranges (its inputs still read whole), and
-// untouched it proves its rows either way.
+// of one changed in the output between its writing and its proof is
+// refused as rows that differ, naming the kept page, and nothing is
+// output; whether the output is read back whole or in ranges (its inputs
+// still read whole), and untouched it proves its rows either way. The
+// pages are an input's PLAIN v1 pages (the output's only v1 pages), and a
+// dictionary of distinct values kept as a data page (the output's
+// largest page).
 func TestKeptPageProvedByItsBytes(t *testing.T) {
 	ctx := context.Background()
-	tbl, tasks, _ := plainFirst(t, iceberg.Properties{"write.parquet.page-size-bytes": "16384"}, "plain-v1", &parquet.Zstd, parquet.DataPageVersion(1))
-	var largest int64
-	for _, task := range tasks {
-		largest = max(largest, task.File.FileSizeBytes())
-	}
-	for _, whole := range []int64{0, largest} {
-		if _, rep, err := (&Merger{CheckRows: true, WholeFileBytes: whole}).Group(ctx, tbl, tasks, 1<<30); err != nil || rep.RowGroups.KeptPages == 0 {
-			t.Fatalf("whole-file bytes %d: %d pages kept, %v", whole, rep.RowGroups.KeptPages, err)
+	for _, v := range []struct {
+		name  string
+		dict  bool
+		opts  []parquet.WriterOption
+		which func(h *format.PageHeader, size, largest int64) bool
+	}{
+		{"plain-v1", false, []parquet.WriterOption{parquet.DataPageVersion(1)}, func(h *format.PageHeader, _, _ int64) bool { return h.Type == format.DataPage }},
+		{"dictionary-v2", true, []parquet.WriterOption{parquet.DataPageVersion(2)}, func(_ *format.PageHeader, size, largest int64) bool { return size == largest }},
+	} {
+		tbl, tasks, _ := rewrittenFirst(t, iceberg.Properties{"write.parquet.page-size-bytes": "16384"}, v.name, v.dict, &parquet.Zstd, v.opts...)
+		var largest int64
+		for _, task := range tasks {
+			largest = max(largest, task.File.FileSizeBytes())
 		}
-		tampered := false
-		m := &Merger{CheckRows: true, WholeFileBytes: whole, beforeProve: func(out string) error {
-			out = strings.TrimPrefix(out, "file://")
-			b, pf := readParquet(t, out)
-			if int64(len(b)) <= whole {
-				t.Fatalf("an output of %d bytes is read back whole", len(b))
+		for _, whole := range []int64{0, largest} {
+			if _, rep, err := (&Merger{CheckRows: true, WholeFileBytes: whole}).Group(ctx, tbl, tasks, 1<<30); err != nil || rep.RowGroups.KeptPages == 0 {
+				t.Fatalf("%s, whole-file bytes %d: %d pages kept, %v", v.name, whole, rep.RowGroups.KeptPages, err)
 			}
-			cc := pf.RowGroups()[0].ColumnChunks()[6] // payload
-			oi, err := cc.OffsetIndex()
-			if err != nil {
-				return err
-			}
-			for i := range oi.NumPages() {
-				off := oi.Offset(i)
-				r := bytes.NewReader(b[off : off+oi.CompressedPageSize(i)])
-				var h format.PageHeader
-				if err := thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(r)).Decode(&h); err != nil {
+			tampered := false
+			m := &Merger{CheckRows: true, WholeFileBytes: whole, beforeProve: func(out string) error {
+				out = strings.TrimPrefix(out, "file://")
+				b, pf := readParquet(t, out)
+				if int64(len(b)) <= whole {
+					t.Fatalf("an output of %d bytes is read back whole", len(b))
+				}
+				cc := pf.RowGroups()[0].ColumnChunks()[6] // payload
+				oi, err := cc.OffsetIndex()
+				if err != nil {
 					return err
 				}
-				if h.Type == format.DataPage {
-					b[off+oi.CompressedPageSize(i)-int64(r.Len()/2)]++
-					tampered = true
-					return os.WriteFile(out, b, 0o644)
+				var biggest int64
+				for i := range oi.NumPages() {
+					biggest = max(biggest, oi.CompressedPageSize(i))
 				}
+				for i := range oi.NumPages() {
+					off, size := oi.Offset(i), oi.CompressedPageSize(i)
+					r := bytes.NewReader(b[off : off+size])
+					var h format.PageHeader
+					if err := thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(r)).Decode(&h); err != nil {
+						return err
+					}
+					if v.which(&h, size, biggest) {
+						b[off+size-int64(r.Len()/2)]++
+						tampered = true
+						return os.WriteFile(out, b, 0o644)
+					}
+				}
+				return nil
+			}}
+			res, _, err := m.Group(ctx, tbl, tasks, 1<<30)
+			if !tampered {
+				t.Fatalf("%s: the output holds no such page", v.name)
 			}
-			return nil
-		}}
-		res, _, err := m.Group(ctx, tbl, tasks, 1<<30)
-		if !tampered {
-			t.Fatal("the output holds no kept v1 page")
-		}
-		if !errors.Is(err, rowdigest.ErrRowsDiffer) || !strings.Contains(err.Error(), "kept as it was read") || len(res.NewDataFiles) != 0 {
-			t.Fatalf("whole-file bytes %d: a kept page changed before its proof: %v, %d outputs", whole, err, len(res.NewDataFiles))
+			if !errors.Is(err, rowdigest.ErrRowsDiffer) || !strings.Contains(err.Error(), "kept as it was read") || len(res.NewDataFiles) != 0 {
+				t.Fatalf("%s, whole-file bytes %d: a kept page changed before its proof: %v, %d outputs", v.name, whole, err, len(res.NewDataFiles))
+			}
 		}
 	}
 }
 
-// Pages proved by their bytes are found in the row group they were
-// written to: an output of several re-encoded row groups, or of row groups
-// copied byte for byte ahead of the one re-encoded, proves its rows, which
-// are the inputs' as Arrow reads them.
+// Pages proved by their bytes (PLAIN pages, v1 and v2, and dictionaries
+// kept as data pages) are found in the row group they were written to:
+// an output of several re-encoded row groups, or of row groups copied byte
+// for byte ahead of those re-encoded, proves its rows, which are the
+// inputs' as Arrow reads them.
 func TestKeptPagesAcrossRowGroups(t *testing.T) {
 	ctx := context.Background()
 	tbl, src := payloadTable(t, iceberg.Properties{"write.parquet.page-size-bytes": "16384"})
 	var added []string
 	for i := range 6 {
 		path := strings.TrimSuffix(src, ".parquet") + "-copy" + strconv.Itoa(i) + ".parquet"
-		rewriteParquet(t, src, path, false, &parquet.Zstd, parquet.DataPageVersion(1+i%2))
+		rewriteParquet(t, src, path, i >= 4, &parquet.Zstd, parquet.DataPageVersion(1+i%2))
 		added = append(added, "file://"+path)
 	}
 	tbl, tasks := addFiles(t, tbl, added...)
@@ -260,9 +277,10 @@ func TestKeptPagesAcrossRowGroups(t *testing.T) {
 		rowGroupBytes                string
 		outGroups, copied, reencoded int
 	}{
-		// Each rewritten file (95 KB) is a full row group, copied; the
-		// iceberg-go file is re-encoded after them.
-		{"180000", 7, 6, 1},
+		// Each PLAIN file (95 KB) is a full row group, copied; the two
+		// dictionary-encoded files and iceberg-go's are re-encoded after
+		// them, into two row groups.
+		{"180000", 6, 4, 3},
 		// None is full: the seven are re-encoded into four.
 		{"190000", 4, 0, 7},
 	} {
@@ -293,15 +311,15 @@ func TestKeptPagesAcrossRowGroups(t *testing.T) {
 	}
 }
 
-// plainFirst is payloadTable's table with props, and its file's rows
-// rewritten PLAIN (codec, opts) beside it as the file named name, which
-// it returns and plans first: that file chooses the columns kept. A merge
-// of the two keeps pages and proves its rows.
-func plainFirst(t *testing.T, props iceberg.Properties, name string, codec compress.Codec, opts ...parquet.WriterOption) (*table.Table, []table.FileScanTask, string) {
+// rewrittenFirst is payloadTable's table with props, and its file's rows
+// rewritten (rewriteParquet: dict, codec, opts) beside it as the file
+// named name, which it returns and plans first: that file chooses the
+// columns kept. A merge of the two keeps pages and proves its rows.
+func rewrittenFirst(t *testing.T, props iceberg.Properties, name string, dict bool, codec compress.Codec, opts ...parquet.WriterOption) (*table.Table, []table.FileScanTask, string) {
 	t.Helper()
 	tbl, src := payloadTable(t, props)
 	path := strings.TrimSuffix(src, ".parquet") + "-" + name + ".parquet"
-	rewriteParquet(t, src, path, false, codec, opts...)
+	rewriteParquet(t, src, path, dict, codec, opts...)
 	tbl, tasks := addFiles(t, tbl, "file://"+path)
 	slices.SortFunc(tasks, func(a, b table.FileScanTask) int {
 		return cmp.Compare(len(b.File.FilePath()), len(a.File.FilePath()))

@@ -42,8 +42,8 @@ type rowProof struct {
 }
 
 // provenPage is an input's page that a re-encoded row group kept as it
-// was (ownChunk.keepRaw) and that prove checks by its bytes instead of
-// decoding it again. Only a page of an input read whole is: parquet-go
+// was (ownChunk.keepRaw, or a dictionary kept as a data page) and that
+// prove checks by its bytes instead of decoding it again. Only a page of an input read whole is: parquet-go
 // decoded it, and the merge hashed its values, from the very buffer whose
 // bytes were written, and the same bytes decode to the same values. Its
 // values' hashes go into the row group's sums as they are hashed on the
@@ -242,19 +242,37 @@ func (l *laneHash) keep(at int64, p parquet.Page) bool {
 	if !l.typed {
 		return false
 	}
-	if need := int(at + p.NumRows()); len(l.kept) < need {
-		// Doubled, not grown by the quarter append grows a large slice
-		// by: a row group's sums grow a page at a time to millions.
-		if need > cap(l.kept) {
-			grown := make([]uint64, len(l.kept), max(need, 2*cap(l.kept)))
-			copy(grown, l.kept)
-			l.kept = grown
-		}
-		n := len(l.kept)
-		l.kept = l.kept[:need]
-		clear(l.kept[n:])
-	}
+	l.growKept(int(at + p.NumRows()))
 	return spread(l.kept, int(at), l.values, p.DefinitionLevels()) == nil
+}
+
+// keepDictionary adds, from row at of the output's row group on, the
+// hashes of the entries of the dictionary of the column chunk the lane
+// hashed last, n of them, in order, one per row levels mark present: the
+// values of a dictionary kept as a data page (ownChunk.copyInto).
+func (l *laneHash) keepDictionary(at int64, levels []byte, n int) bool {
+	if l.dict.of == nil || len(l.dict.hashes) != n {
+		return false
+	}
+	l.growKept(int(at) + len(levels))
+	return spread(l.kept, int(at), l.dict.hashes, levels) == nil
+}
+
+// growKept makes the kept sums at least n rows long, doubling them rather
+// than growing them by the quarter append grows a large slice by: a row
+// group's sums grow a page at a time to millions.
+func (l *laneHash) growKept(n int) {
+	if len(l.kept) >= n {
+		return
+	}
+	if n > cap(l.kept) {
+		grown := make([]uint64, len(l.kept), max(n, 2*cap(l.kept)))
+		copy(grown, l.kept)
+		l.kept = grown
+	}
+	k := len(l.kept)
+	l.kept = l.kept[:n]
+	clear(l.kept[k:])
 }
 
 // spread adds value hashes vh to acc from row on, one per row that
