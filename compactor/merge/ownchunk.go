@@ -318,7 +318,7 @@ func (c *ownChunk) flushPage() error {
 
 // keep writes body, PLAIN values compressed with the chunk's codec
 // (rawSize bytes before), as a page of its own with levels, after the
-// open page.
+// open page, and returns the page's header and levels bytes (writePage).
 func (c *ownChunk) keep(levels []byte, nulls int, body []byte, rawSize int, b *bounds) (header, defs []byte, err error) {
 	if err := c.flushPage(); err != nil {
 		return nil, nil, err
