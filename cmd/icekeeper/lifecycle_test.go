@@ -108,8 +108,11 @@ schedules: {icebergCompaction: %s, icebergSnapshotManagement: %s, icebergUnrefer
 	// event's check off until then. Its first check of the table queues
 	// what the old table needs (snapshot management, at once), and that
 	// run's end checks the table again, at the scheduler's next tick (a
-	// second) after the debounce; quiet is nothing queued or running and
-	// no check for 2.5 s, after the first.
+	// second) after the debounce; quiet is nothing queued or running at
+	// both ends of 2.5 s without a check, after the first. (With the
+	// queue looked at only at the end, a window that began while that
+	// run was still going passed as quiet, and its end's check met the
+	// reset.)
 	checked := fmt.Sprintf(`"msg":"freshness checked","table":%q`, configs.LocalBucketARN+"/demo/events")
 	queueEmpty := func() bool {
 		resp, err := http.Get("http://" + addr + "/icekeeper/v1/queue")
@@ -126,9 +129,9 @@ schedules: {icebergCompaction: %s, icebergSnapshotManagement: %s, icebergUnrefer
 		return len(q.Queue) == 0
 	}
 	for deadline := time.Now().Add(60 * time.Second); ; {
-		n := strings.Count(logs.String(), checked)
+		n, empty := strings.Count(logs.String(), checked), queueEmpty()
 		time.Sleep(2500 * time.Millisecond)
-		if n > 0 && strings.Count(logs.String(), checked) == n && queueEmpty() {
+		if n > 0 && empty && strings.Count(logs.String(), checked) == n && queueEmpty() {
 			break
 		}
 		if time.Now().After(deadline) {
