@@ -92,6 +92,10 @@ func writeSeaweedConfig(dir string, srv servers.RESTServer) (string, error) {
 	for k, v := range srv.Props() {
 		props = append(props, fmt.Sprintf("      %s: %q", k, v))
 	}
+	// ICEKEEPER_BENCH_SKIP_ROW_CHECK measures the run without its row
+	// check, as BenchmarkCompaction's does: what the check's read-back
+	// costs the storage server.
+	skip := os.Getenv("ICEKEEPER_BENCH_SKIP_ROW_CHECK") != ""
 	yaml := fmt.Sprintf(`state: sqlite://state.db
 buckets:
   - arn: %s
@@ -99,7 +103,8 @@ buckets:
 %s
     maintenance:
       icebergCompaction: {targetFileSizeMB: 128, strategy: binpack}
-`, srv.BucketARN, strings.Join(props, "\n"))
+    compaction: {skipRowCheck: %t}
+`, srv.BucketARN, strings.Join(props, "\n"), skip)
 	path := filepath.Join(dir, "icekeeper.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		return "", fmt.Errorf("write %s: %w", path, err)

@@ -52,6 +52,8 @@
 # second: its page faults and context switches), then the
 # check's JSON. OUT=DIR keeps each run's `icekeeper run --json` output and
 # its log there (ICEKEEPER_LOG_LEVEL=debug gives the log its timings).
+# ICEKEEPER_BENCH_SKIP_ROW_CHECK=1 runs icekeeper without its row check
+# (what the check's read-back costs the storage server).
 # Needs root (unshare, nsenter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
