@@ -201,11 +201,17 @@ func TestReadAheadDamagedInAJoinedRun(t *testing.T) {
 			l := append([]iceberg.ManifestFile(nil), list...)
 			l[bad] = lyingCounts{l[bad]}
 			return l
-		}, func(err error) bool { var ce *verified.CountError; return errors.As(err, &ce) && ce.File == list[bad].FilePath() }},
+		}, func(err error) bool {
+			var ce *verified.CountError
+			return errors.As(err, &ce) && ce.File == list[bad].FilePath()
+		}},
 		{"cut at a block boundary", func(t *testing.T) []iceberg.ManifestFile {
 			testkit.DamageFor(t, ctx, tbl, list[bad].FilePath(), func(b []byte) ([]byte, error) { return testkit.CutAfterBlocks(b, 0) })
 			return list
-		}, func(err error) bool { var le *verified.LengthError; return errors.As(err, &le) && le.File == list[bad].FilePath() }},
+		}, func(err error) bool {
+			var le *verified.LengthError
+			return errors.As(err, &le) && le.File == list[bad].FilePath()
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l := c.damage(t)
