@@ -163,7 +163,7 @@ func (c *Cache) Of(ctx context.Context, key string, tbl *table.Table, targetMB, 
 		return h, err
 	}
 	if cur := tbl.CurrentSnapshot(); cur != nil {
-		if h.Files, err = filesOf(fs, tbl.Metadata(), cur, targetMB, minInput, strategy); err != nil {
+		if h.Files, err = filesOf(ctx, fs, tbl.Metadata(), cur, targetMB, minInput, strategy); err != nil {
 			return h, err
 		}
 	}
@@ -213,7 +213,7 @@ func (c *Cache) cached(key string, tbl *table.Table, targetMB, minInput int, str
 }
 
 // filesOf reads the figures of snapshot cur's manifests.
-func filesOf(fs icebergio.IO, meta table.Metadata, cur *table.Snapshot, targetMB, minInput int, strategy maintenance.Strategy) (Files, error) {
+func filesOf(ctx context.Context, fs icebergio.IO, meta table.Metadata, cur *table.Snapshot, targetMB, minInput int, strategy maintenance.Strategy) (Files, error) {
 	var h Files
 	meter, measured := planner.NewClusterMeter(meta, string(strategy))
 	small := int64(float64(targetMB) * SmallFileRatio * (1 << 20))
@@ -222,11 +222,11 @@ func filesOf(fs icebergio.IO, meta table.Metadata, cur *table.Snapshot, targetMB
 		return h, err
 	}
 	smallIn := map[string]int{} // small data files per partition
-	for _, m := range manifests {
-		for e, err := range verified.Entries(fs, m, true) {
-			if err != nil {
-				return h, err
-			}
+	for m, err := range verified.ReadAhead(ctx, fs, manifests, true) {
+		if err != nil {
+			return h, err
+		}
+		for _, e := range m.Entries {
 			df := e.DataFile()
 			h.TotalBytes += df.FileSizeBytes()
 			if df.ContentType() == iceberg.EntryContentData {
