@@ -14,7 +14,6 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/verified"
 )
@@ -36,12 +35,7 @@ func (c *countingIO) Open(name string) (icebergio.File, error) {
 func streamingTable(t *testing.T, partitioned bool, version string) *table.Table {
 	t.Helper()
 	ctx := context.Background()
-	reg := configs.Embedded(t.TempDir()).Registry()
-	t.Cleanup(reg.Close)
-	b, err := reg.Bucket("local")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := localBucket(t)
 	sc := iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "ts", Type: iceberg.PrimitiveTypes.TimestampTz},
@@ -55,6 +49,7 @@ func streamingTable(t *testing.T, partitioned bool, version string) *table.Table
 		opts = append(opts, catalog.WithPartitionSpec(&spec))
 	}
 	tbl := testkit.NewTable(t, b, "db", "streaming", sc, opts...)
+	var err error
 	rng := rand.New(rand.NewPCG(3, 4))
 	if tbl, err = testkit.AppendCommits(ctx, tbl, 12, 30, 0, rng); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/demo"
 	"github.com/icekeeper/icekeeper/internal/rebase"
@@ -27,13 +26,9 @@ import (
 func oldWriterTable(t *testing.T, totals bool) (*table.Table, func() *table.Table) {
 	t.Helper()
 	ctx := context.Background()
-	reg := configs.Embedded(t.TempDir()).Registry()
-	t.Cleanup(reg.Close)
-	b, err := reg.Bucket("local")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := localBucket(t)
 	tbl := testkit.NewTable(t, b, "db", "old", demo.Schema(), catalog.WithProperties(iceberg.Properties{"format-version": "1"}))
+	var err error
 	if tbl, err = testkit.AppendRandom(ctx, tbl, 10, 0, rand.New(rand.NewPCG(1, 2))); err != nil {
 		t.Fatal(err)
 	}

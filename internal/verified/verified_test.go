@@ -11,23 +11,33 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/configs"
+	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/demo"
 	"github.com/icekeeper/icekeeper/internal/testkit"
 	"github.com/icekeeper/icekeeper/internal/verified"
 )
 
-// bulkTable is a table whose current snapshot's one manifest holds 300
-// entries in several Avro blocks.
-func bulkTable(t *testing.T) *table.Table {
+// localBucket is the embedded default's bucket in a directory of the
+// test's own.
+func localBucket(t *testing.T) *bucket.Bucket {
 	t.Helper()
-	ctx := context.Background()
 	reg := configs.Embedded(t.TempDir()).Registry()
 	t.Cleanup(reg.Close)
 	b, err := reg.Bucket("local")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+// bulkTable is a table whose current snapshot's one manifest holds 300
+// entries in several Avro blocks.
+func bulkTable(t *testing.T) *table.Table {
+	t.Helper()
+	ctx := context.Background()
+	b := localBucket(t)
 	tbl := testkit.NewTable(t, b, "db", "bulk", demo.Schema())
+	var err error
 	if tbl, err = testkit.AppendRandom(ctx, tbl, 10, 0, rand.New(rand.NewPCG(1, 2))); err != nil {
 		t.Fatal(err)
 	}
