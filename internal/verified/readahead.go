@@ -122,13 +122,13 @@ func readAhead(ctx context.Context, fs icebergio.IO, manifests []iceberg.Manifes
 				<-ahead
 				got[i+k] = nil // a long table's manifests are not all held
 				var es []iceberg.ManifestEntry
-				var err2 error
+				var aloneErr error
 				if err == nil {
 					es = entries[k]
 				} else {
-					es, err2 = FetchEntries(fs, w.ManifestFile, discardDeleted)
+					es, aloneErr = FetchEntries(fs, w.ManifestFile, discardDeleted)
 				}
-				if !yield(Read{manifests[i+k], es}, err2) || err2 != nil {
+				if !yield(Read{manifests[i+k], es}, aloneErr) || aloneErr != nil {
 					return
 				}
 			}
