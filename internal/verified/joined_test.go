@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -14,7 +15,10 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/testkit"
+	"github.com/icekeeper/icekeeper/internal/testkit/servers"
+	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
 	"github.com/icekeeper/icekeeper/internal/verified"
 )
 
@@ -32,10 +36,9 @@ func (c *countingIO) Open(name string) (icebergio.File, error) {
 // streamingTable is a table of many small manifests of every entry
 // status: appends of their own, a delete that rewrites one file of a
 // manifest (DELETED beside EXISTING entries), and appends after it.
-func streamingTable(t *testing.T, partitioned bool, version string) *table.Table {
+func streamingTable(t *testing.T, b *bucket.Bucket, partitioned bool, version string) *table.Table {
 	t.Helper()
 	ctx := context.Background()
-	b := localBucket(t)
 	sc := iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "ts", Type: iceberg.PrimitiveTypes.TimestampTz},
@@ -67,6 +70,22 @@ func streamingTable(t *testing.T, partitioned bool, version string) *table.Table
 	return tbl
 }
 
+// storageBucket is the embedded default's bucket on local disk, or its
+// catalog with the warehouse on the test S3 server.
+func storageBucket(t *testing.T, storage string) *bucket.Bucket {
+	t.Helper()
+	if storage == "local" {
+		return localBucket(t)
+	}
+	reg := tableenv.SQLOnS3(t.TempDir(), servers.S3(t)).Registry()
+	t.Cleanup(reg.Close)
+	b, err := reg.Bucket("local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // readAhead collects ReadAhead's manifests and entries, and its error,
 // and the lengths of the runs of manifests it decoded as one stream.
 func readAhead(fs icebergio.IO, list []iceberg.ManifestFile, discardDeleted bool) ([]verified.Read, []int, error) {
@@ -88,16 +107,17 @@ func readAhead(fs icebergio.IO, list []iceberg.ManifestFile, discardDeleted bool
 // format version 1 and 2.
 func TestReadAheadJoinedAsAlone(t *testing.T) {
 	for _, c := range []struct {
-		name        string
-		partitioned bool
-		version     string
+		name, storage string
+		partitioned   bool
+		version       string
 	}{
-		{"v2 by day and kind", true, "2"},
-		{"v2 unpartitioned", false, "2"},
-		{"v1 by day and kind", true, "1"},
+		{"v2 by day and kind", "local", true, "2"},
+		{"v2 unpartitioned", "local", false, "2"},
+		{"v1 by day and kind", "local", true, "1"},
+		{"v2 by day and kind on S3", "s3", true, "2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tbl := streamingTable(t, c.partitioned, c.version)
+			tbl := streamingTable(t, storageBucket(t, c.storage), c.partitioned, c.version)
 			fs, err := tbl.FS(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -173,62 +193,104 @@ type lyingCounts struct{ iceberg.ManifestFile }
 func (l lyingCounts) AddedDataFiles() int32 { return l.ManifestFile.AddedDataFiles() + 1 }
 
 // A damaged manifest inside a run that would be joined fails as it does
-// read alone, with the manifests before it yielded whole: one whose list
-// entry counts other than it holds, and one cut at a block boundary.
+// read alone, with the manifests before it yielded whole, on local disk
+// and on S3: one whose list entry counts an entry more than it holds; one
+// cut at a block boundary, under a list with its counts and under an old
+// writer's list without them; and one whose last block counts a record
+// less, which keeps its length and frames cleanly, so that only the
+// joined stream's decoding can notice it.
 func TestReadAheadDamagedInAJoinedRun(t *testing.T) {
 	ctx := context.Background()
-	tbl := streamingTable(t, true, "2")
-	fs, err := tbl.FS(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	list, err := verified.Manifests(fs, tbl.CurrentSnapshot())
-	if err != nil {
-		t.Fatal(err)
-	}
-	const bad = 5
-	for _, c := range []struct {
-		name   string
-		damage func(t *testing.T) []iceberg.ManifestFile
-		is     func(error) bool
-	}{
-		{"counts", func(t *testing.T) []iceberg.ManifestFile {
-			l := append([]iceberg.ManifestFile(nil), list...)
-			l[bad] = lyingCounts{l[bad]}
-			return l
-		}, func(err error) bool {
-			var ce *verified.CountError
-			return errors.As(err, &ce) && ce.File == list[bad].FilePath()
-		}},
-		{"cut at a block boundary", func(t *testing.T) []iceberg.ManifestFile {
-			testkit.DamageFor(t, ctx, tbl, list[bad].FilePath(), func(b []byte) ([]byte, error) { return testkit.CutAfterBlocks(b, 0) })
-			return list
-		}, func(err error) bool {
-			var le *verified.LengthError
-			return errors.As(err, &le) && le.File == list[bad].FilePath()
-		}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			l := c.damage(t)
-			_, alone := verified.FetchEntries(fs, l[bad], true)
-			got, runs, err := readAhead(fs, l, true)
-			if !c.is(err) || alone == nil || err.Error() != alone.Error() {
-				t.Fatalf("joined: %v\nalone: %v", err, alone)
-			}
-			// The damaged manifest's run is read again one by one.
-			joined := 0
-			for _, n := range runs {
-				joined += n
-			}
-			if len(got) != bad || joined > bad {
-				t.Fatalf("%d manifests yielded before the damaged one, want %d; joined runs decoded: %v", len(got), bad, runs)
-			}
-			for i, r := range got {
-				want, err := verified.FetchEntries(fs, l[i], true)
-				if err != nil || !sameEntries(r.Entries, want) {
-					t.Fatalf("manifest %d before the damaged one: %v", i, err)
+	for _, storage := range []string{"local", "s3"} {
+		for _, c := range []struct {
+			name       string
+			nullCounts bool
+			damage     func(t *testing.T, tbl *table.Table, list []iceberg.ManifestFile, bad int) []iceberg.ManifestFile
+			is         func(err error, path string) bool
+		}{
+			{"counts", false, func(t *testing.T, _ *table.Table, list []iceberg.ManifestFile, bad int) []iceberg.ManifestFile {
+				l := slices.Clone(list)
+				l[bad] = lyingCounts{l[bad]}
+				return l
+			}, isCountError},
+			{"cut at a block boundary", false, cutAt0, isLengthError},
+			{"cut at a block boundary, no list counts", true, cutAt0, isLengthError},
+			{"a block count lowered", false, func(t *testing.T, tbl *table.Table, list []iceberg.ManifestFile, bad int) []iceberg.ManifestFile {
+				testkit.DamageFor(t, ctx, tbl, list[bad].FilePath(), func(b []byte) ([]byte, error) { return testkit.LowerBlockCount(b, 1) })
+				return list
+			}, func(err error, path string) bool {
+				// Not refused by its length: its bytes frame and decode.
+				return err != nil && strings.Contains(err.Error(), path) && !isLengthError(err, path)
+			}},
+		} {
+			t.Run(storage+"/"+c.name, func(t *testing.T) {
+				version := "2"
+				if c.nullCounts {
+					version = "1"
 				}
-			}
-		})
+				tbl := streamingTable(t, storageBucket(t, storage), true, version)
+				if c.nullCounts {
+					if err := testkit.SetListCounts(ctx, tbl, testkit.NullCounts); err != nil {
+						t.Fatal(err)
+					}
+				}
+				fs, err := tbl.FS(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				list, err := verified.Manifests(fs, tbl.CurrentSnapshot())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.nullCounts && list[0].AddedDataFiles() >= 0 {
+					t.Fatal("the list still has its counts")
+				}
+				// The sixth manifest or a later one of two entries or more
+				// (where the list counts them), so that its block can count
+				// one less and still hold records.
+				bad := 5
+				for bad < len(list)-1 && list[bad].AddedDataFiles() >= 0 && list[bad].AddedDataFiles() < 2 {
+					bad++
+				}
+				l := c.damage(t, tbl, list, bad)
+				var alone error
+				for _, err := range verified.Entries(fs, l[bad], true) {
+					alone = err
+				}
+				got, runs, err := readAhead(fs, l, true)
+				if !c.is(err, list[bad].FilePath()) || alone == nil || err.Error() != alone.Error() {
+					t.Fatalf("joined: %v\nalone: %v", err, alone)
+				}
+				// The damaged manifest's run is read again one by one.
+				joined := 0
+				for _, n := range runs {
+					joined += n
+				}
+				if len(got) != bad || joined > bad {
+					t.Fatalf("%d manifests yielded before the damaged one, want %d; joined runs decoded: %v", len(got), bad, runs)
+				}
+				for i, r := range got {
+					want, err := verified.FetchEntries(fs, l[i], true)
+					if err != nil || !sameEntries(r.Entries, want) {
+						t.Fatalf("manifest %d before the damaged one: %v", i, err)
+					}
+				}
+			})
+		}
 	}
+}
+
+func cutAt0(t *testing.T, tbl *table.Table, list []iceberg.ManifestFile, bad int) []iceberg.ManifestFile {
+	testkit.DamageFor(t, context.Background(), tbl, list[bad].FilePath(), func(b []byte) ([]byte, error) { return testkit.CutAfterBlocks(b, 0) })
+	return list
+}
+
+func isCountError(err error, path string) bool {
+	var ce *verified.CountError
+	return errors.As(err, &ce) && ce.File == path
+}
+
+func isLengthError(err error, path string) bool {
+	var le *verified.LengthError
+	return errors.As(err, &le) && le.File == path
 }
