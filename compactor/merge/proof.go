@@ -43,11 +43,12 @@ type rowProof struct {
 
 // provenPage is an input's page that a re-encoded row group kept as it
 // was (ownChunk.keepRaw, or a dictionary kept as a data page) and that
-// prove checks by its bytes instead of decoding it again. Only a page of an input read whole is: parquet-go
-// decoded it, and the merge hashed its values, from the very buffer whose
-// bytes were written, and the same bytes decode to the same values. Its
-// values' hashes go into the row group's sums as they are hashed on the
-// read side, at the rows the page holds in the output.
+// prove checks by its bytes instead of decoding it again. Only a page of
+// an input read whole is: parquet-go decoded it, and the merge hashed its
+// values, from the very buffer whose bytes were written, and the same
+// bytes decode to the same values. Its values' hashes go into the row
+// group's sums as they are hashed on the read side, at the rows the page
+// holds in the output.
 type provenPage struct {
 	page        int    // of its column chunk
 	first, rows int64  // in the row group
