@@ -83,13 +83,20 @@ func cmpOrdered[T int32 | int64 | float64](a, b T) int {
 // one. A column keeps no bound when an input with non-null values has none
 // (metrics off for it): an absent bound is safe, a wrong one loses rows.
 func mergeBounds(sc *iceberg.Schema, inputs []iceberg.DataFile) (lower, upper map[int][]byte) {
+	// iceberg-go's accessors copy the whole map at every call: each
+	// input's are taken once, not once per column.
+	type metrics struct{ lower, upper map[int][]byte }
+	ms := make([]metrics, len(inputs))
+	for i, df := range inputs {
+		ms[i] = metrics{df.LowerBoundValues(), df.UpperBoundValues()}
+	}
 	lower, upper = map[int][]byte{}, map[int][]byte{}
 	for _, f := range sc.Fields() {
 		cmp := boundKinds[f.Type.String()].compare
 		lo, up, ok := []byte(nil), []byte(nil), true
-		for _, df := range inputs {
-			l, hasL := df.LowerBoundValues()[f.ID]
-			u, hasU := df.UpperBoundValues()[f.ID]
+		for i, df := range inputs {
+			l, hasL := ms[i].lower[f.ID]
+			u, hasU := ms[i].upper[f.ID]
 			if !hasL || !hasU {
 				if allNull(df, f.ID) {
 					continue
