@@ -225,6 +225,9 @@ func TestCompactionBenchChild(t *testing.T) {
 	if err := json.Unmarshal(data, &cfg.Buckets[0].Catalog); err != nil {
 		t.Fatal(err)
 	}
+	// ICEKEEPER_BENCH_UNSIGNED_PAYLOAD: both sides' uploads unsigned
+	// (s3UnsignedPayload), for what the SHA-256 of signed bodies costs.
+	cfg.Buckets[0].S3UnsignedPayload = os.Getenv("ICEKEEPER_BENCH_UNSIGNED_PAYLOAD") != ""
 	reg := cfg.Registry()
 	defer reg.Close()
 	b, _ := reg.Bucket("local")

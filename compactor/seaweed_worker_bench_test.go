@@ -96,6 +96,9 @@ func writeSeaweedConfig(dir string, srv servers.RESTServer) (string, error) {
 	// check, as BenchmarkCompaction's does: what the check's read-back
 	// costs the storage server.
 	skip := os.Getenv("ICEKEEPER_BENCH_SKIP_ROW_CHECK") != ""
+	// ICEKEEPER_BENCH_UNSIGNED_PAYLOAD sends icekeeper's uploads unsigned
+	// (s3UnsignedPayload), as weed on loopback allows.
+	unsigned := os.Getenv("ICEKEEPER_BENCH_UNSIGNED_PAYLOAD") != ""
 	yaml := fmt.Sprintf(`state: sqlite://state.db
 buckets:
   - arn: %s
@@ -104,7 +107,8 @@ buckets:
     maintenance:
       icebergCompaction: {targetFileSizeMB: 128, strategy: binpack}
     compaction: {skipRowCheck: %t}
-`, srv.BucketARN, strings.Join(props, "\n"), skip)
+    s3UnsignedPayload: %t
+`, srv.BucketARN, strings.Join(props, "\n"), skip, unsigned)
 	path := filepath.Join(dir, "icekeeper.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		return "", fmt.Errorf("write %s: %w", path, err)

@@ -155,6 +155,8 @@ buckets:
 		{"short event token", base + "events: {tokens: [short]}\n", "events.tokens[0]: a token is 5 characters, at least 16 are required"},
 		{"negative debounce", base + "events: {debounce: -1s}\n", "events.debounce: -1s is negative"},
 		{"unknown coexistence key", base + "    coexistence: {stepaside: 1h}\n", "buckets[0].coexistence.stepaside: unknown key (did you mean stepAside?)"},
+		{"unsigned payload in compat mode", "state: sqlite://s.db\nbuckets:\n  - arn: arn:aws:s3tables:us-east-1:1:bucket/one\n    catalog: {type: sql, uri: 'file:x.db', s3.compat-mode: 'true'}\n    s3UnsignedPayload: true\n",
+			"buckets[0].s3UnsignedPayload: cannot be true with catalog s3.compat-mode: uploads would carry neither a signed body nor a checksum"},
 		{"statistics beside erasure", base + "    maintenance: {icebergErasure: {status: enabled, deadlineDays: 7}, icebergStatistics: {status: enabled}}\n", "buckets[0].maintenance.icebergStatistics: cannot be enabled beside icebergErasure"},
 	}
 	for _, tc := range cases {

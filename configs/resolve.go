@@ -14,7 +14,8 @@ func (c *Config) BucketOptions() []bucket.Options {
 	out := make([]bucket.Options, len(c.Buckets))
 	for i, b := range c.Buckets {
 		out[i] = bucket.Options{ARN: b.ARN, Parsed: b.Parsed, CatalogName: b.CatalogName, Catalog: b.Catalog,
-			Namespaces: b.Namespaces.Match, Tables: b.Tables.Match, ReadOnly: b.ReadOnly}
+			Namespaces: b.Namespaces.Match, Tables: b.Tables.Match, ReadOnly: b.ReadOnly,
+			S3UnsignedPayload: b.S3UnsignedPayload}
 		out[i].CommitRate = b.CommitRate.options()
 	}
 	at := make(map[string]int, len(c.Buckets))

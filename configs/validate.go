@@ -8,9 +8,11 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/robfig/cron/v3"
 
 	"github.com/icekeeper/icekeeper/internal/arn"
@@ -140,6 +142,11 @@ func (c *Config) finish() error {
 			if len(fl.LockID) > 100 {
 				return errf(p+".coexistence.flinkLock.lockId", "%q is longer than Flink's LOCK_ID column (100)", fl.LockID)
 			}
+		}
+		if compat, _ := strconv.ParseBool(b.Catalog[icebergio.S3CompatMode]); b.S3UnsignedPayload && compat {
+			// Unsigned, an upload's body is checked by its checksum alone,
+			// which compat mode strips.
+			return errf(p+".s3UnsignedPayload", "cannot be true with catalog %s: uploads would carry neither a signed body nor a checksum", icebergio.S3CompatMode)
 		}
 		if b.MaxDeletesPerRun < 0 {
 			return errf(p+".maxDeletesPerRun", "%d is below the minimum 0 (0 means the default)", b.MaxDeletesPerRun)

@@ -54,6 +54,8 @@
 # its log there (ICEKEEPER_LOG_LEVEL=debug gives the log its timings).
 # ICEKEEPER_BENCH_SKIP_ROW_CHECK=1 runs icekeeper without its row check
 # (what the check's read-back costs the storage server).
+# ICEKEEPER_BENCH_UNSIGNED_PAYLOAD=1 runs icekeeper with s3UnsignedPayload:
+# its uploads unsigned, checked by weed against their CRC32 alone.
 # Needs root (unshare, nsenter).
 set -euo pipefail
 cd "$(dirname "$0")/.."

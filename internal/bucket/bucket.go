@@ -75,6 +75,9 @@ type Options struct {
 	// ReadOnly: the bucket's tables are read for the references of its
 	// domain, and never maintained.
 	ReadOnly bool
+	// S3UnsignedPayload sends the bodies of the S3 requests of table
+	// file IO unsigned (unsignedBodies).
+	S3UnsignedPayload bool
 }
 
 // New builds the registry of the buckets. Nothing is opened yet.

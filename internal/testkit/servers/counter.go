@@ -29,10 +29,7 @@ func CountRequests(t testing.TB, endpoint string) (*RequestCounter, string) {
 		t.Fatal(err)
 	}
 	c := &RequestCounter{counts: map[string]int{}, paths: map[string]int{}}
-	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-		r.SetURL(target)
-		r.Out.Host = r.In.Host
-	}}
+	proxy := reverseProxy(target)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		kind := r.Method
 		if r.Method == http.MethodGet && r.URL.Query().Has("list-type") {
@@ -63,6 +60,34 @@ func (s S3Server) Counted(t testing.TB) (*RequestCounter, S3Server) {
 	c, endpoint := CountRequests(t, s.Endpoint)
 	s.Endpoint = endpoint
 	return c, s
+}
+
+// reverseProxy forwards to target with the client's Host header, so
+// SigV4 signatures still verify.
+func reverseProxy(target *url.URL) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host
+	}}
+}
+
+// Intercepted returns s reached through a proxy on loopback that hands
+// every request to fn before forwarding it: fn may look at its headers,
+// and replace its body (a request damaged on the way).
+func (s S3Server) Intercepted(t testing.TB, fn func(*http.Request)) S3Server {
+	t.Helper()
+	target, err := url.Parse(s.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := reverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fn(r)
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	s.Endpoint = srv.URL
+	return s
 }
 
 // Take returns the counts since the last Take, and starts again.
