@@ -138,14 +138,14 @@ type Bucket struct {
 	// under their locations, with removal's two phases and checks (see
 	// the README's "Dropped tables' leftovers"). Off by default.
 	RemoveDroppedTables bool `yaml:"removeDroppedTables"`
-	// S3UnsignedPayload sends the bodies of the S3 requests icekeeper
-	// makes for table files (the files it writes, batch deletes) unsigned,
-	// checked by the storage against their CRC32 checksum instead of a
-	// signed SHA-256 that both sides compute over every byte. Over https
-	// the SDK sends uploads so already; over http (a store on loopback or
-	// in the cluster) it saves both the client and the server CPU. CRC32
-	// finds corruption, not tampering: turn it on only where the network
-	// to the S3 endpoint is trusted. Default off.
+	// S3UnsignedPayload sends the objects and parts icekeeper uploads for
+	// table files (data, manifests, metadata) unsigned, checked by the
+	// storage against their CRC32 checksum instead of a signed SHA-256
+	// that both sides compute over every byte; other requests stay
+	// signed. Over https the SDK sends uploads so already; over http (a
+	// store on loopback or in the cluster) it saves both the client's and
+	// the server's CPU. CRC32 finds corruption, not tampering: turn it on
+	// only where the network to the S3 endpoint is trusted. Default off.
 	S3UnsignedPayload bool `yaml:"s3UnsignedPayload"`
 	// Budget bounds compaction's rewrites in this bucket, within the
 	// daemon's budget.

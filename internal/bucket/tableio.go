@@ -82,9 +82,9 @@ func sharedAWSConfig(ctx context.Context, props map[string]string, unsigned bool
 // Over https the SDK already sends uploads so, with the checksum in a
 // trailer. Over http it hashes every byte it uploads with SHA-256 to sign
 // the body, and the server hashes every byte again to check it: writing a
-// compaction's output through SeaweedFS's S3 gateway on loopback, that
-// was 8% of icekeeper's CPU and a tenth of a second of the server's per
-// 110 MB (BENCHMARKS.md). The server still checks each body against its
+// compaction's output through versitygw or SeaweedFS's S3 gateway on
+// loopback, that was 6–10% of icekeeper's CPU, and 0.1–0.2 s of weed's
+// per 134 MB (BENCHMARKS.md). The server still checks each body against its
 // CRC32, which finds corruption but not tampering; hence an opt-in
 // (configs' s3UnsignedPayload) for endpoints on loopback or a trusted
 // network. A compaction's output is also read back and its rows proven
