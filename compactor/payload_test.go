@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
 	"github.com/icekeeper/icekeeper/internal/testkit/tableenv"
@@ -27,25 +28,29 @@ type bodyRequest struct {
 
 var hexSHA256 = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// With s3UnsignedPayload a compaction over S3 (versitygw, over http)
-// uploads every object and part unsigned, each with its CRC32 in a signed
-// header; every other request, and every request without the option, is
-// signed with its body's SHA-256. Either way, a body damaged on the way to
-// the store is refused by it (by its CRC32 unsigned, by its SHA-256
-// signed): the run fails, the table keeps its snapshot and its rows, and
-// the next run compacts.
+// With s3UnsignedPayload a compaction over S3 (over http: versitygw
+// under a SQL catalog, SeaweedFS under its REST catalog) uploads every
+// object and part unsigned, each with its CRC32 in a signed header; every
+// other request, and every request without the option, is signed with its
+// body's SHA-256. Either way, a body damaged on the way to the store is
+// refused by it (by its CRC32 unsigned, by its SHA-256 signed): the run
+// fails, the table keeps its snapshot and its rows, and the next run
+// compacts.
 func TestUnsignedPayloadOnS3(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
+		store    string // versitygw or seaweedfs
 		unsigned bool
 		// checksums is AWS_REQUEST_CHECKSUM_CALCULATION: with
 		// when_required the SDK sends no checksum of its own with an
 		// upload, and an unsigned one must still carry one.
 		checksums string
 	}{
-		{"signed", false, ""},
-		{"unsigned", true, ""},
-		{"unsigned, SDK checksums when required", true, "when_required"},
+		{"versitygw signed", "versitygw", false, ""},
+		{"versitygw unsigned", "versitygw", true, ""},
+		{"versitygw unsigned, SDK checksums when required", "versitygw", true, "when_required"},
+		{"seaweedfs signed", "seaweedfs", false, ""},
+		{"seaweedfs unsigned", "seaweedfs", true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			unsigned := tc.unsigned
@@ -55,7 +60,7 @@ func TestUnsignedPayloadOnS3(t *testing.T) {
 			var mu sync.Mutex
 			var seen []bodyRequest
 			var damage atomic.Bool
-			srv := servers.S3(t).Intercepted(t, func(r *http.Request) {
+			intercept := func(r *http.Request) {
 				if r.ContentLength <= 0 {
 					return
 				}
@@ -73,9 +78,17 @@ func TestUnsignedPayloadOnS3(t *testing.T) {
 					body[len(body)/2] ^= 0x20
 					r.Body = io.NopCloser(bytes.NewReader(body))
 				}
-			})
+			}
 			home := t.TempDir()
-			cfg := tableenv.SQLOnS3(home, srv)
+			var cfg *configs.Config
+			if tc.store == "seaweedfs" {
+				srv := servers.REST(t)
+				srv.S3Endpoint = servers.Intercept(t, srv.S3Endpoint, intercept)
+				cfg = configs.Embedded(home)
+				cfg.Buckets[0].Catalog = srv.Props()
+			} else {
+				cfg = tableenv.SQLOnS3(home, servers.S3(t).Intercepted(t, intercept))
+			}
 			cfg.Buckets[0].S3UnsignedPayload = unsigned
 			e, tbl := newEnvWith(t, cfg, home, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 			for range 6 {
@@ -100,6 +113,7 @@ func TestUnsignedPayloadOnS3(t *testing.T) {
 			if unsigned {
 				refusal = "BadDigest"
 			}
+			t.Logf("refused: %s", msg)
 			if !strings.Contains(msg, refusal) {
 				t.Fatalf("the store's refusal is not named (%s): %q", refusal, msg)
 			}

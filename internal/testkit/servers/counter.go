@@ -71,12 +71,20 @@ func reverseProxy(target *url.URL) *httputil.ReverseProxy {
 	}}
 }
 
-// Intercepted returns s reached through a proxy on loopback that hands
-// every request to fn before forwarding it: fn may look at its headers,
-// and replace its body (a request damaged on the way).
+// Intercepted returns s reached through a proxy on loopback (Intercept).
 func (s S3Server) Intercepted(t testing.TB, fn func(*http.Request)) S3Server {
 	t.Helper()
-	target, err := url.Parse(s.Endpoint)
+	s.Endpoint = Intercept(t, s.Endpoint, fn)
+	return s
+}
+
+// Intercept starts a proxy to endpoint on loopback that hands every
+// request to fn before forwarding it, and returns the proxy's URL: fn may
+// look at the request's headers, and replace its body (a request damaged
+// on the way).
+func Intercept(t testing.TB, endpoint string, fn func(*http.Request)) string {
+	t.Helper()
+	target, err := url.Parse(endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,8 +94,7 @@ func (s S3Server) Intercepted(t testing.TB, fn func(*http.Request)) S3Server {
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	s.Endpoint = srv.URL
-	return s
+	return srv.URL
 }
 
 // Take returns the counts since the last Take, and starts again.
