@@ -343,6 +343,17 @@ func (o *mergeOutput) ownColumns(in inputBytes, md *format.FileMetaData, r int) 
 		}
 		own[c] = oc
 	}
+	// parquet-go's writer makes the row group, so it keeps a column: the
+	// smallest, when all could be the merge's.
+	if own != nil && !slices.Contains(own, nil) {
+		least := 0
+		for c := range own {
+			if md.RowGroups[r].Columns[c].MetaData.TotalUncompressedSize < md.RowGroups[r].Columns[least].MetaData.TotalUncompressedSize {
+				least = c
+			}
+		}
+		own[least] = nil
+	}
 	return own
 }
 

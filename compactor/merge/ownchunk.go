@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/cespare/xxhash/v2"
@@ -34,7 +35,7 @@ import (
 // size and page version, as copied row groups do.
 type ownChunk struct {
 	meta      format.ColumnMetaData // type, path and codec
-	kind      parquet.Kind          // Int32, Int64 or ByteArray
+	kind      parquet.Kind          // Int32, Int64, Float, Double or ByteArray
 	compare   func(a, b []byte) int
 	optional  bool
 	codec     compress.Codec
@@ -68,9 +69,15 @@ type ownChunk struct {
 
 // ownKind reports whether ownChunk writes columns of physical type k:
 // those whose Iceberg types (boundKinds) order their values as their
-// compare does on the PLAIN bytes, which the statistics are.
+// compare does on the PLAIN bytes, which the statistics are. Floating
+// point values are ordered as Parquet's statistics ask, NaN left out
+// (floatBounds).
 func ownKind(k parquet.Kind) bool {
-	return k == parquet.Int32 || k == parquet.Int64 || k == parquet.ByteArray
+	switch k {
+	case parquet.Int32, parquet.Int64, parquet.Float, parquet.Double, parquet.ByteArray:
+		return true
+	}
+	return false
 }
 
 // columnIndexBytes bounds a byte array's column index entry, as
@@ -141,6 +148,14 @@ func (c *ownChunk) addValues(batch []parquet.Value) error {
 			c.values = binary.LittleEndian.AppendUint32(c.values, uint32(v.Int32()))
 		case parquet.Int64:
 			c.values = binary.LittleEndian.AppendUint64(c.values, uint64(v.Int64()))
+		case parquet.Float:
+			c.values = putFloat(c.values, v.Float())
+			floatBounds(&c.pageBounds, v.Float(), v.Float(), c.compare, putFloat)
+			continue
+		case parquet.Double:
+			c.values = putDouble(c.values, v.Double())
+			floatBounds(&c.pageBounds, v.Double(), v.Double(), c.compare, putDouble)
+			continue
 		default:
 			b := v.ByteArray()
 			c.values = binary.LittleEndian.AppendUint32(c.values, uint32(len(b)))
@@ -214,6 +229,10 @@ func (c *ownChunk) appendPlain(data encoding.Values, ixs []int32) (int, bool, er
 		n = len(data.Int32())
 	case c.kind == parquet.Int64 && data.Kind() == encoding.Int64:
 		n = len(data.Int64())
+	case c.kind == parquet.Float && data.Kind() == encoding.Float:
+		n = len(data.Float())
+	case c.kind == parquet.Double && data.Kind() == encoding.Double:
+		n = len(data.Double())
 	case c.kind == parquet.ByteArray && data.Kind() == encoding.ByteArray:
 		_, offsets := data.ByteArray()
 		n = max(len(offsets)-1, 0)
@@ -239,9 +258,9 @@ func (c *ownChunk) appendPlain(data encoding.Values, ixs []int32) (int, bool, er
 	}
 	need := 0 // a dictionary's entries: unknown until appended
 	switch c.kind {
-	case parquet.Int32:
+	case parquet.Int32, parquet.Float:
 		need = 4 * n
-	case parquet.Int64:
+	case parquet.Int64, parquet.Double:
 		need = 8 * n
 	default:
 		if b, _ := data.ByteArray(); ixs == nil {
@@ -256,6 +275,10 @@ func (c *ownChunk) appendPlain(data encoding.Values, ixs []int32) (int, bool, er
 	case parquet.Int64:
 		c.values = appendFixed(c.values, data.Int64(), n, at, &c.pageBounds, c.compare,
 			func(b []byte, x int64) []byte { return binary.LittleEndian.AppendUint64(b, uint64(x)) })
+	case parquet.Float:
+		c.values = appendFloats(c.values, data.Float(), n, at, &c.pageBounds, c.compare, putFloat)
+	case parquet.Double:
+		c.values = appendFloats(c.values, data.Double(), n, at, &c.pageBounds, c.compare, putDouble)
 	default:
 		b, offsets := data.ByteArray()
 		for i := range n {
@@ -296,6 +319,71 @@ func appendFixed[T int32 | int64](dst []byte, v []T, n int, at func(int) int, b 
 	b.add(put(nil, lo), cmp)
 	b.add(put(nil, hi), cmp)
 	return dst
+}
+
+// appendFloats is appendFixed for floating point values, whose bounds
+// leave NaN out (floatBounds).
+func appendFloats[T float32 | float64](dst []byte, v []T, n int, at func(int) int, b *bounds, cmp func(a, b []byte) int, put func([]byte, T) []byte) []byte {
+	for i := range n {
+		dst = put(dst, v[at(i)])
+	}
+	if lo, hi, ok := floatRange(v, n, at); ok {
+		floatBounds(b, lo, hi, cmp, put)
+	}
+	return dst
+}
+
+// floatRange is the least and the greatest of n of v's values, the i-th
+// being v[at(i)], NaN left out; false when there are none but NaN.
+func floatRange[T float32 | float64](v []T, n int, at func(int) int) (lo, hi T, ok bool) {
+	for i := range n {
+		switch x := v[at(i)]; {
+		case x != x: // NaN
+		case !ok:
+			lo, hi, ok = x, x, true
+		default:
+			// min and max order -0.0 before 0.0.
+			lo, hi = min(lo, x), max(hi, x)
+		}
+	}
+	return lo, hi, ok
+}
+
+// floatBounds adds lo and hi to b as the Parquet format asks writers of
+// floating point statistics to: NaN is never a bound, a least value of
+// zero is written -0.0 and a greatest one 0.0, so that a reader that
+// orders -0.0 before 0.0 prunes neither.
+func floatBounds[T float32 | float64](b *bounds, lo, hi T, cmp func(a, b []byte) int, put func([]byte, T) []byte) {
+	if lo != lo || hi != hi {
+		return
+	}
+	if lo == 0 {
+		lo = T(math.Copysign(0, -1))
+	}
+	if hi == 0 {
+		hi = 0
+	}
+	var buf [8]byte
+	b.add(put(buf[:0], lo), cmp)
+	b.add(put(buf[:0], hi), cmp)
+}
+
+// nanBound is NaN as a bound of a float or double column.
+func nanBound(k parquet.Kind) []byte {
+	if k == parquet.Float {
+		return putFloat(nil, float32(math.NaN()))
+	}
+	return putDouble(nil, math.NaN())
+}
+
+func identity(i int) int { return i }
+
+func putFloat(b []byte, x float32) []byte {
+	return binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+}
+
+func putDouble(b []byte, x float64) []byte {
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
 }
 
 // flushPage compresses and writes the open page.
@@ -396,6 +484,12 @@ func (c *ownChunk) writeHeaded(h *format.PageHeader, defs, body []byte, input bo
 		}
 		c.chunkBounds.add(b.lo, c.compare)
 		c.chunkBounds.add(b.hi, c.compare)
+	} else if nulls < rows {
+		// Values but no bounds: a page of NaN alone, whose column index
+		// entry is NaN, as parquet-go and Arrow write it. Readers ignore
+		// a NaN bound, and the chunk's statistics leave the page out.
+		lo = nanBound(c.kind)
+		hi = lo
 	}
 	c.colIndex.NullPages = append(c.colIndex.NullPages, nulls == rows)
 	c.colIndex.MinValues = append(c.colIndex.MinValues, lo)
@@ -632,6 +726,16 @@ func (c *ownChunk) valuesBounds(data encoding.Values, b *bounds) {
 		}
 		b.add(binary.LittleEndian.AppendUint64(nil, uint64(slices.Min(v))), c.compare)
 		b.add(binary.LittleEndian.AppendUint64(nil, uint64(slices.Max(v))), c.compare)
+	case encoding.Float:
+		v := data.Float()
+		if lo, hi, ok := floatRange(v, len(v), identity); ok {
+			floatBounds(b, lo, hi, c.compare, putFloat)
+		}
+	case encoding.Double:
+		v := data.Double()
+		if lo, hi, ok := floatRange(v, len(v), identity); ok {
+			floatBounds(b, lo, hi, c.compare, putDouble)
+		}
 	case encoding.ByteArray:
 		v, offsets := data.ByteArray()
 		for i := 1; i < len(offsets); i++ {

@@ -8,12 +8,16 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/parquet-go/parquet-go"
@@ -622,4 +626,288 @@ func TestSegments(t *testing.T) {
 	if s.Len() != 0 || len(s.segs) != 0 {
 		t.Fatal("not empty after Reset")
 	}
+}
+
+// Floating point columns are written by the merge too, and their
+// statistics and page indexes are those the Parquet format asks of a
+// writer: NaN is never a bound of a chunk nor of a page with other
+// values, a least zero is -0.0 and a greatest 0.0; a page of NaN alone
+// has NaN bounds in the column index, which readers ignore. Whether the pages are kept or their values
+// encoded, from PLAIN or dictionary-encoded inputs, the output holds the
+// inputs' rows, NaN, both zeros and infinities as they were. (The merge
+// writes a column itself when its first input's chunk is PLAIN or a
+// dictionary of distinct values; these repeat theirs, so the PLAIN input
+// goes first where the statistics are checked.)
+func TestOwnColumnsFloats(t *testing.T) {
+	ctx := context.Background()
+	sc := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "f", Type: iceberg.PrimitiveTypes.Float32},
+		iceberg.NestedField{ID: 3, Name: "d", Type: iceberg.PrimitiveTypes.Float64},
+		// A column the merge leaves to parquet-go's writer.
+		iceberg.NestedField{ID: 4, Name: "flag", Type: iceberg.PrimitiveTypes.Bool, Required: true})
+	e, tbl := tableenv.New(t, sc, *iceberg.UnpartitionedSpec, "2")
+	asc, err := table.SchemaToArrowSchema(sc, nil, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nan, negZero := math.NaN(), math.Copysign(0, -1)
+	// 2,000 rows: pages of 0.0 alone and of -0.0 alone, infinities,
+	// nulls, and a run of NaN long enough to fill pages of its own (2 KiB
+	// pages: 256 doubles, 512 floats).
+	value := func(r int) (float64, bool) {
+		switch {
+		case r >= 1000 && r < 1800:
+			return nan, true
+		case r%97 == 0:
+			return 0, false // null
+		case r < 300:
+			return 0, true
+		case r < 600:
+			return negZero, true
+		case r%50 == 0:
+			return []float64{math.Inf(1), math.Inf(-1), nan}[r/50%3], true
+		}
+		return float64(r%700-350) / 8, true
+	}
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, asc)
+	for r := range 2000 {
+		bld.Field(0).(*array.Int64Builder).Append(int64(r))
+		bld.Field(3).(*array.BooleanBuilder).Append(r%3 == 0)
+		if v, ok := value(r); ok {
+			bld.Field(1).(*array.Float32Builder).Append(float32(v))
+			bld.Field(2).(*array.Float64Builder).Append(v)
+		} else {
+			bld.Field(1).AppendNull()
+			bld.Field(2).AppendNull()
+		}
+	}
+	rec := bld.NewRecordBatch()
+	bld.Release()
+	rdr, err := array.NewRecordReader(asc, []arrow.RecordBatch{rec})
+	rec.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = tbl.Append(e.Ctx, rdr, nil); err != nil {
+		t.Fatal(err)
+	}
+	rdr.Release()
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.TrimPrefix(tasks[0].File.FilePath(), "file://")
+	var added []string
+	for _, dict := range []bool{false, true} {
+		path := strings.TrimSuffix(src, ".parquet") + "-" + strconv.FormatBool(dict) + ".parquet"
+		rewriteParquet(t, src, path, dict, &parquet.Zstd, parquet.DataPageVersion(2))
+		added = append(added, "file://"+path)
+	}
+	tbl, tasks = addFiles(t, tbl, added...)
+	scan := tbl.Scan()
+	proj, _ := scan.Projection()
+	want, err := rowdigest.Tasks(ctx, scan, proj, tasks, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		page string
+		kept bool
+	}{
+		{"pages kept", "16384", true},
+		{"values encoded", "67108864", false},
+	} {
+		tx := tbl.NewTransaction()
+		if err := tx.SetProperties(iceberg.Properties{"write.parquet.page-size-bytes": c.page}); err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := tx.Commit(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for first := range tasks {
+			order := append([]table.FileScanTask{tasks[first]}, append(tasks[:first:first], tasks[first+1:]...)...)
+			res, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, order, 1<<30)
+			if err != nil {
+				t.Fatalf("%s, %s first: %v", c.name, order[0].File.FilePath(), err)
+			}
+			if (rep.RowGroups.KeptPages > 0) != c.kept || !c.kept && rep.RowGroups.OwnPages == 0 {
+				t.Errorf("%s, %s first: %d pages kept, %d encoded by the merge", c.name, order[0].File.FilePath(), rep.RowGroups.KeptPages, rep.RowGroups.OwnPages)
+			}
+			out := res.NewDataFiles[0]
+			got, err := rowdigest.Tasks(ctx, scan, proj, []table.FileScanTask{{File: out, Length: out.FileSizeBytes()}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Fatalf("%s: Arrow reads %v from the output, %v from the inputs", c.name, got, want)
+			}
+			if strings.HasSuffix(order[0].File.FilePath(), "-false.parquet") {
+				// Kept, the inputs' pages of NaN alone stay so.
+				if nan := checkFloatStatistics(t, c.name, strings.TrimPrefix(out.FilePath(), "file://")); nan != c.kept {
+					t.Errorf("%s: a page of NaN alone %v", c.name, nan)
+				}
+			}
+		}
+	}
+}
+
+// checkFloatStatistics checks the floating point columns of the Parquet
+// file at path as TestOwnColumnsFloats describes: the chunk's statistics
+// and each page's column index entry are the least and greatest of its
+// values, NaN left out and zeros widened, or NaN for a page of NaN alone.
+// The columns must be the merge's (PLAIN, v2 pages only). It reports
+// whether a page held NaN alone.
+func checkFloatStatistics(t *testing.T, what, path string) (nanPage bool) {
+	t.Helper()
+	_, pf := readParquet(t, path)
+	md := pf.Metadata()
+	for r, rg := range pf.RowGroups() {
+		for c, cc := range rg.ColumnChunks() {
+			cm := md.RowGroups[r].Columns[c].MetaData
+			if cm.Type != format.Float && cm.Type != format.Double {
+				continue
+			}
+			if len(cm.EncodingStats) == 0 || slices.ContainsFunc(cm.EncodingStats, func(s format.PageEncodingStats) bool {
+				return s.PageType != format.DataPageV2 || s.Encoding != format.Plain
+			}) {
+				t.Fatalf("%s: column %v not written by the merge: %+v", what, cm.PathInSchema, cm.EncodingStats)
+			}
+			ci, err := cc.ColumnIndex()
+			if err != nil {
+				t.Fatalf("%s: column %v: column index: %v", what, cm.PathInSchema, err)
+			}
+			asFloat := func(v parquet.Value) float64 {
+				if cm.Type == format.Float {
+					return float64(v.Float())
+				}
+				return v.Double()
+			}
+			var chunk floatSpan
+			page := 0
+			if err := eachPage(cc, func(p parquet.Page) error {
+				vs := make([]parquet.Value, p.NumValues())
+				n, _ := p.Values().ReadValues(vs)
+				var span floatSpan
+				for _, v := range vs[:n] {
+					if !v.IsNull() {
+						span.add(asFloat(v))
+						chunk.add(asFloat(v))
+					}
+				}
+				lo, hi := asFloat(ci.MinValue(page)), asFloat(ci.MaxValue(page))
+				if span.values > 0 && !span.check(lo, hi) {
+					t.Fatalf("%s: column %v, page %d: bounds [%v, %v] in the column index, values %+v", what, cm.PathInSchema, page, lo, hi, span)
+				}
+				nanPage = nanPage || span.values > 0 && !span.ok
+				page++
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			typ := cc.Type()
+			lo, hi := typ.NewValues(cm.Statistics.MinValue, nil), typ.NewValues(cm.Statistics.MaxValue, nil)
+			if lo.Size() != int64(typ.Length()/8) || hi.Size() != lo.Size() {
+				t.Fatalf("%s: column %v: statistics [%x, %x]", what, cm.PathInSchema, cm.Statistics.MinValue, cm.Statistics.MaxValue)
+			}
+			if f, d := floats(cm.Type, lo), floats(cm.Type, hi); !chunk.ok || math.IsNaN(f) || math.IsNaN(d) || !chunk.check(f, d) {
+				t.Fatalf("%s: column %v: statistics [%v, %v], values %+v", what, cm.PathInSchema, f, d, chunk)
+			}
+		}
+	}
+	return nanPage
+}
+
+// floatSpan is the least and greatest of floating point values, NaN
+// left out (ok once there is another).
+type floatSpan struct {
+	values int
+	ok     bool
+	lo, hi float64
+}
+
+func (s *floatSpan) add(x float64) {
+	s.values++
+	switch {
+	case math.IsNaN(x):
+	case !s.ok:
+		s.lo, s.hi, s.ok = x, x, true
+	default:
+		s.lo, s.hi = min(s.lo, x), max(s.hi, x)
+	}
+}
+
+// check reports whether lo and hi are the span's bounds as the Parquet
+// format asks writers for them: zeros widened to -0.0 and 0.0, and NaN
+// for values all NaN.
+func (s *floatSpan) check(lo, hi float64) bool {
+	if !s.ok {
+		return math.IsNaN(lo) && math.IsNaN(hi)
+	}
+	want := [2]float64{s.lo, s.hi}
+	if want[0] == 0 {
+		want[0] = math.Copysign(0, -1)
+	}
+	if want[1] == 0 {
+		want[1] = 0
+	}
+	return math.Float64bits(lo) == math.Float64bits(want[0]) && math.Float64bits(hi) == math.Float64bits(want[1])
+}
+
+// floats is the value b holds, a float or double column's, as float64.
+func floats(typ format.Type, b encoding.Values) float64 {
+	if typ == format.Float {
+		return float64(b.Float()[0])
+	}
+	return b.Double()[0]
+}
+
+// A table whose every column the merge could write itself (PLAIN numbers
+// and strings) still gets its row group: parquet-go's writer, which makes
+// it, keeps the smallest column.
+func TestOwnColumnsNotAll(t *testing.T) {
+	ctx := context.Background()
+	sc := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "d", Type: iceberg.PrimitiveTypes.Float64},
+		iceberg.NestedField{ID: 3, Name: "payload", Type: iceberg.PrimitiveTypes.String})
+	e, tbl := tableenv.New(t, sc, *iceberg.UnpartitionedSpec, "2")
+	tbl = e.Append(tbl, 500)
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.TrimPrefix(tasks[0].File.FilePath(), "file://")
+	var added []string
+	for i := range 2 {
+		path := strings.TrimSuffix(src, ".parquet") + "-plain" + strconv.Itoa(i) + ".parquet"
+		rewriteParquet(t, src, path, false, &parquet.Zstd, parquet.DataPageVersion(2))
+		added = append(added, "file://"+path)
+	}
+	tbl, tasks = addFiles(t, tbl, added...)
+	tasks = slices.DeleteFunc(tasks, func(ft table.FileScanTask) bool { return !strings.Contains(ft.File.FilePath(), "-plain") })
+	scan := tbl.Scan()
+	proj, _ := scan.Projection()
+	want, err := rowdigest.Tasks(ctx, scan, proj, tasks, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.RowGroups.OwnPages == 0 {
+		t.Fatal("no column written by the merge")
+	}
+	out := res.NewDataFiles[0]
+	got, err := rowdigest.Tasks(ctx, scan, proj, []table.FileScanTask{{File: out, Length: out.FileSizeBytes()}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("Arrow reads %v from the output, %v from the inputs", got, want)
+	}
+	checkPageIndexes(t, strings.TrimPrefix(out.FilePath(), "file://"))
 }
