@@ -284,10 +284,11 @@ func (c *ownChunk) appendPlain(data encoding.Values, ixs []int32) (int, bool, er
 		for i := range n {
 			j := at(i)
 			c.values = binary.LittleEndian.AppendUint32(c.values, offsets[j+1]-offsets[j])
-			start := len(c.values)
 			c.values = append(c.values, b[offsets[j]:offsets[j+1]]...)
-			c.pageBounds.add(c.values[start:], c.compare)
 		}
+		lo, hi := byteArrayRange(b, offsets, n, at)
+		c.pageBounds.add(lo, c.compare)
+		c.pageBounds.add(hi, c.compare)
 	}
 	return n, true, nil
 }
@@ -738,10 +739,54 @@ func (c *ownChunk) valuesBounds(data encoding.Values, b *bounds) {
 		}
 	case encoding.ByteArray:
 		v, offsets := data.ByteArray()
-		for i := 1; i < len(offsets); i++ {
-			b.add(v[offsets[i-1]:offsets[i]], c.compare)
+		if n := len(offsets) - 1; n > 0 {
+			lo, hi := byteArrayRange(v, offsets, n, identity)
+			b.add(lo, c.compare)
+			b.add(hi, c.compare)
 		}
 	}
+}
+
+// byteArrayRange is the least and the greatest of n > 0 byte arrays, the
+// i-th being data[offsets[at(i)]:offsets[at(i)+1]], in bytes.Compare's
+// order. Their first 8 bytes are compared as an integer first, which
+// orders them as bytes.Compare does where they differ: only a value whose
+// prefix is not strictly between the least's and the greatest's is
+// compared in full. Most values of a page are neither, so bounding a
+// page of random strings costs about a load and two integer comparisons
+// a value.
+func byteArrayRange(data []byte, offsets []uint32, n int, at func(int) int) (lo, hi []byte) {
+	value := func(i int) []byte {
+		j := at(i)
+		return data[offsets[j]:offsets[j+1]]
+	}
+	lo = value(0)
+	hi = lo
+	loP := bytePrefix(lo)
+	hiP := loP
+	for i := 1; i < n; i++ {
+		v := value(i)
+		p := bytePrefix(v)
+		if p > loP && p < hiP {
+			continue
+		}
+		if bytes.Compare(v, lo) < 0 {
+			lo, loP = v, p
+		} else if bytes.Compare(v, hi) > 0 {
+			hi, hiP = v, p
+		}
+	}
+	return lo, hi
+}
+
+// bytePrefix is v's first 8 bytes, zero-padded, as a big-endian integer.
+func bytePrefix(v []byte) uint64 {
+	if len(v) >= 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	var b [8]byte
+	copy(b[:], v)
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // minKeptEntries is the fewest distinct values for which a

@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -910,4 +911,44 @@ func TestOwnColumnsNotAll(t *testing.T) {
 		t.Fatalf("Arrow reads %v from the output, %v from the inputs", got, want)
 	}
 	checkPageIndexes(t, strings.TrimPrefix(out.FilePath(), "file://"))
+}
+
+// byteArrayRange finds what comparing every value in full finds, on
+// values built to make prefixes tie: short ones, zero bytes that pad as
+// a short value's prefix does, and common prefixes of 8 bytes and more;
+// in index order too.
+func TestByteArrayRange(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	alphabet := []byte{0, 1, 'a', 'b', 0xff}
+	for round := range 2000 {
+		n := 1 + rng.IntN(40)
+		var data []byte
+		offsets := []uint32{0}
+		common := make([]byte, rng.IntN(12))
+		for i := range common {
+			common[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		for range n {
+			v := common[:rng.IntN(len(common)+1)]
+			data = append(data, v...)
+			for range rng.IntN(4) {
+				data = append(data, alphabet[rng.IntN(len(alphabet))])
+			}
+			offsets = append(offsets, uint32(len(data)))
+		}
+		ixs := make([]int, n)
+		for i := range ixs {
+			ixs[i] = rng.IntN(n)
+		}
+		for _, at := range []func(int) int{identity, func(i int) int { return ixs[i] }} {
+			var want bounds
+			for i := range n {
+				want.add(data[offsets[at(i)]:offsets[at(i)+1]], bytes.Compare)
+			}
+			lo, hi := byteArrayRange(data, offsets, n, at)
+			if !bytes.Equal(lo, want.lo) || !bytes.Equal(hi, want.hi) {
+				t.Fatalf("round %d: [%x, %x], compared in full [%x, %x]", round, lo, hi, want.lo, want.hi)
+			}
+		}
+	}
 }
