@@ -312,7 +312,9 @@ func (o *mergeOutput) newWriter(in inputBytes, md *format.FileMetaData, r int) e
 // type ownChunk writes, compressed with the table's codec, whose chunk
 // there is PLAIN-encoded (as the output's would be: outputSchema), or
 // holds at least minKeptEntries values, all distinct, in a PLAIN
-// dictionary. Nil when there are none, or when the table's pages are not
+// dictionary, or, where the table allows dictionaries, holds values that
+// repeat in a PLAIN dictionary: those are written dictionary-encoded
+// (ownDict). Nil when there are none, or when the table's pages are not
 // v2 (ownChunk writes v2 pages).
 func (o *mergeOutput) ownColumns(in inputBytes, md *format.FileMetaData, r int) []*ownChunk {
 	if o.set.pageVersion != 2 {
@@ -332,8 +334,16 @@ func (o *mergeOutput) ownColumns(in inputBytes, md *format.FileMetaData, r int) 
 		}
 		if dict != nil {
 			h, _ := dict.h.DictionaryPageHeader.Get()
-			if !oc.keptDictionary(dict) || h.NumValues < minKeptEntries || int64(h.NumValues) != cm.NumValues-cm.Statistics.NullCount {
+			if !oc.keptDictionary(dict) {
 				continue
+			}
+			if h.NumValues < minKeptEntries || int64(h.NumValues) != cm.NumValues-cm.Statistics.NullCount {
+				// Values that repeat: dictionary-encoded, as their
+				// writer chose, where the table allows it.
+				if !o.set.dictionary {
+					continue
+				}
+				oc.dict = newOwnDict(k.kind, o.set.dictBytes)
 			}
 		} else if !allPlain(raw) {
 			continue

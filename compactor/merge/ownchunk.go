@@ -65,6 +65,8 @@ type ownChunk struct {
 	raw        []rawPage
 	// proven are the pages kept that the row check proves by their bytes.
 	proven []provenPage
+	// dict is set for a column written dictionary-encoded (ownDict).
+	dict *ownDict
 }
 
 // ownKind reports whether ownChunk writes columns of physical type k:
@@ -187,6 +189,18 @@ func (c *ownChunk) addPage(p parquet.Page, values []parquet.Value) error {
 	if !ok {
 		return pageValues(p, values, c.addValues)
 	}
+	if err := c.appendLevels(p, n); err != nil {
+		return err
+	}
+	if len(c.values)+len(c.levels)/8 >= c.pageBytes {
+		return c.flushPage()
+	}
+	return nil
+}
+
+// appendLevels appends page p's levels, a level per row (1 for a value,
+// 0 for a null), to the open page, to which its n values went.
+func (c *ownChunk) appendLevels(p parquet.Page, n int) error {
 	levels := p.DefinitionLevels()
 	if levels == nil {
 		for range n {
@@ -211,9 +225,6 @@ func (c *ownChunk) addPage(p parquet.Page, values []parquet.Value) error {
 			}
 			c.nulls += nulls
 		}
-	}
-	if len(c.values)+len(c.levels)/8 >= c.pageBytes {
-		return c.flushPage()
 	}
 	return nil
 }
@@ -392,11 +403,14 @@ func (c *ownChunk) flushPage() error {
 	if len(c.levels) == 0 {
 		return nil
 	}
+	if c.dict != nil && !c.dict.full {
+		return c.flushDictPage()
+	}
 	var err error
 	if c.zbuf, err = c.codec.Encode(c.zbuf[:0], c.values); err != nil {
 		return fmt.Errorf("compress a page of column %v: %w", c.meta.PathInSchema, err)
 	}
-	if _, _, err := c.writePage(c.levels, c.nulls, c.zbuf, false, len(c.values), &c.pageBounds); err != nil {
+	if _, _, err := c.writePage(c.levels, c.nulls, c.zbuf, false, len(c.values), &c.pageBounds, format.Plain); err != nil {
 		return err
 	}
 	c.encoded++
@@ -413,7 +427,7 @@ func (c *ownChunk) keep(levels []byte, nulls int, body []byte, rawSize int, b *b
 		return nil, nil, err
 	}
 	c.kept++
-	return c.writePage(levels, nulls, body, true, rawSize, b)
+	return c.writePage(levels, nulls, body, true, rawSize, b, format.Plain)
 }
 
 // lastPageRow is the row of the chunk at which the page written last
@@ -436,7 +450,7 @@ func (c *ownChunk) lastPage(rows int64, parts ...[]byte) provenPage {
 // definition levels (RLE, uncompressed, as v2 keeps them) and body, an
 // input's bytes when input is set. It returns the header's bytes and the
 // levels', which stay valid until the next page.
-func (c *ownChunk) writePage(levels []byte, nulls int, body []byte, input bool, rawSize int, b *bounds) (header, defs []byte, err error) {
+func (c *ownChunk) writePage(levels []byte, nulls int, body []byte, input bool, rawSize int, b *bounds, enc format.Encoding) (header, defs []byte, err error) {
 	if c.optional {
 		if c.lbuf, err = (&rle.Encoding{BitWidth: 1}).EncodeLevels(c.lbuf[:0], levels); err != nil {
 			return nil, nil, fmt.Errorf("encode the levels of column %v: %w", c.meta.PathInSchema, err)
@@ -454,7 +468,7 @@ func (c *ownChunk) writePage(levels []byte, nulls int, body []byte, input bool, 
 			NumValues:                  int32(rows),
 			NumNulls:                   int32(nulls),
 			NumRows:                    int32(rows),
-			Encoding:                   format.Plain,
+			Encoding:                   enc,
 			DefinitionLevelsByteLength: int32(len(defs)),
 			IsCompressed:               thrift.New(c.meta.Codec != format.Uncompressed),
 		}),
@@ -541,17 +555,33 @@ func (c *ownChunk) finish(at int64) (format.ColumnChunk, []byte, *format.OffsetI
 	}
 	md := c.meta
 	md.Encoding = []format.Encoding{format.Plain, format.RLE}
+	dictLen := 0
+	if c.dict != nil && c.dict.pages > 0 {
+		var err error
+		if dictLen, err = c.writeDictionary(); err != nil {
+			return format.ColumnChunk{}, nil, nil, err
+		}
+		md.Encoding = append(md.Encoding, format.RLEDictionary)
+		md.DictionaryPageOffset = at
+	}
 	md.NumValues = c.rows
 	md.TotalUncompressedSize = c.rawSize
 	md.TotalCompressedSize = int64(c.pages.Len())
-	md.DataPageOffset = at
+	md.DataPageOffset = at + int64(dictLen)
 	md.Statistics = format.Statistics{NullCount: c.nullCount}
 	if c.chunkBounds.ok {
 		md.Statistics.MinValue, md.Statistics.MaxValue = c.chunkBounds.lo, c.chunkBounds.hi
 	}
 	md.EncodingStats = nil
-	if v2 := c.kept + c.encoded - c.v1; v2 > 0 {
-		md.EncodingStats = append(md.EncodingStats, format.PageEncodingStats{PageType: format.DataPageV2, Encoding: format.Plain, Count: int32(v2)})
+	plain := c.kept + c.encoded - c.v1
+	if dictLen > 0 {
+		plain -= c.dict.pages
+		md.EncodingStats = append(md.EncodingStats,
+			format.PageEncodingStats{PageType: format.DictionaryPage, Encoding: format.Plain, Count: 1},
+			format.PageEncodingStats{PageType: format.DataPageV2, Encoding: format.RLEDictionary, Count: int32(c.dict.pages)})
+	}
+	if plain > 0 {
+		md.EncodingStats = append(md.EncodingStats, format.PageEncodingStats{PageType: format.DataPageV2, Encoding: format.Plain, Count: int32(plain)})
 	}
 	if c.v1 > 0 {
 		md.EncodingStats = append(md.EncodingStats, format.PageEncodingStats{PageType: format.DataPage, Encoding: format.Plain, Count: int32(c.v1)})
@@ -563,7 +593,7 @@ func (c *ownChunk) finish(at int64) (format.ColumnChunk, []byte, *format.OffsetI
 		return format.ColumnChunk{}, nil, nil, fmt.Errorf("encode the column index of %v: %w", c.meta.PathInSchema, err)
 	}
 	oi := &format.OffsetIndex{PageLocations: slices.Clone(c.offIndex.PageLocations)}
-	moveOffsetIndex(oi, at)
+	moveOffsetIndex(oi, at+int64(dictLen))
 	return format.ColumnChunk{FileOffset: at, MetaData: md}, cib, oi, nil
 }
 
@@ -577,6 +607,9 @@ func (c *ownChunk) reset() {
 	c.colIndex, c.offIndex = format.ColumnIndex{}, format.OffsetIndex{}
 	clear(c.raw) // inputs' bytes
 	c.proven = c.proven[:0]
+	if c.dict != nil {
+		c.dict.reset()
+	}
 }
 
 // errNotKept says an input chunk's pages cannot be kept; its values are
@@ -812,6 +845,24 @@ func (c *ownChunk) copyInto(in inputBytes, cc parquet.ColumnChunk, cm *format.Co
 	if lh != nil {
 		lh.newChunk()
 	}
+	if c.dict != nil {
+		// An input's dictionary is mapped for its chunk only, whatever
+		// a reader reuses.
+		c.dict.remapOf = nil
+		row := 0
+		return eachPage(cc, func(p parquet.Page) error {
+			if lh != nil {
+				if err := lh.page(id, row, p, values); err != nil {
+					return err
+				}
+				row += int(p.NumRows())
+			}
+			if c.dict.full {
+				return c.addPage(p, values)
+			}
+			return c.addDictPage(p)
+		})
+	}
 	dictPage, raw, err := c.rawPages(in, cm)
 	if err != nil && !errors.Is(err, errNotKept) {
 		return err
@@ -1014,6 +1065,16 @@ func (s *segments) write(p []byte) {
 	for ; k < len(s.own.blocks); k, from = k+1, 0 {
 		s.add(s.own.blocks[k][from:])
 	}
+}
+
+// prepend puts p, which must not change until Reset, before the chunk's
+// bytes.
+func (s *segments) prepend(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	s.segs = slices.Insert(s.segs, 0, p)
+	s.n += len(p)
 }
 
 // ref appends p itself.

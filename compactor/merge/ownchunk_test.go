@@ -460,7 +460,7 @@ func rewriteFooter(t *testing.T, path string, edit func(*format.FileMetaData)) {
 // and greatest and its nulls.
 func checkPageIndexes(t *testing.T, path string) {
 	t.Helper()
-	_, pf := readParquet(t, path)
+	file, pf := readParquet(t, path)
 	md := pf.Metadata()
 	for r, rg := range pf.RowGroups() {
 		for c, cc := range rg.ColumnChunks() {
@@ -483,6 +483,17 @@ func checkPageIndexes(t *testing.T, path string) {
 				}
 				if oi.FirstRowIndex(page) != rows {
 					t.Fatalf("column %v, page %d: first row %d in the offset index, %d read", cm.PathInSchema, page, oi.FirstRowIndex(page), rows)
+				}
+				// Where the offset index says the page is, its header.
+				off, size := oi.Offset(page), oi.CompressedPageSize(page)
+				var h format.PageHeader
+				r := bytes.NewReader(file[min(off, int64(len(file))):])
+				if err := thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(r)).Decode(&h); err != nil || h.Type != format.DataPage && h.Type != format.DataPageV2 ||
+					int64(len(file))-off-int64(r.Len())+int64(h.CompressedPageSize) != size {
+					t.Fatalf("column %v, page %d: at %d (%d bytes) in the offset index, a %v page of %d bytes (%v)", cm.PathInSchema, page, off, size, h.Type, h.CompressedPageSize, err)
+				}
+				if v2, ok := h.DataPageHeaderV2.Get(); ok && int64(v2.NumRows) != p.NumRows() {
+					t.Fatalf("column %v, page %d: the page at the offset index's offset has %d rows, %d read", cm.PathInSchema, page, v2.NumRows, p.NumRows())
 				}
 				if ci.NullCount(page) != p.NumNulls() {
 					t.Fatalf("column %v, page %d: %d nulls in the column index, %d read", cm.PathInSchema, page, ci.NullCount(page), p.NumNulls())
@@ -948,6 +959,171 @@ func TestByteArrayRange(t *testing.T) {
 			lo, hi := byteArrayRange(data, offsets, n, at)
 			if !bytes.Equal(lo, want.lo) || !bytes.Equal(hi, want.hi) {
 				t.Fatalf("round %d: [%x, %x], compared in full [%x, %x]", round, lo, hi, want.lo, want.hi)
+			}
+		}
+	}
+}
+
+// A column whose values repeat is written by the merge
+// dictionary-encoded: one dictionary of the distinct values of all the
+// inputs, whatever their own dictionaries held (other entries, in
+// another order) and from PLAIN inputs too, with the rows as they were
+// and page indexes that bound each page's values. Past the table's
+// dict-size-bytes, the chunk goes on in PLAIN pages, as parquet-go's
+// writer falls back; with dictionaries off, there is none.
+func TestOwnColumnsDictionary(t *testing.T) {
+	ctx := context.Background()
+	sc := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "cat", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "qty", Type: iceberg.PrimitiveTypes.Int32},
+		iceberg.NestedField{ID: 4, Name: "price", Type: iceberg.PrimitiveTypes.Float64},
+		iceberg.NestedField{ID: 5, Name: "flag", Type: iceberg.PrimitiveTypes.Bool, Required: true})
+	e, tbl := tableenv.New(t, sc, *iceberg.UnpartitionedSpec, "2")
+	asc, err := table.SchemaToArrowSchema(sc, nil, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two files whose repeated values overlap in part.
+	for f, cats := range [][]string{{"view", "click", "buy"}, {"buy", "share", "view", "bot"}} {
+		bld := array.NewRecordBuilder(memory.DefaultAllocator, asc)
+		for r := range 1500 {
+			bld.Field(0).(*array.Int64Builder).Append(int64(f*10000 + r))
+			bld.Field(4).(*array.BooleanBuilder).Append(r%2 == 0)
+			if r%11 == 0 {
+				bld.Field(1).AppendNull()
+				bld.Field(2).AppendNull()
+				bld.Field(3).AppendNull()
+				continue
+			}
+			bld.Field(1).(*array.StringBuilder).Append(cats[(r*7)%len(cats)])
+			bld.Field(2).(*array.Int32Builder).Append(int32(r%37 + 20*f))
+			bld.Field(3).(*array.Float64Builder).Append([]float64{math.NaN(), math.Copysign(0, -1), 0, 2.5, -1.25, float64(f)}[(r+f)%6])
+		}
+		rec := bld.NewRecordBatch()
+		bld.Release()
+		rdr, err := array.NewRecordReader(asc, []arrow.RecordBatch{rec})
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tbl, err = tbl.Append(e.Ctx, rdr, nil); err != nil {
+			t.Fatal(err)
+		}
+		rdr.Release()
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var added []string
+	for i, ft := range tasks {
+		src := strings.TrimPrefix(ft.File.FilePath(), "file://")
+		for _, dict := range []bool{true, false} {
+			path := strings.TrimSuffix(src, ".parquet") + "-rw" + strconv.Itoa(i) + strconv.FormatBool(dict) + ".parquet"
+			rewriteParquet(t, src, path, dict, &parquet.Zstd, parquet.DataPageVersion(2))
+			added = append(added, "file://"+path)
+		}
+	}
+	tbl, tasks = addFiles(t, tbl, added...)
+	tasks = slices.DeleteFunc(tasks, func(ft table.FileScanTask) bool { return !strings.Contains(ft.File.FilePath(), "-rw") })
+	// A dictionary-encoded input first, so that the merge writes the
+	// columns whose values repeat dictionary-encoded.
+	slices.SortFunc(tasks, func(a, b table.FileScanTask) int {
+		return strings.Compare(b.File.FilePath()[len(b.File.FilePath())-12:], a.File.FilePath()[len(a.File.FilePath())-12:])
+	})
+	if !strings.HasSuffix(tasks[0].File.FilePath(), "true.parquet") {
+		t.Fatalf("first input %s is not dictionary-encoded", tasks[0].File.FilePath())
+	}
+	scan := tbl.Scan()
+	proj, _ := scan.Projection()
+	want, err := rowdigest.Tasks(ctx, scan, proj, tasks, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name     string
+		props    iceberg.Properties
+		dict     bool // the columns that repeat have a dictionary
+		fallback bool // and PLAIN pages after it
+	}{
+		{"dictionary", iceberg.Properties{"write.parquet.page-size-bytes": "4096"}, true, false},
+		{"past dict-size-bytes", iceberg.Properties{"write.parquet.page-size-bytes": "4096", "write.parquet.dict-size-bytes": "24"}, true, true},
+		{"dictionaries off", iceberg.Properties{"write.parquet.page-size-bytes": "4096", "parquet.enable.dictionary": "false"}, false, false},
+	} {
+		tx := tbl.NewTransaction()
+		if err := tx.SetProperties(c.props); err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := tx.Commit(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if rep.RowGroups.OwnPages == 0 && c.dict {
+			t.Errorf("%s: no page encoded by the merge", c.name)
+		}
+		out := res.NewDataFiles[0]
+		got, err := rowdigest.Tasks(ctx, scan, proj, []table.FileScanTask{{File: out, Length: out.FileSizeBytes()}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("%s: Arrow reads %v from the output, %v from the inputs", c.name, got, want)
+		}
+		path := strings.TrimPrefix(out.FilePath(), "file://")
+		checkPageIndexes(t, path)
+		_, pf := readParquet(t, path)
+		md := pf.Metadata()
+		for r, rg := range pf.RowGroups() {
+			for col, cc := range rg.ColumnChunks() {
+				cm := md.RowGroups[r].Columns[col].MetaData
+				name := cm.PathInSchema[0]
+				if name != "cat" && name != "qty" && name != "price" {
+					continue
+				}
+				var dictPages, dictData, plainData int32
+				for _, s := range cm.EncodingStats {
+					switch {
+					case s.PageType == format.DictionaryPage:
+						dictPages += s.Count
+					case s.Encoding == format.RLEDictionary:
+						dictData += s.Count
+					case s.Encoding == format.Plain:
+						plainData += s.Count
+					}
+				}
+				if (dictPages == 1 && dictData > 0) != c.dict || (plainData > 0) != (c.fallback || !c.dict) {
+					t.Fatalf("%s: column %s: %+v", c.name, name, cm.EncodingStats)
+				}
+				if !c.dict || c.fallback {
+					continue
+				}
+				// One entry per distinct value (by its bits), none
+				// missing, none twice.
+				distinct := map[string]bool{}
+				entries := -1
+				if err := eachPage(cc, func(p parquet.Page) error {
+					if d := p.Dictionary(); d != nil {
+						entries = d.Len()
+					}
+					vs := make([]parquet.Value, p.NumValues())
+					n, _ := p.Values().ReadValues(vs)
+					for _, v := range vs[:n] {
+						if !v.IsNull() {
+							distinct[string(v.Bytes())] = true
+						}
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if entries != len(distinct) {
+					t.Fatalf("%s: column %s: %d dictionary entries for %d distinct values", c.name, name, entries, len(distinct))
+				}
 			}
 		}
 	}
