@@ -30,7 +30,7 @@ type ownDict struct {
 	fixed    map[uint64]int32
 	strs     map[string]int32
 	maxBytes int
-	full     bool // past maxBytes: the open and later pages are PLAIN
+	full     bool // past maxBytes: the pages after are PLAIN
 	pages    int  // dictionary-encoded pages written
 
 	ixs     []int32 // the open page's indexes
@@ -55,7 +55,11 @@ func newOwnDict(kind parquet.Kind, maxBytes int64) *ownDict {
 
 func (d *ownDict) reset() {
 	d.values, d.starts = d.values[:0], d.starts[:0]
-	d.fixed, d.strs = map[uint64]int32{}, map[string]int32{}
+	if d.fixed == nil {
+		d.fixed, d.strs = map[uint64]int32{}, map[string]int32{}
+	}
+	clear(d.fixed)
+	clear(d.strs)
 	d.full, d.pages = false, 0
 	d.ixs, d.used, d.stamp = d.ixs[:0], d.used[:0], d.stamp[:0]
 	d.remap, d.remapOf = d.remap[:0], nil
