@@ -118,14 +118,7 @@ func TestOwnColumnsKeepPages(t *testing.T) {
 		// ownChunk writes v2 pages, so nothing is kept.
 		{"page version 1", iceberg.Properties{"write.parquet.page-version": "1"}, false},
 	} {
-		tx := tbl.NewTransaction()
-		if err := tx.SetProperties(c.props); err != nil {
-			t.Fatal(err)
-		}
-		tbl, err := tx.Commit(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tbl := setProps(t, tbl, c.props)
 		res, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
 		if err != nil || rep.RowGroups.KeptPages != 0 || (rep.RowGroups.OwnPages > 0) != c.own {
 			t.Fatalf("%s: %d pages kept, %d encoded by the merge, %v", c.name, rep.RowGroups.KeptPages, rep.RowGroups.OwnPages, err)
@@ -658,11 +651,7 @@ func TestOwnColumnsFloats(t *testing.T) {
 		iceberg.NestedField{ID: 3, Name: "d", Type: iceberg.PrimitiveTypes.Float64},
 		// A column the merge leaves to parquet-go's writer.
 		iceberg.NestedField{ID: 4, Name: "flag", Type: iceberg.PrimitiveTypes.Bool, Required: true})
-	e, tbl := tableenv.New(t, sc, *iceberg.UnpartitionedSpec, "2")
-	asc, err := table.SchemaToArrowSchema(sc, nil, false, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, asc := arrowTable(t, sc)
 	nan, negZero := math.NaN(), math.Copysign(0, -1)
 	// 2,000 rows: pages of 0.0 alone and of -0.0 alone, infinities,
 	// nulls, and a run of NaN long enough to fill pages of its own (2 KiB
@@ -694,17 +683,7 @@ func TestOwnColumnsFloats(t *testing.T) {
 			bld.Field(2).AppendNull()
 		}
 	}
-	rec := bld.NewRecordBatch()
-	bld.Release()
-	rdr, err := array.NewRecordReader(asc, []arrow.RecordBatch{rec})
-	rec.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tbl, err = tbl.Append(e.Ctx, rdr, nil); err != nil {
-		t.Fatal(err)
-	}
-	rdr.Release()
+	tbl = appendBuilt(t, tbl, bld)
 	tasks, err := tbl.Scan().PlanFiles(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -717,12 +696,7 @@ func TestOwnColumnsFloats(t *testing.T) {
 		added = append(added, "file://"+path)
 	}
 	tbl, tasks = addFiles(t, tbl, added...)
-	scan := tbl.Scan()
-	proj, _ := scan.Projection()
-	want, err := rowdigest.Tasks(ctx, scan, proj, tasks, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := rowsOf(t, tbl, tasks...)
 	for _, c := range []struct {
 		name string
 		page string
@@ -731,14 +705,7 @@ func TestOwnColumnsFloats(t *testing.T) {
 		{"pages kept", "16384", true},
 		{"values encoded", "67108864", false},
 	} {
-		tx := tbl.NewTransaction()
-		if err := tx.SetProperties(iceberg.Properties{"write.parquet.page-size-bytes": c.page}); err != nil {
-			t.Fatal(err)
-		}
-		tbl, err := tx.Commit(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tbl := setProps(t, tbl, iceberg.Properties{"write.parquet.page-size-bytes": c.page})
 		for first := range tasks {
 			order := append([]table.FileScanTask{tasks[first]}, append(tasks[:first:first], tasks[first+1:]...)...)
 			res, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, order, 1<<30)
@@ -749,11 +716,7 @@ func TestOwnColumnsFloats(t *testing.T) {
 				t.Errorf("%s, %s first: %d pages kept, %d encoded by the merge", c.name, order[0].File.FilePath(), rep.RowGroups.KeptPages, rep.RowGroups.OwnPages)
 			}
 			out := res.NewDataFiles[0]
-			got, err := rowdigest.Tasks(ctx, scan, proj, []table.FileScanTask{{File: out, Length: out.FileSizeBytes()}}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != want {
+			if got := rowsOf(t, tbl, table.FileScanTask{File: out, Length: out.FileSizeBytes()}); got != want {
 				t.Fatalf("%s: Arrow reads %v from the output, %v from the inputs", c.name, got, want)
 			}
 			if strings.HasSuffix(order[0].File.FilePath(), "-false.parquet") {
@@ -900,12 +863,7 @@ func TestOwnColumnsNotAll(t *testing.T) {
 	}
 	tbl, tasks = addFiles(t, tbl, added...)
 	tasks = slices.DeleteFunc(tasks, func(ft table.FileScanTask) bool { return !strings.Contains(ft.File.FilePath(), "-plain") })
-	scan := tbl.Scan()
-	proj, _ := scan.Projection()
-	want, err := rowdigest.Tasks(ctx, scan, proj, tasks, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := rowsOf(t, tbl, tasks...)
 	res, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
 	if err != nil {
 		t.Fatal(err)
@@ -914,11 +872,7 @@ func TestOwnColumnsNotAll(t *testing.T) {
 		t.Fatal("no column written by the merge")
 	}
 	out := res.NewDataFiles[0]
-	got, err := rowdigest.Tasks(ctx, scan, proj, []table.FileScanTask{{File: out, Length: out.FileSizeBytes()}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != want {
+	if got := rowsOf(t, tbl, table.FileScanTask{File: out, Length: out.FileSizeBytes()}); got != want {
 		t.Fatalf("Arrow reads %v from the output, %v from the inputs", got, want)
 	}
 	checkPageIndexes(t, strings.TrimPrefix(out.FilePath(), "file://"))
@@ -979,11 +933,7 @@ func TestOwnColumnsDictionary(t *testing.T) {
 		iceberg.NestedField{ID: 3, Name: "qty", Type: iceberg.PrimitiveTypes.Int32},
 		iceberg.NestedField{ID: 4, Name: "price", Type: iceberg.PrimitiveTypes.Float64},
 		iceberg.NestedField{ID: 5, Name: "flag", Type: iceberg.PrimitiveTypes.Bool, Required: true})
-	e, tbl := tableenv.New(t, sc, *iceberg.UnpartitionedSpec, "2")
-	asc, err := table.SchemaToArrowSchema(sc, nil, false, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, asc := arrowTable(t, sc)
 	// Two files whose repeated values overlap in part.
 	for f, cats := range [][]string{{"view", "click", "buy"}, {"buy", "share", "view", "bot"}} {
 		bld := array.NewRecordBuilder(memory.DefaultAllocator, asc)
@@ -1000,17 +950,7 @@ func TestOwnColumnsDictionary(t *testing.T) {
 			bld.Field(2).(*array.Int32Builder).Append(int32(r%37 + 20*f))
 			bld.Field(3).(*array.Float64Builder).Append([]float64{math.NaN(), math.Copysign(0, -1), 0, 2.5, -1.25, float64(f)}[(r+f)%6])
 		}
-		rec := bld.NewRecordBatch()
-		bld.Release()
-		rdr, err := array.NewRecordReader(asc, []arrow.RecordBatch{rec})
-		rec.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tbl, err = tbl.Append(e.Ctx, rdr, nil); err != nil {
-			t.Fatal(err)
-		}
-		rdr.Release()
+		tbl = appendBuilt(t, tbl, bld)
 	}
 	tasks, err := tbl.Scan().PlanFiles(ctx)
 	if err != nil {
@@ -1035,12 +975,7 @@ func TestOwnColumnsDictionary(t *testing.T) {
 	if !strings.HasSuffix(tasks[0].File.FilePath(), "true.parquet") {
 		t.Fatalf("first input %s is not dictionary-encoded", tasks[0].File.FilePath())
 	}
-	scan := tbl.Scan()
-	proj, _ := scan.Projection()
-	want, err := rowdigest.Tasks(ctx, scan, proj, tasks, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := rowsOf(t, tbl, tasks...)
 	for _, c := range []struct {
 		name     string
 		props    iceberg.Properties
@@ -1051,14 +986,7 @@ func TestOwnColumnsDictionary(t *testing.T) {
 		{"past dict-size-bytes", iceberg.Properties{"write.parquet.page-size-bytes": "4096", "write.parquet.dict-size-bytes": "24"}, true, true},
 		{"dictionaries off", iceberg.Properties{"write.parquet.page-size-bytes": "4096", "parquet.enable.dictionary": "false"}, false, false},
 	} {
-		tx := tbl.NewTransaction()
-		if err := tx.SetProperties(c.props); err != nil {
-			t.Fatal(err)
-		}
-		tbl, err := tx.Commit(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tbl := setProps(t, tbl, c.props)
 		res, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
@@ -1067,11 +995,7 @@ func TestOwnColumnsDictionary(t *testing.T) {
 			t.Errorf("%s: no page encoded by the merge", c.name)
 		}
 		out := res.NewDataFiles[0]
-		got, err := rowdigest.Tasks(ctx, scan, proj, []table.FileScanTask{{File: out, Length: out.FileSizeBytes()}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
+		if got := rowsOf(t, tbl, table.FileScanTask{File: out, Length: out.FileSizeBytes()}); got != want {
 			t.Fatalf("%s: Arrow reads %v from the output, %v from the inputs", c.name, got, want)
 		}
 		path := strings.TrimPrefix(out.FilePath(), "file://")
@@ -1127,4 +1051,58 @@ func TestOwnColumnsDictionary(t *testing.T) {
 			}
 		}
 	}
+}
+
+// appendBuilt appends the rows built in bld to tbl, and releases bld.
+func appendBuilt(t *testing.T, tbl *table.Table, bld *array.RecordBuilder) *table.Table {
+	t.Helper()
+	rec := bld.NewRecordBatch()
+	bld.Release()
+	rdr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
+	rec.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	if tbl, err = tbl.Append(context.Background(), rdr, nil); err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+// arrowTable is an unpartitioned v2 table of schema sc, and sc as Arrow's.
+func arrowTable(t *testing.T, sc *iceberg.Schema) (*table.Table, *arrow.Schema) {
+	t.Helper()
+	_, tbl := tableenv.New(t, sc, *iceberg.UnpartitionedSpec, "2")
+	asc, err := table.SchemaToArrowSchema(sc, nil, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl, asc
+}
+
+// setProps sets table properties on tbl.
+func setProps(t *testing.T, tbl *table.Table, props iceberg.Properties) *table.Table {
+	t.Helper()
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(props); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := tx.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+// rowsOf is the row digest of tasks of tbl, as Arrow reads them.
+func rowsOf(t *testing.T, tbl *table.Table, tasks ...table.FileScanTask) rowdigest.Digest {
+	t.Helper()
+	scan := tbl.Scan()
+	proj, _ := scan.Projection()
+	d, err := rowdigest.Tasks(context.Background(), scan, proj, tasks, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
