@@ -353,17 +353,6 @@ func (o *mergeOutput) ownColumns(in inputBytes, md *format.FileMetaData, r int) 
 		}
 		own[c] = oc
 	}
-	// parquet-go's writer makes the row group, so it keeps a column: the
-	// smallest, when all could be the merge's.
-	if own != nil && !slices.Contains(own, nil) {
-		least := 0
-		for c := range own {
-			if md.RowGroups[r].Columns[c].MetaData.TotalUncompressedSize < md.RowGroups[r].Columns[least].MetaData.TotalUncompressedSize {
-				least = c
-			}
-		}
-		own[least] = nil
-	}
 	return own
 }
 
@@ -400,7 +389,7 @@ func (o *mergeOutput) flushReencoded() error {
 	var err error
 	if o.own != nil {
 		ordinal := len(o.st.groups)
-		err = o.st.adoptWithOwn(&o.sink, o.own)
+		err = o.st.adoptWithOwn(&o.sink, o.own, o.rgRows)
 		if err == nil && o.proof != nil {
 			o.proof.reencoded(ordinal, o.own, o.rgRows)
 		}

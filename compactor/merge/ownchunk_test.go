@@ -839,9 +839,10 @@ func floats(typ format.Type, b encoding.Values) float64 {
 	return b.Double()[0]
 }
 
-// A table whose every column the merge could write itself (PLAIN numbers
-// and strings) still gets its row group: parquet-go's writer, which makes
-// it, keeps the smallest column.
+// A table whose every column the merge writes itself (PLAIN numbers and
+// strings) is compacted with no column left to parquet-go's writer: its
+// row groups, one or several, are the merge's chunks alone, with the rows
+// as they were and page indexes that hold.
 func TestOwnColumnsNotAll(t *testing.T) {
 	ctx := context.Background()
 	sc := iceberg.NewSchema(0,
@@ -864,18 +865,27 @@ func TestOwnColumnsNotAll(t *testing.T) {
 	tbl, tasks = addFiles(t, tbl, added...)
 	tasks = slices.DeleteFunc(tasks, func(ft table.FileScanTask) bool { return !strings.Contains(ft.File.FilePath(), "-plain") })
 	want := rowsOf(t, tbl, tasks...)
-	res, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
-	if err != nil {
-		t.Fatal(err)
+	// A row group limit under an input's 500 rows cuts the output at
+	// every input (an input at the limit would be copied instead).
+	for groups, limit := range map[int]string{1: "100000", 2: "250"} {
+		tbl := setProps(t, tbl, iceberg.Properties{"write.parquet.row-group-limit": limit})
+		res, rep, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.RowGroups.OwnPages+rep.RowGroups.KeptPages == 0 || rep.RowGroups.Reencoded == 0 {
+			t.Fatalf("%d row groups: nothing written by the merge: %+v", groups, rep.RowGroups)
+		}
+		out := res.NewDataFiles[0]
+		if got := rowsOf(t, tbl, table.FileScanTask{File: out, Length: out.FileSizeBytes()}); got != want {
+			t.Fatalf("%d row groups: Arrow reads %v from the output, %v from the inputs", groups, got, want)
+		}
+		path := strings.TrimPrefix(out.FilePath(), "file://")
+		checkPageIndexes(t, path)
+		if _, pf := readParquet(t, path); len(pf.RowGroups()) != groups {
+			t.Fatalf("%d row groups: the output has %d", groups, len(pf.RowGroups()))
+		}
 	}
-	if rep.RowGroups.OwnPages == 0 {
-		t.Fatal("no column written by the merge")
-	}
-	out := res.NewDataFiles[0]
-	if got := rowsOf(t, tbl, table.FileScanTask{File: out, Length: out.FileSizeBytes()}); got != want {
-		t.Fatalf("Arrow reads %v from the output, %v from the inputs", got, want)
-	}
-	checkPageIndexes(t, strings.TrimPrefix(out.FilePath(), "file://"))
 }
 
 // byteArrayRange finds what comparing every value in full finds, on

@@ -238,18 +238,23 @@ func (s *stitcher) adoptRowGroups(sink *reencodeSink) (*format.FileMetaData, err
 	return md, nil
 }
 
-// adoptWithOwn adds the one row group of the re-encoding writer's file,
-// held whole by sink, with the columns the merge wrote itself (own[i], for
-// column i; nil for the writer's) in their places. The chunks are written
-// in column order, one after another, as a writer places them: a later
-// merge can copy the row group as one range.
-func (s *stitcher) adoptWithOwn(sink *reencodeSink, own []*ownChunk) error {
+// adoptWithOwn adds the one row group of rows rows of the re-encoding
+// writer's file, held whole by sink, with the columns the merge wrote
+// itself (own[i], for column i; nil for the writer's) in their places.
+// The chunks are written in column order, one after another, as a writer
+// places them: a later merge can copy the row group as one range. When
+// every column is the merge's, the writer, with none, made no row group,
+// and the row group is the own chunks alone.
+func (s *stitcher) adoptWithOwn(sink *reencodeSink, own []*ownChunk, rows int64) error {
 	if sink.base >= 0 {
 		return fmt.Errorf("the re-encoded row group was not held")
 	}
 	md, err := sink.footer()
 	if err != nil {
 		return err
+	}
+	if len(md.RowGroups) == 0 && !slices.Contains(own, nil) {
+		md.RowGroups = []format.RowGroup{{NumRows: rows}}
 	}
 	if len(md.RowGroups) != 1 {
 		return fmt.Errorf("%d re-encoded row groups, not one", len(md.RowGroups))
