@@ -9,7 +9,7 @@ import (
 // read starts the fetch of the pieces that follow it, up to ahead of them
 // at once, so that on object storage the reads overlap rather than each
 // waiting for its own round trip. A read behind the window fetches again.
-// It holds at most ahead pieces. Not safe for concurrent use.
+// It holds at most ahead+2 pieces. Not safe for concurrent use.
 type readAhead struct {
 	src         io.ReaderAt
 	size, piece int64
@@ -57,9 +57,14 @@ func (r *readAhead) ReadAt(p []byte, off int64) (int, error) {
 			return n, io.EOF
 		}
 		i := at / r.piece
-		// Pieces behind this one are done with; those ahead are wanted.
+		// Pieces behind this one are done with, but for the one just
+		// behind; those ahead are wanted, and one more: a reader that
+		// steps back a few bytes across a piece's start (parquet-go
+		// reads a page's header, then the page from the same offset)
+		// must find the piece it left, and not drop the farthest one
+		// fetched, to fetch it again.
 		for j, f := range r.pieces {
-			if j < i || j >= i+int64(r.ahead) {
+			if j < i-1 || j > i+int64(r.ahead) {
 				<-f.done
 				delete(r.pieces, j)
 				r.free = append(r.free, f.buf[:cap(f.buf)])

@@ -44,6 +44,19 @@ func TestReadAhead(t *testing.T) {
 	if !ra.holds(10_100, 300) || ra.holds(8_900, 200) || ra.holds(0, 4) {
 		t.Fatal("holds: the last piece is held, those behind it not")
 	}
+	// A pass whose reads each step back across the start of the piece
+	// before (a header read again) still reads each piece once.
+	src.reads.Store(0)
+	back := newReadAhead(src, int64(len(data)), 1000, 3)
+	for off := 0; off < len(data); off += len(buf) - 150 {
+		if n, err := back.ReadAt(buf, int64(off)); n == 0 || !bytes.Equal(buf[:n], data[off:off+n]) {
+			t.Fatalf("stepping back, read at %d: %d bytes, %v", off, n, err)
+		}
+	}
+	back.wait()
+	if got := src.reads.Load(); got != 11 {
+		t.Fatalf("a pass stepping back read %d pieces of 11", got)
+	}
 	for _, off := range []int64{10_200, 0, 9_500, 4_321, 999, 10_000} {
 		n, err := ra.ReadAt(buf, off)
 		want := min(int64(len(buf)), int64(len(data))-off)
