@@ -118,7 +118,7 @@ func (j *Job) convertStage(ctx context.Context, t jobs.Target, s Settings, opts 
 		}
 		listed = false
 		var err error
-		if tbl, err = t.Bucket.LoadTable(ctx, t.Table); err != nil {
+		if tbl, err = t.Bucket.Refresh(ctx, t.Table, ds.after); err != nil {
 			return err
 		}
 		if sc, err = scan(ctx, tbl, false); err != nil {

@@ -384,7 +384,7 @@ func (j *Job) deleteStage(ctx context.Context, t jobs.Target, s Settings, opts j
 	tbl, sc := ds.tbl, ds.sc
 	if ds.committed {
 		var err error
-		if tbl, err = t.Bucket.LoadTable(ctx, t.Table); err != nil {
+		if tbl, err = t.Bucket.Refresh(ctx, t.Table, ds.after); err != nil {
 			return err
 		}
 		if sc, err = scan(ctx, tbl, false); err != nil {

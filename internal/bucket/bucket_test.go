@@ -202,7 +202,55 @@ func exerciseCatalog(t *testing.T, ctx context.Context, b *bucket.Bucket, wareho
 	if _, err := b.LoadTable(ctx, bucket.TableID{Namespace: []string{"nons"}, Name: "t"}); !errors.Is(err, bucket.ErrNoSuchTable) {
 		t.Fatalf("missing namespace: %v", err)
 	}
+	exerciseRefresh(t, ctx, b, cat, sc)
 	_ = catalog.ErrNoSuchTable
+}
+
+// exerciseRefresh checks Refresh against loads: an unchanged table is the
+// one the caller had; a table committed to, or dropped and created again
+// under its name, is the catalog's current one; a dropped one is missing.
+func exerciseRefresh(t *testing.T, ctx context.Context, b *bucket.Bucket, cat catalog.Catalog, sc *iceberg.Schema) {
+	t.Helper()
+	for _, id := range []bucket.TableID{{Namespace: []string{"sales"}, Name: "orders"}, {Namespace: []string{"sales", "eu"}, Name: "orders"}} {
+		known, err := b.LoadTable(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A SQL catalog's unchanged table is not loaded again.
+		if got, err := b.Refresh(ctx, id, known); err != nil || got != known {
+			t.Fatalf("refresh of unchanged %s: %v, %v; want the table known", id, got, err)
+		}
+		if got, err := b.Refresh(ctx, id, nil); err != nil || got.MetadataLocation() != known.MetadataLocation() {
+			t.Fatalf("refresh of %s with nothing known: %v, %v", id, got, err)
+		}
+		after, err := testkit.AppendRandom(ctx, known, 10, 0, rand.New(rand.NewPCG(2, 2)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := b.Refresh(ctx, id, known); err != nil || got.MetadataLocation() != after.MetadataLocation() || got == known {
+			t.Fatalf("refresh of %s after a commit: %v, %v; want %s", id, got, err, after.MetadataLocation())
+		}
+	}
+	// A name's table dropped and created again: the same name, another
+	// table, whatever the caller held.
+	id := bucket.TableID{Namespace: []string{"sales"}, Name: "orders"}
+	old, err := b.LoadTable(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.DropTable(ctx, id.Identifier()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Refresh(ctx, id, old); !errors.Is(err, bucket.ErrNoSuchTable) {
+		t.Fatalf("refresh of a dropped table: %v", err)
+	}
+	if _, err := cat.CreateTable(ctx, id.Identifier(), sc); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Refresh(ctx, id, old)
+	if err != nil || got.Metadata().TableUUID() == old.Metadata().TableUUID() {
+		t.Fatalf("refresh of a table created again: %v, %v", got, err)
+	}
 }
 
 // Unreachable catalogs fail within the deadline, naming the endpoint.

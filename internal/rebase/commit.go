@@ -18,7 +18,7 @@ import (
 // Env is where a rewrite's snapshots commit, and how.
 type Env struct {
 	// Bucket and Table name the table: every attempt after the first
-	// reloads it from the bucket's catalog.
+	// refreshes it from the bucket's catalog.
 	Bucket  *bucket.Bucket
 	Table   bucket.TableID
 	Catalog catalog.Catalog
@@ -75,14 +75,16 @@ type landing struct {
 
 // commit is the commit loop: it attempts s on the table's head until it
 // lands, nothing is left of it, or the policy gives up. Each attempt
-// reloads the table — except the first when first is set, a table s was
-// just staged on — checks whether an earlier attempt landed though its
-// answer was lost, and rebases s on the head. A commit error that is not a
+// refreshes the table (bucket.Refresh: on a SQL catalog a table nobody
+// committed to since is not read again) — except the first when trusted
+// is set: base is a table s was just staged on — checks whether an
+// earlier attempt landed though its answer was lost, and rebases s on the
+// head. A commit error that is not a
 // conflict is looked into: the table is reloaded, and unless the catalog
 // answers finally (the SQL catalog's transaction) and the snapshot is not
 // there, the outcome is unknown. The files of attempts that did not land
 // are removed, unless the outcome is unknown.
-func (e *Env) commit(ctx context.Context, p Producer, s stagedSnapshot, first *table.Table) (landing, error) {
+func (e *Env) commit(ctx context.Context, p Producer, s stagedSnapshot, base *table.Table, trusted bool) (landing, error) {
 	var out landing
 	commitTable := e.CommitTable
 	if commitTable == nil {
@@ -90,12 +92,13 @@ func (e *Env) commit(ctx context.Context, p Producer, s stagedSnapshot, first *t
 	}
 	var err error
 	out.stats, err = commit.Do(ctx, e.Policy, func(ctx context.Context, n int) error {
-		fresh := first
-		if n > 1 || fresh == nil {
+		fresh := base
+		if n > 1 || !trusted {
 			var err error
-			if fresh, err = e.Bucket.LoadTable(ctx, e.Table); err != nil {
+			if fresh, err = e.Bucket.Refresh(ctx, e.Table, base); err != nil {
 				return err
 			}
+			base = fresh
 		}
 		if a, err := e.landed(p, s, fresh, &out); a != nil || err != nil {
 			// An earlier attempt landed though it was reported lost.

@@ -161,7 +161,7 @@ func (c *Committer) commitBatch(ctx context.Context, base *table.Table, batch []
 		r.cleanup(nil)
 		return nil, commit.Stats{}, err
 	}
-	l, err := c.env.commit(ctx, c.op, r, nil)
+	l, err := c.env.commit(ctx, c.op, r, base, false)
 	out.MetadataRemoved += l.metadataRemoved
 	out.Unknown = out.Unknown || l.unknown
 	out.Rebases += r.rebases

@@ -78,7 +78,7 @@ func (e *Env) RewriteManifests(ctx context.Context, tbl *table.Table, op Manifes
 	for _, mf := range m.small {
 		out.Bytes += mf.Length()
 	}
-	l, err := e.commit(ctx, op, m, tbl)
+	l, err := e.commit(ctx, op, m, tbl, true)
 	out.Conflicts, out.Rebases, out.MetadataRemoved = l.stats.Conflicts, m.rebases, l.metadataRemoved
 	if l.attempt != nil {
 		out.Rewritten, out.Written, out.After = len(m.small), len(m.merged), l.after

@@ -77,6 +77,11 @@ type replace struct {
 	attempts map[string]*attempt // by manifest list path
 	head     int64               // the head the last attempt was built on
 	rebases  int
+	// last is the last attempt, built on the metadata lastOn: the commit
+	// loop's first attempt follows the staging, on the same table when
+	// nobody committed meanwhile, and takes it as it is.
+	last   *attempt
+	lastOn table.Metadata
 }
 
 type input struct {
@@ -166,6 +171,9 @@ func (r *replace) attemptOf(path string) *attempt { return r.attempts[path] }
 // rebase builds the commit of the live groups on meta's current head.
 // It returns nil when every group was dropped.
 func (r *replace) rebase(ctx context.Context, meta table.Metadata) (*attempt, error) {
+	if r.last != nil && meta == r.lastOn {
+		return r.last, nil
+	}
 	head := meta.CurrentSnapshot()
 	if head != nil && head.SnapshotID != r.head && r.head != 0 {
 		r.rebases++
@@ -309,6 +317,7 @@ func (r *replace) rebase(ctx context.Context, meta table.Metadata) (*attempt, er
 	reqs, updates := onMain(meta, snap)
 	a := &attempt{reqs: reqs, updates: updates, groups: groups, own: append(own, path)}
 	r.attempts[path] = a
+	r.last, r.lastOn = a, meta
 	return a, nil
 }
 

@@ -95,9 +95,10 @@ func Run(childTest string, args ...string) (Result, error) {
 	}
 	cmdArgs := []string{"-test.run=^" + childTest + "$", "-test.count=1"}
 	if dir := os.Getenv("ICEKEEPER_BENCH_PROFILE_DIR"); dir != "" && len(args) > 0 {
-		// Each side's CPU profile, to see where a benchmark's CPU goes
-		// (the last iteration's is kept).
-		cmdArgs = append(cmdArgs, "-test.cpuprofile="+filepath.Join(dir, args[0]+".prof"))
+		// Each side's CPU and allocation profiles, to see where a
+		// benchmark's CPU and garbage go (the last iteration's are kept).
+		cmdArgs = append(cmdArgs, "-test.cpuprofile="+filepath.Join(dir, args[0]+".prof"),
+			"-test.memprofile="+filepath.Join(dir, args[0]+".mem"))
 	}
 	cmd := exec.Command(os.Args[0], cmdArgs...)
 	cmd.Env = append(os.Environ(), envKey+"="+string(spec))
