@@ -132,3 +132,33 @@ func objectPath(t *testing.T, bucket, loc string) string {
 	}
 	return "/" + bucket + "/" + strings.TrimPrefix(u.Path, "/")
 }
+
+// A run that only merges manifests reads each on S3 once: the scan reads
+// them all first, and the manifest rewrite after it reads them from what
+// the scan held.
+func TestManifestRewriteReadsOnceOnS3(t *testing.T) {
+	e, _, counter, srv := newCountedS3Env(t, *iceberg.UnpartitionedSpec)
+	tbl := e.Load()
+	for range 20 {
+		tbl = e.Append(tbl, 5)
+	}
+	fs, err := tbl.FS(e.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := tbl.CurrentSnapshot().Manifests(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter.TakePaths()
+	out, fig := e.compact(&Job{MinInputFiles: 1000})
+	paths := counter.TakePaths()
+	if out.Status != state.Successful || fig.ManifestsRewritten != 20 || fig.GroupsPlanned != 0 {
+		t.Fatalf("%s %s: %d manifests rewritten, %d groups planned", out.Status, out.FailureMessage, fig.ManifestsRewritten, fig.GroupsPlanned)
+	}
+	for _, m := range list {
+		if n := paths[objectPath(t, srv.Bucket, m.FilePath())]; n != 1 {
+			t.Errorf("manifest %s read %d times, want once", m.FilePath(), n)
+		}
+	}
+}

@@ -16,28 +16,33 @@ import (
 
 // scanned is the table as the run found it: the snapshot it plans on, the
 // live data files with the deletes that apply to each, and those files as
-// the planner sees them.
+// the planner sees them; avro holds the manifests the scan read (memoBytes
+// of them at most), for the commit that follows.
 type scanned struct {
 	start   *table.Snapshot
 	tasks   []table.FileScanTask
 	files   []planner.File
 	deletes rebase.Deletes
+	avro    icebergio.IO
 }
 
-// scan reads tbl's current snapshot (rebase.Scan). Commit times of the
-// files are read only when withAges is set (a minimum file age is
-// configured): it costs a pass over the data manifests.
+// memoBytes bounds the manifest bytes a scan holds for the stage's commit
+// and the ages pass. A streaming writer's table, a manifest of a few KiB
+// per commit, fits whole; past the bound a manifest is read again.
+const memoBytes = 64 << 20
+
+// scan reads tbl's current snapshot (rebase.Scan) through a memo of its
+// Avro files: the commit of the stage reads again those holding the files
+// it replaces, and so does the ages pass. Commit times of the files are
+// read only when withAges is set (a minimum file age is configured): it
+// costs a pass over the data manifests.
 func scan(ctx context.Context, tbl *table.Table, withAges bool) (scanned, error) {
-	if withAges {
-		// The ages come from the manifests the scan has just read: they
-		// are read once, and held for the second pass.
-		var err error
-		if tbl, err = memoManifests(ctx, tbl); err != nil {
-			return scanned{}, err
-		}
+	tbl, memo, err := memoManifests(ctx, tbl)
+	if err != nil {
+		return scanned{}, err
 	}
 	base, err := rebase.Scan(ctx, tbl)
-	sc := scanned{start: base.Start, tasks: base.Tasks, deletes: base.Deletes}
+	sc := scanned{start: base.Start, tasks: base.Tasks, deletes: base.Deletes, avro: memo}
 	if err != nil {
 		return sc, err
 	}
@@ -63,15 +68,15 @@ func scan(ctx context.Context, tbl *table.Table, withAges bool) (scanned, error)
 }
 
 // memoManifests returns tbl reading its Avro files (manifest lists and
-// manifests) once each through objects.Memo; it only reads.
-func memoManifests(ctx context.Context, tbl *table.Table) (*table.Table, error) {
+// manifests) once each through objects.Memo, and the memo; it only reads.
+func memoManifests(ctx context.Context, tbl *table.Table) (*table.Table, icebergio.IO, error) {
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	memo := objects.Memo(fsys, func(name string) bool { return strings.HasSuffix(name, ".avro") })
+	memo := objects.Memo(fsys, func(name string) bool { return strings.HasSuffix(name, ".avro") }, memoBytes)
 	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(),
-		func(context.Context) (icebergio.IO, error) { return memo, nil }, nil), nil
+		func(context.Context) (icebergio.IO, error) { return memo, nil }, nil), memo, nil
 }
 
 // deletedRows is the rows of t's file that position deletes scoped to it

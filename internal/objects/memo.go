@@ -13,20 +13,24 @@ import (
 )
 
 // Memo returns fsys, except that a file keep accepts is read whole on its
-// first Open and served from memory after that. It is for one pass that
+// first Open and served from memory after that, up to maxBytes held: past
+// them a file is read whole and served, not kept. It is for one pass that
 // reads the same small files twice through readers it does not drive: a
 // compaction scan hands iceberg-go's planner the manifests, then reads
-// them again for the age of each file; on object storage every second
-// read is a round trip the storage server serves for nothing.
-func Memo(fsys icebergio.IO, keep func(name string) bool) icebergio.IO {
-	return &memo{IO: fsys, keep: keep, files: map[string][]byte{}}
+// them again for the age of each file, and its commit reads those holding
+// the files it replaces; on object storage every second read is a round
+// trip the storage server serves for nothing.
+func Memo(fsys icebergio.IO, keep func(name string) bool, maxBytes int64) icebergio.IO {
+	return &memo{IO: fsys, keep: keep, max: maxBytes, files: map[string][]byte{}}
 }
 
 type memo struct {
 	icebergio.IO
 	keep  func(string) bool
+	max   int64
 	mu    sync.Mutex
 	files map[string][]byte
+	held  int64
 }
 
 func (m *memo) Open(name string) (icebergio.File, error) {
@@ -42,7 +46,10 @@ func (m *memo) Open(name string) (icebergio.File, error) {
 			return nil, err
 		}
 		m.mu.Lock()
-		m.files[name] = b
+		if _, ok := m.files[name]; !ok && m.held+int64(len(b)) <= m.max {
+			m.files[name] = b
+			m.held += int64(len(b))
+		}
 		m.mu.Unlock()
 	}
 	return &memFile{Reader: bytes.NewReader(b), name: path.Base(name), size: int64(len(b))}, nil
@@ -82,3 +89,17 @@ func (f *memFile) Mode() fs.FileMode          { return 0o444 }
 func (f *memFile) ModTime() time.Time         { return time.Time{} }
 func (f *memFile) IsDir() bool                { return false }
 func (f *memFile) Sys() any                   { return nil }
+
+// ReadThrough is w with its files opened through r, a Memo of the same
+// storage; writes and removals go to w. A commit reads, through it, the
+// manifests its stage's scan has just read.
+func ReadThrough(w icebergio.WriteFileIO, r icebergio.IO) icebergio.WriteFileIO {
+	return readThrough{WriteFileIO: w, reads: r}
+}
+
+type readThrough struct {
+	icebergio.WriteFileIO
+	reads icebergio.IO
+}
+
+func (t readThrough) Open(name string) (icebergio.File, error) { return t.reads.Open(name) }

@@ -32,7 +32,7 @@ func TestMemo(t *testing.T) {
 		}
 	}
 	below := &countingIO{opens: map[string]int{}}
-	m := Memo(below, func(name string) bool { return strings.HasSuffix(name, ".avro") })
+	m := Memo(below, func(name string) bool { return strings.HasSuffix(name, ".avro") }, 1<<20)
 	for range 3 {
 		for _, p := range []string{keep, other} {
 			f, err := m.Open(p)
@@ -52,5 +52,35 @@ func TestMemo(t *testing.T) {
 	}
 	if _, err := m.Open(filepath.Join(dir, "missing.avro")); err == nil {
 		t.Error("a missing file opened")
+	}
+}
+
+// Past its budget a Memo serves files without keeping them: the files
+// kept first stay kept, the one that would not fit is opened every time.
+func TestMemoBudget(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.avro"), filepath.Join(dir, "b.avro")
+	for _, p := range []string{a, b} {
+		if err := os.WriteFile(p, make([]byte, 600), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	below := &countingIO{opens: map[string]int{}}
+	m := Memo(below, func(string) bool { return true }, 1000)
+	for range 3 {
+		for _, p := range []string{a, b} {
+			f, err := m.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(f)
+			f.Close()
+			if err != nil || len(got) != 600 {
+				t.Fatalf("%s: %d bytes, %v", p, len(got), err)
+			}
+		}
+	}
+	if below.opens[a] != 1 || below.opens[b] != 3 {
+		t.Errorf("opens below a memo of 1000 bytes: %v; want a.avro once, b.avro every time", below.opens)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 
 	"github.com/icekeeper/icekeeper/internal/commit"
 	"github.com/icekeeper/icekeeper/internal/verified"
@@ -63,7 +64,7 @@ func (e *Env) RewriteManifests(ctx context.Context, tbl *table.Table, op Manifes
 	if err != nil {
 		return out, err
 	}
-	m := &manifestRewrite{staged: newStaged(e.FS, locs), op: op, attempts: map[string]*attempt{}}
+	m := &manifestRewrite{staged: newStaged(e.FS, locs), op: op, attempts: map[string]*attempt{}, uuid: tbl.Metadata().TableUUID()}
 	if err := m.find(tbl.Metadata()); err != nil {
 		return out, err
 	}
@@ -103,6 +104,7 @@ var errManifestsReplaced = errors.New("a manifest being merged was replaced by a
 type manifestRewrite struct {
 	staged
 	op       ManifestRewrite
+	uuid     uuid.UUID              // the table's, as the rewrite found it
 	head     int64                  // the head small was read on
 	small    []iceberg.ManifestFile // the manifests it replaces
 	merged   []iceberg.ManifestFile // the manifests that replace them
@@ -126,8 +128,14 @@ func (m *manifestRewrite) cleanup(keep *attempt) {
 // rebase builds the attempt on meta's head. When a manifest it merges is
 // gone from the head, the rewrite is staged again on it, at most
 // maxRestages times; with fewer small manifests than the minimum there
-// (another commit merged them), nothing is left to commit.
+// (another commit merged them), or on another table of the name, nothing
+// is left to commit.
 func (m *manifestRewrite) rebase(ctx context.Context, meta table.Metadata) (*attempt, error) {
+	if meta.TableUUID() != m.uuid {
+		// The table was dropped and another created under its name:
+		// nothing merged from the old one's manifests belongs on it.
+		return nil, nil
+	}
 	a, err := m.attempt(meta)
 	if errors.Is(err, errManifestsReplaced) && m.restages < maxRestages {
 		m.restages++
