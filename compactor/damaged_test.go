@@ -76,8 +76,8 @@ func TestDamagedManifestFailsCompaction(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Files this small compact too; the minimum keeps the data
-			// alone, so the run is a manifest rewrite, which the scan of
-			// the damaged manifest stops before it stages anything.
+			// alone, so the manifest rewrite is what reads the damaged
+			// manifest.
 			damagedRun(t, e, &Job{MinInputFiles: 1000}, list[3].FilePath(), func(b []byte) ([]byte, error) { return testkit.CutAfterBlocks(b, 0) })
 		})
 	}

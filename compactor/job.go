@@ -22,8 +22,8 @@
 // left alone are rewritten, one delete file or deletion vector per data
 // file, and committed by the same committer.
 //
-// After the data files, the manifest rewrite (manifests.go) merges the
-// small manifests the data commits left, committed by the same engine.
+// Before the data files, the manifest rewrite (manifests.go) merges small
+// manifests, committed by the same engine.
 //
 // Correctness rules, each enforced here:
 //   - Rewritten files carry the data sequence number of the snapshot the
@@ -242,11 +242,20 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 		return err
 	}
 	start := tbl
-	ds, err := j.compactData(ctx, r.Target, tbl, s, r.Options, fig)
-	if err == nil {
-		err = j.manifestStage(ctx, r, tbl, &ds, &fig.manifestFigures)
+	begin := time.Now()
+	m := &fig.manifestFigures
+	after, err := j.rewriteManifests(ctx, r.Target, tbl, s, r.Options, m)
+	if err != nil {
+		return err
 	}
-	fig.MetadataFilesRemoved += fig.manifestFigures.metadataRemoved
+	m.ManifestMs = time.Since(begin).Milliseconds()
+	if after != nil {
+		// The manifest rewrite committed: the data stage plans on the
+		// table as that commit left it, as the catalog answered.
+		tbl = after
+	}
+	ds, err := j.compactData(ctx, r.Target, tbl, s, r.Options, fig)
+	fig.MetadataFilesRemoved += m.metadataRemoved
 	if err == nil && ds.tbl != nil && !fig.deferStage(r.Options, "equality-delete conversion") {
 		err = j.convertStage(ctx, r.Target, s, r.Options, &ds, &fig.convertFigures)
 	}
@@ -271,38 +280,15 @@ func (j *Job) run(ctx context.Context, r *jobs.Run[Settings], fig *Figures) erro
 	return err
 }
 
-// manifestStage runs the manifest rewrite after the data rewrite, on the
-// table its commits left (tbl, as the run loaded it, when there were
-// none). A data commit already merges every manifest that holds a file it
-// replaces (rebase's replace), so on a streaming writer's table, whose
-// files and manifests are small alike, the rewrite usually finds too few
-// small manifests left, and the run makes one commit, not two, and writes
-// the merged entries once. When it commits, the later stages plan on the
-// table it left.
-func (j *Job) manifestStage(ctx context.Context, r *jobs.Run[Settings], tbl *table.Table, ds *dataStage, m *manifestFigures) error {
-	begin := time.Now()
-	defer func() { m.ManifestMs = time.Since(begin).Milliseconds() }()
-	if ds.committed && ds.after != nil {
-		tbl = ds.after
-	}
-	after, err := j.rewriteManifests(ctx, r.Target, tbl, r.Settings, r.Options, ds.sc.avro, m)
-	if after != nil {
-		ds.committed, ds.after = true, after
-	}
-	return err
-}
-
 // rewroteAll reports whether the run did all it planned and nothing else
 // changed the table meanwhile: its only commits are the data rewrite's,
-// of every planned group, and the manifest rewrite's, none of them lost
-// to or rebased on another commit, and no manifest rewrite, conversion or
-// delete rewrite is left. Then the table it left holds the files it
-// planned on with the groups replaced, which is what settledAfter decides
-// on.
+// of every planned group, none of them lost to or rebased on another
+// commit, and no manifest rewrite, conversion or delete rewrite is left.
+// Then the table it left is the one it planned on with the groups
+// replaced, which is what settledAfter decides on.
 func rewroteAll(f *Figures, ds dataStage) bool {
 	m, done := f.manifestFigures, ds.done
 	return ds.committed && !done.Unknown && done.Stats.Conflicts == 0 && done.Rebases == 0 && len(done.Dropped) == 0 &&
-		m.ManifestConflicts == 0 && m.ManifestRebases == 0 &&
 		f.GroupsCommitted == f.GroupsPlanned && f.GroupsFailed == 0 && f.GroupsDeferredByBudget == 0 && len(f.StagesDeferredByBudget) == 0 &&
 		!m.ManifestsDeferred && len(f.ConvertPlan) == 0 && f.ConvertCommits == 0 && len(f.DeletePlan) == 0
 }
@@ -335,7 +321,7 @@ func (j *Job) settledAfter(ctx context.Context, r *jobs.Run[Settings], ds dataSt
 	var m manifestFigures
 	dry := r.Options
 	dry.DryRun = true
-	if _, err := j.rewriteManifests(ctx, r.Target, after, s, dry, nil, &m); err != nil {
+	if _, err := j.rewriteManifests(ctx, r.Target, after, s, dry, &m); err != nil {
 		return nil, time.Time{}, false, err
 	}
 	if m.ManifestsMinimum > 0 && m.ManifestsSmall >= m.ManifestsMinimum {
@@ -515,6 +501,8 @@ func pending(figures json.RawMessage) (deferred, estimate int64) {
 // the job's batch bounds and hooks.
 func (j *Job) newCommitter(op rebase.GroupProducer, t jobs.Target, tbl *table.Table, cat catalog.Catalog, wfs icebergio.WriteFileIO, sc scanned, policy commit.Policy) (*rebase.Committer, error) {
 	if sc.avro != nil {
+		// The commit reads the manifests holding the files it replaces:
+		// the stage's scan has just read them.
 		wfs = objects.ReadThrough(wfs, sc.avro)
 	}
 	env := rebase.Env{Bucket: t.Bucket, Table: t.Table, Catalog: cat, FS: wfs, Policy: policy,

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icekeeper/icekeeper/internal/objects"
 	"github.com/icekeeper/icekeeper/internal/rebase"
 	"github.com/icekeeper/icekeeper/jobs"
 	"github.com/icekeeper/icekeeper/maintenance"
@@ -18,10 +16,9 @@ import (
 // least s.MinManifests of them (rebase's ManifestRewrite): a streaming
 // writer leaves a manifest per commit, and every planning pass reads them
 // all. A rewrite left for the next run does not fail the run. It reads
-// tbl as the data stage left it (manifestStage), its manifests through
-// reads when set (the scan's memo: the scan has just read most of them),
-// and returns the table its commit left (nil when it did not commit).
-func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, tbl *table.Table, s Settings, opts jobs.Options, reads icebergio.IO, fig *manifestFigures) (*table.Table, error) {
+// tbl as the run loaded it, and returns the table its commit left (nil
+// when it did not commit).
+func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, tbl *table.Table, s Settings, opts jobs.Options, fig *manifestFigures) (*table.Table, error) {
 	if s.MinManifests <= 0 {
 		return nil, nil
 	}
@@ -36,9 +33,6 @@ func (j *Job) rewriteManifests(ctx context.Context, t jobs.Target, tbl *table.Ta
 	wfs, cat, err := rebase.OpenWriting(ctx, t.Bucket, tbl)
 	if err != nil {
 		return nil, err
-	}
-	if reads != nil {
-		wfs = objects.ReadThrough(wfs, reads)
 	}
 	env := rebase.Env{Bucket: t.Bucket, Table: t.Table, Catalog: cat, FS: wfs, Policy: policy, BeforeCommit: j.beforeManifestCommit, Logger: j.Logger}
 	op := rebase.ManifestRewrite{Caller: rebase.Caller{Job: string(maintenance.Compaction), Name: "manifest rewrite"},

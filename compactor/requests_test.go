@@ -133,9 +133,8 @@ func objectPath(t *testing.T, bucket, loc string) string {
 	return "/" + bucket + "/" + strings.TrimPrefix(u.Path, "/")
 }
 
-// A run that only merges manifests reads each on S3 once: the scan reads
-// them all first, and the manifest rewrite after it reads them from what
-// the scan held.
+// A run that only merges manifests reads each on S3 once: the manifest
+// rewrite reads them, and the scan after it reads the merged one.
 func TestManifestRewriteReadsOnceOnS3(t *testing.T) {
 	e, _, counter, srv := newCountedS3Env(t, *iceberg.UnpartitionedSpec)
 	tbl := e.Load()

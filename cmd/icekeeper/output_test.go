@@ -228,15 +228,13 @@ func TestProgressAndDebugLogShareTheTerminal(t *testing.T) {
 			logged[msg] = true
 		}
 	}
-	for _, want := range []string{"table loaded", "compaction planned", "compaction groups rewritten", "commit attempted", "manifests checked",
+	for _, want := range []string{"table loaded", "compaction planned", "compaction groups rewritten", "commit attempted",
 		"snapshots decided", "references collected", "prefix listed", "marks saved"} {
 		if !logged[want] {
 			t.Errorf("debug log lacks %q; logged %v", want, logged)
 		}
 	}
-	// The manifest rewrite, after the data rewrite, finds the two manifests
-	// the data commit left, too few to commit.
-	for _, op := range []string{"operation=compaction", `operation="snapshot expiration"`} {
+	for _, op := range []string{"operation=compaction", `operation="manifest rewrite"`, `operation="snapshot expiration"`} {
 		if !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, `msg="commit attempted"`) && strings.Contains(l, op) }) {
 			t.Errorf("no commit logged with %s", op)
 		}
