@@ -24,8 +24,9 @@ const SyncSize = 16
 type Block struct {
 	Records int64
 	// Start is the offset of its record count, CountEnd just after it,
-	// End just after its sync marker.
-	Start, CountEnd, End int
+	// DataStart of its data (after its byte size), End just after its
+	// sync marker.
+	Start, CountEnd, DataStart, End int
 }
 
 // File is the framing of an Avro object container file.
@@ -123,6 +124,7 @@ func Split(b []byte) (File, error) {
 		if count < 0 || size < 0 || size > int64(len(b)-pos-SyncSize) {
 			return File{}, fmt.Errorf("%w: block at byte %d counts %d records in %d bytes, %d left", ErrFraming, blk.Start, count, size, len(b)-pos)
 		}
+		blk.DataStart = pos
 		pos += int(size)
 		if !bytes.Equal(b[pos:pos+SyncSize], f.Sync) {
 			return File{}, fmt.Errorf("%w: block at byte %d does not end in the sync marker", ErrFraming, blk.Start)
@@ -133,3 +135,10 @@ func Split(b []byte) (File, error) {
 	}
 	return f, nil
 }
+
+// AppendLong appends v as Avro encodes a long: zig-zag, then a varint.
+func AppendLong(b []byte, v int64) []byte { return binary.AppendVarint(b, v) }
+
+// AppendBytes appends v as Avro encodes bytes and strings: its length,
+// then v.
+func AppendBytes(b, v []byte) []byte { return append(AppendLong(b, int64(len(v))), v...) }

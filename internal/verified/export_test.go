@@ -9,7 +9,11 @@ import (
 )
 
 // ReadAheadJoined is ReadAhead, calling joined with the length of each
-// run of manifests it decoded as one stream.
-func ReadAheadJoined(ctx context.Context, fs icebergio.IO, manifests []iceberg.ManifestFile, discardDeleted bool, joined func(int)) iter.Seq2[Read, error] {
-	return readAhead(ctx, fs, manifests, discardDeleted, joined)
+// run of manifests it decoded as one stream, whose inflated blocks it
+// joins up to joinAt bytes (0: as ReadAhead does).
+func ReadAheadJoined(ctx context.Context, fs icebergio.IO, manifests []iceberg.ManifestFile, discardDeleted bool, joined func(int), joinAt int) iter.Seq2[Read, error] {
+	if joinAt == 0 {
+		joinAt = joinedBlock
+	}
+	return readAhead(ctx, fs, manifests, discardDeleted, joined, joinAt)
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/klauspost/compress/flate"
 
 	"github.com/icekeeper/icekeeper/internal/avrofile"
 )
@@ -78,17 +80,25 @@ type current struct{ iceberg.ManifestFile }
 // are counted against its list entry as Entries counts them. Any error
 // is the caller's cue to read the manifests one by one, so that the
 // damaged one is named as Entries names it.
-func readJoined(ms []whole, discardDeleted bool) ([][]iceberg.ManifestEntry, error) {
-	size := ms[0].file.HeaderEnd + avrofile.SyncSize
-	for _, m := range ms {
-		size += len(m.data) - m.file.HeaderEnd
-	}
-	sync := ms[0].file.Sync
-	stream := make([]byte, 0, size)
-	stream = append(append(stream, ms[0].data[:ms[0].file.HeaderEnd]...), sync...)
-	for _, m := range ms {
-		for _, b := range m.file.Blocks {
-			stream = append(append(stream, m.data[b.Start:b.End-avrofile.SyncSize]...), sync...)
+func readJoined(ms []whole, discardDeleted bool, joinAt int) ([][]iceberg.ManifestEntry, error) {
+	var stream []byte
+	if string(ms[0].file.Metadata["avro.codec"]) == "deflate" {
+		var err error
+		if stream, err = inflated(ms, joinAt); err != nil {
+			return nil, err
+		}
+	} else {
+		size := ms[0].file.HeaderEnd + avrofile.SyncSize
+		for _, m := range ms {
+			size += len(m.data) - m.file.HeaderEnd
+		}
+		sync := ms[0].file.Sync
+		stream = make([]byte, 0, size)
+		stream = append(append(stream, ms[0].data[:ms[0].file.HeaderEnd]...), sync...)
+		for _, m := range ms {
+			for _, b := range m.file.Blocks {
+				stream = append(append(stream, m.data[b.Start:b.End-avrofile.SyncSize]...), sync...)
+			}
 		}
 	}
 	cur := &current{ms[0].ManifestFile}
@@ -122,4 +132,66 @@ func readJoined(ms []whole, discardDeleted bool) ([][]iceberg.ManifestEntry, err
 		return nil, fmt.Errorf("joined manifests hold more than their blocks count: %v", err)
 	}
 	return out, nil
+}
+
+// Bounds of inflated: no block inflates past maxInflatedBlock (the Avro
+// reader's own default cap), and blocks are joined up to joinedBlock.
+const (
+	maxInflatedBlock = 64 << 20
+	joinedBlock      = 4 << 20
+)
+
+// inflated is the stream of ms, whose blocks are deflated, inflated with
+// one inflater and joined into blocks of up to joinAt bytes (or one
+// block larger alone), under their header with avro.codec null. The Avro
+// reader would set up an inflater, with its window and tables, for each
+// block: each small manifest's one.
+func inflated(ms []whole, joinAt int) ([]byte, error) {
+	f := ms[0].file
+	stream := append([]byte("Obj\x01"), avrofile.AppendLong(nil, int64(len(f.Metadata)))...)
+	for _, k := range slices.Sorted(maps.Keys(f.Metadata)) {
+		v := f.Metadata[k]
+		if k == "avro.codec" {
+			v = []byte("null")
+		}
+		stream = avrofile.AppendBytes(avrofile.AppendBytes(stream, []byte(k)), v)
+	}
+	stream = append(avrofile.AppendLong(stream, 0), f.Sync...)
+	inflater := flate.NewReader(nil)
+	defer inflater.Close()
+	var block []byte
+	var records int64
+	flush := func() {
+		if records > 0 {
+			stream = avrofile.AppendLong(avrofile.AppendLong(stream, records), int64(len(block)))
+			stream = append(append(stream, block...), f.Sync...)
+		}
+		block, records = block[:0], 0
+	}
+	for _, m := range ms {
+		for _, b := range m.file.Blocks {
+			n := len(block)
+			if err := inflater.(flate.Resetter).Reset(bytes.NewReader(m.data[b.DataStart:b.End-avrofile.SyncSize]), nil); err != nil {
+				return nil, fmt.Errorf("inflate a block of manifest %s: %w", m.FilePath(), err)
+			}
+			buf := bytes.NewBuffer(block)
+			k, err := buf.ReadFrom(io.LimitReader(inflater, maxInflatedBlock+1))
+			if err != nil {
+				return nil, fmt.Errorf("inflate a block of manifest %s: %w", m.FilePath(), err)
+			}
+			if k > maxInflatedBlock {
+				return nil, fmt.Errorf("a block of manifest %s inflates past %d bytes", m.FilePath(), maxInflatedBlock)
+			}
+			block, records = buf.Bytes(), records+b.Records
+			if len(block) >= joinAt && n > 0 {
+				// The block that crossed the bound starts the next one.
+				last := slices.Clone(block[n:])
+				block, records = block[:n], records-b.Records
+				flush()
+				block, records = append(block, last...), b.Records
+			}
+		}
+	}
+	flush()
+	return stream, nil
 }

@@ -89,9 +89,14 @@ func storageBucket(t *testing.T, storage string) *bucket.Bucket {
 // readAhead collects ReadAhead's manifests and entries, and its error,
 // and the lengths of the runs of manifests it decoded as one stream.
 func readAhead(fs icebergio.IO, list []iceberg.ManifestFile, discardDeleted bool) ([]verified.Read, []int, error) {
+	return readAheadAt(fs, list, discardDeleted, 0)
+}
+
+// readAheadAt is readAhead joining inflated blocks up to joinAt bytes.
+func readAheadAt(fs icebergio.IO, list []iceberg.ManifestFile, discardDeleted bool, joinAt int) ([]verified.Read, []int, error) {
 	var out []verified.Read
 	var runs []int
-	for r, err := range verified.ReadAheadJoined(context.Background(), fs, list, discardDeleted, func(n int) { runs = append(runs, n) }) {
+	for r, err := range verified.ReadAheadJoined(context.Background(), fs, list, discardDeleted, func(n int) { runs = append(runs, n) }, joinAt) {
 		if err != nil {
 			return out, runs, err
 		}
@@ -129,9 +134,16 @@ func TestReadAheadJoinedAsAlone(t *testing.T) {
 			if len(list) < 15 {
 				t.Fatalf("%d manifests; the test wants a streaming table's many", len(list))
 			}
-			for _, discard := range []bool{false, true} {
+			// Deflated blocks are inflated and joined into blocks of up
+			// to 4 MiB (all of these in one), of about 2 KB, and of one
+			// manifest's block each.
+			for _, j := range []struct {
+				discard bool
+				joinAt  int
+			}{{false, 0}, {true, 0}, {false, 2000}, {true, 1}} {
+				discard := j.discard
 				counting := &countingIO{IO: fs}
-				got, runs, err := readAhead(counting, list, discard)
+				got, runs, err := readAheadAt(counting, list, discard, j.joinAt)
 				if err != nil || len(got) != len(list) {
 					t.Fatalf("discardDeleted %v: %d of %d manifests, %v", discard, len(got), len(list), err)
 				}

@@ -32,12 +32,12 @@ type Read struct {
 // are checked as FetchEntries checks them, and on any error read again
 // one by one, so that a damaged manifest fails as it would alone.
 func ReadAhead(ctx context.Context, fs icebergio.IO, manifests []iceberg.ManifestFile, discardDeleted bool) iter.Seq2[Read, error] {
-	return readAhead(ctx, fs, manifests, discardDeleted, func(int) {})
+	return readAhead(ctx, fs, manifests, discardDeleted, func(int) {}, joinedBlock)
 }
 
 // readAhead is ReadAhead, calling joined with the length of each run of
 // manifests it decoded as one stream.
-func readAhead(ctx context.Context, fs icebergio.IO, manifests []iceberg.ManifestFile, discardDeleted bool, joined func(int)) iter.Seq2[Read, error] {
+func readAhead(ctx context.Context, fs icebergio.IO, manifests []iceberg.ManifestFile, discardDeleted bool, joined func(int), joinAt int) iter.Seq2[Read, error] {
 	return func(yield func(Read, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -114,7 +114,7 @@ func readAhead(ctx context.Context, fs icebergio.IO, manifests []iceberg.Manifes
 				}
 				run = append(run, rj.whole)
 			}
-			entries, err := readJoined(run, discardDeleted)
+			entries, err := readJoined(run, discardDeleted, joinAt)
 			if err == nil {
 				joined(len(run))
 			}
