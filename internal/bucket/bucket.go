@@ -612,7 +612,8 @@ func (b *Bucket) Exists(ctx context.Context, id TableID) error {
 // metadata file read or parsed (a table's metadata file is written once,
 // under a new name at every commit, so an equal location is the same
 // table). Other catalogs, a nil known, and a table the query does not find
-// (a namespace stored under another spelling) are loaded.
+// (a namespace stored under another spelling) are loaded: on a REST
+// catalog whose server sends ETags, conditionally (etagTransport).
 func (b *Bucket) Refresh(ctx context.Context, id TableID, known *table.Table) (*table.Table, error) {
 	if known == nil {
 		return b.LoadTable(ctx, id)
