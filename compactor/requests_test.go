@@ -143,14 +143,7 @@ func TestManifestRewriteReadsOnceOnS3(t *testing.T) {
 	for range 20 {
 		tbl = e.Append(tbl, 5)
 	}
-	fs, err := tbl.FS(e.Ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	list, err := tbl.CurrentSnapshot().Manifests(fs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	list := manifestsOf(t, e, tbl)
 	counter.TakePaths()
 	out, fig := e.compact(&Job{MinInputFiles: 1000})
 	paths := counter.TakePaths()

@@ -464,6 +464,17 @@ func admits(filter func(string) bool, name string) bool { return filter == nil |
 // but none under the bucket's catalog name: writers used another name.
 var ErrCatalogName = errors.New("the catalog database holds no table under the bucket's catalog name")
 
+// sqlDB is the database of the bucket's catalog, opened if need be; nil
+// for a catalog that is not a SQL one.
+func (b *Bucket) sqlDB(ctx context.Context) (*sql.DB, error) {
+	if _, err := b.Catalog(ctx); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.db, nil
+}
+
 // checkCatalogName says which catalog names a SQL catalog's database holds
 // when the bucket's own name has no table there; any other catalog is not
 // checked.
@@ -504,12 +515,10 @@ func (b *Bucket) checkCatalogName(ctx context.Context) error {
 // than one spelling) may be missing; callers load those. Other catalogs
 // return errors.ErrUnsupported.
 func (b *Bucket) MetadataLocations(ctx context.Context) (map[string]string, error) {
-	if _, err := b.Catalog(ctx); err != nil {
+	db, err := b.sqlDB(ctx)
+	if err != nil {
 		return nil, err
 	}
-	b.mu.Lock()
-	db := b.db
-	b.mu.Unlock()
 	if db == nil {
 		return nil, errors.ErrUnsupported
 	}
@@ -618,12 +627,10 @@ func (b *Bucket) Refresh(ctx context.Context, id TableID, known *table.Table) (*
 	if known == nil {
 		return b.LoadTable(ctx, id)
 	}
-	if _, err := b.Catalog(ctx); err != nil {
+	db, err := b.sqlDB(ctx)
+	if err != nil {
 		return nil, err
 	}
-	b.mu.Lock()
-	db := b.db
-	b.mu.Unlock()
 	if db == nil {
 		return b.LoadTable(ctx, id)
 	}
