@@ -76,13 +76,20 @@ type current struct{ iceberg.ManifestFile }
 // it. Parsing a manifest's schema costs more than decoding a streaming
 // writer's few entries, and a table holds hundreds of such manifests.
 //
+// Deflated runs up to inflateRunMax are inflated first (inflated), into
+// blocks of up to joinAt bytes; joinAt ≤ 0 leaves every run deflated.
+//
 // Each entry inherits from its own manifest, and each manifest's entries
 // are counted against its list entry as Entries counts them. Any error
 // is the caller's cue to read the manifests one by one, so that the
 // damaged one is named as Entries names it.
 func readJoined(ms []whole, discardDeleted bool, joinAt int) ([][]iceberg.ManifestEntry, error) {
 	var stream []byte
-	if string(ms[0].file.Metadata["avro.codec"]) == "deflate" {
+	deflated := 0
+	for _, m := range ms {
+		deflated += len(m.data)
+	}
+	if string(ms[0].file.Metadata["avro.codec"]) == "deflate" && deflated <= inflateRunMax && joinAt > 0 {
 		var err error
 		if stream, err = inflated(ms, joinAt); err != nil {
 			return nil, err
@@ -134,9 +141,13 @@ func readJoined(ms []whole, discardDeleted bool, joinAt int) ([][]iceberg.Manife
 	return out, nil
 }
 
-// Bounds of inflated: no block inflates past maxInflatedBlock (the Avro
-// reader's own default cap), and blocks are joined up to joinedBlock.
+// Bounds of inflated: runs of manifests of up to inflateRunMax bytes
+// (a streaming writer's, a few KiB each) are inflated whole, larger ones
+// a block at a time by the Avro reader, whose inflater per block is then
+// amortised; no block inflates past maxInflatedBlock (the Avro reader's
+// own default cap), and blocks are joined up to joinedBlock.
 const (
+	inflateRunMax    = 1 << 20
 	maxInflatedBlock = 64 << 20
 	joinedBlock      = 4 << 20
 )

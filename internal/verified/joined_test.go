@@ -136,11 +136,12 @@ func TestReadAheadJoinedAsAlone(t *testing.T) {
 			}
 			// Deflated blocks are inflated and joined into blocks of up
 			// to 4 MiB (all of these in one), of about 2 KB, and of one
-			// manifest's block each.
+			// manifest's block each; or left deflated, each block behind
+			// the other, as for a run of larger manifests.
 			for _, j := range []struct {
 				discard bool
 				joinAt  int
-			}{{false, 0}, {true, 0}, {false, 2000}, {true, 1}} {
+			}{{false, 0}, {true, 0}, {false, 2000}, {true, 1}, {false, -1}, {true, -1}} {
 				discard := j.discard
 				counting := &countingIO{IO: fs}
 				got, runs, err := readAheadAt(counting, list, discard, j.joinAt)
