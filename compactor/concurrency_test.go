@@ -359,32 +359,43 @@ func TestTableCreatedAgainBeforeTheDataCommit(t *testing.T) {
 // rewrite commits, the new one with as many small manifests of its own:
 // the rewrite, staged on the old table's manifests, commits nothing on the
 // new one — not even a merge of the new one's manifests — and the new
-// table stays as its appends left it.
+// table stays as its appends left it, every file of it there; on local
+// disk and on S3.
 func TestTableCreatedAgainBeforeTheManifestCommit(t *testing.T) {
-	e, tbl := newEnv(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
-	for range 20 {
-		tbl = e.Append(tbl, 10)
-	}
-	var fresh *table.Table
-	job := &Job{MinInputFiles: 1000, Retry: quickRetry(8)}
-	job.beforeManifestCommit = func(attempt int) {
-		if attempt != 1 {
-			return
-		}
-		fresh = e.Recreate(tableenv.BaseSchema)
-		for range 20 {
-			fresh = e.Append(fresh, 5)
-		}
-	}
-	out, fig := e.compact(job)
-	if fresh == nil || fig.ManifestsRewritten != 0 || fig.GroupsCommitted != 0 {
-		t.Fatalf("%s %s: %d manifests rewritten, %d groups committed across a drop and create", out.Status, out.FailureMessage, fig.ManifestsRewritten, fig.GroupsCommitted)
-	}
-	now := e.Load()
-	if now.CurrentSnapshot().SnapshotID != fresh.CurrentSnapshot().SnapshotID || len(now.Metadata().Snapshots()) != 20 {
-		t.Fatalf("the new table changed: head %d, %d snapshots; want its own 20 appends'", now.CurrentSnapshot().SnapshotID, len(now.Metadata().Snapshots()))
-	}
-	if got := ids(t, e.Ctx, now); len(got) != 100 {
-		t.Fatalf("the new table holds %d rows, want its 100", len(got))
+	for _, c := range []struct {
+		name string
+		env  func(*testing.T, *iceberg.Schema, iceberg.PartitionSpec, string) (*env, *table.Table)
+	}{{"local", newEnv}, {"s3", newS3Env}} {
+		t.Run(c.name, func(t *testing.T) {
+			e, tbl := c.env(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+			for range 20 {
+				tbl = e.Append(tbl, 10)
+			}
+			var fresh *table.Table
+			job := &Job{MinInputFiles: 1000, Retry: quickRetry(8)}
+			job.beforeManifestCommit = func(attempt int) {
+				if attempt != 1 {
+					return
+				}
+				fresh = e.Recreate(tableenv.BaseSchema)
+				for range 20 {
+					fresh = e.Append(fresh, 5)
+				}
+			}
+			out, fig := e.compact(job)
+			if fresh == nil || fig.ManifestsRewritten != 0 || fig.GroupsCommitted != 0 {
+				t.Fatalf("%s %s: %d manifests rewritten, %d groups committed across a drop and create", out.Status, out.FailureMessage, fig.ManifestsRewritten, fig.GroupsCommitted)
+			}
+			now := e.Load()
+			if now.CurrentSnapshot().SnapshotID != fresh.CurrentSnapshot().SnapshotID || len(now.Metadata().Snapshots()) != 20 {
+				t.Fatalf("the new table changed: head %d, %d snapshots; want its own 20 appends'", now.CurrentSnapshot().SnapshotID, len(now.Metadata().Snapshots()))
+			}
+			if got := ids(t, e.Ctx, now); len(got) != 100 {
+				t.Fatalf("the new table holds %d rows, want its 100", len(got))
+			}
+			if missing, err := tablecheck.MissingFiles(e.Ctx, now); err != nil || len(missing) > 0 {
+				t.Fatalf("the new table misses %v (%v)", missing, err)
+			}
+		})
 	}
 }
