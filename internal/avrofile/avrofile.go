@@ -1,8 +1,9 @@
 // Package avrofile reads the framing of an Avro object container file:
 // its header, its sync marker and where each data block lies, without
-// decoding a record. The manifest reader joins manifests of one header
-// into one stream with it, and the tests damage manifests the way a
-// partial copy or a crash does.
+// decoding a record, and appends the two encodings a header is written
+// in. The manifest reader joins manifests of one header into one stream
+// with it, and the tests damage manifests the way a partial copy or a
+// crash does.
 package avrofile
 
 import (
