@@ -41,10 +41,14 @@ type Figures struct {
 	// PagesKept are pages of the re-encoded row groups' inputs written to
 	// the output as they were, compressed (PLAIN pages, and dictionaries
 	// of distinct values), neither decompressed nor compressed again.
-	PagesKept       int `json:"pagesKept,omitempty"`
-	GroupsCommitted int `json:"groupsCommitted"`
-	GroupsFailed    int `json:"groupsFailed"`
-	GroupsDropped   int `json:"groupsDropped"` // dropped for a true conflict
+	PagesKept int `json:"pagesKept,omitempty"`
+	// OutputsProvenAsSent are the merge path's outputs whose rows were
+	// proved from the bytes icekeeper sent, each part of which the store
+	// acknowledged with its own digest, instead of read back from it.
+	OutputsProvenAsSent int `json:"outputsProvenAsSent,omitempty"`
+	GroupsCommitted     int `json:"groupsCommitted"`
+	GroupsFailed        int `json:"groupsFailed"`
+	GroupsDropped       int `json:"groupsDropped"` // dropped for a true conflict
 	// RewriteBudget is the run's cap on input bytes (jobs.Options.
 	// RewriteBytes; nil: none). GroupsDeferredByBudget of the plan's
 	// groups, BytesDeferredByBudget of input, did not fit in it and are
@@ -162,6 +166,9 @@ func (f *Figures) TextItems(limit int) string {
 			f.Commits, f.CommitAttempts, f.Conflicts, f.Rebases, f.MetadataFilesRemoved, f.RewriteMs, f.CommitMs, f.DurationMs)
 		if f.RowGroupsCopied+f.RowGroupsReencoded > 0 {
 			fmt.Fprintf(&b, "\n  merged row groups: %d copied byte for byte (%d of them by the storage), %d re-encoded (%d of their pages kept as they were)", f.RowGroupsCopied, f.RowGroupsCopiedByStorage, f.RowGroupsReencoded, f.PagesKept)
+			if f.OutputsProvenAsSent > 0 {
+				fmt.Fprintf(&b, "; %d outputs proven from the bytes sent, acknowledged by the store", f.OutputsProvenAsSent)
+			}
 		}
 	}
 	switch m := f.manifestFigures; {
@@ -250,6 +257,7 @@ func (f *Figures) addRewrites(rws []rewritten) {
 			f.RowGroupsCopiedByStorage += rw.rowGroups.ByStorage
 			f.RowGroupsReencoded += rw.rowGroups.Reencoded
 			f.PagesKept += rw.rowGroups.KeptPages
+			f.OutputsProvenAsSent += rw.provenAsSent
 		}
 	}
 }

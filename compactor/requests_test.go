@@ -1,6 +1,7 @@
 package compactor
 
 import (
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -32,7 +33,7 @@ func newCountedS3Env(t *testing.T, spec iceberg.PartitionSpec) (*env, *iceberg.S
 // A compaction of small files on S3 reads each input with one request,
 // its footer included, and each manifest once, even when a minimum file
 // age makes the run read the files' commit times from the manifests, and
-// reads its output back in a few ranges. The run's figures report its
+// reads its output's footer back in a few ranges. The run's figures report its
 // storage requests per input file.
 func TestRequestsPerSmallInputOnS3(t *testing.T) {
 	e, _, counter, srv := newCountedS3Env(t, *iceberg.UnpartitionedSpec)
@@ -70,7 +71,7 @@ func TestRequestsPerSmallInputOnS3(t *testing.T) {
 		manifests = append(manifests, objectPath(t, srv.Bucket, m.FilePath()))
 	}
 	counter.TakePaths()
-	// The output, of more than 64 KiB, is read back in ranges.
+	// The output is of more than 64 KiB: read back, it would be in ranges.
 	out, fig := e.compact(&Job{MinInputFiles: 2, wholeFileBytes: 64 << 10})
 	paths := counter.TakePaths()
 	if out.Status != state.Successful || fig.GroupsMerged != 1 || fig.InputFiles != inputs {
@@ -112,9 +113,14 @@ func TestRequestsPerSmallInputOnS3(t *testing.T) {
 	// the attempt staged on it: no metadata file read again, and no
 	// second manifest list written (and deleted); and since the data
 	// commit reads the manifest list and the merged manifest the scan
-	// held, not again from the store.
-	if other := total - dataReqs - manifestReqs; other > 23 {
-		t.Errorf("%d requests besides the inputs and their manifests, want at most 23", other)
+	// held, not again from the store. 20 since the proof decodes the
+	// bytes sent, which the store acknowledged, instead of reading the
+	// output back (TestProofFromTheBytesSentOnS3 reads it back).
+	if other := total - dataReqs - manifestReqs; other > 20 {
+		t.Errorf("%d requests besides the inputs and their manifests, want at most 20", other)
+	}
+	if fig.OutputsProvenAsSent != 1 {
+		t.Errorf("%d outputs proven from the bytes sent, want 1", fig.OutputsProvenAsSent)
 	}
 	if fig.PagesKept == 0 {
 		t.Error("no page kept as it was: the proof's reads of kept pages go untested")
@@ -154,5 +160,64 @@ func TestManifestRewriteReadsOnceOnS3(t *testing.T) {
 		if n := paths[objectPath(t, srv.Bucket, m.FilePath())]; n != 1 {
 			t.Errorf("manifest %s read %d times, want once", m.FilePath(), n)
 		}
+	}
+}
+
+// An output is proved from the bytes icekeeper sent, kept beside the
+// upload, when the store acknowledged them with its own digest of what it
+// took: the object is then not read back; only its footer is, by the
+// check every output gets (rebase.VerifyOutput). Where the store's answer
+// gives no digest, or one of other bytes (a CRC32 or an ETag that is not
+// theirs), the output is read back from the store and proved from there.
+// The run succeeds and its rows are exact either way.
+func TestProofFromTheBytesSentOnS3(t *testing.T) {
+	const crc = "X-Amz-Checksum-Crc32"
+	footerReads := -1 // the output's reads when it is proved as sent
+	for _, tc := range []struct {
+		name   string
+		answer func(http.Header)
+	}{
+		{"acknowledged", nil},
+		{"no digest", func(h http.Header) { h.Del(crc); h.Del("Etag") }},
+		{"another CRC32", func(h http.Header) { h.Set(crc, "AAAAAA==") }},
+		{"another ETag", func(h http.Header) { h.Del(crc); h.Set("Etag", `"00000000000000000000000000000000"`) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := servers.S3(t)
+			if tc.answer != nil {
+				srv = srv.Answered(t, func(r *http.Response) {
+					if r.Request.Method == http.MethodPut && strings.Contains(r.Request.URL.Path, "/data/") {
+						tc.answer(r.Header)
+					}
+				})
+			}
+			counter, srv := srv.Counted(t)
+			home := t.TempDir()
+			e, tbl := newEnvWith(t, tableenv.SQLOnS3(home, srv), home, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
+			for range 6 {
+				tbl = e.Append(tbl, 200)
+			}
+			want := e.Rows(tbl, 0)
+			before := tbl.CurrentSnapshot().SnapshotID
+			counter.TakePaths()
+			out, fig := e.compact(&Job{MinInputFiles: 2})
+			paths := counter.TakePaths()
+			if out.Status != state.Successful || fig.GroupsMerged != 1 || fig.OutputFiles != 1 {
+				t.Fatalf("compaction: %s %s: %d groups merged, %d outputs", out.Status, out.FailureMessage, fig.GroupsMerged, fig.OutputFiles)
+			}
+			e.checkSameRows(want, before)
+			output := objectPath(t, srv.Bucket, e.dataFiles()[0].FilePath())
+			reads := paths[output] - 1 // its PUT
+			t.Logf("%d outputs proven from the bytes sent; %d requests read the output", fig.OutputsProvenAsSent, reads)
+			sent := tc.answer == nil
+			if sent != (fig.OutputsProvenAsSent == 1) {
+				t.Fatalf("the store acknowledged the upload: %v; yet %d outputs proven from the bytes sent", sent, fig.OutputsProvenAsSent)
+			}
+			if sent {
+				footerReads = reads
+			} else if footerReads < 0 || reads <= footerReads {
+				t.Fatalf("the output was read with %d requests, as many as its footer check's %d: not read back", reads, footerReads)
+			}
+		})
 	}
 }

@@ -22,8 +22,11 @@ type rewritten struct {
 	// path is the path taken; a merge whose files turn out to have
 	// different Parquet schemas takes iceberg-go's.
 	path string
-	// rowGroups is what the merge path did with the inputs' row groups.
-	rowGroups merge.RowGroupCounts
+	// rowGroups is what the merge path did with the inputs' row groups;
+	// provenAsSent how many of its outputs it proved from the bytes it
+	// sent (merge.Report).
+	rowGroups    merge.RowGroupCounts
+	provenAsSent int
 	// claim is the digest of the rows the group read and wrote, which
 	// agree, when the run checks rows.
 	claim *rebase.RowClaim
@@ -62,7 +65,7 @@ func (j *Job) rewriteGroup(ctx context.Context, merger *merge.Merger, tbl *table
 	case planner.PathMerge:
 		var rep merge.Report
 		rw.result, rep, rw.err = merger.Group(ctx, tbl, tasks, target)
-		rw.rowGroups, rw.claim = rep.RowGroups, rep.Rows
+		rw.rowGroups, rw.claim, rw.provenAsSent = rep.RowGroups, rep.Rows, rep.ProvenAsSent
 		if !errors.Is(rw.err, merge.ErrNotMergeable) {
 			break
 		}

@@ -153,6 +153,9 @@ func (m *Merger) zstdCodec(level int) *zstdCodec {
 type Report struct {
 	RowGroups RowGroupCounts
 	Rows      *rowdigest.Claim
+	// ProvenAsSent counts the outputs proven from the bytes sent, which
+	// the store acknowledged (sentCopy), instead of read back from it.
+	ProvenAsSent int
 }
 
 // Group rewrites a group by merging its files into files of about target
@@ -222,6 +225,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 	defer func() {
 		if out != nil { // abandoned by an error
 			out.file.Close()
+			out.counter.sent.close()
 		}
 	}()
 	var schema, outSchema *parquet.Schema
@@ -236,22 +240,28 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 		counts.ByStorage += out.counts.ByStorage
 		counts.KeptPages += out.counts.KeptPages
 		counts.OwnPages += out.counts.OwnPages
-		proof := out.proof
+		proof, file, sent := out.proof, out.file, out.counter.sent
 		out, inputs = nil, nil
 		if err != nil {
+			sent.close()
 			return err
 		}
 		if proof != nil {
 			if m.beforeProve != nil {
 				if err := m.beforeProve(df.FilePath()); err != nil {
+					sent.close()
 					return err
 				}
 			}
-			claim, err := proof.prove(ctx, fsys, tbl.Location(), df, wholeFileBytes)
+			in, fromSent := openOutput(ctx, fsys, tbl.Location(), df, file, sent, wholeFileBytes)
+			claim, err := proof.prove(in)
 			if err != nil {
 				return err
 			}
 			rep.Rows.Merge(claim)
+			if fromSent {
+				rep.ProvenAsSent++
+			}
 		}
 		res.NewDataFiles = append(res.NewDataFiles, df)
 		return nil
@@ -292,7 +302,7 @@ func (m *Merger) group(ctx context.Context, tbl *table.Table, tasks []table.File
 		}
 		if out == nil {
 			name := dir + "/" + uuid.NewString() + ".parquet"
-			if out, err = newMergeOutput(wfs, name, outSchema, set, kinds, lineage); err != nil {
+			if out, err = newMergeOutput(wfs, name, outSchema, set, kinds, lineage, m.CheckRows); err != nil {
 				f.close()
 				return res, err
 			}

@@ -77,7 +77,9 @@ type RowGroupCounts struct {
 	OwnPages int
 }
 
-func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Schema, set mergeSettings, kinds []boundKind, lineage bool) (*mergeOutput, error) {
+// newMergeOutput starts writing output name; keepSent keeps a copy of what
+// it sends for the proof (sentCopy).
+func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Schema, set mergeSettings, kinds []boundKind, lineage, keepSent bool) (*mergeOutput, error) {
 	f, err := wfs.Create(name)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", name, err)
@@ -98,9 +100,13 @@ func newMergeOutput(wfs icebergio.WriteFileIO, name string, schema *parquet.Sche
 		opts = append(opts, parquet.DictionaryMaxBytes(set.dictBytes))
 	}
 	cw := &countingWriter{w: f, copies: set.copies}
+	if keepSent {
+		cw.sent = newSentCopy(f)
+	}
 	st, err := newStitcher(cw)
 	if err != nil {
 		f.Close()
+		cw.sent.close()
 		return nil, fmt.Errorf("write %s: %w", name, err)
 	}
 	o := &mergeOutput{path: name, file: f, counter: cw, st: st, set: set, opts: opts, schema: schema, ncols: len(kinds), kinds: kinds, lineage: lineage}
@@ -642,11 +648,13 @@ func (o *mergeOutput) close(spec iceberg.PartitionSpec, sc *iceberg.Schema, inpu
 	return b.Build(), nil
 }
 
-// countingWriter counts the bytes of the file being written.
+// countingWriter counts the bytes of the file being written, and keeps
+// what it sends where the proof will read it from there (sent).
 type countingWriter struct {
 	w      io.Writer
 	n      int64
 	copies *s3write.Copies // for rangeCopier
+	sent   *sentCopy
 }
 
 // rangeCopier is an output whose storage appends a range of another of
@@ -675,6 +683,7 @@ func (c *countingWriter) copyRange(src copySource, off, n int64) (bool, error) {
 		ok, err = copyFileRange(w, src.r, off, n)
 	}
 	if ok {
+		c.sent.copied(c.n, n)
 		c.n += n
 	}
 	return ok, err
@@ -704,6 +713,7 @@ func copyFileRange(dst *os.File, r io.ReaderAt, off, n int64) (bool, error) {
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
+	c.sent.write(p[:n], c.n)
 	c.n += int64(n)
 	return n, err
 }

@@ -2,7 +2,6 @@ package merge
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,8 +9,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/apache/iceberg-go"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/cespare/xxhash/v2"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
@@ -350,15 +347,14 @@ func typedHashes(dst []uint64, seed uint64, data encoding.Values) ([]uint64, boo
 	return dst, true
 }
 
-// prove reads the output df back from storage, as the merge reads its
-// inputs (whole up to wholeFileBytes, else in large ranges: on S3 a few
-// GETs, not one per page, copyAhead of them in flight), and checks that
-// its re-encoded row groups hold the rows the inputs' did and its copied
-// row groups the bytes that were read. It returns the output's claim.
-func (p *rowProof) prove(ctx context.Context, fs icebergio.IO, location string, df iceberg.DataFile, wholeFileBytes int64) (rowdigest.Claim, error) {
+// prove reads the output in (openOutput: the bytes the store acknowledged,
+// or the object read back from storage as the merge reads its inputs) and
+// checks that its re-encoded row groups hold the rows the inputs' did and
+// its copied row groups the bytes that were read. It returns the output's
+// claim.
+func (p *rowProof) prove(in openedFile) (rowdigest.Claim, error) {
 	claim := rowdigest.Claim{Read: p.read}
-	path := df.FilePath()
-	in := openInput(ctx, fs, location, df, wholeFileBytes, nil, copyAhead)
+	path := in.df.FilePath()
 	defer in.close()
 	if errors.Is(in.err, errRowCount) {
 		return claim, fmt.Errorf("%w: read back: %v", rowdigest.ErrRowsDiffer, in.err)

@@ -236,7 +236,7 @@ func (w *writer) copyParts(copies *Copies, r io.ReaderAt, key string, from, off,
 	for i, p := range pieces {
 		if err := w.queue(func() partResult {
 			part, err := w.copyPart(key, nums[i], p)
-			return partResult{part: part, err: err}
+			return partResult{part: part, acknowledged: true, err: err}
 		}); err != nil {
 			return false, err
 		}

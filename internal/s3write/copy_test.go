@@ -83,6 +83,9 @@ func TestCopyRange(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
+		if !w.(*writer).Acknowledged() {
+			t.Errorf("case %d: the parts uploaded around the copies are not all acknowledged", i)
+		}
 		got, err := readAll(base, name)
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("case %d: read back %d bytes, want %d, equal %v: %v", i, len(got), len(want), bytes.Equal(got, want), err)

@@ -15,10 +15,16 @@ package s3write
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
+	"strings"
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -141,11 +147,17 @@ type writer struct {
 	pending     []chan partResult // the parts in flight, in order
 	err         error
 	closed      bool
+	// unacknowledged: the store answered a part (or the one PutObject)
+	// without its own digest of the bytes sent (see Acknowledged).
+	unacknowledged bool
 }
 
 type partResult struct {
 	part types.CompletedPart
-	err  error
+	// acknowledged: the store answered an uploaded part with its digest
+	// of the bytes sent; a part copy always is.
+	acknowledged bool
+	err          error
 }
 
 func (w *writer) Write(p []byte) (int, error) {
@@ -245,7 +257,8 @@ func (w *writer) sendNumbered(num int32) error {
 		if err != nil {
 			return partResult{err: fmt.Errorf("write %s: part %d: %w", w.name, num, err)}
 		}
-		return partResult{part: types.CompletedPart{PartNumber: aws.Int32(num), ETag: out.ETag, ChecksumCRC32: out.ChecksumCRC32}}
+		return partResult{part: types.CompletedPart{PartNumber: aws.Int32(num), ETag: out.ETag, ChecksumCRC32: out.ChecksumCRC32},
+			acknowledged: acknowledged(*buf, out.ChecksumCRC32, out.ETag)}
 	})
 }
 
@@ -272,6 +285,7 @@ func (w *writer) collect() error {
 		return r.err
 	}
 	w.done = append(w.done, r.part)
+	w.unacknowledged = w.unacknowledged || !r.acknowledged
 	return nil
 }
 
@@ -293,11 +307,12 @@ func (w *writer) Close() error {
 	ctx := w.f.ctx
 	if w.uploadID == nil && w.err == nil {
 		b := *w.buf
-		_, err := w.f.client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(w.f.bucket), Key: aws.String(w.key),
+		out, err := w.f.client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(w.f.bucket), Key: aws.String(w.key),
 			Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b)))})
 		if err != nil {
 			return fmt.Errorf("write %s: %w", w.name, err)
 		}
+		w.unacknowledged = !acknowledged(b, out.ChecksumCRC32, out.ETag)
 		return nil
 	}
 	if w.err == nil && len(*w.buf) > 0 {
@@ -333,4 +348,34 @@ func (w *writer) Close() error {
 		}
 	}
 	return w.err
+}
+
+// Acknowledged reports, once Close has returned nil, whether the store
+// answered every part the writer uploaded (and an object written with one
+// PutObject) with its own digest of the bytes it took, equal to theirs:
+// then the object holds the bytes written, but for ranges the store
+// copied (CopyRange), and a reader may take them from where the writer
+// kept them instead of reading the object back.
+func (w *writer) Acknowledged() bool {
+	return w.closed && w.err == nil && !w.unacknowledged
+}
+
+// acknowledged reports whether a store's answer to an upload of b gives
+// its own digest of b: the CRC32 checksum it computed where it answers
+// one (S3, versitygw), else an ETag that is b's MD5, as S3, SeaweedFS and
+// versitygw give an object or part stored without a customer's key. A
+// store that answers neither, or an ETag of another form, acknowledges
+// nothing: the object is then read back.
+func acknowledged(b []byte, checksum, etag *string) bool {
+	if c := aws.ToString(checksum); c != "" {
+		var sum [4]byte
+		binary.BigEndian.PutUint32(sum[:], crc32.ChecksumIEEE(b))
+		return c == base64.StdEncoding.EncodeToString(sum[:])
+	}
+	e := strings.Trim(aws.ToString(etag), `"`)
+	if len(e) != 2*md5.Size {
+		return false
+	}
+	sum := md5.Sum(b)
+	return strings.EqualFold(e, hex.EncodeToString(sum[:]))
 }

@@ -3,7 +3,12 @@ package s3write
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -73,6 +78,9 @@ func TestWriteObjects(t *testing.T) {
 			if err := w.Close(); err != nil {
 				t.Fatalf("%s %d bytes: %v", via, size, err)
 			}
+			if !w.(*writer).Acknowledged() {
+				t.Errorf("%s %d bytes: the store's answers acknowledge not every part", via, size)
+			}
 			got, err := readAll(base, name)
 			if err != nil || !bytes.Equal(got, data) {
 				t.Fatalf("%s %d bytes: read back %d bytes, equal %v, %v", via, size, len(got), bytes.Equal(got, data), err)
@@ -80,6 +88,44 @@ func TestWriteObjects(t *testing.T) {
 		}
 	}
 	noUploadsLeft(t, srv)
+}
+
+// A store's answer acknowledges an upload by its own digest of the bytes
+// it took: a CRC32 checksum where it gives one (which then decides), else
+// an ETag that is their MD5. Anything else acknowledges nothing.
+func TestAcknowledged(t *testing.T) {
+	b := []byte("the bytes of a part")
+	sum := md5.Sum(b)
+	etag := `"` + hex.EncodeToString(sum[:]) + `"`
+	var c [4]byte
+	binary.BigEndian.PutUint32(c[:], crc32.ChecksumIEEE(b))
+	crc := base64.StdEncoding.EncodeToString(c[:])
+	for _, tc := range []struct {
+		name           string
+		checksum, etag string
+		want           bool
+	}{
+		{"its CRC32", crc, "", true},
+		{"its CRC32 and its MD5", crc, etag, true},
+		{"its MD5, quoted", "", etag, true},
+		{"its MD5, unquoted, in capitals", "", strings.ToUpper(strings.Trim(etag, `"`)), true},
+		{"another CRC32, its MD5", base64.StdEncoding.EncodeToString([]byte{1, 2, 3, 4}), etag, false},
+		{"another MD5", "", `"00000000000000000000000000000000"`, false},
+		{"a multipart ETag", "", `"` + hex.EncodeToString(sum[:]) + `-2"`, false},
+		{"an ETag of another form", "", `"abc"`, false},
+		{"nothing", "", "", false},
+	} {
+		var checksum, etag *string
+		if tc.checksum != "" {
+			checksum = aws.String(tc.checksum)
+		}
+		if tc.etag != "" {
+			etag = aws.String(tc.etag)
+		}
+		if got := acknowledged(b, checksum, etag); got != tc.want {
+			t.Errorf("%s: acknowledged %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
 
 // Paths a rewrite never makes but a bug or a hostile name could: another
@@ -130,6 +176,9 @@ func TestFailedUploadIsAborted(t *testing.T) {
 	}
 	if err := w.Close(); err == nil {
 		t.Fatal("closing a failed upload succeeded")
+	}
+	if w.(*writer).Acknowledged() {
+		t.Error("a failed upload is acknowledged")
 	}
 	if _, err := readAll(base, name); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("the failed object: %v", err)

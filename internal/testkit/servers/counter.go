@@ -97,6 +97,26 @@ func Intercept(t testing.TB, endpoint string, fn func(*http.Request)) string {
 	return srv.URL
 }
 
+// Answered returns s reached through a proxy on loopback that hands every
+// response to fn before the client has it: fn may change its headers (a
+// store that answers otherwise).
+func (s S3Server) Answered(t testing.TB, fn func(*http.Response)) S3Server {
+	t.Helper()
+	target, err := url.Parse(s.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := reverseProxy(target)
+	proxy.ModifyResponse = func(r *http.Response) error {
+		fn(r)
+		return nil
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	s.Endpoint = srv.URL
+	return s
+}
+
 // Take returns the counts since the last Take, and starts again.
 func (c *RequestCounter) Take() map[string]int {
 	c.mu.Lock()
