@@ -12,9 +12,6 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
@@ -253,9 +250,7 @@ func TestSharedFilesOnREST(t *testing.T) {
 	reg := cfg.Registry()
 	t.Cleanup(reg.Close)
 	b, _ := reg.Bucket("local")
-	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.S3Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(srv.Key, srv.Secret, "")})
-	runShared(t, b, s3Store{servers.S3Server{Endpoint: srv.S3Endpoint, Key: srv.Key, Secret: srv.Secret, Bucket: srv.Bucket, Client: client}}, true)
+	runShared(t, b, s3Store{srv.S3()}, true)
 }
 
 // Snapshot management's immediate deletion of the files its expired
@@ -365,9 +360,7 @@ func TestStaleViewRecheckOnREST(t *testing.T) {
 	reg := cfg.Registry()
 	t.Cleanup(reg.Close)
 	b, _ := reg.Bucket("local")
-	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.S3Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(srv.Key, srv.Secret, "")})
-	st := s3Store{servers.S3Server{Endpoint: srv.S3Endpoint, Key: srv.Key, Secret: srv.Secret, Bucket: srv.Bucket, Client: client}}
+	st := s3Store{srv.S3()}
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(3, 3))
 	a := testkit.NewTable(t, b, "db", "a", demo.Schema())

@@ -16,10 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/demo"
@@ -101,9 +97,7 @@ func restSweep(t *testing.T, srv servers.RESTServer) sweepEnv {
 	reg := cfg.Registry()
 	t.Cleanup(reg.Close)
 	b, _ := reg.Bucket("local")
-	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.S3Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(srv.Key, srv.Secret, "")})
-	st := s3Store{servers.S3Server{Endpoint: srv.S3Endpoint, Key: srv.Key, Secret: srv.Secret, Bucket: srv.Bucket, Client: client}}
+	st := s3Store{srv.S3()}
 	return sweepEnv{b: b,
 		put:    func(uri string) { st.put(t, uri, []byte("stray")) },
 		exists: func(uri string) bool { return st.exists(t, uri) },

@@ -16,7 +16,6 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/icekeeper/icekeeper/configs"
@@ -435,7 +434,5 @@ func TestTrapsOnREST(t *testing.T) {
 	reg := cfg.Registry()
 	t.Cleanup(reg.Close)
 	b, _ := reg.Bucket("local")
-	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.S3Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(srv.Key, srv.Secret, "")})
-	runTraps(t, b, s3Store{servers.S3Server{Endpoint: srv.S3Endpoint, Key: srv.Key, Secret: srv.Secret, Bucket: srv.Bucket, Client: client}}, true)
+	runTraps(t, b, s3Store{srv.S3()}, true)
 }

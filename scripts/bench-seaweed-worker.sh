@@ -56,6 +56,10 @@
 # (what the check's read-back costs the storage server).
 # ICEKEEPER_BENCH_UNSIGNED_PAYLOAD=1 runs icekeeper with s3UnsignedPayload:
 # its uploads unsigned, checked by weed against their CRC32 alone.
+# WEED_PROFILE=DIR starts weed with its profiling server (inside the
+# namespace) and keeps in DIR a CPU profile of the weed process for the
+# first WEED_PROFILE_SECONDS (3) of each icekeeper run and of each
+# worker execution: where weed's CPU serving each side goes.
 # Needs root (unshare, nsenter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,7 +86,7 @@ mkdir -p "$WORK/weed" "$WORK/tmp"
 TMPDIR="$WORK/tmp" AWS_ACCESS_KEY_ID=icekeeper AWS_SECRET_ACCESS_KEY=icekeeper-secret \
 	unshare -n sh -c 'ip link set lo up && exec "$0" "$@"' \
 	"$WEED" mini -dir="$WORK/weed" -ip=127.0.0.1 -ip.bind=127.0.0.1 -master.telemetry=false \
-	-webdav=false -s3.port.lance=0 >"$WORK/weed.log" 2>&1 &
+	-webdav=false -s3.port.lance=0 ${WEED_PROFILE:+-debug -debug.port=6060} >"$WORK/weed.log" 2>&1 &
 SW_PID=$!
 
 in_ns() { nsenter --net="/proc/$SW_PID/ns/net" "$@"; }
@@ -124,6 +128,17 @@ settle() {
 	done
 	log "weed still busy after 2 minutes; measuring anyway"
 }
+
+# profile NAME: with WEED_PROFILE, a CPU profile of weed in the background,
+# to $WEED_PROFILE/NAME.prof; its PID in PROFILE_PID (waited for by the side).
+PROFILE_PID=
+profile() {
+	[ -n "${WEED_PROFILE:-}" ] || return 0
+	mkdir -p "$WEED_PROFILE"
+	in_ns curl -sS -o "$WEED_PROFILE/$1.prof" "http://127.0.0.1:6060/debug/pprof/profile?seconds=${WEED_PROFILE_SECONDS:-3}" &
+	PROFILE_PID=$!
+}
+profiled() { [ -z "$PROFILE_PID" ] || wait "$PROFILE_PID"; PROFILE_PID=; }
 
 child() { # child ARGS...: the table child, inside the namespace
 	in_ns env ICEKEEPER_BENCH_CHILD="$(printf '%s\n' "$@" | jq -R . | jq -sc .)" \
@@ -170,6 +185,7 @@ run_worker() { # run_worker INPUT RUN BUCKET
 		det=$(in_ns curl -sS -X POST -H 'Content-Type: application/json' \
 			"$ADMIN/api/plugin/job-types/iceberg_maintenance/detect" -d '{"timeout_seconds": 3600}')
 		td=$(now)
+		profile "$1-$2-worker"
 		# The job the detection proposed, as the scheduler would make it.
 		job=$(jq -c --arg id "bench-$1-$2" '.proposals[0] // empty | {job_id: $id, job_type, dedupe_key, priority, summary, detail, parameters, labels}' <<<"$det")
 		if [ -z "$job" ]; then
@@ -184,6 +200,7 @@ run_worker() { # run_worker INPUT RUN BUCKET
 			echo "the worker's execution did not succeed: $res" >&2
 			exit 1
 		fi
+		profiled
 		detect=" detect $(sub "$td" "$t0") s"
 		res=$(jq -c '{success, result: (.result // {} | del(.output_values))}' <<<"$res")
 	fi
@@ -194,9 +211,11 @@ run_icekeeper() { # run_icekeeper INPUT RUN BUCKET DIR
 	local c0 c1 tf=$4/time.txt
 	settle
 	c0=$(weed_cpu)
+	profile "$1-$2-icekeeper"
 	in_ns /usr/bin/time -f '%e %U %S %M %R %w %c' -o "$tf" "$WORK/bin/icekeeper" run --config "$4/icekeeper.yaml" \
 		--table "$3/bench/icekeeper" --job compaction --json >"$4/run.json" 2>"$4/run.log"
 	c1=$(weed_cpu)
+	profiled
 	read -r wall user sys rss minflt vcsw ivcsw <"$tf"
 	if [ "$(jq -r '.icebergCompaction.status' "$4/run.json")" != Successful ]; then
 		echo "icekeeper's run did not succeed: $(cat "$4/run.json")" >&2

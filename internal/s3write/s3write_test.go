@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/md5"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -21,6 +20,7 @@ import (
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3://
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/icekeeper/icekeeper/internal/objects"
 	"github.com/icekeeper/icekeeper/internal/testkit/servers"
@@ -38,9 +38,16 @@ func ioFor(t *testing.T, ctx context.Context, srv servers.S3Server) icebergio.Wr
 
 // Objects of every size around the part boundaries, written by Write and
 // by ReadFrom, read back byte for byte, through the IO iceberg-go builds
-// for a table; no multipart upload is left behind.
+// for a table; no multipart upload is left behind. The store acknowledges
+// every object, a multipart one by checksums it computed: on versitygw,
+// and on SeaweedFS, whose answers to parts carry none (the completion's
+// composite does).
 func TestWriteObjects(t *testing.T) {
-	srv := servers.S3(t)
+	t.Run("versitygw", func(t *testing.T) { writeObjects(t, servers.S3(t)) })
+	t.Run("seaweedfs", func(t *testing.T) { writeObjects(t, servers.SeaweedFSS3(t)) })
+}
+
+func writeObjects(t *testing.T, srv servers.S3Server) {
 	ctx := context.Background()
 	base := ioFor(t, ctx, srv)
 	if _, ok := Wrap(ctx, base, "s3://"+srv.Bucket+"/t").(*FS); !ok {
@@ -81,6 +88,11 @@ func TestWriteObjects(t *testing.T) {
 			if !w.(*writer).Acknowledged() {
 				t.Errorf("%s %d bytes: the store's answers acknowledge not every part", via, size)
 			}
+			// A multipart upload is acknowledged by checksums the store
+			// computed, without an MD5 of its bytes.
+			if size > part && w.(*writer).md5Bytes > 0 {
+				t.Errorf("%s %d bytes: %d bytes hashed with MD5", via, size, w.(*writer).md5Bytes)
+			}
 			got, err := readAll(base, name)
 			if err != nil || !bytes.Equal(got, data) {
 				t.Fatalf("%s %d bytes: read back %d bytes, equal %v, %v", via, size, len(got), bytes.Equal(got, data), err)
@@ -90,40 +102,57 @@ func TestWriteObjects(t *testing.T) {
 	noUploadsLeft(t, srv)
 }
 
-// A store's answer acknowledges an upload by its own digest of the bytes
-// it took: a CRC32 checksum where it gives one (which then decides), else
-// an ETag that is their MD5. Anything else acknowledges nothing.
+// A store's answer acknowledges bytes by its own digest of them: an ETag
+// that is their MD5 (quoted or not, in either case), not one of another
+// form; or a CRC32 checksum, alone or the composite of the parts' (with
+// its part count or without), in part order whatever order the parts
+// finished in.
 func TestAcknowledged(t *testing.T) {
 	b := []byte("the bytes of a part")
 	sum := md5.Sum(b)
-	etag := `"` + hex.EncodeToString(sum[:]) + `"`
-	var c [4]byte
-	binary.BigEndian.PutUint32(c[:], crc32.ChecksumIEEE(b))
-	crc := base64.StdEncoding.EncodeToString(c[:])
+	etag := hex.EncodeToString(sum[:])
 	for _, tc := range []struct {
-		name           string
-		checksum, etag string
-		want           bool
+		etag string
+		want bool
 	}{
-		{"its CRC32", crc, "", true},
-		{"its CRC32 and its MD5", crc, etag, true},
-		{"its MD5, quoted", "", etag, true},
-		{"its MD5, unquoted, in capitals", "", strings.ToUpper(strings.Trim(etag, `"`)), true},
-		{"another CRC32, its MD5", base64.StdEncoding.EncodeToString([]byte{1, 2, 3, 4}), etag, false},
-		{"another MD5", "", `"00000000000000000000000000000000"`, false},
-		{"a multipart ETag", "", `"` + hex.EncodeToString(sum[:]) + `-2"`, false},
-		{"an ETag of another form", "", `"abc"`, false},
-		{"nothing", "", "", false},
+		{`"` + etag + `"`, true},
+		{strings.ToUpper(etag), true},
+		{`"00000000000000000000000000000000"`, false},
+		{`"` + etag + `-2"`, false}, // a multipart upload's
+		{`"abc"`, false},
+		{"", false},
 	} {
-		var checksum, etag *string
-		if tc.checksum != "" {
-			checksum = aws.String(tc.checksum)
+		if got := md5ETag(b, aws.String(tc.etag)); got != tc.want {
+			t.Errorf("ETag %s: acknowledged %v, want %v", tc.etag, got, tc.want)
 		}
-		if tc.etag != "" {
-			etag = aws.String(tc.etag)
-		}
-		if got := acknowledged(b, checksum, etag); got != tc.want {
-			t.Errorf("%s: acknowledged %v, want %v", tc.name, got, tc.want)
+	}
+	if md5ETag(b, nil) {
+		t.Error("no ETag acknowledged the bytes")
+	}
+	// The CRC32 of "hello world" is 0x0d4a1185, which S3 writes in base64.
+	if got := crcBase64(crc32.ChecksumIEEE([]byte("hello world"))); got != "DUoRhQ==" {
+		t.Errorf("CRC32 of hello world: %s", got)
+	}
+	parts := [][]byte{[]byte("first part"), []byte("second"), []byte("third and last")}
+	var crcs []byte
+	w := &writer{}
+	for i := len(parts) - 1; i >= 0; i-- { // finished in reverse
+		w.sums = append(w.sums, partSum{int32(i + 1), crc32.ChecksumIEEE(parts[i])})
+		w.done = append(w.done, types.CompletedPart{})
+	}
+	for _, p := range parts {
+		crcs = binary.BigEndian.AppendUint32(crcs, crc32.ChecksumIEEE(p))
+	}
+	composite := crcBase64(crc32.ChecksumIEEE(crcs))
+	for answer, want := range map[string]bool{
+		composite + "-3": true,
+		composite:        true,
+		composite + "-2": false,
+		crcBase64(crc32.ChecksumIEEE(bytes.Join(parts, nil))): false, // the whole object's
+		"": false,
+	} {
+		if got := w.composite(answer); got != want {
+			t.Errorf("completion's checksum %q: acknowledged %v, want %v", answer, got, want)
 		}
 	}
 }

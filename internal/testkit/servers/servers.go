@@ -167,7 +167,23 @@ func (s S3Server) Props() map[string]string {
 func S3(t testing.TB) S3Server {
 	t.Helper()
 	need(t, EnvS3, EnvS3Key, EnvS3Secret)
-	srv := S3Server{Endpoint: os.Getenv(EnvS3), Key: os.Getenv(EnvS3Key), Secret: os.Getenv(EnvS3Secret), Bucket: RandomName("icekeeper-test-")}
+	return newBucket(t, S3Server{Endpoint: os.Getenv(EnvS3), Key: os.Getenv(EnvS3Key), Secret: os.Getenv(EnvS3Secret)})
+}
+
+// SeaweedFSS3 creates a fresh general-purpose bucket (not a table bucket)
+// on the S3 endpoint of the REST catalog's SeaweedFS; the bucket and its
+// objects are removed when the test ends.
+func SeaweedFSS3(t testing.TB) S3Server {
+	t.Helper()
+	need(t, EnvRESTS3, EnvRESTKey, EnvRESTSecret)
+	return newBucket(t, S3Server{Endpoint: os.Getenv(EnvRESTS3), Key: os.Getenv(EnvRESTKey), Secret: os.Getenv(EnvRESTSecret)})
+}
+
+// newBucket creates a fresh bucket on srv's endpoint, removed when the
+// test ends.
+func newBucket(t testing.TB, srv S3Server) S3Server {
+	t.Helper()
+	srv.Bucket = RandomName("icekeeper-test-")
 	srv.Client = s3.New(s3.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(srv.Endpoint),
@@ -227,6 +243,13 @@ func (s RESTServer) Props() map[string]string {
 		"s3.access-key-id":     s.Key,
 		"s3.secret-access-key": s.Secret,
 	}
+}
+
+// S3 is the table bucket as an S3 bucket of the server's S3 endpoint.
+func (s RESTServer) S3() S3Server {
+	return S3Server{Endpoint: s.S3Endpoint, Key: s.Key, Secret: s.Secret, Bucket: s.Bucket,
+		Client: s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(s.S3Endpoint), UsePathStyle: true,
+			Credentials: credentials.NewStaticCredentialsProvider(s.Key, s.Secret, "")})}
 }
 
 // REST creates a fresh table bucket on the REST catalog's server, and sets
