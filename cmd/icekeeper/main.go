@@ -19,6 +19,7 @@ import (
 	"github.com/icekeeper/icekeeper/configs"
 	"github.com/icekeeper/icekeeper/internal/bucket"
 	"github.com/icekeeper/icekeeper/internal/errtext"
+	"github.com/icekeeper/icekeeper/internal/initgc"
 	"github.com/icekeeper/icekeeper/internal/progress"
 	"github.com/icekeeper/icekeeper/internal/redact"
 	"github.com/icekeeper/icekeeper/internal/suggest"
@@ -75,6 +76,7 @@ type cliEnv struct {
 
 // Main runs the command line args and returns the exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	initgc.Done()
 	// Progress bars and log lines share stderr: through one Terminal, a
 	// log line clears the bar before it and draws it again after.
 	env := &cliEnv{stdout: stdout, stderr: progress.For(stderr)}
