@@ -80,4 +80,16 @@ func TestSentCopyReadsAsTheOutput(t *testing.T) {
 	if newSentCopy(io.Discard) != nil {
 		t.Fatal("a copy kept for a writer that acknowledges nothing")
 	}
+	// Where no temporary file can be made, nothing is kept, and writing
+	// goes on (the output is then read back).
+	t.Setenv("TMPDIR", os.Getenv("TMPDIR")+"/gone")
+	c = &countingWriter{w: acknowledging{Writer: io.Discard, ack: true}}
+	c.sent = newSentCopy(c.w)
+	if c.sent == nil || c.sent.err == nil {
+		t.Fatalf("a copy kept without a temporary directory: %+v", c.sent)
+	}
+	if n, err := c.Write(out[:100]); n != 100 || err != nil {
+		t.Fatalf("writing without a copy: %d, %v", n, err)
+	}
+	c.sent.close()
 }
