@@ -16,11 +16,11 @@ import (
 // sentCopy keeps the bytes of an output that icekeeper uploads itself, in
 // a temporary file, so that its proof can decode them from there instead
 // of reading the object back through the store. That is sound only when
-// the store acknowledged every part with its own digest of the bytes it
-// took, equal to theirs (s3write's Acknowledged: its CRC32 checksum, or an
-// ETag that is their MD5); the proof then decodes the very bytes the
-// store holds. Reading back a 134 MB output cost SeaweedFS's S3 gateway a
-// third of the CPU it spent serving the compaction.
+// the store acknowledged every byte with its own digest of what it took,
+// equal to theirs (s3write's Acknowledged: CRC32 checksums, or ETags that
+// are MD5s); the proof then decodes the very bytes the store holds, and
+// the store does not serve the output a second time (134 MB on the
+// small-files benchmark, 33 ranged GETs).
 //
 // Ranges the storage copied itself (part copies) pass through neither
 // side and are not kept: the proof reads its samples of them from the
