@@ -53,8 +53,10 @@ func TestCollectorHeldThroughInit(t *testing.T) {
 	if held < 0 || parsed < 0 || held > parsed {
 		t.Errorf("initgc initialized %dth, iceberg-go's table/substrait %dth (of %d)", held, parsed, len(order))
 	}
+	// The traces give milliseconds to two figures: one collection may
+	// start as main begins, within their rounding of the inits' end.
 	for _, at := range collections {
-		if at < initsEnd {
+		if at < initsEnd-2 {
 			t.Errorf("a collection started at %.1f ms, before the packages were initialized (%.1f ms)", at, initsEnd)
 		}
 	}
