@@ -27,8 +27,8 @@ import (
 // store, as it did before.
 type sentCopy struct {
 	f *os.File
-	// name is set when the file could not be unlinked while open (not on
-	// Linux), to remove it on close.
+	// name is set when the file could not be unlinked while open (a
+	// system that refuses to remove an open file), to remove it on close.
 	name   string
 	stored []byteRange // copied by the storage, in order
 	err    error       // the first failure: the copy is then not used
