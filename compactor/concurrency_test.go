@@ -313,10 +313,7 @@ func quickRetry(n int) *commit.Policy {
 // the old table reaches the new one, whose rows and files stay as its
 // own append left them; on local disk and on S3.
 func TestTableCreatedAgainBeforeTheDataCommit(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		env  func(*testing.T, *iceberg.Schema, iceberg.PartitionSpec, string) (*env, *table.Table)
-	}{{"local", newEnv}, {"s3", newS3Env}} {
+	for _, c := range bothStores() {
 		t.Run(c.name, func(t *testing.T) {
 			e, tbl := c.env(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 			for i := 0; i < 20; i++ {
@@ -362,10 +359,7 @@ func TestTableCreatedAgainBeforeTheDataCommit(t *testing.T) {
 // table stays as its appends left it, every file of it there; on local
 // disk and on S3.
 func TestTableCreatedAgainBeforeTheManifestCommit(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		env  func(*testing.T, *iceberg.Schema, iceberg.PartitionSpec, string) (*env, *table.Table)
-	}{{"local", newEnv}, {"s3", newS3Env}} {
+	for _, c := range bothStores() {
 		t.Run(c.name, func(t *testing.T) {
 			e, tbl := c.env(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 			for range 20 {

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 
 	"github.com/icekeeper/icekeeper/internal/state"
 	"github.com/icekeeper/icekeeper/internal/testkit"
@@ -21,10 +20,7 @@ import (
 func TestDamagedManifestFailsCompaction(t *testing.T) {
 	// On S3 the length is the object's as its GET answers, not a local
 	// file's stat: both stores are checked.
-	for _, store := range []struct {
-		name string
-		env  func(*testing.T, *iceberg.Schema, iceberg.PartitionSpec, string) (*env, *table.Table)
-	}{{"local", newEnv}, {"s3", newS3Env}} {
+	for _, store := range bothStores() {
 		t.Run(store.name+"/data rewrite", func(t *testing.T) {
 			e, tbl := store.env(t, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 			tbl = e.Append(tbl, 20)

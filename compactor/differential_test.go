@@ -46,6 +46,16 @@ func newS3Env(t *testing.T, sc *iceberg.Schema, spec iceberg.PartitionSpec, form
 	return newEnvWith(t, cfg, home, sc, spec, format)
 }
 
+// storeEnv is a way to make a test's table: on local disk (newEnv) or on S3
+// (newS3Env).
+type storeEnv struct {
+	name string
+	env  func(*testing.T, *iceberg.Schema, iceberg.PartitionSpec, string) (*env, *table.Table)
+}
+
+// bothStores are local disk and S3, for tests that must hold on both.
+func bothStores() []storeEnv { return []storeEnv{{"local", newEnv}, {"s3", newS3Env}} }
+
 func newEnvWith(t testing.TB, cfg *configs.Config, home string, sc *iceberg.Schema, spec iceberg.PartitionSpec, format string) (*env, *table.Table) {
 	t.Helper()
 	e, tbl := tableenv.NewWith(t, cfg, home, sc, spec, format)
