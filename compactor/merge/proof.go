@@ -139,7 +139,8 @@ func (p *rowProof) begin(n int64) {
 	for i := range p.lanes {
 		l := &p.lanes[i]
 		if int64(cap(l.acc)) < n {
-			l.acc = make([]uint64, n)
+			l.acc = make([]uint64, n) // zeroed already
+			continue
 		}
 		l.acc = l.acc[:n]
 		clear(l.acc)
