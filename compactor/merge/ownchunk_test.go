@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/encoding"
@@ -1115,4 +1116,90 @@ func rowsOf(t *testing.T, tbl *table.Table, tasks ...table.FileScanTask) rowdige
 		t.Fatal(err)
 	}
 	return d
+}
+
+// An input page whose zstd frame decodes to other bytes than its writer
+// compressed, as its checksum says, fails the group, naming the file,
+// though its page's CRC matches the page (a writer computing the CRC over
+// bytes already damaged leaves it so, and one giving none is not checked
+// at all). Without the frame's check, the merge would decode the damaged
+// value and write it anew, under a row proof that holds (the proof
+// compares the output with the inputs as decoded). The same file
+// undamaged, its frames checksummed as arrow-go's writer (iceberg-go's)
+// writes them, is merged.
+func TestDamagedZstdFrameFailsTheGroup(t *testing.T) {
+	ctx := context.Background()
+	for _, damage := range []bool{false, true} {
+		tbl, src := payloadTable(t, iceberg.Properties{"write.parquet.page-size-bytes": "16384"})
+		path := strings.TrimSuffix(src, ".parquet") + "-checksummed.parquet"
+		codec := &checksummedZstd{damage: damage}
+		rewriteParquet(t, src, path, false, codec, parquet.DataPageVersion(2))
+		if codec.damaged != damage {
+			t.Fatalf("damage %v: a page damaged: %v", damage, codec.damaged)
+		}
+		tbl, tasks := addFiles(t, tbl, "file://"+path)
+		res, _, err := (&Merger{CheckRows: true}).Group(ctx, tbl, tasks, 1<<30)
+		if !damage {
+			if err != nil || len(res.NewDataFiles) != 1 {
+				t.Fatalf("undamaged: %v, %d outputs", err, len(res.NewDataFiles))
+			}
+			continue
+		}
+		if !errors.Is(err, zstd.ErrCRCMismatch) || !strings.Contains(err.Error(), path) || len(res.NewDataFiles) != 0 {
+			t.Fatalf("a zstd frame whose content its checksum does not match: %v, %d outputs", err, len(res.NewDataFiles))
+		}
+	}
+}
+
+// checksummedZstd is zstd with a checksum at the end of every frame
+// (klauspost/compress's default, which parquet-go's codec turns off).
+// With damage, the first page holding a run of letters (a payload value)
+// has one of them changed after its checksum was taken: the frame
+// decodes, to other bytes than the checksum's.
+type checksummedZstd struct{ damage, damaged bool }
+
+func (*checksummedZstd) String() string                            { return "ZSTD" }
+func (*checksummedZstd) CompressionCodec() format.CompressionCodec { return format.Zstd }
+
+func (c *checksummedZstd) Encode(dst, src []byte) ([]byte, error) {
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	frame := e.EncodeAll(src, dst[:0])
+	if !c.damage || c.damaged || len(src) < 4096 {
+		return frame, nil
+	}
+	at := len(src) / 2 // a run of 8 letters from the page's middle on
+	for ; at+8 <= len(src) && !letters(src[at:at+8]); at++ {
+	}
+	if at+8 > len(src) {
+		return frame, nil
+	}
+	damaged := slices.Clone(src)
+	damaged[at]++
+	out := e.EncodeAll(damaged, nil)
+	copy(out[len(out)-4:], frame[len(frame)-4:]) // the checksum of src
+	c.damaged = true
+	return out, nil
+}
+
+// letters reports whether b is all of 'a' to 'y'.
+func letters(b []byte) bool {
+	for _, c := range b {
+		if c < 'a' || c > 'y' {
+			return false
+		}
+	}
+	return true
+}
+
+func (*checksummedZstd) Decode(dst, src []byte) ([]byte, error) {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.DecodeAll(src, dst[:0])
 }
