@@ -17,7 +17,6 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/parquet-go/parquet-go"
 
@@ -380,8 +379,7 @@ func newRESTEnv(t *testing.T) (*env, *table.Table) {
 	cfg.Buckets[0].Catalog = srv.Props()
 	base, tbl := tableenv.NewWith(t, cfg, home, tableenv.BaseSchema, *iceberg.UnpartitionedSpec, "2")
 	e := newEnv(t, base)
-	e.raw = s3Store{s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.S3Endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(srv.Key, srv.Secret, "")})}
+	e.raw = s3Store{srv.S3().Client}
 	return e, tbl
 }
 

@@ -22,7 +22,6 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/sourcegraph/conc/pool"
 
@@ -246,8 +245,7 @@ func BenchmarkRESTFleet(b *testing.B) {
 		}
 
 		// Removal: a stray under every table, written directly.
-		client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.S3Endpoint), UsePathStyle: true,
-			Credentials: credentials.NewStaticCredentialsProvider(srv.Key, srv.Secret, "")})
+		client := srv.S3().Client
 		p := pool.New().WithErrors().WithMaxGoroutines(8)
 		for i := range n {
 			p.Go(func() error {

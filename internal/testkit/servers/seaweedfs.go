@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
@@ -101,12 +100,7 @@ func SeaweedFSWebhook(t testing.TB, endpoint, token string) S3Server {
 	const within = time.Minute
 	addr := "127.0.0.1:" + p(s3Port)
 	srv := S3Server{Endpoint: "http://" + addr, Key: key, Secret: secret, Bucket: RandomName("icekeeper-test-")}
-	srv.Client = s3.New(s3.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(srv.Endpoint),
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(key, secret, ""),
-	})
+	srv.Client = NewClient(srv.Endpoint, key, secret)
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	for {

@@ -184,12 +184,7 @@ func SeaweedFSS3(t testing.TB) S3Server {
 func newBucket(t testing.TB, srv S3Server) S3Server {
 	t.Helper()
 	srv.Bucket = RandomName("icekeeper-test-")
-	srv.Client = s3.New(s3.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(srv.Endpoint),
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(srv.Key, srv.Secret, ""),
-	})
+	srv.Client = NewClient(srv.Endpoint, srv.Key, srv.Secret)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := srv.Client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(srv.Bucket)}); err != nil {
@@ -197,6 +192,17 @@ func newBucket(t testing.TB, srv S3Server) S3Server {
 	}
 	t.Cleanup(func() { EmptyAndDeleteBucket(srv.Client, srv.Bucket) })
 	return srv
+}
+
+// NewClient is an S3 client of endpoint with static keys, path-style, as
+// every test store on loopback is reached.
+func NewClient(endpoint, key, secret string) *s3.Client {
+	return s3.New(s3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(key, secret, ""),
+	})
 }
 
 // EmptyAndDeleteBucket removes every object of bucket, then the bucket.
@@ -248,8 +254,7 @@ func (s RESTServer) Props() map[string]string {
 // S3 is the table bucket as an S3 bucket of the server's S3 endpoint.
 func (s RESTServer) S3() S3Server {
 	return S3Server{Endpoint: s.S3Endpoint, Key: s.Key, Secret: s.Secret, Bucket: s.Bucket,
-		Client: s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(s.S3Endpoint), UsePathStyle: true,
-			Credentials: credentials.NewStaticCredentialsProvider(s.Key, s.Secret, "")})}
+		Client: NewClient(s.S3Endpoint, s.Key, s.Secret)}
 }
 
 // REST creates a fresh table bucket on the REST catalog's server, and sets
@@ -300,12 +305,7 @@ func (s S3Server) WithLatency(t testing.TB, latency time.Duration) S3Server {
 		t.Fatalf("add latency to %s: %v", u.Host, err)
 	}
 	s.Endpoint = "http://" + p.Listen
-	s.Client = s3.New(s3.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(s.Endpoint),
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(s.Key, s.Secret, ""),
-	})
+	s.Client = NewClient(s.Endpoint, s.Key, s.Secret)
 	return s
 }
 
